@@ -1,0 +1,202 @@
+// FormatSpec: every number format numfid knows, as one constexpr data row each
+// (in the manner of LLVM APFloat's fltSemantics). Behaviour is derived from these rows
+// by one piece of code; there is no class per format.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace numfid {
+
+/// What kind of number a format stores.
+enum class FormatKind : std::uint8_t {
+  binary_float,  ///< sign (optional), biased exponent, trailing significand
+  integer,       ///< two's complement or unsigned integer
+};
+
+/// Which non-finite values a float format has (APFloat's fltNonfiniteBehavior).
+enum class NonFinite : std::uint8_t {
+  ieee,         ///< ±inf and NaN (IEEE 754)
+  nan_only,     ///< NaN but no infinity (OCP E4M3FN, the FNUZ formats, E8M0)
+  finite_only,  ///< neither (OCP MX FP6/FP4)
+};
+
+/// How NaN is encoded (APFloat's fltNanEncoding).
+enum class NanEncoding : std::uint8_t {
+  ieee,           ///< exponent all ones, trailing significand non-zero
+  all_ones,       ///< exponent and trailing significand all ones (E4M3FN: S.1111.111; E8M0: 0xFF)
+  negative_zero,  ///< the pattern of -0 (1000...0) is the only NaN (FNUZ formats)
+  none,           ///< no NaN (FP6, FP4)
+};
+
+/// One number format as data. Values of a format are `Bits` (see value.h) interpreted
+/// through its spec.
+struct FormatSpec {
+  std::string_view name;          ///< canonical numfid name
+  FormatKind kind;
+  int bits;                       ///< storage width in bits (tf32 = 19)
+  // --- binary_float ---
+  int exponent_bits;              ///< width of the exponent field
+  int precision;                  ///< significand bits including the hidden bit (p)
+  int bias;                       ///< exponent bias
+  bool has_sign;                  ///< false for E8M0 (unsigned scale)
+  bool has_subnormals;            ///< false for E8M0 (exponent field 0 is 2^-127)
+  bool signed_zero;               ///< false for FNUZ formats (-0 is the NaN)
+  NonFinite non_finite;
+  NanEncoding nan;
+  // --- integer ---
+  bool is_signed;                 ///< integer formats: two's complement
+  std::string_view provenance;    ///< where the definition comes from
+};
+
+namespace detail {
+constexpr std::int64_t pow2(int n) { return std::int64_t{1} << n; }
+}  // namespace detail
+
+/// Width of the trailing significand field.
+constexpr int mantissa_bits(const FormatSpec& f) { return f.precision - 1; }
+
+/// Largest unbiased exponent of a finite value.
+constexpr int emax(const FormatSpec& f) {
+  const int top_field = static_cast<int>(detail::pow2(f.exponent_bits)) - 1;
+  // IEEE reserves the all-ones exponent for inf/NaN; the others use it for finite values,
+  // except where the all-ones NaN pattern is the whole top exponent (E8M0 has no mantissa).
+  const bool top_reserved = f.non_finite == NonFinite::ieee ||
+                            (f.nan == NanEncoding::all_ones && f.precision == 1);
+  return (top_reserved ? top_field - 1 : top_field) - f.bias;
+}
+
+/// Smallest unbiased exponent of a normal value (1 - bias; E8M0 has no subnormals and its
+/// exponent field 0 is the normal value 2^-bias).
+constexpr int emin(const FormatSpec& f) { return f.has_subnormals ? 1 - f.bias : -f.bias; }
+
+/// Largest significand (integer, hidden bit included) at exponent emax: all ones, except
+/// where the all-ones pattern is the NaN (E4M3FN: 1.110 at the top exponent).
+constexpr std::uint64_t max_significand(const FormatSpec& f) {
+  const std::uint64_t all = (std::uint64_t{1} << f.precision) - 1;
+  return f.nan == NanEncoding::all_ones && f.precision > 1 ? all - 1 : all;
+}
+
+/// Largest finite value, as a double (exact for every format here).
+constexpr double max_finite(const FormatSpec& f) {
+  if (f.kind == FormatKind::integer)
+    return f.is_signed ? static_cast<double>(detail::pow2(f.bits - 1) - 1)
+                       : static_cast<double>(detail::pow2(f.bits) - 1);
+  double v = static_cast<double>(max_significand(f));
+  int e = emax(f) - (f.precision - 1);
+  for (; e > 0; --e) v *= 2;
+  for (; e < 0; ++e) v /= 2;
+  return v;
+}
+
+/// Smallest positive normal value.
+constexpr double min_normal(const FormatSpec& f) {
+  double v = 1;
+  for (int e = emin(f); e < 0; ++e) v /= 2;
+  for (int e = emin(f); e > 0; --e) v *= 2;
+  return v;
+}
+
+/// Smallest positive value (the least subnormal where the format has them).
+constexpr double min_positive(const FormatSpec& f) {
+  double v = min_normal(f);
+  if (f.has_subnormals)
+    for (int i = 1; i < f.precision; ++i) v /= 2;
+  return v;
+}
+
+/// Mask of the storage bits.
+constexpr std::uint32_t storage_mask(const FormatSpec& f) {
+  return f.bits >= 32 ? 0xffffffffu : static_cast<std::uint32_t>((std::uint64_t{1} << f.bits) - 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// The table. Provenance: IEEE 754-2019 (binary32, binary16); Google Brain bfloat16;
+// NVIDIA TF32 (A100 whitepaper); OCP 8-bit FP (OFP8) v1.0 (E4M3 = E4M3FN, E5M2);
+// Graphcore/AMD FNUZ (arXiv 2206.02915, LLVM APFloat Float8E4M3FNUZ/Float8E5M2FNUZ);
+// OCP Microscaling (MX) v1.0 §5.3 (FP6 E3M2/E2M3, FP4 E2M1) and §5.4.1 (E8M0).
+
+inline constexpr FormatSpec fp32{"fp32", FormatKind::binary_float, 32, 8, 24, 127, true, true, true,
+                                 NonFinite::ieee, NanEncoding::ieee, false, "IEEE 754-2019 binary32"};
+inline constexpr FormatSpec fp16{"fp16", FormatKind::binary_float, 16, 5, 11, 15, true, true, true,
+                                 NonFinite::ieee, NanEncoding::ieee, false, "IEEE 754-2019 binary16"};
+inline constexpr FormatSpec bf16{"bf16", FormatKind::binary_float, 16, 8, 8, 127, true, true, true,
+                                 NonFinite::ieee, NanEncoding::ieee, false,
+                                 "bfloat16: the top 16 bits of binary32 (Google Brain)"};
+inline constexpr FormatSpec tf32{"tf32", FormatKind::binary_float, 19, 8, 11, 127, true, true, true,
+                                 NonFinite::ieee, NanEncoding::ieee, false,
+                                 "NVIDIA TensorFloat-32: 1+8+10 bits (A100 architecture whitepaper)"};
+inline constexpr FormatSpec fp8_e4m3{"fp8_e4m3", FormatKind::binary_float, 8, 4, 4, 7, true, true, true,
+                                     NonFinite::nan_only, NanEncoding::all_ones, false,
+                                     "OCP OFP8 v1.0 E4M3 (E4M3FN): no inf, NaN S.1111.111"};
+inline constexpr FormatSpec fp8_e5m2{"fp8_e5m2", FormatKind::binary_float, 8, 5, 3, 15, true, true, true,
+                                     NonFinite::ieee, NanEncoding::ieee, false, "OCP OFP8 v1.0 E5M2 (IEEE-like)"};
+inline constexpr FormatSpec fp8_e4m3fnuz{"fp8_e4m3fnuz", FormatKind::binary_float, 8, 4, 4, 8, true, true, false,
+                                         NonFinite::nan_only, NanEncoding::negative_zero, false,
+                                         "FNUZ E4M3, bias 8, NaN 0x80 (arXiv 2206.02915; LLVM Float8E4M3FNUZ)"};
+inline constexpr FormatSpec fp8_e5m2fnuz{"fp8_e5m2fnuz", FormatKind::binary_float, 8, 5, 3, 16, true, true, false,
+                                         NonFinite::nan_only, NanEncoding::negative_zero, false,
+                                         "FNUZ E5M2, bias 16, NaN 0x80 (arXiv 2206.02915; LLVM Float8E5M2FNUZ)"};
+inline constexpr FormatSpec fp6_e3m2{"fp6_e3m2", FormatKind::binary_float, 6, 3, 3, 3, true, true, true,
+                                     NonFinite::finite_only, NanEncoding::none, false, "OCP MX v1.0 §5.3.2 FP6 E3M2"};
+inline constexpr FormatSpec fp6_e2m3{"fp6_e2m3", FormatKind::binary_float, 6, 2, 4, 1, true, true, true,
+                                     NonFinite::finite_only, NanEncoding::none, false, "OCP MX v1.0 §5.3.2 FP6 E2M3"};
+inline constexpr FormatSpec fp4_e2m1{"fp4_e2m1", FormatKind::binary_float, 4, 2, 2, 1, true, true, true,
+                                     NonFinite::finite_only, NanEncoding::none, false, "OCP MX v1.0 §5.3.3 FP4 E2M1"};
+inline constexpr FormatSpec e8m0{"e8m0", FormatKind::binary_float, 8, 8, 1, 127, false, false, false,
+                                 NonFinite::nan_only, NanEncoding::all_ones, false,
+                                 "OCP MX v1.0 §5.4.1 E8M0 scale: 2^(E-127), NaN 0xFF, no zero, no sign"};
+inline constexpr FormatSpec int8{"int8", FormatKind::integer, 8, 0, 0, 0, true, false, false,
+                                 NonFinite::finite_only, NanEncoding::none, true, "two's complement 8-bit"};
+inline constexpr FormatSpec uint8{"uint8", FormatKind::integer, 8, 0, 0, 0, false, false, false,
+                                  NonFinite::finite_only, NanEncoding::none, false, "unsigned 8-bit"};
+inline constexpr FormatSpec int32{"int32", FormatKind::integer, 32, 0, 0, 0, true, false, false,
+                                  NonFinite::finite_only, NanEncoding::none, true, "two's complement 32-bit"};
+
+// The limits quoted by the specs, derived from the rows above.
+static_assert(max_finite(fp32) == 0x1.fffffep127);
+static_assert(max_finite(fp16) == 65504.0);
+static_assert(max_finite(bf16) == 0x1.fep127);
+static_assert(max_finite(tf32) == 0x1.ffcp127);
+static_assert(max_finite(fp8_e4m3) == 448.0);
+static_assert(max_finite(fp8_e5m2) == 57344.0);
+static_assert(max_finite(fp8_e4m3fnuz) == 240.0);
+static_assert(max_finite(fp8_e5m2fnuz) == 57344.0);
+static_assert(max_finite(fp6_e3m2) == 28.0);
+static_assert(max_finite(fp6_e2m3) == 7.5);
+static_assert(max_finite(fp4_e2m1) == 6.0);
+static_assert(max_finite(e8m0) == 0x1p127);
+static_assert(min_positive(e8m0) == 0x1p-127);
+static_assert(min_positive(fp8_e4m3) == 0x1p-9);
+static_assert(min_positive(fp8_e5m2) == 0x1p-16);
+static_assert(min_positive(fp8_e4m3fnuz) == 0x1p-10);
+static_assert(min_positive(fp8_e5m2fnuz) == 0x1p-17);
+static_assert(min_positive(fp16) == 0x1p-24);
+static_assert(min_positive(fp32) == 0x1p-149);
+static_assert(min_positive(fp4_e2m1) == 0x1p-1);
+static_assert(min_normal(fp8_e4m3) == 0x1p-6);
+static_assert(max_finite(int8) == 127 && max_finite(uint8) == 255 && max_finite(int32) == 2147483647.0);
+
+/// Every format, in the order `numfid formats` lists them.
+inline constexpr std::array<const FormatSpec*, 15> all_formats{
+    &fp32, &fp16, &bf16, &tf32, &fp8_e4m3, &fp8_e5m2, &fp8_e4m3fnuz, &fp8_e5m2fnuz,
+    &fp6_e3m2, &fp6_e2m3, &fp4_e2m1, &e8m0, &int8, &uint8, &int32};
+
+/// The aliases each format is known by elsewhere (ml_dtypes, PyTorch, NKI, numpy).
+std::span<const std::string_view> format_aliases(const FormatSpec& f);
+
+/// Looks a format up by canonical name or alias (case-insensitive; a `torch.`, `nl.`,
+/// `np.`, `ml_dtypes.` or `jnp.` prefix is accepted). nullptr if unknown.
+const FormatSpec* find_format(std::string_view name);
+
+/// Comma-separated canonical names, for error messages.
+std::string format_names();
+
+/// True for binary floating-point formats.
+constexpr bool is_float(const FormatSpec& f) { return f.kind == FormatKind::binary_float; }
+
+}  // namespace numfid

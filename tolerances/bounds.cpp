@@ -1,0 +1,151 @@
+// Derivations of the reduction bounds; every step appends its line to the derivation text.
+#include "tolerances/bounds.h"
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace numfid {
+
+double unit_roundoff(const FormatSpec& f, Rounding r) {
+  const int p = f.precision;
+  return std::ldexp(1.0, (r == Rounding::rne || r == Rounding::rna) ? -p : 1 - p);
+}
+
+std::string describe(const Claim& c) {
+  std::string s = fmt::format("in {}", c.input->name);
+  if (c.compute_input) s += fmt::format(" cast to {} ({})", c.compute_input->name, rounding_name(c.input_rounding));
+  s += fmt::format(", acc {} {} (products {}), out {} {}", c.acc.format->name, rounding_name(c.acc.rounding),
+                   c.acc.products_rounded ? "rounded" : "exact", c.output->name, rounding_name(c.output_rounding));
+  if (c.roundings_per_term > 0) s += fmt::format(", {} roundings per term (plan)", c.roundings_per_term);
+  return s;
+}
+
+double gamma_n(double n, double u) {
+  const double nu = n * u;
+  return nu >= 1 ? INFINITY : nu / (1 - nu);
+}
+
+double ulp_at(const FormatSpec& f, double x) {
+  x = std::fabs(x);
+  int e = x > 0 && std::isfinite(x) ? std::ilogb(x) : emin(f);
+  if (e < emin(f)) e = emin(f);
+  return std::ldexp(1.0, e - (f.precision - 1));
+}
+
+double output_rounding_error(const FormatSpec& f, Rounding r, double magnitude) {
+  const double ulp = ulp_at(f, magnitude);
+  return (r == Rounding::rne || r == Rounding::rna) ? ulp / 2 : ulp;
+}
+
+ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_addend, double confidence) {
+  ReductionBound b;
+  auto& d = b.derivation;
+  const FormatSpec& acc = *claim.acc.format;
+  b.terms = k + (has_addend ? 1 : 0);
+  b.u_acc = unit_roundoff(acc, claim.acc.rounding);
+  d.push_back(fmt::format("claim: {}", describe(claim)));
+  d.push_back(fmt::format("u = unit roundoff of {} under {} = 2^{} = {:.6g}", acc.name,
+                          rounding_name(claim.acc.rounding), std::ilogb(b.u_acc), b.u_acc));
+  if (claim.roundings_per_term > 0) {
+    b.roundings = claim.roundings_per_term + (claim.acc.products_rounded ? 1 : 0);
+    d.push_back(fmt::format("n = {} roundings on each term's path (the plan's own count{})", b.roundings,
+                            claim.acc.products_rounded ? ", +1 for the rounded product" : ""));
+  } else {
+    b.roundings = std::max<std::int64_t>(b.terms - 1, 0) + (claim.acc.products_rounded ? 1 : 0);
+    d.push_back(fmt::format("n = m - 1{} = {} roundings: m = {} terms ({} products{}), any summation order "
+                            "(Higham ASNA §4.2: every order's error is bounded by γ_(m-1)·Σ|t_i|)",
+                            claim.acc.products_rounded ? " + 1 (products rounded)" : "", b.roundings, b.terms, k,
+                            has_addend ? " + addend" : ""));
+  }
+  const double n = static_cast<double>(b.roundings);
+  const double gamma = gamma_n(n, b.u_acc);
+  d.push_back(fmt::format("deterministic: γ_n = n·u/(1 - n·u) = {:.6g}", gamma));
+  // Each rounding below the normal range errs by at most half (or one) subnormal spacing,
+  // which the relative model does not cover: allow it absolutely.
+  const double eta = output_rounding_error(acc, claim.acc.rounding, 0);
+  b.absolute = n * eta;
+  d.push_back(fmt::format("underflow allowance: n · {} = {:.6g} (each rounding in the subnormal range of {} errs by "
+                          "at most {} its spacing)",
+                          eta, b.absolute, acc.name,
+                          claim.acc.rounding == Rounding::rne || claim.acc.rounding == Rounding::rna ? "half" : "all of"));
+  if (claim.compute_input) {
+    const double ui = unit_roundoff(*claim.compute_input, claim.input_rounding);
+    b.input_cast = 2 * ui + ui * ui;
+    d.push_back(fmt::format("input cast {} -> {}: each product a'b' = ab(1+δa)(1+δb), |δ| <= {:.6g}: adds (2u' + u'^2) "
+                            "= {:.6g} per unit of Σ|terms|",
+                            claim.input->name, claim.compute_input->name, ui, b.input_cast));
+  }
+  // Σ|a'b'| <= (1 + input_cast)·Σ|ab|.
+  b.deterministic = gamma * (1 + b.input_cast) + b.input_cast;
+  d.push_back(fmt::format("deterministic coefficient = γ_n·(1 + cast) + cast = {:.6g}  (|ŝ - s| <= coef·Σ|terms| + "
+                          "allowance)",
+                          b.deterministic));
+  b.confidence = confidence;
+  b.probabilistic_applies = claim.acc.rounding == Rounding::rne || claim.acc.rounding == Rounding::rna ||
+                            claim.acc.rounding == Rounding::stochastic;
+  if (!b.probabilistic_applies || n == 0) {
+    b.probabilistic = b.deterministic;
+    b.lambda = 0;
+    d.push_back(n == 0 ? "probabilistic: no rounding, same as deterministic"
+                       : fmt::format("probabilistic: not applicable to {} (errors are biased, not mean-zero): "
+                                     "same as deterministic",
+                                     rounding_name(claim.acc.rounding)));
+    return b;
+  }
+  // Higham & Mary, SISC 2019, Thm 3.1: with independent mean-zero relative errors,
+  // |ŝ - s| <= γ̃_n(λ)·Σ|t_i|, γ̃_n(λ) = exp(λ√n·u + n·u²/(1-u)) - 1, with probability at least
+  // 1 - 2n·exp(-λ²(1-u)²/2). Under stochastic rounding the errors are mean-independent and the
+  // same form holds without the independence assumption (Connolly, Higham & Mary, SISC 2021,
+  // Thm 4.6), with u the stochastic rounding unit roundoff 2^(1-p).
+  const double u = b.u_acc;
+  const double fail = 1 - confidence;
+  b.lambda = std::sqrt(2 * std::log(2 * n / fail)) / (1 - u);
+  const double gt = std::expm1(b.lambda * std::sqrt(n) * u + n * u * u / (1 - u));
+  b.probabilistic = std::min(gt * (1 + b.input_cast) + b.input_cast, b.deterministic);
+  d.push_back(fmt::format("probabilistic (Higham & Mary 2019, Thm 3.1{}): λ = sqrt(2·ln(2n/(1-C)))/(1-u) = {:.4g} for "
+                          "C = {}; γ̃_n(λ) = exp(λ√n·u + n·u²/(1-u)) - 1 = {:.6g}; coefficient {:.6g}",
+                          claim.acc.rounding == Rounding::stochastic ? "; stochastic rounding: Connolly, Higham & Mary 2021"
+                                                                      : "",
+                          b.lambda, confidence, gt, b.probabilistic));
+  return b;
+}
+
+ElementBound element_bound(const ReductionBound& b, const Claim& claim, double exact, double sum_abs) {
+  ElementBound e;
+  const double det_red = b.deterministic * sum_abs + b.absolute;
+  const double prob_red = b.probabilistic * sum_abs + b.absolute;
+  // The computed sum lies within det_red of the exact value; the output rounding is bounded
+  // at the largest magnitude it can have.
+  e.output_rounding = output_rounding_error(*claim.output, claim.output_rounding, std::fabs(exact) + det_red);
+  const double repr = std::fabs(exact) * 0x1p-52;
+  e.deterministic = det_red + e.output_rounding + repr;
+  e.probabilistic = prob_red + e.output_rounding + repr;
+  return e;
+}
+
+double binomial_tail(std::int64_t n, double p, std::int64_t k) {
+  if (k <= 0) return 1;
+  if (k > n) return 0;
+  if (p <= 0) return 0;
+  if (p >= 1) return 1;
+  // Sum the pmf from k upward in log space; terms decay fast when k > n·p.
+  double total = 0;
+  const double lp = std::log(p), lq = std::log1p(-p);
+  for (std::int64_t i = k; i <= n; ++i) {
+    const double lt = std::lgamma(static_cast<double>(n) + 1) - std::lgamma(static_cast<double>(i) + 1) -
+                      std::lgamma(static_cast<double>(n - i) + 1) + static_cast<double>(i) * lp +
+                      static_cast<double>(n - i) * lq;
+    const double t = std::exp(lt);
+    total += t;
+    if (static_cast<double>(i) > static_cast<double>(n) * p && t < total * 1e-17) break;
+  }
+  return std::min(total, 1.0);
+}
+
+std::int64_t binomial_threshold(std::int64_t n, double p, double alpha) {
+  std::int64_t k = static_cast<std::int64_t>(std::floor(static_cast<double>(n) * p));
+  while (k <= n && binomial_tail(n, p, k) > alpha) ++k;
+  return k;
+}
+
+}  // namespace numfid

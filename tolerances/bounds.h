@@ -1,0 +1,62 @@
+// Error bounds derived from a Claim: deterministic (sound for every summation order),
+// probabilistic (Higham & Mary 2019), output rounding and input quantisation; each carries
+// its derivation as text so that a tolerance is never an unexplained number.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tolerances/claim.h"
+
+namespace numfid {
+
+/// The bound of a reduction of k products (+ an optional addend) under a claim, as
+/// coefficients of Σ|terms| (terms = the exact products and the addend).
+struct ReductionBound {
+  std::int64_t terms = 0;           ///< m = k (+1 with an addend)
+  std::int64_t roundings = 0;       ///< n: roundings on the path of a term (any order: m - 1, +1 if products rounded)
+  double u_acc = 0;                 ///< unit roundoff of the accumulator
+  double input_cast = 0;            ///< coefficient of Σ|terms| from casting the inputs (2u + u²), 0 if no cast
+  double deterministic = 0;         ///< coefficient: |ŝ - s| <= deterministic·Σ|terms| + absolute
+  double absolute = 0;              ///< underflow allowance: n · (half) the least subnormal spacing of the accumulator
+  bool probabilistic_applies = true;  ///< false where rounding errors are biased (rtz, rup, rdn)
+  double probabilistic = 0;         ///< coefficient of the probabilistic bound (= deterministic when it does not apply)
+  double confidence = 0;            ///< probability (per element) that the probabilistic bound holds, in its model
+  double lambda = 0;                ///< Higham–Mary λ giving that confidence
+  std::vector<std::string> derivation;  ///< one line per step, printed by `tol` and `check`
+};
+
+/// Derives the bound of a dot/sum/matmul element of `k` products (+ addend) under `claim`.
+/// `confidence` is the per-element probability for the probabilistic bound (e.g. 1 - 1e-6).
+ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_addend, double confidence);
+
+/// γ_n = n·u / (1 - n·u) (Higham, ASNA §3.1); +inf when n·u >= 1.
+double gamma_n(double n, double u);
+
+/// Error of rounding a real of magnitude `magnitude` into `f` under `r`: half an ulp at that
+/// magnitude for round-to-nearest, one ulp otherwise (subnormal spacing below the normal range).
+double output_rounding_error(const FormatSpec& f, Rounding r, double magnitude);
+
+/// Spacing of `f` at magnitude `x` (2^(max(floor(log2 x), emin) - p + 1)).
+double ulp_at(const FormatSpec& f, double x);
+
+/// Admissible |output - exact| for one element.
+struct ElementBound {
+  double deterministic = 0;  ///< sound for every order: reduction + output rounding
+  double probabilistic = 0;  ///< at the bound's confidence: reduction + output rounding
+  double output_rounding = 0;
+};
+
+/// The element's bound given its exact value and Σ|terms|. Includes the double-precision
+/// representation error of `exact` (|exact|·2^-52) so that comparisons in double are sound.
+ElementBound element_bound(const ReductionBound& b, const Claim& claim, double exact, double sum_abs);
+
+/// Smallest k such that P(Binomial(n, p) >= k) <= alpha: the number of elements outside the
+/// probabilistic bound that chance can no longer explain at false-alarm probability alpha.
+std::int64_t binomial_threshold(std::int64_t n, double p, double alpha);
+
+/// P(Binomial(n, p) >= k).
+double binomial_tail(std::int64_t n, double p, std::int64_t k);
+
+}  // namespace numfid

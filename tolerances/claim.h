@@ -1,0 +1,39 @@
+// Claim: what a computation promises about its arithmetic (input casts, accumulator, output
+// rounding), from which bounds are derived (bounds.h).
+#pragma once
+
+#include <string>
+
+#include "formats/rounding.h"
+
+namespace numfid {
+
+/// The accumulator a reduction claims to use.
+struct AccumulatorClaim {
+  const FormatSpec* format = &fp32;      ///< format of every partial sum
+  Rounding rounding = Rounding::rne;     ///< rounding of every addition
+  bool products_rounded = false;         ///< products rounded to `format` before adding (else exact/fused)
+};
+
+/// What a reduction-based computation (dot, sum, matmul) claims.
+struct Claim {
+  const FormatSpec* input = &fp32;        ///< format of the operands as stored
+  const FormatSpec* compute_input = nullptr;  ///< format the operands are cast to before use (nullptr: none)
+  Rounding input_rounding = Rounding::rne;    ///< rounding of that cast
+  AccumulatorClaim acc;
+  const FormatSpec* output = &fp32;       ///< format of the stored result
+  Rounding output_rounding = Rounding::rne;
+  /// Summation order: any order (the bound holds for every order), or a known number of
+  /// roundings on each term's path (a plan's own bound; 0 = any order).
+  int roundings_per_term = 0;
+};
+
+/// Unit roundoff of a format under a rounding mode: 2^-p for round-to-nearest, 2^(1-p) for
+/// directed, truncating and stochastic rounding (Higham, ASNA 2nd ed. §2.1; Connolly, Higham
+/// & Mary 2021 for stochastic rounding).
+double unit_roundoff(const FormatSpec& f, Rounding r);
+
+/// Human-readable summary of a claim ("in bf16, acc fp32 rne (products exact), out bf16 rne").
+std::string describe(const Claim& c);
+
+}  // namespace numfid

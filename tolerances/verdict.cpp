@@ -1,0 +1,202 @@
+// Classification of elements, the tensor verdict and the error-field signatures.
+#include "tolerances/verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace numfid {
+
+std::string_view class_name(ElementClass c) {
+  switch (c) {
+    case ElementClass::bit_exact: return "bit-exact";
+    case ElementClass::within_probabilistic: return "within probabilistic bound";
+    case ElementClass::within_deterministic: return "within deterministic bound only";
+    case ElementClass::outside_deterministic: return "outside deterministic bound";
+  }
+  return "?";
+}
+
+std::string_view kind_name(TensorKind k) {
+  switch (k) {
+    case TensorKind::consistent: return "consistent";
+    case TensorKind::suspicious: return "suspicious";
+    case TensorKind::defect: return "defect";
+  }
+  return "?";
+}
+
+namespace {
+
+bool same_nonfinite(const FormatSpec& f, Bits a, Bits b) {
+  const Decoded x = decode(f, a), y = decode(f, b);
+  if (x.cls == FpClass::nan || y.cls == FpClass::nan) return x.cls == y.cls;  // NaN policy: any NaN
+  return x.cls == y.cls && x.negative == y.negative;
+}
+
+void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std::span<const ElementReport> all,
+                    std::span<const ReferenceElement> ref, Grid grid) {
+  const FormatSpec& out = *claim.output;
+  // Bias of the signed error, in output ulps, sign-normalised (negative = toward zero).
+  // Round-to-nearest outputs average about 0; a truncating cast averages about -0.5.
+  {
+    double sum = 0, sum2 = 0;
+    std::int64_t n = 0;
+    for (const ElementReport& e : all) {
+      if (!std::isfinite(e.error_ulps) || e.exact == 0) continue;
+      const double s = std::copysign(1.0, e.exact) * e.error_ulps;
+      sum += s;
+      sum2 += s * s;
+      ++n;
+    }
+    if (n >= 32) {
+      const double mean = sum / static_cast<double>(n);
+      const double var = std::max(sum2 / static_cast<double>(n) - mean * mean, 1e-300);
+      const double t = mean / std::sqrt(var / static_cast<double>(n));
+      if (std::fabs(t) > 6 && std::fabs(mean) > 0.1)
+        v.signatures.push_back({"bias", fmt::format("mean signed error {:+.3f} output ulps ({} zero), t = {:.1f} over {} "
+                                                    "elements; {} rounding averages ~0, truncation ~-0.5",
+                                                    mean, mean < 0 ? "toward" : "away from", t, n,
+                                                    rounding_name(claim.output_rounding))});
+    }
+  }
+  // Growth: the error left after the output rounding, per unit of Σ|terms|, against the
+  // √n·u growth of the claimed accumulator.
+  {
+    double s2 = 0;
+    std::int64_t n = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const ElementReport& e = all[i];
+      if (!std::isfinite(e.error) || ref[i].sum_abs <= 0) continue;
+      const double orr = output_rounding_error(out, claim.output_rounding, std::fabs(e.exact));
+      const double excess = std::max(0.0, std::fabs(e.error) - orr) / ref[i].sum_abs;
+      s2 += excess * excess;
+      ++n;
+    }
+    if (n > 0 && b.roundings > 0) {
+      const double rms = std::sqrt(s2 / static_cast<double>(n));
+      const double u_eff = rms / std::sqrt(static_cast<double>(b.roundings));
+      if (u_eff > 8 * b.u_acc) {
+        v.signatures.push_back(
+            {"narrow-accumulator",
+             fmt::format("rms error beyond output rounding = {:.3g}·Σ|terms| over n = {} roundings: ≈ √n·2^{:.1f}, an "
+                         "accumulator of about {:.0f} significand bits; the claim's {} has {}",
+                         rms, b.roundings, std::log2(u_eff), -std::log2(u_eff), claim.acc.format->name,
+                         claim.acc.format->precision)});
+      }
+    }
+  }
+  // Where the elements outside the probabilistic bound are.
+  std::vector<const ElementReport*> bad;
+  for (const ElementReport& e : all)
+    if (e.cls == ElementClass::within_deterministic || e.cls == ElementClass::outside_deterministic) bad.push_back(&e);
+  if (bad.size() >= 2) {
+    std::int64_t r0 = grid.rows, r1 = -1, c0 = grid.cols, c1 = -1;
+    for (const ElementReport* e : bad) {
+      r0 = std::min(r0, e->row), r1 = std::max(r1, e->row), c0 = std::min(c0, e->col), c1 = std::max(c1, e->col);
+    }
+    const std::int64_t area = (r1 - r0 + 1) * (c1 - c0 + 1);
+    const std::int64_t total = grid.rows * grid.cols;
+    if (area * 2 <= total) {
+      std::string where = r0 == r1 ? fmt::format("row {}", r0)
+                          : c0 == c1 ? fmt::format("column {}", c0)
+                                     : fmt::format("rows {}..{} × columns {}..{}", r0, r1, c0, c1);
+      v.signatures.push_back({"confined", fmt::format("all {} elements outside the probabilistic bound lie in {} ({:.1f}% "
+                                                      "of the tensor): an indexing or tiling defect",
+                                                      bad.size(), where, 100.0 * static_cast<double>(area) /
+                                                                              static_cast<double>(total))});
+    }
+  }
+  if (bad.size() == 1 && all.size() >= 16) {
+    const ElementReport& e = *bad[0];
+    v.signatures.push_back({"lone-outlier", fmt::format("only element {} (row {}, column {}) is outside the probabilistic "
+                                                        "bound, by {:.3g}× its deterministic bound: a race or a single "
+                                                        "corrupted write",
+                                                        e.index, e.row, e.col, e.ratio)});
+  }
+  if (v.nonfinite_mismatches > 0)
+    v.signatures.push_back({"non-finite", fmt::format("{} elements are NaN/inf where the exact result is finite (or the "
+                                                      "reverse)",
+                                                      v.nonfinite_mismatches)});
+}
+
+}  // namespace
+
+Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits> out,
+              std::span<const ReferenceElement> ref, Grid grid, const JudgeOptions& opt) {
+  const FormatSpec& f = *claim.output;
+  Verdict v;
+  v.elements = static_cast<std::int64_t>(out.size());
+  std::vector<ElementReport> all(out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    ElementReport& e = all[i];
+    e.index = static_cast<std::int64_t>(i);
+    e.row = grid.cols > 0 ? e.index / grid.cols : 0;
+    e.col = grid.cols > 0 ? e.index % grid.cols : e.index;
+    e.bits = out[i];
+    e.value = to_double(f, out[i]);
+    e.exact = ref[i].exact;
+    const ElementBound eb = element_bound(b, claim, ref[i].exact, ref[i].sum_abs);
+    e.det_bound = eb.deterministic;
+    e.prob_bound = eb.probabilistic;
+    if (out[i] == ref[i].rounded) {
+      e.cls = ElementClass::bit_exact;
+    } else if (!std::isfinite(e.value) || !std::isfinite(e.exact)) {
+      // Non-finite on either side: legal only as the same non-finite value, or as an overflow
+      // the deterministic bound allows (the exact value within the bound of the range's end).
+      const bool legal = same_nonfinite(f, out[i], ref[i].rounded) ||
+                         (std::isinf(e.value) && std::isfinite(e.exact) &&
+                          std::fabs(e.exact) + e.det_bound > max_finite(f) && (e.value > 0) == (e.exact > 0));
+      e.cls = legal ? ElementClass::within_deterministic : ElementClass::outside_deterministic;
+      if (!legal) ++v.nonfinite_mismatches;
+      e.error = legal ? 0 : INFINITY;
+      e.ratio = legal ? 0 : INFINITY;
+    }
+    if (e.cls == ElementClass::bit_exact || (std::isfinite(e.value) && std::isfinite(e.exact))) {
+      e.error = e.value - e.exact;
+      const double a = std::fabs(e.error);
+      if (e.cls != ElementClass::bit_exact)
+        e.cls = a <= e.prob_bound  ? ElementClass::within_probabilistic
+                : a <= e.det_bound ? ElementClass::within_deterministic
+                                   : ElementClass::outside_deterministic;
+      e.ratio = e.det_bound > 0 ? a / e.det_bound : (a > 0 ? INFINITY : 0);
+    }
+    e.error_ulps = std::isfinite(e.error) ? e.error / ulp_at(f, e.exact) : e.error;
+    if (std::isfinite(e.error_ulps)) v.max_error_ulps = std::max(v.max_error_ulps, std::fabs(e.error_ulps));
+    ++v.counts[static_cast<std::size_t>(e.cls)];
+  }
+  v.outside_probabilistic = v.counts[2] + v.counts[3];
+  const double p_exceed = 1 - b.confidence;
+  v.chance_threshold = binomial_threshold(v.elements, p_exceed, opt.false_alarm);
+  v.chance_probability = binomial_tail(v.elements, p_exceed, v.outside_probabilistic);
+  if (v.counts[3] > 0) {
+    v.kind = TensorKind::defect;
+    v.reason = fmt::format("{} of {} elements lie outside the deterministic bound: no summation order under the claim "
+                           "can produce them",
+                           v.counts[3], v.elements);
+  } else if (b.probabilistic_applies && v.outside_probabilistic >= v.chance_threshold && v.outside_probabilistic > 0) {
+    v.kind = TensorKind::defect;
+    v.reason = fmt::format("{} of {} elements lie outside the probabilistic bound (confidence {} each); chance explains "
+                           "at most {} at false-alarm probability {:g} (P = {:.3g})",
+                           v.outside_probabilistic, v.elements, b.confidence, v.chance_threshold - 1, opt.false_alarm,
+                           v.chance_probability);
+  } else if (b.probabilistic_applies && v.outside_probabilistic > 0 && v.chance_probability < 1e-3) {
+    v.kind = TensorKind::suspicious;
+    v.reason = fmt::format("{} elements outside the probabilistic bound (P = {:.3g} by chance), all inside the "
+                           "deterministic bound",
+                           v.outside_probabilistic, v.chance_probability);
+  } else {
+    v.kind = TensorKind::consistent;
+    v.reason = fmt::format("every element is within the bounds of the claim ({} bit-exact of {})", v.counts[0],
+                           v.elements);
+  }
+  add_signatures(v, claim, b, all, ref, grid);
+  std::vector<ElementReport> sorted = all;
+  const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(opt.worst), sorted.size());
+  std::partial_sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end(),
+                    [](const ElementReport& x, const ElementReport& y) { return x.ratio > y.ratio; });
+  v.worst.assign(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k));
+  return v;
+}
+
+}  // namespace numfid

@@ -1,0 +1,85 @@
+// Verdicts: each output element classified against its bounds, the tensor judged, and
+// signatures over the whole error field reported as evidence of the defect class.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tolerances/bounds.h"
+
+namespace numfid {
+
+/// What the oracle says about one output element.
+struct ReferenceElement {
+  Bits rounded;        ///< the exact result correctly rounded into the output format
+  double exact = 0;    ///< the exact result rounded to double (±inf / NaN where the exact result is)
+  double sum_abs = 0;  ///< Σ|terms| (rounded up)
+};
+
+/// Element classes, from best to worst.
+enum class ElementClass : std::uint8_t {
+  bit_exact,              ///< equals the correctly rounded result
+  within_probabilistic,   ///< inside the probabilistic bound
+  within_deterministic,   ///< outside the probabilistic, inside the deterministic bound
+  outside_deterministic,  ///< no legal computation under the claim gives it: provable defect
+};
+std::string_view class_name(ElementClass c);
+
+/// Tensor verdicts; exit codes 0, 0 (with a warning) and 1.
+enum class TensorKind : std::uint8_t { consistent, suspicious, defect };
+std::string_view kind_name(TensorKind k);
+
+/// The shape used to locate elements (row-major rows × cols; a vector is 1 × n).
+struct Grid {
+  std::int64_t rows = 1;
+  std::int64_t cols = 1;
+};
+
+/// One element as reported.
+struct ElementReport {
+  std::int64_t index = 0, row = 0, col = 0;
+  Bits bits;
+  double value = 0;       ///< the output
+  double exact = 0;       ///< the exact result
+  double error = 0;       ///< value - exact
+  double error_ulps = 0;  ///< error in ulps of the output format at the exact value
+  double det_bound = 0, prob_bound = 0;
+  double ratio = 0;       ///< |error| / det_bound
+  ElementClass cls = ElementClass::bit_exact;
+};
+
+/// Evidence about the whole error field.
+struct Signature {
+  std::string name;      ///< bias, narrow-accumulator, confined, lone-outlier, non-finite
+  std::string evidence;  ///< numbers that support it
+};
+
+/// The judgement of one tensor.
+struct Verdict {
+  TensorKind kind = TensorKind::consistent;
+  std::array<std::int64_t, 4> counts{};  ///< per ElementClass
+  std::int64_t elements = 0;
+  std::int64_t nonfinite_mismatches = 0;  ///< NaN/inf where the exact result is finite (or the reverse)
+  std::int64_t outside_probabilistic = 0;
+  std::int64_t chance_threshold = 0;  ///< this many outside the probabilistic bound is a defect
+  double chance_probability = 1;      ///< P(at least that many by chance) under the bound's model
+  std::string reason;                 ///< one line: why this verdict
+  std::vector<ElementReport> worst;   ///< the worst elements by |error| / deterministic bound
+  std::vector<Signature> signatures;
+  double max_error_ulps = 0;
+};
+
+/// Options of the judgement.
+struct JudgeOptions {
+  double false_alarm = 1e-9;  ///< probability of calling a legal output defective by chance
+  int worst = 8;              ///< elements listed
+};
+
+/// Judges `out` (patterns of claim.output) against the oracle under bound `b`.
+Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits> out,
+              std::span<const ReferenceElement> ref, Grid grid, const JudgeOptions& opt = {});
+
+}  // namespace numfid

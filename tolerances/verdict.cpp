@@ -152,7 +152,9 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
       e.error = legal ? 0 : INFINITY;
       e.ratio = legal ? 0 : INFINITY;
     }
-    if (e.cls == ElementClass::bit_exact || (std::isfinite(e.value) && std::isfinite(e.exact))) {
+    if (e.cls == ElementClass::bit_exact && !(std::isfinite(e.value) && std::isfinite(e.exact))) {
+      e.error = 0;  // the same non-finite value as the oracle's
+    } else if (e.cls == ElementClass::bit_exact || (std::isfinite(e.value) && std::isfinite(e.exact))) {
       e.error = e.value - e.exact;
       const double a = std::fabs(e.error);
       if (e.cls != ElementClass::bit_exact)

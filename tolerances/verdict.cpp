@@ -61,27 +61,27 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
     }
   }
   // Growth: the error left after the output rounding, per unit of Σ|terms|, against the
-  // √n·u growth of the claimed accumulator.
+  // √n·u growth of the claimed accumulator. The median, not the mean, so that a few wild
+  // elements (an indexing defect) do not read as a narrow accumulator, which shows everywhere.
   {
-    double s2 = 0;
-    std::int64_t n = 0;
+    std::vector<double> excess;
     for (std::size_t i = 0; i < all.size(); ++i) {
       const ElementReport& e = all[i];
       if (!std::isfinite(e.error) || ref[i].sum_abs <= 0) continue;
       const double orr = output_rounding_error(out, claim.output_rounding, std::fabs(e.exact));
-      const double excess = std::max(0.0, std::fabs(e.error) - orr) / ref[i].sum_abs;
-      s2 += excess * excess;
-      ++n;
+      excess.push_back(std::max(0.0, std::fabs(e.error) - orr) / ref[i].sum_abs);
     }
-    if (n > 0 && b.roundings > 0) {
-      const double rms = std::sqrt(s2 / static_cast<double>(n));
-      const double u_eff = rms / std::sqrt(static_cast<double>(b.roundings));
+    if (!excess.empty() && b.roundings > 0) {
+      auto mid = excess.begin() + static_cast<std::ptrdiff_t>(excess.size() / 2);
+      std::nth_element(excess.begin(), mid, excess.end());
+      const double median = *mid;
+      const double u_eff = median / std::sqrt(static_cast<double>(b.roundings));
       if (u_eff > 8 * b.u_acc) {
         v.signatures.push_back(
             {"narrow-accumulator",
-             fmt::format("rms error beyond output rounding = {:.3g}·Σ|terms| over n = {} roundings: ≈ √n·2^{:.1f}, an "
-                         "accumulator of about {:.0f} significand bits; the claim's {} has {}",
-                         rms, b.roundings, std::log2(u_eff), -std::log2(u_eff), claim.acc.format->name,
+             fmt::format("median error beyond output rounding = {:.3g}·Σ|terms| over n = {} roundings: ≈ √n·2^{:.1f}, "
+                         "an accumulator of about {:.0f} significand bits; the claim's {} has {}",
+                         median, b.roundings, std::log2(u_eff), -std::log2(u_eff), claim.acc.format->name,
                          claim.acc.format->precision)});
       }
     }
@@ -139,9 +139,9 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
     const ElementBound eb = element_bound(b, claim, ref[i].exact, ref[i].sum_abs);
     e.det_bound = eb.deterministic;
     e.prob_bound = eb.probabilistic;
-    if (out[i] == ref[i].rounded) {
-      e.cls = ElementClass::bit_exact;
-    } else if (!std::isfinite(e.value) || !std::isfinite(e.exact)) {
+    const bool bit_exact = out[i] == ref[i].rounded;
+    e.cls = ElementClass::bit_exact;
+    if (!bit_exact && (!std::isfinite(e.value) || !std::isfinite(e.exact))) {
       // Non-finite on either side: legal only as the same non-finite value, or as an overflow
       // the deterministic bound allows (the exact value within the bound of the range's end).
       const bool legal = same_nonfinite(f, out[i], ref[i].rounded) ||
@@ -152,12 +152,12 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
       e.error = legal ? 0 : INFINITY;
       e.ratio = legal ? 0 : INFINITY;
     }
-    if (e.cls == ElementClass::bit_exact && !(std::isfinite(e.value) && std::isfinite(e.exact))) {
+    if (bit_exact && !(std::isfinite(e.value) && std::isfinite(e.exact))) {
       e.error = 0;  // the same non-finite value as the oracle's
-    } else if (e.cls == ElementClass::bit_exact || (std::isfinite(e.value) && std::isfinite(e.exact))) {
+    } else if (std::isfinite(e.value) && std::isfinite(e.exact)) {
       e.error = e.value - e.exact;
       const double a = std::fabs(e.error);
-      if (e.cls != ElementClass::bit_exact)
+      if (!bit_exact)
         e.cls = a <= e.prob_bound  ? ElementClass::within_probabilistic
                 : a <= e.det_bound ? ElementClass::within_deterministic
                                    : ElementClass::outside_deterministic;

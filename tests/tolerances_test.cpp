@@ -1,0 +1,297 @@
+// Bounds and verdicts: formulas against hand derivations, and soundness (no legal summation
+// order is called a defect) and sharpness (real defects are) on data whose exact dot products
+// are representable in double, so that the exact reference needs no oracle.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <random>
+
+#include "formats/convert.h"
+#include "tolerances/verdict.h"
+
+namespace numfid {
+namespace {
+
+TEST(Bounds, UnitRoundoff) {
+  EXPECT_EQ(unit_roundoff(fp32, Rounding::rne), 0x1p-24);
+  EXPECT_EQ(unit_roundoff(fp32, Rounding::rtz), 0x1p-23);
+  EXPECT_EQ(unit_roundoff(bf16, Rounding::rne), 0x1p-8);
+  EXPECT_EQ(unit_roundoff(bf16, Rounding::stochastic), 0x1p-7);
+  EXPECT_EQ(unit_roundoff(fp8_e4m3, Rounding::rne), 0x1p-4);
+}
+
+TEST(Bounds, GammaAndDeterministicCoefficient) {
+  EXPECT_DOUBLE_EQ(gamma_n(4095, 0x1p-24), 4095 * 0x1p-24 / (1 - 4095 * 0x1p-24));
+  EXPECT_TRUE(std::isinf(gamma_n(300, 0x1p-8)));
+  Claim c;  // fp32 in, fp32 acc rne, fp32 out
+  const ReductionBound b = reduction_bound(c, 4096, false, 1 - 1e-6);
+  EXPECT_EQ(b.roundings, 4095);
+  EXPECT_DOUBLE_EQ(b.deterministic, gamma_n(4095, 0x1p-24));
+  EXPECT_LT(b.probabilistic, b.deterministic);
+  // λ from the confidence: 2n·exp(-λ²(1-u)²/2) = 1e-6.
+  EXPECT_NEAR(2 * 4095 * std::exp(-b.lambda * b.lambda * (1 - 0x1p-24) * (1 - 0x1p-24) / 2), 1e-6, 1e-12);
+  EXPECT_FALSE(b.derivation.empty());
+  // With an addend and rounded products: m = k + 1 terms, n = m - 1 + 1.
+  c.acc.products_rounded = true;
+  EXPECT_EQ(reduction_bound(c, 4096, true, 0.99).roundings, 4097);
+  // Truncating accumulation: no probabilistic bound.
+  c.acc.rounding = Rounding::rtz;
+  const ReductionBound t = reduction_bound(c, 64, false, 0.99);
+  EXPECT_FALSE(t.probabilistic_applies);
+  EXPECT_EQ(t.probabilistic, t.deterministic);
+}
+
+TEST(Bounds, InputCast) {
+  Claim c;
+  c.compute_input = &bf16;
+  const ReductionBound b = reduction_bound(c, 128, false, 0.999);
+  EXPECT_DOUBLE_EQ(b.input_cast, 2 * 0x1p-8 + 0x1p-16);
+  EXPECT_DOUBLE_EQ(b.deterministic, gamma_n(127, 0x1p-24) * (1 + b.input_cast) + b.input_cast);
+}
+
+TEST(Bounds, OutputRounding) {
+  EXPECT_EQ(output_rounding_error(bf16, Rounding::rne, 1.0), 0x1p-8);
+  EXPECT_EQ(output_rounding_error(bf16, Rounding::rne, 1.99), 0x1p-8);
+  EXPECT_EQ(output_rounding_error(bf16, Rounding::rtz, 2.0), 0x1p-6);
+  EXPECT_EQ(output_rounding_error(fp8_e4m3, Rounding::rne, 0.0), 0x1p-10);  // half the least subnormal 2^-9
+}
+
+TEST(Bounds, BinomialTailMatchesNaiveSum) {
+  for (std::int64_t n : {1, 5, 40}) {
+    for (double p : {0.5, 0.1, 1e-3}) {
+      for (std::int64_t k = 0; k <= n; ++k) {
+        double naive = 0;
+        for (std::int64_t i = k; i <= n; ++i) {
+          double c = 1;
+          for (std::int64_t j = 0; j < i; ++j) c = c * static_cast<double>(n - j) / static_cast<double>(j + 1);
+          naive += c * std::pow(p, static_cast<double>(i)) * std::pow(1 - p, static_cast<double>(n - i));
+        }
+        EXPECT_NEAR(binomial_tail(n, p, k), naive, 1e-12 + naive * 1e-9) << "n=" << n << " p=" << p << " k=" << k;
+      }
+    }
+  }
+  const std::int64_t k = binomial_threshold(65536, 1e-6, 1e-9);
+  EXPECT_LE(binomial_tail(65536, 1e-6, k), 1e-9);
+  EXPECT_GT(binomial_tail(65536, 1e-6, k - 1), 1e-9);
+}
+
+// ---------------------------------------------------------------------------------------
+// Corpus on double-exact data: bf16-representable inputs with exponents in [-6, 6]: every
+// product has at most 16 significant bits within 2^-12..2^14, so any sum of up to 2^20 of
+// them is exact in double.
+
+enum class Data { normal, positive, cancellation, wide };
+
+float bf16_value(std::mt19937_64& g, Data kind) {
+  std::normal_distribution<float> nd(0, 1);
+  std::uniform_real_distribution<float> ud(0.25f, 1.0f);
+  float x = kind == Data::positive ? ud(g) : nd(g);
+  if (kind == Data::wide) x = std::ldexp(x, static_cast<int>(g() % 11) - 5);
+  x = std::clamp(x, -60.0f, 60.0f);
+  if (std::fabs(x) < 0x1p-6f) x = 0x1p-6f;
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  const Result r = convert(fp32, bf16, Bits{u});
+  return static_cast<float>(to_double(bf16, r.bits));
+}
+
+struct Case {
+  std::int64_t m, k, n;
+  std::vector<float> a, b;  // m×k, k×n
+  std::vector<double> exact, sum_abs;
+};
+
+Case make_case(std::int64_t m, std::int64_t k, std::int64_t n, Data kind, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  Case c{m, k, n, std::vector<float>(static_cast<std::size_t>(m * k)), std::vector<float>(static_cast<std::size_t>(k * n)), {}, {}};
+  for (auto& x : c.a) x = bf16_value(g, kind);
+  for (auto& x : c.b) x = bf16_value(g, kind);
+  if (kind == Data::cancellation) {  // second half of each row of A negates the first: sums near 0
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < k / 2; ++j) c.a[static_cast<std::size_t>(i * k + k / 2 + j)] = -c.a[static_cast<std::size_t>(i * k + j)];
+    for (std::int64_t j = 0; j < k / 2; ++j)
+      for (std::int64_t l = 0; l < n; ++l)
+        c.b[static_cast<std::size_t>((k / 2 + j) * n + l)] = c.b[static_cast<std::size_t>(j * n + l)] * (g() % 2 ? 1.0f : 1.0078125f);
+  }
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t l = 0; l < n; ++l) {
+      double s = 0, sa = 0;
+      for (std::int64_t j = 0; j < k; ++j) {
+        const double p = static_cast<double>(c.a[static_cast<std::size_t>(i * k + j)]) * c.b[static_cast<std::size_t>(j * n + l)];
+        s += p;
+        sa += std::fabs(p);
+      }
+      c.exact.push_back(s);
+      c.sum_abs.push_back(sa);
+    }
+  return c;
+}
+
+using Products = std::vector<float>;  // exact in fp32: bf16 × bf16 has 16 significant bits
+using Summer = std::function<float(const Products&)>;
+
+float sequential(const Products& p) { float s = 0; for (float x : p) s += x; return s; }
+float reversed(const Products& p) { float s = 0; for (auto it = p.rbegin(); it != p.rend(); ++it) s += *it; return s; }
+float pairwise_range(const float* p, std::size_t n) {
+  if (n == 1) return p[0];
+  std::size_t h = 1;
+  while (h * 2 < n) h *= 2;
+  return pairwise_range(p, h) + pairwise_range(p + h, n - h);
+}
+float pairwise(const Products& p) { return pairwise_range(p.data(), p.size()); }
+float blocked128(const Products& p) {
+  float s = 0;
+  for (std::size_t t = 0; t < p.size(); t += 128) {
+    float tile = 0;
+    for (std::size_t i = t; i < std::min(p.size(), t + 128); ++i) tile += p[i];
+    s += tile;
+  }
+  return s;
+}
+float strided32(const Products& p) {
+  std::vector<float> lane(32, 0.0f);
+  for (std::size_t i = 0; i < p.size(); ++i) lane[i % 32] += p[i];
+  for (std::size_t w = 16; w >= 1; w /= 2)
+    for (std::size_t i = 0; i < w; ++i) lane[i] += lane[i + w];
+  return lane[0];
+}
+float splitk4(const Products& p) {
+  const std::size_t c = (p.size() + 3) / 4;
+  float total = 0;
+  for (std::size_t s = 0; s < p.size(); s += c) {
+    float part = 0;
+    for (std::size_t i = s; i < std::min(p.size(), s + c); ++i) part += p[i];
+    total += part;
+  }
+  return total;
+}
+
+float round_float(const FormatSpec& f, float x, Rounding r = Rounding::rne) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  RoundOptions o;
+  o.rounding = r;
+  return static_cast<float>(to_double(f, convert(fp32, f, Bits{u}, o).bits));
+}
+
+Summer narrow_accumulator(const FormatSpec& f, Rounding r) {
+  return [&f, r](const Products& p) {
+    float s = 0;
+    for (float x : p) s = round_float(f, s + x, r);
+    return s;
+  };
+}
+
+/// Runs `sum` over every element, rounds into `out` with `out_rounding`, judges under `claim`.
+Verdict run(const Case& c, const Summer& sum, const Claim& claim, Rounding out_rounding = Rounding::rne) {
+  std::vector<Bits> out;
+  std::vector<ReferenceElement> ref;
+  Products p(static_cast<std::size_t>(c.k));
+  for (std::int64_t i = 0; i < c.m; ++i)
+    for (std::int64_t l = 0; l < c.n; ++l) {
+      for (std::int64_t j = 0; j < c.k; ++j) p[static_cast<std::size_t>(j)] = c.a[static_cast<std::size_t>(i * c.k + j)] * c.b[static_cast<std::size_t>(j * c.n + l)];
+      float s = sum(p);
+      std::uint32_t u;
+      std::memcpy(&u, &s, 4);
+      RoundOptions o;
+      o.rounding = out_rounding;
+      out.push_back(convert(fp32, *claim.output, Bits{u}, o).bits);
+      const std::size_t e = static_cast<std::size_t>(i * c.n + l);
+      // Correctly rounded reference: the exact double is exact here, so one rounding of it.
+      const double ex = c.exact[e];
+      const int ee = ex == 0 ? 0 : std::ilogb(ex) - 52;
+      const auto sig = static_cast<std::uint64_t>(std::fabs(std::ldexp(ex, -ee)));
+      ref.push_back({round_to(*claim.output, {ex < 0, sig, ee, false}, {}).bits, ex, c.sum_abs[e]});
+    }
+  return judge(claim, reduction_bound(claim, c.k, false, 1 - 1e-6), out, ref, {c.m, c.n});
+}
+
+struct Scenario {
+  Data data;
+  std::int64_t k;
+};
+
+std::string ScenarioName(const ::testing::TestParamInfo<Scenario>& p) {
+  static const char* const kinds[] = {"normal", "positive", "cancellation", "wide"};
+  return std::string(kinds[static_cast<int>(p.param.data)]) + "_k" + std::to_string(p.param.k);
+}
+
+class Corpus : public ::testing::TestWithParam<Scenario> {};
+
+TEST_P(Corpus, LegalOrdersAreNeverDefects) {
+  const Scenario s = GetParam();
+  const Case c = make_case(8, s.k, 8, s.data, 17 + static_cast<std::uint64_t>(s.k));
+  const std::vector<std::pair<const char*, Summer>> orders{{"sequential", sequential}, {"reverse", reversed},
+                                                           {"pairwise", pairwise},     {"blocked(128)", blocked128},
+                                                           {"strided(32)", strided32}, {"splitk(4)", splitk4}};
+  for (const FormatSpec* out : {&fp32, &bf16}) {
+    Claim claim;
+    claim.input = &bf16;
+    claim.output = out;
+    for (const auto& [name, sum] : orders) {
+      SCOPED_TRACE(testing::Message() << name << " -> " << out->name);
+      const Verdict v = run(c, sum, claim);
+      EXPECT_NE(v.kind, TensorKind::defect) << v.reason;
+      EXPECT_EQ(v.counts[3], 0);
+    }
+  }
+}
+
+TEST_P(Corpus, DefectsAreCaught) {
+  const Scenario s = GetParam();
+  const Case c = make_case(8, s.k, 8, s.data, 29 + static_cast<std::uint64_t>(s.k));
+  Claim claim;
+  claim.input = &bf16;
+  claim.output = &bf16;
+  {
+    SCOPED_TRACE("bf16 accumulator claimed fp32");
+    const Verdict v = run(c, narrow_accumulator(bf16, Rounding::rne), claim);
+    EXPECT_EQ(v.kind, TensorKind::defect) << v.reason;
+    const bool narrow = std::any_of(v.signatures.begin(), v.signatures.end(),
+                                    [](const Signature& g) { return g.name == "narrow-accumulator"; });
+    EXPECT_TRUE(narrow || s.data == Data::cancellation);  // cancellation: Σ|terms| hides the growth
+  }
+  {
+    SCOPED_TRACE("truncating output cast claimed rne");
+    const Verdict v = run(c, sequential, claim, Rounding::rtz);
+    // Truncation errs by up to one output ulp, inside γ_n·Σ for large k: provable only where the
+    // bound is below an ulp. Always visible as a bias.
+    const bool bias = std::any_of(v.signatures.begin(), v.signatures.end(), [](const Signature& g) { return g.name == "bias"; });
+    EXPECT_TRUE(v.kind == TensorKind::defect || bias) << v.reason;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Data, Corpus,
+                         ::testing::Values(Scenario{Data::normal, 64}, Scenario{Data::normal, 4096},
+                                           Scenario{Data::positive, 1024}, Scenario{Data::cancellation, 2048},
+                                           Scenario{Data::wide, 512}),
+                         ScenarioName);
+
+TEST(Verdict, ZeroedColumnIsConfinedDefect) {
+  const Case c = make_case(16, 256, 16, Data::positive, 5);
+  Claim claim;
+  claim.input = &bf16;
+  std::vector<Bits> out;
+  std::vector<ReferenceElement> ref;
+  for (std::size_t e = 0; e < c.exact.size(); ++e) {
+    const double ex = c.exact[e];
+    const int ee = std::ilogb(ex) - 52;
+    const auto sig = static_cast<std::uint64_t>(std::ldexp(ex, -ee));
+    const Bits r = round_to(fp32, {ex < 0, sig, ee, false}, {}).bits;
+    ref.push_back({r, ex, c.sum_abs[e]});
+    out.push_back(e % 16 == 3 ? Bits{0} : r);
+  }
+  const Verdict v = judge(claim, reduction_bound(claim, 256, false, 1 - 1e-6), out, ref, {16, 16});
+  EXPECT_EQ(v.kind, TensorKind::defect);
+  EXPECT_EQ(v.counts[3], 16);
+  ASSERT_EQ(v.signatures.size(), 1u) << v.signatures[0].name << ": " << v.signatures[0].evidence;
+  EXPECT_EQ(v.signatures[0].name, "confined") << v.signatures[0].evidence;
+  EXPECT_NE(v.signatures[0].evidence.find("column 3"), std::string::npos) << v.signatures[0].evidence;
+}
+
+}  // namespace
+}  // namespace numfid

@@ -47,6 +47,8 @@ Result inf_result(const FormatSpec& f, bool negative, const RoundOptions& o, Sta
 /// aligned to it, its bits below the window folded into a sticky bit. When a sticky bit is
 /// set, the result keeps more than 70 significant bits, so rounding it is exact.
 Unrounded exact_sum(Unrounded a, Unrounded b) {
+  if (a.significand == 0) return b;
+  if (b.significand == 0) return a;
   if (a.exponent + bit_length(a.significand) < b.exponent + bit_length(b.significand)) std::swap(a, b);
   const int sa = 125 - (bit_length(a.significand) - 1);
   const u128 A = a.significand << sa;
@@ -70,11 +72,8 @@ Unrounded exact_sum(Unrounded a, Unrounded b) {
   return {b.negative, B - A, ea, false};
 }
 
-/// Sign of an exact zero sum x + y (IEEE 754 §6.3): the common sign if both are zeros of the
-/// same sign, otherwise +0, or -0 when rounding toward negative.
 bool zero_sum_sign(bool x_negative, bool y_negative, bool both_zero, const RoundOptions& o) {
-  if (both_zero && x_negative == y_negative) return x_negative;
-  return o.rounding == Rounding::rdn;
+  return exact_zero_sum_sign(x_negative, y_negative, both_zero, o.rounding);
 }
 
 Result add_operands(const FormatSpec& f, const Operand& x, const Operand& y, const RoundOptions& o) {
@@ -101,6 +100,13 @@ u128 isqrt(u128 n) {
 bool require_float(const FormatSpec& f) { return f.kind == FormatKind::binary_float; }
 
 }  // namespace
+
+Unrounded exact_add(const Unrounded& a, const Unrounded& b) { return exact_sum(a, b); }
+
+bool exact_zero_sum_sign(bool x_negative, bool y_negative, bool both_zero, Rounding r) {
+  if (both_zero && x_negative == y_negative) return x_negative;
+  return r == Rounding::rdn;
+}
 
 Result add(const FormatSpec& f, Bits a, Bits b, const RoundOptions& o) {
   if (!require_float(f)) return {Bits{0}, status_invalid};

@@ -27,6 +27,16 @@ Result fma(const FormatSpec& f, Bits a, Bits b, Bits c, const RoundOptions& o = 
 /// sqrt(a)
 Result sqrt(const FormatSpec& f, Bits a, const RoundOptions& o = {});
 
+/// The exact sum of two exact finite values (significands of at most 60 bits each), as an
+/// Unrounded ready for round_to(): exact when the two overlap, otherwise with the smaller folded
+/// into a sticky bit while keeping 70+ significant bits. An exact zero sum has sign +0; callers
+/// apply IEEE 754 §6.3 (exact_zero_sum_sign) themselves.
+Unrounded exact_add(const Unrounded& a, const Unrounded& b);
+
+/// Sign of an exact zero sum x + y (IEEE 754 §6.3): the common sign if both are zeros of the
+/// same sign, otherwise +0, or -0 when rounding toward negative.
+bool exact_zero_sum_sign(bool x_negative, bool y_negative, bool both_zero, Rounding r);
+
 /// Number of operands of an operation (sqrt 1, fma 3, others 2).
 int arity(ArithOp op);
 /// Parses "add", "sub", "mul", "div", "fma", "sqrt".

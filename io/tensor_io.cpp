@@ -1,0 +1,34 @@
+// Dispatch between the .npy and safetensors readers and writers.
+#include "io/tensor_io.h"
+
+#include <cstring>
+#include <fmt/format.h>
+
+#include "io/detail.h"
+#include "io/error.h"
+
+namespace numfid {
+
+Tensor read_tensor(const std::filesystem::path& path, std::string_view name) {
+  const auto file = detail::MappedFile::open(path);
+  const std::span<const std::byte> bytes = file->bytes();
+  const bool npy = bytes.size() >= 6 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0;
+  if (!npy) return read_safetensors(path, name);
+  if (!name.empty())
+    throw InputError(fmt::format("{}: a .npy file holds one unnamed array; cannot select tensor '{}'", path.string(),
+                                 name));
+  return read_npy(path);
+}
+
+void write_tensor(const std::filesystem::path& path, const Tensor& t, std::string_view name,
+                  const NpyWriteOptions& o) {
+  const std::string ext = path.extension().string();
+  if (ext == ".npy") return write_npy(path, t, o);
+  if (ext == ".safetensors") {
+    const NamedTensor nt[] = {{name.empty() ? std::string("tensor") : std::string(name), t}};
+    return write_safetensors(path, nt);
+  }
+  throw InputError(fmt::format("{}: unknown output type '{}' (use .npy or .safetensors)", path.string(), ext));
+}
+
+}  // namespace numfid

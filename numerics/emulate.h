@@ -1,0 +1,46 @@
+// Emulated ops: the exact output a platform model predicts for a matmul, a batched
+// row-wise dot or a sum along an axis, under a reduction plan and accumulator model.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "numerics/plan.h"
+
+namespace numfid {
+
+/// A row-major matrix of values of one format.
+struct MatrixView {
+  const FormatSpec* format = &fp32;
+  std::span<const Bits> data;
+  std::int64_t rows = 0, cols = 0;
+};
+
+/// How one reduction is computed and stored: plan, accumulator, output cast.
+struct ReductionModel {
+  ReductionPlan plan{};
+  AccumulatorModel acc{};
+  const FormatSpec* output = &fp32;  ///< the accumulator result is converted to this format
+  RoundOptions output_rounding{};    ///< rounding of that conversion (stream = element index)
+};
+
+/// D = A·B (+ C): A is M×K, B is K×N, C (optional, M×N in any format, converted exactly or
+/// rounded into the accumulator format first) starts each element's sum. Element (i, j) uses
+/// stochastic stream i·N + j. Uses a vectorised path where it is bit-identical (fp32
+/// accumulation, round-to-nearest, no FTZ/DAZ, sequential / blocked / splitk plans).
+std::vector<Bits> emulate_matmul(const MatrixView& a, const MatrixView& b, const std::optional<MatrixView>& c,
+                                 const ReductionModel& m);
+
+/// D[r] = C[r] + Σ_k A[r,k]·B[r,k] for every row r (A, B: R×K; C: R×1 or absent).
+std::vector<Bits> emulate_dot_rows(const MatrixView& a, const MatrixView& b, const std::optional<MatrixView>& c,
+                                   const ReductionModel& m);
+
+/// Sum along `axis` (0: down the columns, giving 1×cols; 1: along the rows, giving rows×1).
+std::vector<Bits> emulate_sum(const MatrixView& x, int axis, const ReductionModel& m);
+
+/// True if emulate_matmul takes its vectorised path for this model and these formats.
+bool matmul_fast_path(const ReductionModel& m, const FormatSpec& a, const FormatSpec& b);
+
+}  // namespace numfid

@@ -1,0 +1,282 @@
+// Reduction plans: parsing, bound counts and the one evaluator every plan runs through.
+#include "numerics/plan.h"
+
+#include <bit>
+#include <charconv>
+#include <fmt/format.h>
+
+#include "formats/arith.h"
+#include "formats/convert.h"
+
+namespace numfid {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<std::int64_t> parse_positive(std::string_view s) {
+  s = trim(s);
+  std::int64_t v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size() || v <= 0) return std::nullopt;
+  return v;
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+std::int64_t ceil_log2(std::int64_t n) {
+  std::int64_t d = 0;
+  while ((std::int64_t{1} << d) < n) ++d;
+  return d;
+}
+
+}  // namespace
+
+std::optional<ReductionPlan> ReductionPlan::parse(std::string_view text, std::string* error) {
+  auto fail = [&](std::string msg) -> std::optional<ReductionPlan> {
+    if (error) *error = std::move(msg);
+    return std::nullopt;
+  };
+  const std::string_view t = trim(text);
+  const std::size_t open = t.find('(');
+  const std::string_view name = trim(t.substr(0, open));
+  std::vector<std::string_view> args;
+  if (open != std::string_view::npos) {
+    if (t.back() != ')') return fail(fmt::format("plan '{}': missing ')'", text));
+    std::string_view inner = t.substr(open + 1, t.size() - open - 2);
+    while (true) {
+      const std::size_t comma = inner.find(',');
+      args.push_back(trim(inner.substr(0, comma)));
+      if (comma == std::string_view::npos) break;
+      inner.remove_prefix(comma + 1);
+    }
+  }
+  const std::string valid = "sequential, reverse, pairwise, blocked(T), blocked(T, pairwise), splitk(S), strided(L)";
+  ReductionPlan p;
+  if (name == "sequential" || name == "reverse" || name == "pairwise") {
+    if (!args.empty()) return fail(fmt::format("plan '{}': {} takes no parameter", text, name));
+    p.kind = name == "sequential" ? PlanKind::sequential : name == "reverse" ? PlanKind::reverse : PlanKind::pairwise;
+    return p;
+  }
+  if (name == "blocked" || name == "splitk" || name == "strided") {
+    const std::size_t max_args = name == "blocked" ? 2 : 1;
+    if (args.empty() || args.size() > max_args)
+      return fail(fmt::format("plan '{}': {} takes {} parameter{}", text, name, max_args == 2 ? "1 or 2" : "1",
+                              max_args == 2 ? "s" : ""));
+    const auto v = parse_positive(args[0]);
+    if (!v) return fail(fmt::format("plan '{}': '{}' is not a positive integer", text, args[0]));
+    p.param = *v;
+    p.kind = name == "blocked" ? PlanKind::blocked : name == "splitk" ? PlanKind::splitk : PlanKind::strided;
+    if (p.kind == PlanKind::strided && !std::has_single_bit(static_cast<std::uint64_t>(p.param)))
+      return fail(fmt::format("plan '{}': the lane count must be a power of two", text));
+    if (args.size() == 2) {
+      if (args[1] == "pairwise") p.inner_pairwise = true;
+      else if (args[1] != "sequential")
+        return fail(fmt::format("plan '{}': inner order '{}' must be sequential or pairwise", text, args[1]));
+    }
+    return p;
+  }
+  return fail(fmt::format("unknown plan '{}' (valid: {})", text, valid));
+}
+
+std::string ReductionPlan::text() const {
+  switch (kind) {
+    case PlanKind::sequential: return "sequential";
+    case PlanKind::reverse: return "reverse";
+    case PlanKind::pairwise: return "pairwise";
+    case PlanKind::blocked: return inner_pairwise ? fmt::format("blocked({}, pairwise)", param) : fmt::format("blocked({})", param);
+    case PlanKind::splitk: return fmt::format("splitk({})", param);
+    case PlanKind::strided: return fmt::format("strided({})", param);
+  }
+  return "?";
+}
+
+std::int64_t ReductionPlan::roundings(std::int64_t n, bool has_addend) const {
+  if (n <= 0) return 0;
+  const std::int64_t a = has_addend ? 1 : 0;
+  switch (kind) {
+    case PlanKind::sequential:
+    case PlanKind::reverse:
+      return n - 1 + a;
+    case PlanKind::pairwise:
+      return ceil_log2(n) + a;
+    case PlanKind::blocked: {
+      const std::int64_t t = std::min(param, n);
+      const std::int64_t inner = inner_pairwise ? ceil_log2(t) : t - 1;
+      return inner + ceil_div(n, t) - 1 + a;
+    }
+    case PlanKind::splitk: {
+      const std::int64_t c = ceil_div(n, param);
+      return (c - 1) + ceil_div(n, c) - 1 + a;
+    }
+    case PlanKind::strided:
+      return ceil_div(n, param) - 1 + std::countr_zero(static_cast<std::uint64_t>(param)) + a;
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------
+
+Term as_term(const FormatSpec& f, Bits x, bool daz) {
+  const Decoded d = decode(f, x);
+  Term t;
+  t.cls = d.cls == FpClass::subnormal ? (daz ? FpClass::zero : FpClass::normal) : d.cls;
+  t.value.negative = d.negative;
+  if (t.cls == FpClass::normal) {
+    t.value.significand = d.significand;
+    t.value.exponent = d.exponent;
+  }
+  return t;
+}
+
+Term exact_product(const FormatSpec& fa, Bits a, const FormatSpec& fb, Bits b, bool daz) {
+  const Term x = as_term(fa, a, daz), y = as_term(fb, b, daz);
+  Term p;
+  p.value.negative = x.value.negative != y.value.negative;
+  if (x.cls == FpClass::nan || y.cls == FpClass::nan) {
+    p.cls = FpClass::nan;
+  } else if (x.cls == FpClass::infinite || y.cls == FpClass::infinite) {
+    p.cls = (x.cls == FpClass::zero || y.cls == FpClass::zero) ? FpClass::nan : FpClass::infinite;
+  } else if (x.cls == FpClass::zero || y.cls == FpClass::zero) {
+    p.cls = FpClass::zero;
+  } else {
+    p.cls = FpClass::normal;
+    p.value.significand = x.value.significand * y.value.significand;
+    p.value.exponent = x.value.exponent + y.value.exponent;
+  }
+  return p;
+}
+
+namespace {
+
+/// The evaluator's state: the accumulator model and the running rounding counter.
+class Adder {
+ public:
+  Adder(const AccumulatorModel& acc, std::uint64_t stream) : acc_(acc), o_(acc.rounding), base_(stream << 24) {}
+
+  /// Rounds an exact term into the accumulator format (one rounding).
+  Term round(const Term& t) {
+    switch (t.cls) {
+      case FpClass::nan: return t;
+      case FpClass::infinite: return as_term(fmt(), round_infinity(fmt(), t.value.negative, next()).bits);
+      default: return as_term(fmt(), round_to(fmt(), t.value, next()).bits, false);
+    }
+  }
+
+  /// fl(x + y) in the accumulator, IEEE 754 special cases included.
+  Term add(const Term& x, const Term& y) {
+    if (x.cls == FpClass::nan || y.cls == FpClass::nan) return nan();
+    if (x.cls == FpClass::infinite || y.cls == FpClass::infinite) {
+      if (x.cls == y.cls && x.value.negative != y.value.negative) return nan();
+      return round(x.cls == FpClass::infinite ? x : y);
+    }
+    Unrounded s = exact_add(x.cls == FpClass::zero ? Unrounded{x.value.negative, 0, 0, false} : x.value,
+                            y.cls == FpClass::zero ? Unrounded{y.value.negative, 0, 0, false} : y.value);
+    if (s.significand == 0 && !s.sticky)
+      s.negative = exact_zero_sum_sign(x.value.negative, y.value.negative,
+                                       x.cls == FpClass::zero && y.cls == FpClass::zero, o_.rounding);
+    return as_term(fmt(), round_to(fmt(), s, next()).bits, acc_.rounding.daz);
+  }
+
+  Bits bits(const Term& t) {
+    switch (t.cls) {
+      case FpClass::nan: return canonical_nan(fmt());
+      case FpClass::infinite: return round_infinity(fmt(), t.value.negative, o_).bits;
+      default: return round_to(fmt(), t.value, o_).bits;  // exact: t is an accumulator value
+    }
+  }
+
+ private:
+  const FormatSpec& fmt() const { return *acc_.format; }
+  Term nan() const { return {FpClass::nan, {}}; }
+  const RoundOptions& next() {
+    o_.stream = base_ + counter_++;
+    return o_;
+  }
+  const AccumulatorModel& acc_;
+  RoundOptions o_;
+  std::uint64_t base_;
+  std::uint64_t counter_ = 0;
+};
+
+/// Sum of terms[lo, hi) starting from its first term (one rounding for it).
+Term sequential_sum(Adder& ad, std::span<const Term> t) {
+  Term s = ad.round(t[0]);
+  for (std::size_t i = 1; i < t.size(); ++i) s = ad.add(s, t[i]);
+  return s;
+}
+
+Term pairwise_sum(Adder& ad, std::span<const Term> t) {
+  if (t.size() == 1) return ad.round(t[0]);
+  std::size_t h = 1;
+  while (h * 2 < t.size()) h *= 2;
+  const Term left = pairwise_sum(ad, t.first(h));
+  const Term right = pairwise_sum(ad, t.subspan(h));
+  return ad.add(left, right);
+}
+
+}  // namespace
+
+Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<const Term> terms,
+            std::optional<Bits> addend, std::uint64_t stream) {
+  Adder ad(acc, stream);
+  std::vector<Term> rounded;
+  if (acc.products_rounded) {  // each product rounded to the accumulator format first
+    rounded.reserve(terms.size());
+    for (const Term& t : terms) rounded.push_back(ad.round(t));
+    terms = rounded;
+  }
+  std::optional<Term> start;
+  if (addend) start = as_term(*acc.format, *addend, acc.rounding.daz);
+  if (terms.empty()) return start ? ad.bits(*start) : zero(*acc.format, false);
+  // Add a partial result to the running sum, which starts from the addend when there is one.
+  auto fold = [&](std::optional<Term>& running, const Term& part) {
+    running = running ? ad.add(*running, part) : part;
+  };
+  std::optional<Term> run = start;
+  const std::size_t n = terms.size();
+  switch (plan.kind) {
+    case PlanKind::sequential:
+      for (const Term& t : terms) run = run ? ad.add(*run, t) : ad.round(t);
+      break;
+    case PlanKind::reverse:
+      for (std::size_t i = n; i-- > 0;) run = run ? ad.add(*run, terms[i]) : ad.round(terms[i]);
+      break;
+    case PlanKind::pairwise:
+      fold(run, pairwise_sum(ad, terms));
+      break;
+    case PlanKind::blocked:
+    case PlanKind::splitk: {
+      const std::size_t t = plan.kind == PlanKind::blocked ? static_cast<std::size_t>(plan.param)
+                                                           : static_cast<std::size_t>(ceil_div(static_cast<std::int64_t>(n), plan.param));
+      for (std::size_t lo = 0; lo < n; lo += t) {
+        const auto tile = terms.subspan(lo, std::min(t, n - lo));
+        fold(run, plan.inner_pairwise ? pairwise_sum(ad, tile) : sequential_sum(ad, tile));
+      }
+      break;
+    }
+    case PlanKind::strided: {
+      const std::size_t lanes = static_cast<std::size_t>(plan.param);
+      std::vector<std::optional<Term>> lane(lanes);
+      if (start) lane[0] = start;
+      for (std::size_t i = 0; i < n; ++i) {
+        auto& l = lane[i % lanes];
+        l = l ? ad.add(*l, terms[i]) : ad.round(terms[i]);
+      }
+      // An empty lane (n < L) holds +0, as a zero-initialised register does.
+      for (auto& l : lane)
+        if (!l) l = Term{FpClass::zero, {}};
+      for (std::size_t w = lanes / 2; w >= 1; w /= 2)
+        for (std::size_t i = 0; i < w; ++i) lane[i] = ad.add(*lane[i], *lane[i + w]);
+      run = lane[0];
+      break;
+    }
+  }
+  return ad.bits(*run);
+}
+
+}  // namespace numfid

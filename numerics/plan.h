@@ -1,0 +1,72 @@
+// Reduction plans: the order in which K terms are added, as data with a text form
+// (`sequential`, `reverse`, `pairwise`, `blocked(T[, pairwise])`, `splitk(S)`, `strided(L)`),
+// executed by one evaluator under an accumulator model.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "formats/rounding.h"
+
+namespace numfid {
+
+/// The shapes of summation order numfid models (DESIGN.md, "ReductionPlan").
+enum class PlanKind : std::uint8_t {
+  sequential,  ///< t0 + t1 + ... in index order
+  reverse,     ///< in reverse index order
+  pairwise,    ///< split at the largest power of two below n, recursively (numpy's pattern)
+  blocked,     ///< tiles of T consecutive terms, each summed from its first term, tile sums added in order (PSUM)
+  splitk,      ///< S contiguous chunks of ceil(K/S), each sequential, partials added in chunk order
+  strided,     ///< L lanes, lane l sums k ≡ l (mod L) in order, lanes combined by halving (warp shuffle)
+};
+
+/// A summation order as data.
+struct ReductionPlan {
+  PlanKind kind = PlanKind::sequential;
+  std::int64_t param = 0;       ///< T (blocked), S (splitk), L (strided, a power of two)
+  bool inner_pairwise = false;  ///< blocked(T, pairwise): each tile summed pairwise
+
+  /// Parses the text form; on failure returns nullopt and sets *error to what is wrong.
+  static std::optional<ReductionPlan> parse(std::string_view text, std::string* error = nullptr);
+  /// The canonical text form.
+  std::string text() const;
+  /// The largest number of roundings on any term's path when summing `n` terms (+ an addend
+  /// that starts the sum): the plan's own error-bound count. Sequential: n - 1 (+1);
+  /// pairwise: ceil(log2 n) (+1); blocked(T): (T - 1) + (ceil(n/T) - 1) (+1); and so on.
+  std::int64_t roundings(std::int64_t n, bool has_addend) const;
+  friend bool operator==(const ReductionPlan&, const ReductionPlan&) = default;
+};
+
+/// How each partial sum is held: its format, the rounding of every addition (stochastic
+/// draws from seed/stream; see emulate.h for how streams are assigned), FTZ, and whether
+/// products are rounded to the accumulator format before they are added (else exact, fused).
+struct AccumulatorModel {
+  const FormatSpec* format = &fp32;
+  RoundOptions rounding{};
+  bool products_rounded = false;
+};
+
+/// A term of a reduction: an exact value, or a non-finite one.
+struct Term {
+  FpClass cls = FpClass::zero;  ///< zero, normal (any finite non-zero), infinite or nan
+  Unrounded value{};            ///< sign and exact value (finite); sign for zero/inf
+};
+
+/// The exact product of two values (NaN for inf·0 or a NaN factor; inf for an infinite factor).
+Term exact_product(const FormatSpec& fa, Bits a, const FormatSpec& fb, Bits b, bool daz = false);
+
+/// A stored value as a term.
+Term as_term(const FormatSpec& f, Bits x, bool daz = false);
+
+/// Sums `terms` (+ `addend`, a value of the accumulator format that starts the sum) in the
+/// plan's order; every addition is rounded by the accumulator model. `stream` seeds the
+/// per-rounding stochastic streams: rounding number i uses stream (stream << 24) + i.
+/// Returns the accumulator-format result (NaN as the canonical positive NaN).
+Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<const Term> terms,
+            std::optional<Bits> addend = std::nullopt, std::uint64_t stream = 0);
+
+}  // namespace numfid

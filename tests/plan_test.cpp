@@ -1,0 +1,322 @@
+// Reduction plans and emulated ops against a deliberately naive second implementation:
+// every plan written as the obvious loops over doubles, each addition an exact MPFR sum
+// rounded by the independent MPFR oracle of tests/support (never numfid's rounding code).
+#include <gtest/gtest.h>
+#include <mpfr.h>
+
+#include <cmath>
+#include <random>
+
+#include "formats/convert.h"
+#include "numerics/emulate.h"
+#include "tests/support/mpfr_oracle.h"
+
+namespace numfid {
+namespace {
+
+// ------------------------------------------------------------------- parsing and counts
+
+TEST(PlanText, ParsesEveryForm) {
+  for (const char* t : {"sequential", "reverse", "pairwise", "blocked(128)", "blocked(64, pairwise)", "splitk(4)",
+                        "strided(32)"}) {
+    std::string err;
+    const auto p = ReductionPlan::parse(t, &err);
+    ASSERT_TRUE(p) << t << ": " << err;
+    EXPECT_EQ(p->text(), t);
+  }
+  EXPECT_EQ(ReductionPlan::parse(" blocked( 8 , sequential ) ")->text(), "blocked(8)");
+}
+
+TEST(PlanText, RejectsBadPlansWithAReason) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"zigzag", "unknown plan 'zigzag'"},        {"blocked", "takes 1 or 2 parameters"},
+      {"blocked(0)", "not a positive integer"},   {"strided(24)", "power of two"},
+      {"splitk(4", "missing ')'"},                {"pairwise(2)", "takes no parameter"},
+      {"blocked(8, zigzag)", "inner order 'zigzag'"}};
+  for (const auto& [text, why] : bad) {
+    std::string err;
+    EXPECT_FALSE(ReductionPlan::parse(text, &err)) << text;
+    EXPECT_NE(err.find(why), std::string::npos) << text << " -> " << err;
+  }
+}
+
+TEST(PlanText, RoundingCounts) {
+  auto n = [](const char* t, std::int64_t k, bool c = false) { return ReductionPlan::parse(t)->roundings(k, c); };
+  EXPECT_EQ(n("sequential", 4096), 4095);
+  EXPECT_EQ(n("sequential", 4096, true), 4096);
+  EXPECT_EQ(n("pairwise", 4096), 12);
+  EXPECT_EQ(n("pairwise", 4097), 13);
+  EXPECT_EQ(n("blocked(128)", 4096), 127 + 31);
+  EXPECT_EQ(n("blocked(128, pairwise)", 4096), 7 + 31);
+  EXPECT_EQ(n("splitk(4)", 4096), 1023 + 3);
+  EXPECT_EQ(n("strided(32)", 4096), 127 + 5);
+  EXPECT_EQ(n("blocked(128)", 100), 99);
+}
+
+// ------------------------------------------------------------------- naive evaluator
+
+/// fl(x + y) in `acc` under rounding r: the exact sum by MPFR, rounded by the oracle.
+double naive_add(const FormatSpec& acc, Rounding r, double x, double y) {
+  if (std::isnan(x) || std::isnan(y)) return NAN;
+  if (std::isinf(x) || std::isinf(y)) {
+    if (std::isinf(x) && std::isinf(y) && (x > 0) != (y > 0)) return NAN;
+    return std::isinf(x) ? x : y;
+  }
+  mpfr_t a, b, s;
+  mpfr_inits2(2200, a, b, s, static_cast<mpfr_ptr>(nullptr));
+  mpfr_set_d(a, x, MPFR_RNDN);
+  mpfr_set_d(b, y, MPFR_RNDN);
+  mpfr_add(s, a, b, MPFR_RNDN);  // exact at 2200 bits
+  double out;
+  if (mpfr_zero_p(s)) {
+    const bool neg = (std::signbit(x) && std::signbit(y)) || ((x != 0 || y != 0 || std::signbit(x) != std::signbit(y)) && r == Rounding::rdn);
+    out = neg ? -0.0 : 0.0;
+  } else {
+    mpz_t z;
+    mpz_init(z);
+    long e = mpfr_get_z_2exp(z, s);
+    const bool neg = mpz_sgn(z) < 0;
+    mpz_abs(z, z);
+    bool sticky = false;
+    const long bits = static_cast<long>(mpz_sizeinbase(z, 2));
+    if (bits > 120) {  // keep 120 bits, the rest as a sticky bit
+      const auto drop = static_cast<mp_bitcnt_t>(bits - 120);
+      sticky = mpz_scan1(z, 0) < drop;
+      mpz_fdiv_q_2exp(z, z, drop);
+      e += static_cast<long>(drop);
+    }
+    uint128 sig = 0;
+    for (long i = static_cast<long>(mpz_sizeinbase(z, 2)) - 1; i >= 0; --i)
+      sig = (sig << 1) | static_cast<uint128>(mpz_tstbit(z, static_cast<mp_bitcnt_t>(i)));
+    mpz_clear(z);
+    const test::Rounded rd = test::oracle_round_scaled(acc, neg, sig, static_cast<int>(e), sticky, r);
+    RoundOptions o;
+    o.rounding = r;
+    out = to_double(acc, test::oracle_finish(acc, rd, o).bits);
+  }
+  mpfr_clears(a, b, s, static_cast<mpfr_ptr>(nullptr));
+  return out;
+}
+
+/// fl(x) alone (the first term of a sum): x + (-0) is x for every x.
+double naive_round(const FormatSpec& acc, Rounding r, double x) { return naive_add(acc, r, x, -0.0); }
+
+double naive_pairwise(const FormatSpec& acc, Rounding r, const std::vector<double>& t, std::size_t lo, std::size_t n) {
+  if (n == 1) return naive_round(acc, r, t[lo]);
+  std::size_t h = 1;
+  while (h * 2 < n) h *= 2;
+  return naive_add(acc, r, naive_pairwise(acc, r, t, lo, h), naive_pairwise(acc, r, t, lo + h, n - h));
+}
+
+/// The plan written out as loops (DESIGN.md's definitions), `c` the optional addend.
+double naive_reduce(const std::string& plan, const FormatSpec& acc, Rounding r, const std::vector<double>& t,
+                    std::optional<double> c) {
+  const std::size_t n = t.size();
+  if (plan == "sequential" || plan == "reverse") {
+    std::optional<double> s = c;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double x = plan == "sequential" ? t[i] : t[n - 1 - i];
+      s = s ? naive_add(acc, r, *s, x) : naive_round(acc, r, x);
+    }
+    return *s;
+  }
+  if (plan == "pairwise") {
+    const double p = naive_pairwise(acc, r, t, 0, n);
+    return c ? naive_add(acc, r, *c, p) : p;
+  }
+  std::size_t tile = 0;
+  bool inner_pairwise = false;
+  if (plan.rfind("blocked(", 0) == 0) {
+    tile = std::stoul(plan.substr(8));
+    inner_pairwise = plan.find("pairwise") != std::string::npos;
+  } else if (plan.rfind("splitk(", 0) == 0) {
+    const std::size_t s = std::stoul(plan.substr(7));
+    tile = (n + s - 1) / s;
+  }
+  if (tile > 0) {
+    std::optional<double> run = c;
+    for (std::size_t lo = 0; lo < n; lo += tile) {
+      const std::size_t len = std::min(tile, n - lo);
+      double part;
+      if (inner_pairwise) {
+        part = naive_pairwise(acc, r, t, lo, len);
+      } else {
+        part = naive_round(acc, r, t[lo]);
+        for (std::size_t i = lo + 1; i < lo + len; ++i) part = naive_add(acc, r, part, t[i]);
+      }
+      run = run ? naive_add(acc, r, *run, part) : part;
+    }
+    return *run;
+  }
+  // strided(L)
+  const std::size_t lanes = std::stoul(plan.substr(8));
+  std::vector<std::optional<double>> lane(lanes);
+  lane[0] = c;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& l = lane[i % lanes];
+    l = l ? naive_add(acc, r, *l, t[i]) : naive_round(acc, r, t[i]);
+  }
+  std::vector<double> v(lanes);
+  for (std::size_t i = 0; i < lanes; ++i) v[i] = lane[i] ? *lane[i] : 0.0;
+  for (std::size_t w = lanes / 2; w >= 1; w /= 2)
+    for (std::size_t i = 0; i < w; ++i) v[i] = naive_add(acc, r, v[i], v[i + w]);
+  return v[0];
+}
+
+// ------------------------------------------------------------------- data
+
+Bits random_value(std::mt19937_64& g, const FormatSpec& f, int kind) {
+  // kind 0: well-scaled normal values; 1: wide exponent range incl. subnormals;
+  // 2: any pattern (inf/NaN included)
+  const std::uint32_t mask = storage_mask(f);
+  for (;;) {
+    Bits b{static_cast<std::uint32_t>(g()) & mask};
+    const Decoded d = decode(f, b);
+    if (kind == 2) return b;
+    if (d.cls == FpClass::nan || d.cls == FpClass::infinite) continue;
+    if (kind == 0) {
+      const double v = std::fabs(to_double(f, b));
+      if (v != 0 && (v < 0x1p-4 || v > 0x1p4)) continue;
+    }
+    return b;
+  }
+}
+
+struct ModelSetup {
+  const FormatSpec* in;
+  const FormatSpec* acc;
+  Rounding r;
+};
+
+void PrintTo(const ModelSetup& s, std::ostream* os) {
+  *os << "in " << s.in->name << ", acc " << s.acc->name << " " << rounding_name(s.r);
+}
+
+class PlanVsNaive : public ::testing::TestWithParam<ModelSetup> {};
+
+TEST_P(PlanVsNaive, EveryPlanBitExact) {
+  const ModelSetup s = GetParam();
+  std::mt19937_64 g(1234);
+  const std::vector<std::string> plans{"sequential", "reverse",  "pairwise",    "blocked(8)", "blocked(8, pairwise)",
+                                       "splitk(3)",  "strided(4)", "strided(16)"};
+  int failures = 0;
+  for (int trial = 0; trial < 200 && failures < 5; ++trial) {
+    const int kind = trial % 3;
+    const std::size_t n = 1 + g() % 70;
+    const bool with_c = trial % 4 == 1;
+    std::vector<Term> terms;
+    std::vector<double> exact;
+    for (std::size_t i = 0; i < n; ++i) {
+      Bits a = random_value(g, *s.in, kind), b = random_value(g, *s.in, kind);
+      terms.push_back(exact_product(*s.in, a, *s.in, b));
+      double p = to_double(*s.in, a) * to_double(*s.in, b);  // exact: ≤ 48-bit significands
+      if (trial % 5 == 4 && i % 2 == 1) {  // cancellation: each odd product negates the previous
+        terms.back() = terms[terms.size() - 2];
+        terms.back().value.negative = !terms.back().value.negative;
+        p = -exact[exact.size() - 1];
+      }
+      exact.push_back(p);
+    }
+    std::optional<Bits> c;
+    std::optional<double> cd;
+    if (with_c) {
+      c = random_value(g, *s.acc, kind == 2 ? 1 : kind);
+      cd = to_double(*s.acc, *c);
+    }
+    for (const std::string& pt : plans) {
+      SCOPED_TRACE(testing::Message() << "trial " << trial << " n=" << n << " plan " << pt << " in " << s.in->name
+                                      << " acc " << s.acc->name << " " << rounding_name(s.r));
+      AccumulatorModel acc;
+      acc.format = s.acc;
+      acc.rounding.rounding = s.r;
+      const Bits got = reduce(*ReductionPlan::parse(pt), acc, terms, c);
+      const double want = naive_reduce(pt, *s.acc, s.r, exact, cd);
+      const double gotd = to_double(*s.acc, got);
+      const bool same = (std::isnan(want) && std::isnan(gotd)) ||
+                        (want == gotd && std::signbit(want) == std::signbit(gotd));
+      if (!same && ++failures <= 5)
+        ADD_FAILURE() << "numfid " << to_hex(*s.acc, got) << " = " << gotd << ", naive " << want;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PlanVsNaive,
+                         ::testing::Values(ModelSetup{&bf16, &fp32, Rounding::rne}, ModelSetup{&fp16, &fp32, Rounding::rne},
+                                           ModelSetup{&fp32, &fp32, Rounding::rne}, ModelSetup{&bf16, &bf16, Rounding::rne},
+                                           ModelSetup{&fp8_e4m3, &fp16, Rounding::rne}, ModelSetup{&bf16, &fp32, Rounding::rtz},
+                                           ModelSetup{&fp16, &fp32, Rounding::rdn}, ModelSetup{&fp8_e5m2, &bf16, Rounding::rup}));
+
+// ------------------------------------------------------------------- the fp32 fast path
+
+TEST(EmulateMatmul, FastPathMatchesGenericPath) {
+  std::mt19937_64 g(7);
+  for (const FormatSpec* in : {&bf16, &fp16, &fp32, &fp8_e4m3}) {
+    for (const char* pt : {"sequential", "blocked(16)", "splitk(3)"}) {
+      for (int kind : {0, 1, 2}) {
+        for (bool with_c : {false, true}) {
+          SCOPED_TRACE(testing::Message() << in->name << " " << pt << " kind " << kind << " C " << with_c);
+          const std::int64_t M = 5, K = 37, N = 19;
+          std::vector<Bits> a(M * K), b(K * N), bt(N * K), c(M * N);
+          for (auto& x : a) x = random_value(g, *in, kind);
+          for (auto& x : b) x = random_value(g, *in, kind);
+          for (auto& x : c) x = random_value(g, fp32, kind == 2 ? 1 : kind);
+          for (std::int64_t k = 0; k < K; ++k)
+            for (std::int64_t j = 0; j < N; ++j) bt[static_cast<std::size_t>(j * K + k)] = b[static_cast<std::size_t>(k * N + j)];
+          ReductionModel m;
+          m.plan = *ReductionPlan::parse(pt);
+          m.output = &bf16;
+          ASSERT_TRUE(matmul_fast_path(m, *in, *in));
+          const std::optional<MatrixView> cv =
+              with_c ? std::optional<MatrixView>(MatrixView{&fp32, c, M, N}) : std::nullopt;
+          const auto fast = emulate_matmul({in, a, M, K}, {in, b, K, N}, cv, m);
+          // Generic path: row-wise dots of A's row i with B's column j.
+          int bad = 0;
+          for (std::int64_t i = 0; i < M; ++i)
+            for (std::int64_t j = 0; j < N; ++j) {
+              const std::span<const Bits> arow(a.data() + i * K, static_cast<std::size_t>(K));
+              const std::span<const Bits> bcol(bt.data() + j * K, static_cast<std::size_t>(K));
+              std::vector<Bits> ce{c[static_cast<std::size_t>(i * N + j)]};
+              const auto generic = emulate_dot_rows({in, arow, 1, K}, {in, bcol, 1, K},
+                                                    with_c ? std::optional<MatrixView>(MatrixView{&fp32, ce, 1, 1})
+                                                           : std::nullopt,
+                                                    m);
+              const Bits f = fast[static_cast<std::size_t>(i * N + j)];
+              if (!(f == generic[0]) && ++bad <= 3)
+                ADD_FAILURE() << "(" << i << "," << j << ") fast " << to_hex(bf16, f) << " generic "
+                              << to_hex(bf16, generic[0]);
+            }
+        }
+      }
+    }
+  }
+}
+
+TEST(EmulateSum, AxesAndStochasticReproducibility) {
+  const std::vector<Bits> x{Bits{0x3f800000}, Bits{0x40000000}, Bits{0x40400000},
+                            Bits{0x40800000}, Bits{0x40a00000}, Bits{0x40c00000}};  // [[1,2,3],[4,5,6]]
+  ReductionModel m;
+  const auto cols = emulate_sum({&fp32, x, 2, 3}, 0, m);
+  const auto rows = emulate_sum({&fp32, x, 2, 3}, 1, m);
+  ASSERT_EQ(cols.size(), 3u);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(cols[0], Bits{0x40a00000});  // 5
+  EXPECT_EQ(cols[2], Bits{0x41100000});  // 9
+  EXPECT_EQ(rows[0], Bits{0x40c00000});  // 6
+  EXPECT_EQ(rows[1], Bits{0x41700000});  // 15
+  // Stochastic accumulation: the same seed gives the same bits, another seed (usually) not.
+  std::vector<Bits> y(4096);
+  std::mt19937_64 g(3);
+  for (auto& v : y) v = random_value(g, bf16, 0);
+  ReductionModel sr;
+  sr.acc.format = &bf16;
+  sr.acc.rounding.rounding = Rounding::stochastic;
+  sr.acc.rounding.seed = 11;
+  sr.output = &bf16;
+  const auto s1 = emulate_sum({&bf16, y, 64, 64}, 1, sr);
+  EXPECT_EQ(s1, emulate_sum({&bf16, y, 64, 64}, 1, sr));
+  sr.acc.rounding.seed = 12;
+  EXPECT_NE(s1, emulate_sum({&bf16, y, 64, 64}, 1, sr));
+}
+
+}  // namespace
+}  // namespace numfid

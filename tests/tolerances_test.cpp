@@ -27,7 +27,9 @@ TEST(Bounds, UnitRoundoff) {
 TEST(Bounds, GammaAndDeterministicCoefficient) {
   EXPECT_DOUBLE_EQ(gamma_n(4095, 0x1p-24), 4095 * 0x1p-24 / (1 - 4095 * 0x1p-24));
   EXPECT_TRUE(std::isinf(gamma_n(300, 0x1p-8)));
-  Claim c;  // fp32 in, fp32 acc rne, fp32 out
+  Claim c;  // fp32 in, fp32 acc rne, fp32 out: a product does not fit fp32, n = m
+  EXPECT_EQ(reduction_bound(c, 4096, false, 0.99).roundings, 4096);
+  c.input = &bf16;  // bf16·bf16 fits fp32 exactly: n = m - 1
   const ReductionBound b = reduction_bound(c, 4096, false, 1 - 1e-6);
   EXPECT_EQ(b.roundings, 4095);
   EXPECT_DOUBLE_EQ(b.deterministic, gamma_n(4095, 0x1p-24));
@@ -38,6 +40,8 @@ TEST(Bounds, GammaAndDeterministicCoefficient) {
   // With an addend and rounded products: m = k + 1 terms, n = m - 1 + 1.
   c.acc.products_rounded = true;
   EXPECT_EQ(reduction_bound(c, 4096, true, 0.99).roundings, 4097);
+  c.roundings_per_term = 12;  // a plan's own count (pairwise over 4096)
+  EXPECT_EQ(reduction_bound(c, 4096, false, 0.99).roundings, 13);
   // Truncating accumulation: no probabilistic bound.
   c.acc.rounding = Rounding::rtz;
   const ReductionBound t = reduction_bound(c, 64, false, 0.99);
@@ -49,6 +53,7 @@ TEST(Bounds, InputCast) {
   Claim c;
   c.compute_input = &bf16;
   const ReductionBound b = reduction_bound(c, 128, false, 0.999);
+  EXPECT_EQ(b.roundings, 127);
   EXPECT_DOUBLE_EQ(b.input_cast, 2 * 0x1p-8 + 0x1p-16);
   EXPECT_DOUBLE_EQ(b.deterministic, gamma_n(127, 0x1p-24) * (1 + b.input_cast) + b.input_cast);
 }

@@ -46,16 +46,24 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
   d.push_back(fmt::format("claim: {}", describe(claim)));
   d.push_back(fmt::format("u = unit roundoff of {} under {} = 2^{} = {:.6g}", acc.name,
                           rounding_name(claim.acc.rounding), std::ilogb(b.u_acc), b.u_acc));
+  // A product is exact in the accumulator when its significand fits (2·p_in <= p_acc, e.g.
+  // bf16·bf16 in fp32); otherwise the first rounding of a fused product (fl(0 + a·b)) or the
+  // rounding of a rounded product errs relatively too: one more rounding on its path.
+  const FormatSpec& in = claim.compute_input ? *claim.compute_input : *claim.input;
+  const bool fits = in.kind == FormatKind::binary_float && 2 * in.precision <= acc.precision;
+  const std::int64_t extra = (claim.acc.products_rounded || !fits) ? 1 : 0;
+  const char* extra_why = claim.acc.products_rounded ? " + 1 (products rounded to the accumulator)"
+                          : !fits ? " + 1 (a product does not fit the accumulator: its first rounding)"
+                                  : "";
   if (claim.roundings_per_term > 0) {
-    b.roundings = claim.roundings_per_term + (claim.acc.products_rounded ? 1 : 0);
-    d.push_back(fmt::format("n = {} roundings on each term's path (the plan's own count{})", b.roundings,
-                            claim.acc.products_rounded ? ", +1 for the rounded product" : ""));
+    b.roundings = claim.roundings_per_term + extra;
+    d.push_back(fmt::format("n = {}{} = {} roundings on each term's path (the plan's own count)",
+                            claim.roundings_per_term, extra_why, b.roundings));
   } else {
-    b.roundings = std::max<std::int64_t>(b.terms - 1, 0) + (claim.acc.products_rounded ? 1 : 0);
+    b.roundings = std::max<std::int64_t>(b.terms - 1, 0) + extra;
     d.push_back(fmt::format("n = m - 1{} = {} roundings: m = {} terms ({} products{}), any summation order "
                             "(Higham ASNA §4.2: every order's error is bounded by γ_(m-1)·Σ|t_i|)",
-                            claim.acc.products_rounded ? " + 1 (products rounded)" : "", b.roundings, b.terms, k,
-                            has_addend ? " + addend" : ""));
+                            extra_why, b.roundings, b.terms, k, has_addend ? " + addend" : ""));
   }
   const double n = static_cast<double>(b.roundings);
   const double gamma = gamma_n(n, b.u_acc);

@@ -81,8 +81,15 @@ std::int64_t rounded_quotient(const Unrounded& x, const Unrounded& s, const Roun
   else if (negative && o.rounding == Rounding::rdn) om.rounding = Rounding::rup;
   const Result r = round_to(uint32_magnitude, q, om);
   std::int64_t mag = r.bits.raw;
-  if ((r.status & status_invalid) != 0) mag = std::int64_t{1} << 32;  // saturated: at least 2^32
   st |= static_cast<Status>(r.status & status_inexact);
+  if ((r.status & status_invalid) != 0) {
+    // Saturated (at least 2^32): round_to reports invalid only, so whether the quotient had
+    // a fraction is read from the bits below the binary point.
+    mag = std::int64_t{1} << 32;
+    const int frac_bits = -q.exponent;
+    const bool fraction = q.sticky || (frac_bits > 0 && (frac_bits >= 128 || (q.significand & ((u128{1} << frac_bits) - 1)) != 0));
+    if (fraction) st |= status_inexact;
+  }
   return negative ? -mag : mag;
 }
 

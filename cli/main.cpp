@@ -1,9 +1,79 @@
-// numfid command-line entry point (placeholder until the CLI lands).
-#include "formats/arith.h"
-#include "formats/convert.h"
+// numfid command-line entry point: CLI11 parsing, dispatch to the subcommands, and the exit
+// codes of the CLI contract (0 ok, 1 numerical defect, 2 usage or input error).
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-int main() {
-  using namespace numfid;
-  for (const FormatSpec* f : all_formats) fmt::print("{} max={}\n", f->name, max_finite(*f));
-  return 0;
+
+#include "cli/commands.h"
+
+namespace {
+
+/// `numfid bits FORMAT -1e-3`: CLI11 would read a leading '-' as an option (`-inf` as the
+/// flags -i -n -f). The value operand is recognised here and moved behind `--`, which ends
+/// option parsing. Only `bits` has a value operand; its one short option is -h.
+std::vector<std::string> protect_negative_values(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] != "bits") return args;
+  std::vector<std::string> kept{args[0]};
+  std::vector<std::string> values;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {  // already protected: keep the rest as is
+      for (; i < args.size(); ++i) kept.push_back(args[i]);
+      return kept;
+    }
+    const bool takes_value = a == "--rounding" || a == "--seed";
+    if (takes_value && i + 1 < args.size()) {
+      kept.push_back(a);
+      kept.push_back(args[++i]);
+      continue;
+    }
+    if (a.size() > 1 && a[0] == '-' && a[1] != '-' && a != "-h") values.push_back(a);
+    else kept.push_back(a);
+  }
+  if (!values.empty()) {
+    kept.emplace_back("--");
+    kept.insert(kept.end(), values.begin(), values.end());
+  }
+  return kept;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace numfid::cli;
+  CLI::App app{"numfid: numerical-correctness test framework for ML kernels (exit 0 ok, 1 defect, 2 usage/input error)",
+               "numfid"};
+  app.require_subcommand(1);
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return fmt::format("numfid: {}\nRun `numfid --help` (or `numfid COMMAND --help`) for usage.\n", e.what());
+  });
+  const std::vector<Command> commands{add_formats_command(app), add_bits_command(app), add_convert_command(app),
+                                      add_arith_command(app)};
+  std::vector<std::string> args = protect_negative_values(argc, argv);
+  std::reverse(args.begin(), args.end());  // CLI11 consumes the vector from the back
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    // --help is CLI11's "success" exit; every other parse error is a usage error (2),
+    // whatever code CLI11 would give it.
+    const int rc = app.exit(e);
+    return rc == 0 ? exit_ok : exit_usage;
+  }
+  try {
+    for (const Command& c : commands)
+      if (c.app->parsed()) return c.run();
+  } catch (const UsageError& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "numfid: {}\n", e.what());
+    return exit_usage;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "numfid: internal error: {}\n", e.what());
+    return exit_usage;
+  }
+  return exit_usage;
 }

@@ -1,0 +1,65 @@
+// The subcommands of the numfid executable and what they share: the usage-error type
+// (exit code 2), format and rounding lookup, and the rounding options common to all of them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+#include "formats/rounding.h"
+
+namespace numfid::cli {
+
+/// A usage or input error: main() prints "numfid: <what>" on stderr and exits with 2
+/// (DESIGN.md, CLI contract).
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Exit codes of the CLI contract.
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_defect = 1;
+inline constexpr int exit_usage = 2;
+
+/// A subcommand: its CLI11 app (owned by the parent app) and the action run when it is chosen.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+/// `numfid formats`
+Command add_formats_command(CLI::App& parent);
+/// `numfid bits FORMAT VALUE|0xBITS`
+Command add_bits_command(CLI::App& parent);
+/// `numfid convert --from F --to G ...`
+Command add_convert_command(CLI::App& parent);
+/// `numfid arith OP --format F ...`
+Command add_arith_command(CLI::App& parent);
+
+/// The format named `name` (canonical or alias, see find_format); throws UsageError listing
+/// the known formats otherwise.
+const FormatSpec& lookup_format(std::string_view name);
+
+/// --rounding / --saturate / --ftz / --daz / --seed, as given on the command line.
+struct RoundingArgs {
+  std::string rounding = "rne";
+  bool saturate = false;
+  bool ftz = false;
+  bool daz = false;
+  std::uint64_t seed = 0;
+};
+
+/// Declares the rounding options on `app`, storing into `args` (which must outlive parsing).
+void add_rounding_options(CLI::App& app, RoundingArgs& args);
+
+/// The RoundOptions the arguments ask for; throws UsageError for an unknown rounding mode.
+RoundOptions round_options(const RoundingArgs& args);
+
+/// The names of the set status flags ("inexact, underflow"), or "none".
+std::string status_names(Status s);
+
+}  // namespace numfid::cli

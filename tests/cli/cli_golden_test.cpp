@@ -1,0 +1,96 @@
+// Golden tests of the numfid executable: each folder under tests/cli/cases/ holds a command
+// line (`cmd`), optional `stdin`, and the expected `stdout`, `stderr` and exit code (`rc`;
+// absent files mean empty output and exit 0). The binary runs through /bin/sh and every
+// output is compared byte for byte. Expected files were checked by hand or by independent
+// decoders (see tests/cli/README.md), not just captured.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string read_optional(const fs::path& p) { return fs::exists(p) ? read_file(p) : std::string(); }
+
+std::vector<std::string> case_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(NUMFID_CLI_CASES))
+    if (entry.is_directory()) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string quoted(const fs::path& p) {
+  std::string s(1, '\'');
+  s.append(p.string()).push_back('\'');
+  return s;
+}
+
+/// Where two texts first differ, with the line on each side, for the failure message.
+std::string first_difference(const std::string& want, const std::string& got) {
+  std::istringstream a(want);
+  std::istringstream b(got);
+  std::string la;
+  std::string lb;
+  for (int line = 1;; ++line) {
+    const bool ha = static_cast<bool>(std::getline(a, la));
+    const bool hb = static_cast<bool>(std::getline(b, lb));
+    if (!ha && !hb) return "texts differ only in the final newline";
+    if (!ha || !hb || la != lb) {
+      std::ostringstream m;
+      m << "first difference at line " << line << ":\n  want: " << (ha ? la : "<end>") << "\n  got:  "
+        << (hb ? lb : "<end>");
+      return m.str();
+    }
+  }
+}
+
+class CliGolden : public testing::TestWithParam<std::string> {};
+
+TEST_P(CliGolden, MatchesExpectedOutput) {
+  const fs::path dir = fs::path(NUMFID_CLI_CASES) / GetParam();
+  std::string args = read_file(dir / "cmd");
+  while (!args.empty() && (args.back() == '\n' || args.back() == '\r')) args.pop_back();
+  const fs::path tmp = fs::path(testing::TempDir()) / fs::path("numfid_cli_").concat(GetParam());
+  fs::create_directories(tmp);
+  const fs::path in = fs::exists(dir / "stdin") ? dir / "stdin" : fs::path("/dev/null");
+  std::ostringstream cmd;
+  cmd << quoted(NUMFID_BINARY) << ' ' << args << " < " << quoted(in) << " > " << quoted(tmp / "stdout") << " 2> "
+      << quoted(tmp / "stderr");
+  const std::string command = cmd.str();
+  SCOPED_TRACE(testing::Message() << "numfid " << args);
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << "did not exit normally: " << command;
+  const int want_rc = fs::exists(dir / "rc") ? std::stoi(read_file(dir / "rc")) : 0;
+  EXPECT_EQ(WEXITSTATUS(status), want_rc);
+  const std::string want_out = read_optional(dir / "stdout");
+  const std::string got_out = read_file(tmp / "stdout");
+  EXPECT_TRUE(got_out == want_out) << "stdout of case " << GetParam() << ": " << first_difference(want_out, got_out);
+  const std::string want_err = read_optional(dir / "stderr");
+  const std::string got_err = read_file(tmp / "stderr");
+  EXPECT_TRUE(got_err == want_err) << "stderr of case " << GetParam() << ": " << first_difference(want_err, got_err);
+  fs::remove_all(tmp);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CliGolden, testing::ValuesIn(case_names()),
+                         [](const testing::TestParamInfo<std::string>& p) { return p.param; });
+
+TEST(CliGoldenSetup, HasCases) { EXPECT_GE(case_names().size(), 30u); }
+
+}  // namespace

@@ -60,22 +60,29 @@ bool naive_is_subnormal(const FormatSpec& f, Bits b) {
   return x.exponent == 0 && x.trailing != 0;
 }
 
-Bits naive_encode(const FormatSpec& f, double v) {
-  if (std::isnan(v) || std::isinf(v)) die(fmt::format("naive_encode({}, {}): not finite", f.name, v));
+namespace {
+
+/// The encoding of `v`, or an explanation of why there is none.
+std::optional<Bits> encode(const FormatSpec& f, double v, std::string* why) {
+  const auto fail = [&](const char* reason) -> std::optional<Bits> {
+    if (why != nullptr) *why = fmt::format("naive_encode({}, {:a}): {}", f.name, v, reason);
+    return std::nullopt;
+  };
+  if (std::isnan(v) || std::isinf(v)) return fail("not finite");
   if (f.kind == FormatKind::integer) {
     const double lo = f.is_signed ? -std::ldexp(1.0, f.bits - 1) : 0.0;
     const double hi = f.is_signed ? std::ldexp(1.0, f.bits - 1) - 1 : std::ldexp(1.0, f.bits) - 1;
-    if (v != std::trunc(v) || v < lo || v > hi) die(fmt::format("naive_encode({}, {}): not representable", f.name, v));
+    if (v != std::trunc(v) || v < lo || v > hi) return fail("not representable");
     const auto i = static_cast<std::int64_t>(v);
     return Bits{static_cast<std::uint32_t>(static_cast<std::uint64_t>(i) & ones(f.bits))};
   }
   const int t = f.precision - 1;
   const bool neg = std::signbit(v);
-  if (neg && !f.has_sign && v != 0) die(fmt::format("naive_encode({}, {}): negative", f.name, v));
+  if (neg && !f.has_sign && v != 0) return fail("negative");
   const std::uint32_t sign = neg && f.has_sign ? 1u << (f.bits - 1) : 0u;
   const double a = std::fabs(v);
   if (a == 0) {
-    if (!f.has_subnormals) die(fmt::format("naive_encode({}, 0): no zero", f.name));
+    if (!f.has_subnormals) return fail("no zero");
     return Bits{f.signed_zero ? sign : 0u};
   }
   int e2 = 0;
@@ -85,7 +92,7 @@ Bits naive_encode(const FormatSpec& f, double v) {
   double field;
   double trailing;
   if (e < emin_normal) {
-    if (!f.has_subnormals) die(fmt::format("naive_encode({}, {:a}): below the range", f.name, v));
+    if (!f.has_subnormals) return fail("below the range");
     field = 0;
     trailing = std::ldexp(a, t - emin_normal);
   } else {
@@ -93,11 +100,22 @@ Bits naive_encode(const FormatSpec& f, double v) {
     trailing = std::ldexp(a, t - e) - std::ldexp(1.0, t);
   }
   if (trailing != std::trunc(trailing) || trailing < 0 || trailing > ones(t) || field > ones(f.exponent_bits))
-    die(fmt::format("naive_encode({}, {:a}): not representable", f.name, v));
+    return fail("not representable");
   const Bits out{sign | (static_cast<std::uint32_t>(field) << t) | static_cast<std::uint32_t>(trailing)};
-  if (!(naive_decode(f, out) == v)) die(fmt::format("naive_encode({}, {:a}): lands on a non-finite pattern", f.name, v));
+  if (!(naive_decode(f, out) == v)) return fail("lands on a non-finite pattern");
   return out;
 }
+
+}  // namespace
+
+Bits naive_encode(const FormatSpec& f, double v) {
+  std::string why;
+  const std::optional<Bits> b = encode(f, v, &why);
+  if (!b) die(why);
+  return *b;
+}
+
+std::optional<Bits> naive_try_encode(const FormatSpec& f, double v) { return encode(f, v, nullptr); }
 
 namespace {
 

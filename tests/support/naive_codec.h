@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "formats/format_spec.h"
@@ -24,6 +25,9 @@ bool naive_is_subnormal(const FormatSpec& f, Bits b);
 /// to +0 in formats without a negative zero). Aborts the test program (a bug in the test)
 /// if `v` is not representable. Computed with frexp/ldexp, not through numfid.
 Bits naive_encode(const FormatSpec& f, double v);
+
+/// The pattern of `v` if the format represents it exactly (finite values only), else none.
+std::optional<Bits> naive_try_encode(const FormatSpec& f, double v);
 
 /// Properties found by scanning patterns with naive_decode (cached per format).
 struct NaiveLimits {

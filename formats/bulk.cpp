@@ -2,6 +2,7 @@
 // baseline target, AVX2 and AVX-512 (GCC/Clang `target` attributes) and dispatched at run time.
 #include "formats/bulk.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <stdexcept>
@@ -33,27 +34,29 @@ namespace {
 
 /// Results of the special cases for a narrowing conversion, magnitudes (sign added later).
 struct NarrowParams {
-  std::int32_t max_enc;    ///< pattern of +max finite: larger rounded patterns overflow
-  std::int32_t ovf_enc;    ///< what a finite overflow gives under the options
-  std::int32_t inf_enc;    ///< what +inf gives
-  std::int32_t nan_enc;    ///< what a NaN gives (canonical NaN)
-  std::int32_t ftz_below;  ///< rounded patterns below this (the subnormals) flush to 0; 0 = keep
-  std::int32_t daz_below;  ///< |fp32 pattern| below this (the subnormals) reads as 0; 0 = keep
+  std::int32_t max_enc;     ///< pattern of +max finite: larger rounded patterns overflow
+  std::int32_t ovf_enc;     ///< what a finite overflow gives under the options
+  std::int32_t inf_enc;     ///< what +inf gives (used when it differs from ovf_enc)
+  std::int32_t nan_enc;     ///< what a NaN gives (canonical NaN)
+  std::int32_t zero_below;  ///< |fp32 pattern| below this gives ±0: DAZ and FTZ (0 = neither)
 };
 
 /// Rounds the fp32 pattern x into format F (rne or rtz) and returns F's pattern.
 /// Finite values: the significand (hidden bit included) is shifted right by d bits, where
 /// d = 23 - M in F's normal range (after rebiasing the exponent field, so that a carry out
 /// of the mantissa increments the exponent, as in the bf16 "add 0x7fff + lsb" idiom) and
-/// d = 151 - B - M - max(e, 1) below it (F's subnormals: quantum 2^(1-B-M), fp32 value
-/// m * 2^(max(e,1) - 150)), clamped to 31 where every fp32 value rounds to 0.
-template <const FormatSpec& F, bool kRne>
+/// d = 151 - B - M - e below it (F's subnormals: quantum 2^(1-B-M), fp32 value
+/// 1.m * 2^(e - 127)), clamped to 31, where every value rounds to 0. Overflow, +inf and NaN
+/// all end with a huge rounded pattern; the selects after the rounding replace it.
+/// kInf: +inf needs its own select (its result differs from a finite overflow's, as under
+/// rtz with IEEE overflow).
+template <const FormatSpec& F, bool kRne, bool kInf>
 [[gnu::always_inline]] inline std::uint32_t narrow_one(std::uint32_t x, const NarrowParams& p) {
   constexpr int M = mantissa_bits(F);
   constexpr int B = F.bias;
   const std::uint32_t sign = (x >> 31) << (F.bits - 1);
   std::int32_t a = static_cast<std::int32_t>(x & 0x7fffffffu);
-  a = a < p.daz_below ? 0 : a;
+  a = a < p.zero_below ? 0 : a;
   std::int32_t op;
   std::int32_t d;
   if constexpr (B == 127) {
@@ -61,24 +64,26 @@ template <const FormatSpec& F, bool kRne>
     op = a;
     d = 23 - M;
   } else {
+    // Below F's normal range op = 1.m (the hidden bit restored by lowering the field to 1).
+    // fp32 subnormals (e = 0) get a spurious hidden bit, harmless: their d is 31 (the clamp;
+    // 150 - B - M > 31 for every such F), which rounds op < 2^24 to 0.
+    static_assert(151 - B - M > 31);
     const std::int32_t e = a >> 23;
-    const bool normal = a >= ((128 - B) << 23);
-    const std::int32_t e1 = e > 1 ? e : 1;
-    const std::int32_t dsub = (151 - B - M) - e1;
-    const std::int32_t msub = (a & 0x7fffff) | (e != 0 ? 0x800000 : 0);
-    op = normal ? a - ((127 - B) << 23) : msub;
-    d = normal ? 23 - M : (dsub < 31 ? dsub : 31);
+    const std::int32_t e_low = e < 128 - B ? e : 128 - B;
+    op = a - ((e_low - 1) << 23);
+    const std::int32_t dsub = (151 - B - M) - e;
+    d = dsub < 31 ? dsub : 31;
+    d = d > 23 - M ? d : 23 - M;
   }
   std::int32_t r;
   if constexpr (kRne) {
     // Round half to even: add half - 1, plus 1 when the kept lsb is odd (ties go up to even).
-    r = (op + ((1 << (d - 1)) - 1) + ((op >> d) & 1)) >> d;
+    r = (op + (0x7fffffff >> (32 - d)) + ((op >> d) & 1)) >> d;
   } else {
     r = op >> d;
   }
-  r = r < p.ftz_below ? 0 : r;
   r = r > p.max_enc ? p.ovf_enc : r;
-  r = a == 0x7f800000 ? p.inf_enc : r;
+  if constexpr (kInf) r = a == 0x7f800000 ? p.inf_enc : r;
   r = a > 0x7f800000 ? p.nan_enc : r;
   const auto ur = static_cast<std::uint32_t>(r);
   if constexpr (F.signed_zero) return ur | sign;
@@ -148,14 +153,14 @@ template <const FormatSpec& F>
 // one kernel without type punning; the parameters are copied to locals so that the stores
 // (uint8_t may alias anything) do not force reloads inside the loop.
 
-template <const FormatSpec& F, bool kRne, typename Out>
+template <const FormatSpec& F, bool kRne, bool kInf, typename Out>
 [[gnu::always_inline]] inline void narrow_loop(const unsigned char* __restrict src, Out* __restrict dst,
                                                std::size_t n, const NarrowParams& params) {
   const NarrowParams p = params;
   for (std::size_t i = 0; i < n; ++i) {
     std::uint32_t x;
     std::memcpy(&x, src + 4 * i, 4);
-    dst[i] = static_cast<Out>(narrow_one<F, kRne>(x, p));
+    dst[i] = static_cast<Out>(narrow_one<F, kRne, kInf>(x, p));
   }
 }
 
@@ -171,22 +176,22 @@ template <const FormatSpec& F, typename In>
 
 // One copy of each loop per path; distinct names, since GCC treats same-named functions
 // with different target attributes as multiversioned.
-template <const FormatSpec& F, bool kRne, typename Out>
+template <const FormatSpec& F, bool kRne, bool kInf, typename Out>
 void narrow_portable(const unsigned char* src, Out* dst, std::size_t n, const NarrowParams& p) {
-  narrow_loop<F, kRne, Out>(src, dst, n, p);
+  narrow_loop<F, kRne, kInf, Out>(src, dst, n, p);
 }
 template <const FormatSpec& F, typename In>
 void widen_portable(const In* src, unsigned char* dst, std::size_t n, const WidenParams& p) {
   widen_loop<F, In>(src, dst, n, p);
 }
 #if NUMFID_BULK_X86
-template <const FormatSpec& F, bool kRne, typename Out>
+template <const FormatSpec& F, bool kRne, bool kInf, typename Out>
 NUMFID_TARGET_AVX2 void narrow_avx2(const unsigned char* src, Out* dst, std::size_t n, const NarrowParams& p) {
-  narrow_loop<F, kRne, Out>(src, dst, n, p);
+  narrow_loop<F, kRne, kInf, Out>(src, dst, n, p);
 }
-template <const FormatSpec& F, bool kRne, typename Out>
+template <const FormatSpec& F, bool kRne, bool kInf, typename Out>
 NUMFID_TARGET_AVX512 void narrow_avx512(const unsigned char* src, Out* dst, std::size_t n, const NarrowParams& p) {
-  narrow_loop<F, kRne, Out>(src, dst, n, p);
+  narrow_loop<F, kRne, kInf, Out>(src, dst, n, p);
 }
 template <const FormatSpec& F, typename In>
 NUMFID_TARGET_AVX2 void widen_avx2(const In* src, unsigned char* dst, std::size_t n, const WidenParams& p) {
@@ -203,14 +208,14 @@ using NarrowFn = void (*)(const unsigned char*, Out*, std::size_t, const NarrowP
 template <typename In>
 using WidenFn = void (*)(const In*, unsigned char*, std::size_t, const WidenParams&);
 
-template <const FormatSpec& F, bool kRne, typename Out>
+template <const FormatSpec& F, bool kRne, bool kInf, typename Out>
 NarrowFn<Out> narrow_for_path(BulkPath path) {
 #if NUMFID_BULK_X86
-  if (path == BulkPath::avx512) return &narrow_avx512<F, kRne, Out>;
-  if (path == BulkPath::avx2) return &narrow_avx2<F, kRne, Out>;
+  if (path == BulkPath::avx512) return &narrow_avx512<F, kRne, kInf, Out>;
+  if (path == BulkPath::avx2) return &narrow_avx2<F, kRne, kInf, Out>;
 #endif
   (void)path;
-  return &narrow_portable<F, kRne, Out>;
+  return &narrow_portable<F, kRne, kInf, Out>;
 }
 
 template <const FormatSpec& F, typename In>
@@ -224,23 +229,25 @@ WidenFn<In> widen_for_path(BulkPath path) {
 }
 
 template <const FormatSpec& F, typename Out>
-NarrowFn<Out> narrow_kernel(Rounding r, BulkPath path) {
-  return r == Rounding::rne ? narrow_for_path<F, true, Out>(path) : narrow_for_path<F, false, Out>(path);
+NarrowFn<Out> narrow_kernel(Rounding r, bool inf_select, BulkPath path) {
+  if (r == Rounding::rne)
+    return inf_select ? narrow_for_path<F, true, true, Out>(path) : narrow_for_path<F, true, false, Out>(path);
+  return inf_select ? narrow_for_path<F, false, true, Out>(path) : narrow_for_path<F, false, false, Out>(path);
 }
 
 bool same(const FormatSpec& a, const FormatSpec& b) { return a.name == b.name; }
 
 /// The narrowing kernel for (to, rounding, path), or nullptr where there is none.
-NarrowFn<std::uint16_t> narrow16(const FormatSpec& to, Rounding r, BulkPath path) {
-  if (same(to, bf16)) return narrow_kernel<bf16, std::uint16_t>(r, path);
-  if (same(to, fp16)) return narrow_kernel<fp16, std::uint16_t>(r, path);
+NarrowFn<std::uint16_t> narrow16(const FormatSpec& to, Rounding r, bool inf, BulkPath path) {
+  if (same(to, bf16)) return narrow_kernel<bf16, std::uint16_t>(r, inf, path);
+  if (same(to, fp16)) return narrow_kernel<fp16, std::uint16_t>(r, inf, path);
   return nullptr;
 }
-NarrowFn<std::uint8_t> narrow8(const FormatSpec& to, Rounding r, BulkPath path) {
-  if (same(to, fp8_e4m3)) return narrow_kernel<fp8_e4m3, std::uint8_t>(r, path);
-  if (same(to, fp8_e5m2)) return narrow_kernel<fp8_e5m2, std::uint8_t>(r, path);
-  if (same(to, fp8_e4m3fnuz)) return narrow_kernel<fp8_e4m3fnuz, std::uint8_t>(r, path);
-  if (same(to, fp8_e5m2fnuz)) return narrow_kernel<fp8_e5m2fnuz, std::uint8_t>(r, path);
+NarrowFn<std::uint8_t> narrow8(const FormatSpec& to, Rounding r, bool inf, BulkPath path) {
+  if (same(to, fp8_e4m3)) return narrow_kernel<fp8_e4m3, std::uint8_t>(r, inf, path);
+  if (same(to, fp8_e5m2)) return narrow_kernel<fp8_e5m2, std::uint8_t>(r, inf, path);
+  if (same(to, fp8_e4m3fnuz)) return narrow_kernel<fp8_e4m3fnuz, std::uint8_t>(r, inf, path);
+  if (same(to, fp8_e5m2fnuz)) return narrow_kernel<fp8_e5m2fnuz, std::uint8_t>(r, inf, path);
   return nullptr;
 }
 WidenFn<std::uint16_t> widen16(const FormatSpec& from, BulkPath path) {
@@ -272,8 +279,24 @@ NarrowParams make_narrow_params(const FormatSpec& to, const RoundOptions& o) {
   p.ovf_enc = raw_of(fp32, to, 0x7f7fffffu, o);
   p.inf_enc = raw_of(fp32, to, 0x7f800000u, o);
   p.nan_enc = raw_of(fp32, to, 0x7fc00000u, o);
-  p.ftz_below = o.ftz ? std::int32_t{1} << mantissa_bits(to) : 0;
-  p.daz_below = o.daz ? 0x00800000 : 0;
+  std::int32_t zero_below = o.daz ? 0x00800000 : 0;  // DAZ: the fp32 subnormals
+  if (o.ftz) {
+    // FTZ flushes the results that are subnormal after rounding; rounding is monotone, so
+    // they are the inputs below the least one that the scalar routine (without FTZ) rounds
+    // to a normal value. Found by bisection on the positive patterns.
+    RoundOptions keep = o;
+    keep.ftz = false;
+    const std::int32_t min_normal = std::int32_t{1} << mantissa_bits(to);
+    std::uint32_t lo = 0;           // rounds below min normal
+    std::uint32_t hi = 0x7f7fffffu; // rounds to min normal or above (overflows)
+    while (hi - lo > 1) {
+      const std::uint32_t mid = lo + (hi - lo) / 2;
+      const std::int32_t r = raw_of(fp32, to, mid, keep);
+      (r >= min_normal ? hi : lo) = mid;
+    }
+    zero_below = std::max(zero_below, static_cast<std::int32_t>(hi));
+  }
+  p.zero_below = zero_below;
   return p;
 }
 
@@ -347,16 +370,20 @@ void from_fp32(const FormatSpec& to, std::span<const In> src, std::span<Out> dst
   check_sizes(src.size(), dst.size(), to.bits, static_cast<int>(8 * sizeof(Out)));
   const BulkPath p = resolve(path);
   NarrowFn<Out> fn = nullptr;
-  if (narrow_rounding_fast(o)) {
+  NarrowParams params{};
+  const auto pick = [&](bool inf_select) {
     if constexpr (sizeof(Out) == 2) {
-      fn = narrow16(to, o.rounding, p);
+      return narrow16(to, o.rounding, inf_select, p);
     } else {
-      fn = narrow8(to, o.rounding, p);
+      return narrow8(to, o.rounding, inf_select, p);
     }
+  };
+  if (narrow_rounding_fast(o) && !src.empty() && pick(false) != nullptr) {
+    params = make_narrow_params(to, o);
+    fn = pick(params.inf_enc != params.ovf_enc);
   }
   if (fn == nullptr) return scalar_loop(fp32, to, src.data(), dst.data(), src.size(), o);
-  if (src.empty()) return;
-  fn(reinterpret_cast<const unsigned char*>(src.data()), dst.data(), src.size(), make_narrow_params(to, o));
+  fn(reinterpret_cast<const unsigned char*>(src.data()), dst.data(), src.size(), params);
 }
 
 template <typename In, typename Out>
@@ -420,8 +447,8 @@ bool bulk_is_fast(const FormatSpec& from, const FormatSpec& to, const RoundOptio
   using namespace detail;
   if (same(from, fp32))
     return narrow_rounding_fast(o) &&
-           (narrow16(to, Rounding::rne, BulkPath::portable) != nullptr ||
-            narrow8(to, Rounding::rne, BulkPath::portable) != nullptr);
+           (narrow16(to, Rounding::rne, false, BulkPath::portable) != nullptr ||
+            narrow8(to, Rounding::rne, false, BulkPath::portable) != nullptr);
   // Widening is exact: the rounding mode never matters.
   return same(to, fp32) &&
          (widen16(from, BulkPath::portable) != nullptr || widen8(from, BulkPath::portable) != nullptr);

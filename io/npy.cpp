@@ -21,8 +21,8 @@ using detail::checked_byte_count;
 constexpr std::string_view magic{"\x93NUMPY", 6};
 constexpr int max_literal_depth = 16;
 
-/// The header text, quoted for a message (shortened and with control bytes escaped).
-std::string quote(std::string_view s) {
+/// Header text for a message: shortened, control bytes escaped.
+std::string escaped(std::string_view s) {
   std::string out;
   const std::size_t limit = 160;
   for (std::size_t i = 0; i < s.size() && i < limit; ++i) {
@@ -36,8 +36,11 @@ std::string quote(std::string_view s) {
     }
   }
   if (s.size() > limit) out += "...";
-  return "\"" + out + "\"";
+  return out;
 }
+
+/// The same in double quotes.
+std::string quote(std::string_view s) { return fmt::format("\"{}\"", escaped(s)); }
 
 /// A Python literal: the values a .npy header can contain.
 struct PyValue {
@@ -216,7 +219,7 @@ NpyType parse_typestr(std::string_view s, std::string_view whole, const std::str
 }
 
 NpyType parse_descr(const PyValue& d, const std::string& source) {
-  if (d.kind == PyValue::Kind::string) return parse_typestr(d.str, quote(d.text), source);
+  if (d.kind == PyValue::Kind::string) return parse_typestr(d.str, escaped(d.text), source);
   if (d.kind != PyValue::Kind::list)
     throw InputError(fmt::format("{}: malformed header: 'descr' must be a string or a list, got {}", source,
                                  quote(d.text)));
@@ -225,20 +228,21 @@ NpyType parse_descr(const PyValue& d, const std::string& source) {
   if (d.items.size() != 1)
     throw InputError(fmt::format("{}: unsupported dtype {}: structured types with {} fields are not supported "
                                  "(only one field)",
-                                 source, quote(d.text), d.items.size()));
+                                 source, escaped(d.text), d.items.size()));
   const PyValue& field = d.items[0];
   const bool shaped = field.kind == PyValue::Kind::tuple && field.items.size() == 3 &&
                       field.items[2].kind == PyValue::Kind::tuple && field.items[2].items.empty();
   if (field.kind != PyValue::Kind::tuple || (field.items.size() != 2 && !shaped) ||
       field.items[0].kind != PyValue::Kind::string || field.items[1].kind != PyValue::Kind::string)
     throw InputError(fmt::format("{}: unsupported dtype {}: a field must be (name, type string)", source,
-                                 quote(d.text)));
-  return parse_typestr(field.items[1].str, quote(d.text), source);
+                                 escaped(d.text)));
+  return parse_typestr(field.items[1].str, escaped(d.text), source);
 }
 
 struct NpyHeader {
   NpyType type;
-  std::string descr_text;
+  std::string descr_text;  // as in the header, for messages: '<f4' or [('', '|V2')]
+  std::string dtype_desc;
   bool fortran = false;
   std::vector<std::int64_t> shape;
 };
@@ -277,7 +281,9 @@ NpyHeader interpret_header(const PyValue& h, const std::string& source) {
     out.shape.push_back(d.integer);
   }
   out.type = parse_descr(*descr, source);
-  out.descr_text = std::string(descr->text);
+  out.descr_text = escaped(descr->text);
+  // The dtype as a user would write it: '<f4' -> <f4; a structured descr as it stands.
+  out.dtype_desc = descr->kind == PyValue::Kind::string ? escaped(descr->str) : escaped(descr->text);
   return out;
 }
 
@@ -326,7 +332,7 @@ Tensor parse(std::span<const std::byte> bytes, const std::string& source, std::s
 
   Tensor t;
   t.source = source;
-  t.dtype_desc = h.descr_text;
+  t.dtype_desc = h.dtype_desc;
   t.type = h.type.type;
   t.shape = h.shape;
   const std::span<const std::byte> raw = bytes.subspan(data_start, *need);

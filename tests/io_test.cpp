@@ -1,0 +1,389 @@
+// Tests of the Tensor model (io/tensor.h): values in a declared format with the exactness
+// check (hand-picked boundaries with expected bit patterns, exhaustive fp16 sweeps against the
+// compiler's _Float16 and a naive rule), container construction, shape checks, and the
+// all-or-nothing writer.
+#include "io/tensor.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "io/error.h"
+#include "io/npy.h"
+#include "io/tensor_io.h"
+
+namespace numfid {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+using Bytes = std::vector<std::byte>;
+
+template <class T>
+Bytes le_of(std::initializer_list<T> values) {
+  Bytes b;
+  for (T v : values) {
+    std::uint64_t raw = 0;
+    if constexpr (sizeof(T) == 8) raw = std::bit_cast<std::uint64_t>(v);
+    if constexpr (sizeof(T) == 4) raw = std::bit_cast<std::uint32_t>(v);
+    if constexpr (sizeof(T) == 2) raw = std::bit_cast<std::uint16_t>(v);
+    if constexpr (sizeof(T) == 1) raw = std::bit_cast<std::uint8_t>(v);
+    for (std::size_t i = 0; i < sizeof(T); ++i) b.push_back(static_cast<std::byte>((raw >> (8 * i)) & 0xff));
+  }
+  return b;
+}
+
+Tensor f32_tensor(std::vector<std::int64_t> shape, std::initializer_list<float> v) {
+  return make_tensor(ElementType::F32, std::move(shape), le_of(v), "t.npy");
+}
+
+template <class F>
+void expect_input_error(F&& f, std::string_view expected) {
+  try {
+    f();
+    ADD_FAILURE() << "no InputError thrown; expected a message containing: " << expected;
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(std::string(expected)));
+  }
+}
+
+std::vector<Bits> bits(std::initializer_list<std::uint32_t> raw) {
+  std::vector<Bits> out;
+  for (std::uint32_t r : raw) out.push_back(Bits{r});
+  return out;
+}
+
+constexpr float inf = std::numeric_limits<float>::infinity();
+constexpr float qnan = std::numeric_limits<float>::quiet_NaN();
+
+// ---------------------------------------------------------------------------------------
+// Float containers holding narrower formats.
+
+TEST(TensorValues, Float32ContainerOfBf16Values) {
+  const Tensor t = f32_tensor({6}, {1.0f, -0.5f, 3.0f, 0x1p-133f, inf, -0.0f});
+  EXPECT_EQ(tensor_values(t, bf16), bits({0x3f80, 0xbf00, 0x4040, 0x0001, 0x7f80, 0x8000}));
+  EXPECT_EQ(tensor_values(t, fp32), bits({0x3f800000, 0xbf000000, 0x40400000, 0x00010000, 0x7f800000, 0x80000000}));
+}
+
+TEST(TensorValues, NonRepresentableValueNamesIndexValueAndNearest) {
+  const Tensor t = f32_tensor({2, 3}, {1, 2, 3, 4, 0.1f, 6});
+  expect_input_error([&] { (void)tensor_values(t, bf16); },
+                     "t.npy: element 4 (index [1, 1]) = 0.10000000149011612 (0x1.99999ap-4) is not exactly "
+                     "representable in bf16 (nearest: 0x3dcd = 0.10009765625 (0x1.9ap-4))");
+  const Tensor u = f32_tensor({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 1.0f + 0x1p-8f});
+  expect_input_error([&] { (void)tensor_values(u, bf16); },
+                     "element 7 (index [1, 1, 1]) = 1.00390625 (0x1.01p+0) is not exactly representable in bf16 "
+                     "(nearest: 0x3f80 = 1)");
+}
+
+TEST(TensorValues, Fp8E4M3Boundaries) {
+  // OCP OFP8 E4M3: max 448 = 0x7e, NaN 0x7f/0xff, min subnormal 2^-9 = 0x01, no infinity.
+  EXPECT_EQ(tensor_values(f32_tensor({5}, {448.0f, -448.0f, 0x1p-9f, qnan, -qnan}), fp8_e4m3),
+            bits({0x7e, 0xfe, 0x01, 0x7f, 0xff}));
+  // 464 is the midpoint between 448 and the would-be 480 (the NaN pattern): RNE takes it to
+  // 448 (OCP OFP8 v1.0), so it is merely inexact; 480 overflows.
+  expect_input_error([] { (void)tensor_values(f32_tensor({2}, {1, 464.0f}), fp8_e4m3); },
+                     "t.npy: element 1 (index [1]) = 464 is not exactly representable in fp8_e4m3 (nearest: 0x7e = 448)");
+  expect_input_error([] { (void)tensor_values(f32_tensor({2}, {1, 480.0f}), fp8_e4m3); },
+                     "t.npy: element 1 (index [1]) = 480 is outside the range of fp8_e4m3 (largest finite value 448)");
+  expect_input_error([] { (void)tensor_values(f32_tensor({1}, {-inf}), fp8_e4m3); },
+                     "element 0 (index [0]) = -inf cannot be stored in fp8_e4m3, which has no infinity");
+  expect_input_error([] { (void)tensor_values(f32_tensor({1}, {0x1p-10f}), fp8_e4m3); },
+                     "= 0.0009765625 (0x1p-10) is not exactly representable in fp8_e4m3 (nearest: 0x00 = 0)");
+}
+
+TEST(TensorValues, Float64Container) {
+  const Tensor t = make_tensor(ElementType::F64, {3}, le_of<double>({0x1p-133, -0x1.fep127, 0x1.8p-1}));
+  EXPECT_EQ(tensor_values(t, bf16), bits({0x0001, 0xff7f, 0x3f40}));
+  EXPECT_EQ(values_as_double(t), (std::vector<double>{0x1p-133, -0x1.fep127, 0x1.8p-1}));
+  const Tensor u = make_tensor(ElementType::F64, {2}, le_of<double>({1, 0x1.0000000000001p0}));
+  expect_input_error([&] { (void)tensor_values(u, fp32); },
+                     "element 1 (index [1]) = 1.0000000000000002 (0x1.0000000000001p+0) is not exactly representable "
+                     "in fp32 (nearest: 0x3f800000 = 1)");
+  const Tensor big = make_tensor(ElementType::F64, {1}, le_of<double>({0x1p128}));
+  expect_input_error([&] { (void)tensor_values(big, fp32); }, "is outside the range of fp32");
+  const Tensor tiny = make_tensor(ElementType::F64, {1}, le_of<double>({0x1p-1074}));
+  expect_input_error([&] { (void)tensor_values(tiny, fp32); }, "is not exactly representable in fp32 (nearest: 0x00000000 = 0)");
+}
+
+TEST(TensorValues, ScaleAndFnuzFormats) {
+  // E8M0: 2^(E-127), no zero, no sign, NaN 0xff.
+  EXPECT_EQ(tensor_values(f32_tensor({4}, {1.0f, 0x1p-127f, 0x1p127f, qnan}), e8m0), bits({127, 0, 254, 0xff}));
+  expect_input_error([] { (void)tensor_values(f32_tensor({1}, {-1.0f}), e8m0); },
+                     "= -1 cannot be stored in e8m0, which has no sign");
+  expect_input_error([] { (void)tensor_values(f32_tensor({1}, {0.0f}), e8m0); },
+                     "= 0 is not exactly representable in e8m0");
+  expect_input_error([] { (void)tensor_values(f32_tensor({1}, {3.0f}), e8m0); },
+                     "= 3 is not exactly representable in e8m0");
+  // FNUZ: -0 reads as +0 (the pattern 0x80 is the NaN).
+  EXPECT_EQ(tensor_values(f32_tensor({3}, {-0.0f, qnan, 240.0f}), fp8_e4m3fnuz), bits({0x00, 0x80, 0x7f}));
+  expect_input_error([] { (void)tensor_values(f32_tensor({1}, {inf}), fp8_e4m3fnuz); }, "which has no infinity");
+  // FP4: no NaN, no infinity.
+  expect_input_error([] { (void)tensor_values(f32_tensor({1}, {qnan}), fp4_e2m1); },
+                     "= nan cannot be stored in fp4_e2m1, which has no NaN");
+  EXPECT_EQ(tensor_values(f32_tensor({3}, {6.0f, -0.5f, 1.5f}), fp4_e2m1), bits({0x7, 0x9, 0x3}));
+}
+
+/// Both NaN with the same sign, or the same bits (the NaN-equivalence policy of these
+/// tests: numfid does not keep NaN payloads across formats).
+bool same_or_both_nan(const FormatSpec& f, Bits a, Bits b) {
+  if (is_nan(f, a) && is_nan(f, b)) return std::signbit(to_double(f, a)) == std::signbit(to_double(f, b));
+  return a == b;
+}
+
+TEST(TensorValues, EveryFp16PatternAsFp32MatchesTheCompiler) {
+  Bytes data;
+  for (std::uint32_t i = 0; i < 65536; ++i) {
+    data.push_back(static_cast<std::byte>(i & 0xff));
+    data.push_back(static_cast<std::byte>(i >> 8));
+  }
+  const Tensor t = make_tensor(ElementType::F16, {65536}, data);
+  const std::vector<Bits> got = tensor_values(t, fp32);
+  int failures = 0;
+  for (std::uint32_t i = 0; i < 65536; ++i) {
+    // Oracle: the compiler's binary16 -> binary32 conversion (libgcc __extendhfsf2).
+    const auto h = std::bit_cast<_Float16>(static_cast<std::uint16_t>(i));
+    const Bits want{std::bit_cast<std::uint32_t>(static_cast<float>(h))};
+    if (!same_or_both_nan(fp32, got[i], want) && ++failures <= 10)
+      ADD_FAILURE() << fmt::format("fp16 {:#06x}: got {} want {}", i, to_hex(fp32, got[i]), to_hex(fp32, want));
+  }
+  EXPECT_EQ(failures, 0);
+}
+
+TEST(TensorValues, EveryFp16PatternAsE5M2FollowsTheTopByteRule) {
+  // E5M2 is the top byte of binary16 (OCP OFP8 v1.0 §5.2): a value fits iff its low byte is
+  // zero (any NaN fits as the canonical NaN). Checked pattern by pattern on one-element
+  // tensors (the error path stops at the first bad element).
+  int failures = 0;
+  for (std::uint32_t i = 0; i < 65536; ++i) {
+    const Tensor t = make_tensor(ElementType::F16, {1}, Bytes{static_cast<std::byte>(i & 0xff), static_cast<std::byte>(i >> 8)});
+    const bool nan = (i & 0x7c00) == 0x7c00 && (i & 0x3ff) != 0;
+    const bool fits_top = (i & 0xff) == 0;
+    try {
+      const Bits got = tensor_values(t, fp8_e5m2)[0];
+      const bool ok = nan ? is_nan(fp8_e5m2, got) && ((got.raw & 0x80) != 0) == ((i & 0x8000) != 0)
+                          : fits_top && got == Bits{i >> 8};
+      if (!ok && ++failures <= 10) ADD_FAILURE() << fmt::format("fp16 {:#06x}: got {}", i, to_hex(fp8_e5m2, got));
+    } catch (const InputError&) {
+      if ((nan || fits_top) && ++failures <= 10) ADD_FAILURE() << fmt::format("fp16 {:#06x} rejected", i);
+    }
+  }
+  EXPECT_EQ(failures, 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Integer, unsigned-pattern and void containers.
+
+TEST(TensorValues, IntegerContainers) {
+  const Tensor t = make_tensor(ElementType::I32, {3}, le_of<std::int32_t>({1, -128, 127}), "i.npy");
+  EXPECT_EQ(tensor_values(t, int8), bits({0x01, 0x80, 0x7f}));
+  EXPECT_EQ(tensor_values(t, int32), bits({0x00000001, 0xffffff80, 0x0000007f}));
+  EXPECT_EQ(tensor_values(t, fp32), bits({0x3f800000, 0xc3000000, 0x42fe0000}));
+  const Tensor big = make_tensor(ElementType::I32, {2, 2}, le_of<std::int32_t>({0, 0, 300, 16777217}), "i.npy");
+  expect_input_error([&] { (void)tensor_values(big, int8); },
+                     "i.npy: element 2 (index [1, 0]) = 300 is outside the range of int8 [-128, 127]");
+  expect_input_error([&] { (void)tensor_values(big, uint8); }, "= 300 is outside the range of uint8 [0, 255]");
+  expect_input_error([&] { (void)tensor_values(big, fp32); },
+                     "element 3 (index [1, 1]) = 16777217 is not exactly representable in fp32 (nearest: 0x4b800000 "
+                     "= 16777216)");
+  const Tensor neg = make_tensor(ElementType::I8, {1}, le_of<std::int8_t>({-1}));
+  expect_input_error([&] { (void)tensor_values(neg, uint8); }, "= -1 is outside the range of uint8 [0, 255]");
+  EXPECT_EQ(values_as_double(neg), (std::vector<double>{-1}));
+  const Tensor u16 = make_tensor(ElementType::U16, {1}, le_of<std::uint16_t>({65535}));
+  EXPECT_EQ(values_as_double(u16), (std::vector<double>{65535}));
+  EXPECT_EQ(tensor_values(u16, int32), bits({65535}));
+  // A float container of integer values.
+  EXPECT_EQ(tensor_values(f32_tensor({3}, {-0.0f, -128.0f, 255.0f}), int32), bits({0, 0xffffff80, 255}));
+  expect_input_error([] { (void)tensor_values(f32_tensor({1}, {2.5f}), int8); },
+                     "= 2.5 (0x1.4p+1) is not an integer, so int8 cannot hold it");
+  expect_input_error([] { (void)tensor_values(f32_tensor({1}, {qnan}), int8); }, "which has no NaN");
+}
+
+TEST(TensorValues, UnsignedContainersOfFloatFormatsHoldPatterns) {
+  // U16 of the storage width of bf16: the patterns (how numfid's writer stores bf16 in .npy).
+  const Tensor u16 = make_tensor(ElementType::U16, {2}, le_of<std::uint16_t>({0x3f80, 0xff80}));
+  EXPECT_EQ(tensor_values(u16, bf16), bits({0x3f80, 0xff80}));
+  EXPECT_EQ(tensor_values(u16, fp16), bits({0x3f80, 0xff80}));
+  // ... but values for a wider float format.
+  EXPECT_EQ(tensor_values(u16, fp32), bits({0x467e0000, 0x477f8000}));
+  const Tensor u8 = make_tensor(ElementType::U8, {2}, le_of<std::uint8_t>({0x1f, 0x40}), "p.npy");
+  EXPECT_EQ(tensor_values(make_tensor(ElementType::U8, {1}, le_of<std::uint8_t>({0x3f})), fp6_e3m2), bits({0x3f}));
+  expect_input_error([&] { (void)tensor_values(u8, fp6_e3m2); },
+                     "p.npy: element 1 (index [1]) = pattern 0x40 has bits outside the 6-bit format fp6_e3m2");
+  const Tensor u32 = make_tensor(ElementType::U32, {1}, le_of<std::uint32_t>({0x80000}));
+  expect_input_error([&] { (void)tensor_values(u32, tf32); }, "has bits outside the 19-bit format tf32");
+}
+
+TEST(TensorValues, VoidContainers) {
+  const Tensor v1 = make_tensor(ElementType::V8, {2}, le_of<std::uint8_t>({0x80, 0x01}), "v.npy");
+  EXPECT_EQ(tensor_values(v1, int8), bits({0x80, 0x01}));
+  EXPECT_EQ(values_as_double(v1, int8), (std::vector<double>{-128, 1}));
+  expect_input_error([&] { (void)tensor_values(v1, bf16); },
+                     "v.npy: the 1-byte opaque container 'void8' cannot hold bf16 patterns (16 bits); declare a "
+                     "format stored in 1 byte");
+  expect_input_error([&] { (void)values_as_double(v1); },
+                     "v.npy: 'void8' is an opaque 1-byte container (how ml_dtypes types such as bfloat16 are saved); "
+                     "declare its format to read its values");
+}
+
+TEST(TensorValues, SameFormatKeepsNanPayloads) {
+  const Tensor t = make_tensor(ElementType::F32, {1}, le_of<std::uint32_t>({0x7fa00001}));
+  EXPECT_EQ(tensor_values(t, fp32), bits({0x7fa00001}));
+  EXPECT_EQ(tensor_values(t, bf16), bits({0x7fc0}));  // another format: the canonical NaN
+}
+
+// ---------------------------------------------------------------------------------------
+// Construction.
+
+TEST(MakeTensor, NaturalAndFloat32Containers) {
+  const Tensor a = make_tensor(fp32, {2}, bits({0x3f800000, 0x7f800000}));
+  EXPECT_EQ(a.type, ElementType::F32);
+  const Tensor tf = make_tensor(tf32, {2}, bits({0x1fc00, 0x7ffff}));  // 1.0 and the largest NaN
+  EXPECT_EQ(tf.type, ElementType::F32);
+  EXPECT_EQ(tensor_values(tf, fp32), bits({0x3f800000, 0xffffe000}));
+  EXPECT_EQ(tensor_values(tf, tf32)[0], Bits{0x1fc00});
+  EXPECT_EQ(make_tensor(fp16, {1}, bits({1})).type, ElementType::F16);
+  EXPECT_EQ(make_tensor(bf16, {1}, bits({1})).type, ElementType::BF16);
+  EXPECT_EQ(make_tensor(fp8_e4m3, {1}, bits({1})).type, ElementType::F8_E4M3);
+  EXPECT_EQ(make_tensor(fp8_e5m2, {1}, bits({1})).type, ElementType::F8_E5M2);
+  EXPECT_EQ(make_tensor(int8, {1}, bits({1})).type, ElementType::I8);
+  EXPECT_EQ(make_tensor(uint8, {1}, bits({1})).type, ElementType::U8);
+  EXPECT_EQ(make_tensor(int32, {1}, bits({1})).type, ElementType::I32);
+  EXPECT_EQ(make_tensor(fp8_e5m2fnuz, {1}, bits({1})).type, ElementType::U8);
+  const Tensor e4 = make_tensor(fp8_e4m3, {3}, bits({0x7e, 0x81, 0x7f}), Container::float32);
+  EXPECT_EQ(e4.type, ElementType::F32);
+  const std::vector<double> d = values_as_double(e4);
+  EXPECT_EQ(d[0], 448.0);
+  EXPECT_EQ(d[1], -0x1p-9);
+  EXPECT_TRUE(std::isnan(d[2]));
+  EXPECT_EQ(tensor_values(e4, fp8_e4m3), bits({0x7e, 0x81, 0x7f}));
+  EXPECT_EQ(values_as_double(make_tensor(int32, {1}, bits({0xff000000}), Container::float32)),
+            (std::vector<double>{-16777216}));
+  expect_input_error([] { (void)make_tensor(int32, {1}, bits({16777217}), Container::float32, "o.npy"); },
+                     "o.npy: value 0 = 0x01000001 of int32 is not exactly representable in float32");
+  expect_input_error([] { (void)make_tensor(fp8_e4m3, {1}, bits({0x100}), Container::natural, "o.npy"); },
+                     "o.npy: value 0 = 0x100 does not fit the 8-bit format fp8_e4m3");
+  expect_input_error([] { (void)make_tensor(bf16, {2, 3}, bits({1, 2, 3, 4, 5}), Container::natural, "o.npy"); },
+                     "o.npy: shape [2, 3] needs 6 values, got 5");
+  expect_input_error([] { (void)make_tensor(ElementType::F32, {2, 3}, Bytes(20), "o.npy"); },
+                     "o.npy: shape [2, 3] of float32 elements needs 24 bytes, got 20");
+  expect_input_error([] { (void)make_tensor(ElementType::F32, {-1}, Bytes(0), "o.npy"); },
+                     "o.npy: shape [-1] of float32 elements needs too many bytes, got 0");
+}
+
+TEST(Shapes, Strings) {
+  EXPECT_EQ(shape_string({}), "[]");
+  const std::vector<std::int64_t> s{2, 3, 4};
+  EXPECT_EQ(shape_string(s), "[2, 3, 4]");
+  EXPECT_EQ(index_string(s, 0), "[0, 0, 0]");
+  EXPECT_EQ(index_string(s, 23), "[1, 2, 3]");
+  EXPECT_EQ(index_string(s, 17), "[1, 1, 1]");
+}
+
+TEST(Shapes, MatmulAndRowwiseDot) {
+  const Tensor a = make_tensor(ElementType::F32, {2, 3}, Bytes(24), "a.npy");
+  const Tensor b = make_tensor(ElementType::F32, {3, 4}, Bytes(48), "b.npy");
+  const Tensor c = make_tensor(ElementType::F32, {2, 4}, Bytes(32), "c.npy");
+  const MatmulShape s = check_matmul_shapes(a, b, &c);
+  EXPECT_EQ(s.m, 2);
+  EXPECT_EQ(s.k, 3);
+  EXPECT_EQ(s.n, 4);
+  expect_input_error([&] { (void)check_matmul_shapes(a, a); },
+                     "shape mismatch: A (a.npy) is [2, 3] (M x K) and B (a.npy) is [2, 3] (K x N): K differs (3 vs 2)");
+  expect_input_error([&] { (void)check_matmul_shapes(a, b, &a); },
+                     "shape mismatch: A (a.npy) is [2, 3] (M x K) and B (b.npy) is [3, 4] (K x N) give M x N = [2, 4], "
+                     "but C (a.npy) is [2, 3]");
+  const Tensor v = make_tensor(ElementType::F32, {3}, Bytes(12), "v.npy");
+  expect_input_error([&] { (void)check_matmul_shapes(v, b); },
+                     "shape mismatch: A (v.npy) is [3], but A must be a matrix (M x K)");
+  expect_input_error([&] { (void)check_matmul_shapes(a, v); },
+                     "shape mismatch: B (v.npy) is [3], but B must be a matrix (K x N)");
+  const Tensor r = make_tensor(ElementType::F32, {2}, Bytes(8), "r.npy");
+  EXPECT_EQ(check_rowwise_dot_shapes(a, a, &r).m, 2);
+  expect_input_error([&] { (void)check_rowwise_dot_shapes(a, b); },
+                     "shape mismatch: A (a.npy) is [2, 3] and B (b.npy) is [3, 4]; a row-wise dot needs equal shapes");
+  expect_input_error([&] { (void)check_rowwise_dot_shapes(a, a, &v); },
+                     "but C (v.npy) is [3]; it needs R = 2 elements ([2] or [2, 1])");
+}
+
+// ---------------------------------------------------------------------------------------
+// All-or-nothing writes.
+
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = fs::temp_directory_path() / fmt::format("numfid-io-{}-{}", ::getpid(), counter++);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+  fs::path operator/(std::string_view name) const { return path_ / name; }
+
+ private:
+  fs::path path_;
+};
+
+int count_files(const fs::path& dir) {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++n;
+  return n;
+}
+
+TEST(AtomicWrite, AFailedWriteLeavesTheOldFileAndNoTemporary) {
+  TempDir dir;
+  const Tensor small = f32_tensor({2}, {1, 2});
+  write_tensor(dir / "out.npy", small);
+  const auto before = fs::file_size(dir / "out.npy");
+  // A file-size limit makes write(2) fail part-way (EFBIG; SIGXFSZ ignored for the test).
+  std::vector<float> many(4096, 1.0f);
+  Bytes big(many.size() * 4);
+  std::memcpy(big.data(), many.data(), big.size());
+  const Tensor large = make_tensor(ElementType::F32, {4096}, big);
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit lim = old;
+  lim.rlim_cur = 1000;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &lim), 0);
+  try {
+    write_tensor(dir / "out.npy", large);
+    ADD_FAILURE() << "the write past the file-size limit succeeded";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("out.npy: write failed: File too large (nothing written)"));
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(fs::file_size(dir / "out.npy"), before);
+  EXPECT_EQ(values_as_double(read_tensor(dir / "out.npy")), (std::vector<double>{1, 2}));
+  EXPECT_EQ(count_files(dir.path()), 1);
+  // An encoding failure happens before any file is created.
+  expect_input_error([&] { write_tensor(dir / "v.safetensors", make_tensor(ElementType::V16, {1}, Bytes(2))); },
+                     "cannot write the opaque");
+  EXPECT_EQ(count_files(dir.path()), 1);
+}
+
+TEST(AtomicWrite, ReplacesAnExistingFileWhole) {
+  TempDir dir;
+  write_tensor(dir / "x.npy", f32_tensor({3}, {1, 2, 3}));
+  write_tensor(dir / "x.npy", f32_tensor({1}, {7}));
+  EXPECT_EQ(values_as_double(read_tensor(dir / "x.npy")), (std::vector<double>{7}));
+  EXPECT_EQ(count_files(dir.path()), 1);
+}
+
+}  // namespace
+}  // namespace numfid

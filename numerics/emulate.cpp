@@ -99,7 +99,7 @@ FastFn pick_fast() {
 bool matmul_fast_path(const ReductionModel& m, const FormatSpec& a, const FormatSpec& b) {
   const RoundOptions& r = m.acc.rounding;
   const bool plan_ok = m.plan.kind == PlanKind::sequential ||
-                       (m.plan.kind == PlanKind::blocked && !m.plan.inner_pairwise) || m.plan.kind == PlanKind::splitk;
+                       (m.plan.kind == PlanKind::blocked && m.plan.inner == InnerOrder::sequential) || m.plan.kind == PlanKind::splitk;
   return plan_ok && m.acc.format == &fp32 && r.rounding == Rounding::rne && !r.ftz && !r.daz &&
          !m.acc.products_rounded && representable_in_fp32(a) && representable_in_fp32(b);
 }

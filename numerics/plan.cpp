@@ -34,6 +34,15 @@ std::int64_t ceil_log2(std::int64_t n) {
   return d;
 }
 
+/// Roundings on the longest path of numpy's pairwise_sum over n terms (see InnerOrder::numpy).
+std::int64_t numpy_depth(std::int64_t n) {
+  if (n < 8) return std::max<std::int64_t>(n - 1, 0);  // +0 + a0 is exact
+  if (n <= 128) return (n / 8 - 1) + 3 + n % 8;
+  std::int64_t n2 = n / 2;
+  n2 -= n2 % 8;
+  return 1 + std::max(numpy_depth(n2), numpy_depth(n - n2));
+}
+
 }  // namespace
 
 std::optional<ReductionPlan> ReductionPlan::parse(std::string_view text, std::string* error) {
@@ -55,8 +64,13 @@ std::optional<ReductionPlan> ReductionPlan::parse(std::string_view text, std::st
       inner.remove_prefix(comma + 1);
     }
   }
-  const std::string valid = "sequential, reverse, pairwise, blocked(T), blocked(T, pairwise), splitk(S), strided(L)";
+  const std::string valid =
+      "sequential, reverse, pairwise, numpy, blocked(T), blocked(T, pairwise), blocked(T, numpy), splitk(S), strided(L)";
   ReductionPlan p;
+  if (name == "numpy") {  // np.add.reduce on a contiguous float array: 8192-element buffers, each pairwise
+    if (!args.empty()) return fail(fmt::format("plan '{}': numpy takes no parameter", text));
+    return ReductionPlan{PlanKind::blocked, 8192, InnerOrder::numpy};
+  }
   if (name == "sequential" || name == "reverse" || name == "pairwise") {
     if (!args.empty()) return fail(fmt::format("plan '{}': {} takes no parameter", text, name));
     p.kind = name == "sequential" ? PlanKind::sequential : name == "reverse" ? PlanKind::reverse : PlanKind::pairwise;
@@ -74,9 +88,11 @@ std::optional<ReductionPlan> ReductionPlan::parse(std::string_view text, std::st
     if (p.kind == PlanKind::strided && !std::has_single_bit(static_cast<std::uint64_t>(p.param)))
       return fail(fmt::format("plan '{}': the lane count must be a power of two", text));
     if (args.size() == 2) {
-      if (args[1] == "pairwise") p.inner_pairwise = true;
+      if (p.kind != PlanKind::blocked) return fail(fmt::format("plan '{}': only blocked takes an inner order", text));
+      if (args[1] == "pairwise") p.inner = InnerOrder::pairwise;
+      else if (args[1] == "numpy") p.inner = InnerOrder::numpy;
       else if (args[1] != "sequential")
-        return fail(fmt::format("plan '{}': inner order '{}' must be sequential or pairwise", text, args[1]));
+        return fail(fmt::format("plan '{}': inner order '{}' must be sequential, pairwise or numpy", text, args[1]));
     }
     return p;
   }
@@ -88,7 +104,10 @@ std::string ReductionPlan::text() const {
     case PlanKind::sequential: return "sequential";
     case PlanKind::reverse: return "reverse";
     case PlanKind::pairwise: return "pairwise";
-    case PlanKind::blocked: return inner_pairwise ? fmt::format("blocked({}, pairwise)", param) : fmt::format("blocked({})", param);
+    case PlanKind::blocked:
+      if (inner == InnerOrder::pairwise) return fmt::format("blocked({}, pairwise)", param);
+      if (inner == InnerOrder::numpy) return fmt::format("blocked({}, numpy)", param);
+      return fmt::format("blocked({})", param);
     case PlanKind::splitk: return fmt::format("splitk({})", param);
     case PlanKind::strided: return fmt::format("strided({})", param);
   }
@@ -106,8 +125,8 @@ std::int64_t ReductionPlan::roundings(std::int64_t n, bool has_addend) const {
       return ceil_log2(n) + a;
     case PlanKind::blocked: {
       const std::int64_t t = std::min(param, n);
-      const std::int64_t inner = inner_pairwise ? ceil_log2(t) : t - 1;
-      return inner + ceil_div(n, t) - 1 + a;
+      const std::int64_t in = inner == InnerOrder::pairwise ? ceil_log2(t) : inner == InnerOrder::numpy ? numpy_depth(t) : t - 1;
+      return in + ceil_div(n, t) - 1 + a;
     }
     case PlanKind::splitk: {
       const std::int64_t c = ceil_div(n, param);
@@ -219,6 +238,40 @@ Term pairwise_sum(Adder& ad, std::span<const Term> t) {
   return ad.add(left, right);
 }
 
+/// numpy's pairwise_sum, addition for addition.
+Term numpy_sum(Adder& ad, std::span<const Term> t) {
+  const std::size_t n = t.size();
+  if (n < 8) {
+    Term res{FpClass::zero, {}};  // `res = 0.`: +0
+    for (const Term& x : t) res = ad.add(res, x);
+    return res;
+  }
+  if (n <= 128) {
+    Term r[8];
+    for (std::size_t j = 0; j < 8; ++j) r[j] = ad.round(t[j]);
+    std::size_t i = 8;
+    for (; i < n - n % 8; i += 8)
+      for (std::size_t j = 0; j < 8; ++j) r[j] = ad.add(r[j], t[i + j]);
+    Term res = ad.add(ad.add(ad.add(r[0], r[1]), ad.add(r[2], r[3])), ad.add(ad.add(r[4], r[5]), ad.add(r[6], r[7])));
+    for (; i < n; ++i) res = ad.add(res, t[i]);
+    return res;
+  }
+  std::size_t n2 = n / 2;
+  n2 -= n2 % 8;
+  const Term left = numpy_sum(ad, t.first(n2));
+  const Term right = numpy_sum(ad, t.subspan(n2));
+  return ad.add(left, right);
+}
+
+Term tile_sum(Adder& ad, std::span<const Term> t, InnerOrder inner) {
+  switch (inner) {
+    case InnerOrder::pairwise: return pairwise_sum(ad, t);
+    case InnerOrder::numpy: return numpy_sum(ad, t);
+    case InnerOrder::sequential: break;
+  }
+  return sequential_sum(ad, t);
+}
+
 }  // namespace
 
 Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<const Term> terms,
@@ -255,7 +308,7 @@ Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<co
                                                            : static_cast<std::size_t>(ceil_div(static_cast<std::int64_t>(n), plan.param));
       for (std::size_t lo = 0; lo < n; lo += t) {
         const auto tile = terms.subspan(lo, std::min(t, n - lo));
-        fold(run, plan.inner_pairwise ? pairwise_sum(ad, tile) : sequential_sum(ad, tile));
+        fold(run, tile_sum(ad, tile, plan.inner));
       }
       break;
     }

@@ -1,5 +1,6 @@
 // Reduction plans: the order in which K terms are added, as data with a text form
-// (`sequential`, `reverse`, `pairwise`, `blocked(T[, pairwise])`, `splitk(S)`, `strided(L)`),
+// (`sequential`, `reverse`, `pairwise`, `blocked(T[, pairwise|numpy])`, `splitk(S)`, `strided(L)`;
+// `numpy` is short for numpy's float reduction, blocked(8192, numpy)),
 // executed by one evaluator under an accumulator model.
 #pragma once
 
@@ -24,11 +25,21 @@ enum class PlanKind : std::uint8_t {
   strided,     ///< L lanes, lane l sums k ≡ l (mod L) in order, lanes combined by halving (warp shuffle)
 };
 
+/// How the terms inside one tile of a blocked plan are summed.
+enum class InnerOrder : std::uint8_t {
+  sequential,  ///< from the tile's first term, in order
+  pairwise,    ///< split at the largest power of two below n, recursively
+  /// numpy's pairwise_sum (numpy/_core/src/umath/loops_utils.h.src): n < 8 summed in order
+  /// from +0; n <= 128 in 8 strided accumulators combined ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)),
+  /// the remainder added in order; larger n split at n/2 rounded down to a multiple of 8.
+  numpy,
+};
+
 /// A summation order as data.
 struct ReductionPlan {
   PlanKind kind = PlanKind::sequential;
   std::int64_t param = 0;       ///< T (blocked), S (splitk), L (strided, a power of two)
-  bool inner_pairwise = false;  ///< blocked(T, pairwise): each tile summed pairwise
+  InnerOrder inner = InnerOrder::sequential;  ///< blocked(T, pairwise|numpy): order inside each tile
 
   /// Parses the text form; on failure returns nullopt and sets *error to what is wrong.
   static std::optional<ReductionPlan> parse(std::string_view text, std::string* error = nullptr);

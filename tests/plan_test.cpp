@@ -25,6 +25,7 @@ TEST(PlanText, ParsesEveryForm) {
     EXPECT_EQ(p->text(), t);
   }
   EXPECT_EQ(ReductionPlan::parse(" blocked( 8 , sequential ) ")->text(), "blocked(8)");
+  EXPECT_EQ(ReductionPlan::parse("numpy")->text(), "blocked(8192, numpy)");
 }
 
 TEST(PlanText, RejectsBadPlansWithAReason) {
@@ -32,7 +33,7 @@ TEST(PlanText, RejectsBadPlansWithAReason) {
       {"zigzag", "unknown plan 'zigzag'"},        {"blocked", "takes 1 or 2 parameters"},
       {"blocked(0)", "not a positive integer"},   {"strided(24)", "power of two"},
       {"splitk(4", "missing ')'"},                {"pairwise(2)", "takes no parameter"},
-      {"blocked(8, zigzag)", "inner order 'zigzag'"}};
+      {"blocked(8, zigzag)", "inner order 'zigzag'"}, {"splitk(4, pairwise)", "splitk takes 1 parameter"}};
   for (const auto& [text, why] : bad) {
     std::string err;
     EXPECT_FALSE(ReductionPlan::parse(text, &err)) << text;
@@ -51,6 +52,50 @@ TEST(PlanText, RoundingCounts) {
   EXPECT_EQ(n("splitk(4)", 4096), 1023 + 3);
   EXPECT_EQ(n("strided(32)", 4096), 127 + 5);
   EXPECT_EQ(n("blocked(128)", 100), 99);
+  EXPECT_EQ(n("blocked(8192, numpy)", 7), 6);
+  EXPECT_EQ(n("blocked(8192, numpy)", 128), 15 + 3);
+  EXPECT_EQ(n("blocked(8192, numpy)", 130), 1 + 7 + 3 + 2);  // split 64 | 66; 66 = 8 lanes of 8 + 2 left over
+  EXPECT_EQ(n("blocked(8192, numpy)", 256), 1 + 15 + 3);   // split 128 | 128
+  EXPECT_EQ(n("blocked(8192, numpy)", 16384), 1 + 6 + 18);  // two buffers; 8192 halves 6 times to 128
+}
+
+// numpy's float32 np.sum recorded by scripts/record-numpy-sums.py (numpy 1.24.2): the
+// `numpy` plan must reproduce every result bit for bit.
+std::uint64_t splitmix64(std::uint64_t& state) {
+  state += 0x9E3779B97F4A7C15ULL;
+  std::uint64_t z = state;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+TEST(NumpySum, ReproducesRecordedNumpy) {
+  std::FILE* f = std::fopen(NUMFID_TEST_DATA "/numpy/sum_f32.txt", "r");
+  ASSERT_NE(f, nullptr) << NUMFID_TEST_DATA "/numpy/sum_f32.txt";
+  char line[256];
+  int cases = 0, bad = 0;
+  AccumulatorModel acc;  // fp32, round to nearest
+  const ReductionPlan plan = *ReductionPlan::parse("numpy");
+  while (std::fgets(line, sizeof line, f)) {
+    if (line[0] == '#') continue;
+    unsigned long long n = 0, seed = 0;
+    unsigned int want = 0;
+    ASSERT_EQ(std::sscanf(line, "%llu %llu %x", &n, &seed, &want), 3) << line;
+    std::uint64_t state = seed;
+    std::vector<Term> terms;
+    for (unsigned long long i = 0; i < n; ++i) {
+      const std::uint64_t z = splitmix64(state);
+      const auto bits = static_cast<std::uint32_t>(((z >> 63) << 31) | ((127 - 20 + (z >> 32) % 41) << 23) | (z & 0x7fffff));
+      terms.push_back(as_term(fp32, Bits{bits}));
+    }
+    const Bits got = reduce(plan, acc, terms);
+    ++cases;
+    if (got.raw != want && ++bad <= 5)
+      ADD_FAILURE() << "n=" << n << " seed=" << seed << ": numfid " << to_hex(fp32, got) << " numpy 0x" << std::hex << want;
+  }
+  std::fclose(f);
+  EXPECT_EQ(cases, 46);
+  // The recorded results also tell the plan from plain pairwise: most large-n cases differ.
 }
 
 // ------------------------------------------------------------------- naive evaluator
@@ -129,6 +174,7 @@ double naive_reduce(const std::string& plan, const FormatSpec& acc, Rounding r, 
   if (plan.rfind("blocked(", 0) == 0) {
     tile = std::stoul(plan.substr(8));
     inner_pairwise = plan.find("pairwise") != std::string::npos;
+    EXPECT_EQ(plan.find("numpy"), std::string::npos) << "naive_reduce has no numpy order: see NumpySum";
   } else if (plan.rfind("splitk(", 0) == 0) {
     const std::size_t s = std::stoul(plan.substr(7));
     tile = (n + s - 1) / s;

@@ -1,0 +1,76 @@
+// Platform profiles: named, versioned YAML files (profiles/*.yaml) describing how a platform
+// computes a reduction, every field with its provenance (documented URL, published paper,
+// measured data set, or assumed + why). Loaded with yaml-cpp and validated strictly.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "numerics/tensor_engine.h"
+
+namespace numfid {
+
+/// A profile file that cannot be used: the message names file:line and what is wrong.
+class ProfileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Where a field's value comes from.
+struct Provenance {
+  enum class Kind : std::uint8_t { documented, published, measured, assumed };
+  Kind kind = Kind::assumed;
+  std::string text;  ///< URL, paper and section, data set, or the reason for the assumption
+};
+std::string_view provenance_kind_name(Provenance::Kind k);
+
+/// One field as written in the file (for `numfid profiles show`).
+struct ProfileField {
+  std::string section, key, value;
+  Provenance provenance;
+  int line = 0;
+};
+
+/// What kind of model a profile describes.
+enum class ProfileModel : std::uint8_t {
+  plan,           ///< a reduction plan + accumulator (CPUs, GPU reduction kernels)
+  tensor_engine,  ///< Trainium / Inferentia2 Tensor Engine + PSUM
+  block_fma,      ///< NVIDIA tensor-core block FMA
+};
+
+/// A loaded profile.
+struct Profile {
+  std::string name, summary, path;
+  int version = 0;
+  ProfileModel model = ProfileModel::plan;
+  std::vector<ProfileField> fields;  ///< in file order
+  /// Operand cast applied before the products (compiler auto-cast); nullptr: none.
+  const FormatSpec* input_cast = nullptr;
+  Rounding input_cast_rounding = Rounding::rne;
+  ReductionModel reduction;    ///< plan, accumulator and output rounding (plan model)
+  TensorEngineModel te;        ///< tensor_engine model
+  std::vector<const FormatSpec*> double_row_formats;  ///< operand formats that use fp8 double-row mode
+  std::map<std::string, std::string> block_fma;  ///< block_fma section, raw values (see numerics/block_fma.h)
+  /// Accuracy claims of elementwise functions in ulps (e.g. exp: 2), from the `elementwise` section.
+  std::map<std::string, double> elementwise_ulps;
+};
+
+/// The Tensor Engine model for operands of format `in` (double-row mode where it applies).
+TensorEngineModel tensor_engine_for(const Profile& p, const FormatSpec& in);
+
+/// Loads and validates one profile file.
+Profile load_profile(const std::string& path);
+
+/// The profile directory: $NUMFID_PROFILES if set, else the source tree's profiles/.
+std::string profile_directory();
+
+/// Names of the profiles in `dir` (file stems of *.yaml), sorted.
+std::vector<std::string> list_profiles(const std::string& dir = profile_directory());
+
+/// Loads profile `name` from `dir`; throws ProfileError naming the known profiles if absent.
+Profile find_profile(const std::string& name, const std::string& dir = profile_directory());
+
+}  // namespace numfid

@@ -1,0 +1,114 @@
+// Tensor Engine + PSUM evaluation, built on the plan evaluator for the in-array sums.
+#include "numerics/tensor_engine.h"
+
+#include <bit>
+
+#include "formats/arith.h"
+#include "formats/convert.h"
+
+namespace numfid {
+
+std::int64_t TensorEngineModel::roundings(std::int64_t k, bool has_addend) const {
+  if (k <= 0) return 0;
+  const std::int64_t per = double_row ? 2 * tile_k : tile_k;
+  const std::int64_t in_tile = std::min(per, k);
+  const std::int64_t rows = double_row ? (in_tile + 1) / 2 : in_tile;
+  std::int64_t inner = inner_order == PlanKind::pairwise ? std::bit_width(static_cast<std::uint64_t>(rows - 1)) : rows - 1;
+  if (double_row) inner += 1;  // the pair sum
+  const std::int64_t instructions = (k + per - 1) / per;
+  return inner + instructions - 1 + (has_addend ? 1 : 0);
+}
+
+namespace {
+
+std::vector<Bits> cast_operands(const TensorEngineModel& te, const MatrixView& m, std::vector<Bits>& store,
+                                const FormatSpec*& fmt) {
+  fmt = m.format;
+  if (!te.autocast || te.autocast == m.format) return {};
+  RoundOptions o;
+  o.rounding = te.autocast_rounding;
+  store.resize(m.data.size());
+  for (std::size_t i = 0; i < store.size(); ++i) {
+    o.stream = i;
+    store[i] = convert(*m.format, *te.autocast, m.data[i], o).bits;
+  }
+  fmt = te.autocast;
+  return store;
+}
+
+}  // namespace
+
+std::vector<Bits> tensor_engine_matmul(const TensorEngineModel& te, const MatrixView& a_in, const MatrixView& b_in,
+                                       const std::optional<MatrixView>& c) {
+  std::vector<Bits> as, bs;
+  const FormatSpec* fa;
+  const FormatSpec* fb;
+  cast_operands(te, a_in, as, fa);
+  cast_operands(te, b_in, bs, fb);
+  const std::span<const Bits> a = as.empty() ? a_in.data : std::span<const Bits>(as);
+  const std::span<const Bits> b = bs.empty() ? b_in.data : std::span<const Bits>(bs);
+  const std::int64_t M = a_in.rows, K = a_in.cols, N = b_in.cols;
+  const std::int64_t per = te.double_row ? 2 * te.tile_k : te.tile_k;
+  ReductionPlan inner;
+  inner.kind = te.inner_order;
+  std::vector<Bits> d(static_cast<std::size_t>(M * N));
+  std::vector<Term> products, terms;
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < N; ++j) {
+      const std::int64_t e = i * N + j;
+      const auto stream = static_cast<std::uint64_t>(e);
+      std::optional<Bits> run;
+      if (c) {
+        RoundOptions o = te.psum.rounding;
+        o.stream = stream;
+        run = convert(*c->format, *te.psum.format, c->data[static_cast<std::size_t>(e)], o).bits;
+      }
+      std::uint64_t instr = 0;
+      for (std::int64_t k0 = 0; k0 < K; k0 += per, ++instr) {
+        const std::int64_t len = std::min(per, K - k0);
+        products.clear();
+        for (std::int64_t k = k0; k < k0 + len; ++k)
+          products.push_back(exact_product(*fa, a[static_cast<std::size_t>(i * K + k)], *fb,
+                                           b[static_cast<std::size_t>(k * N + j)], te.array_acc.rounding.daz));
+        std::span<const Term> col = products;
+        if (te.double_row) {
+          // Row r of the array holds products r and r + tile_k of the instruction: their sum
+          // enters the column (assumed pairing; the docs only say 256 rows are contracted).
+          terms.clear();
+          const std::size_t half = static_cast<std::size_t>(te.tile_k);
+          for (std::size_t r = 0; r < std::min(half, products.size()); ++r) {
+            if (r + half < products.size()) {
+              const Term pair[2] = {products[r], products[r + half]};
+              const Bits s = reduce({}, te.array_acc, pair, std::nullopt, (stream << 20) ^ (instr << 8) ^ r);
+              terms.push_back(as_term(*te.array_acc.format, s));
+            } else {
+              terms.push_back(products[r]);
+            }
+          }
+          col = terms;
+        }
+        const Bits tile = reduce(inner, te.array_acc, col, std::nullopt, (stream << 20) ^ (instr << 8) ^ 0xff);
+        // Into PSUM (program order): the first instruction writes, the others accumulate.
+        Bits t = tile;
+        if (te.array_acc.format != te.psum.format) {
+          RoundOptions o = te.psum.rounding;
+          o.stream = stream;
+          t = convert(*te.array_acc.format, *te.psum.format, tile, o).bits;
+        }
+        if (run) {
+          RoundOptions o = te.psum.rounding;
+          o.stream = (stream << 20) ^ instr;
+          run = add(*te.psum.format, *run, t, o).bits;
+        } else {
+          run = t;
+        }
+      }
+      if (!run) run = zero(*te.psum.format, false);
+      RoundOptions o = te.output_rounding;
+      o.stream = stream;
+      d[static_cast<std::size_t>(e)] = convert(*te.psum.format, *te.output, *run, o).bits;
+    }
+  return d;
+}
+
+}  // namespace numfid

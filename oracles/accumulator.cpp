@@ -1,0 +1,497 @@
+// Exact long accumulator: decoders to double, the branch-free deposit loop, carry
+// propagation, and the extraction of the top 128 bits for the single final rounding.
+#include "oracles/accumulator.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace numfid {
+
+namespace {
+
+constexpr std::uint64_t kMant = (std::uint64_t{1} << 52) - 1;
+constexpr std::uint64_t kHidden = std::uint64_t{1} << 52;
+constexpr std::uint64_t kDigit = 0xffffffffu;
+/// Register bit b (b = 32 * limb + bit) weighs 2^(b - kBias): a double's field e puts the
+/// lowest bit of its 53-bit significand at bit e, since x = m * 2^(e - 1075).
+constexpr int kBias = 1075;
+
+// ---------------------------------------------------------------------------------------
+// Decoders: a pattern to the exact double it encodes (NaN and ±inf to their doubles).
+
+/// fp32, tf32 and bf16 patterns shifted left by `shift` are fp32 patterns with the same value;
+/// float -> double is exact (subnormals included).
+template <bool kDaz>
+struct ShiftDecoder {
+  unsigned shift;
+  double operator()(std::uint32_t raw) const {
+    std::uint32_t x = raw << shift;
+    if constexpr (kDaz) x = (x & 0x7f800000u) == 0 ? x & 0x80000000u : x;
+    return static_cast<double>(std::bit_cast<float>(x));
+  }
+};
+
+/// fp16: the 15-bit magnitude placed in a double's exponent+fraction fields reads as
+/// 2^(E-1023) * 1.m (or a double subnormal m * 2^-1074 when E = 0); multiplying by
+/// 2^(1023-15) rebiases exactly, normals and subnormals alike (the classic half->float trick).
+template <bool kDaz>
+struct Fp16Decoder {
+  double operator()(std::uint32_t raw) const {
+    const std::uint32_t mag = raw & 0x7fffu;
+    double d = std::bit_cast<double>(std::uint64_t{mag} << 42) * 0x1p1008;
+    if (mag >= 0x7c00u) d = mag == 0x7c00u ? __builtin_inf() : __builtin_nan("");
+    if constexpr (kDaz) d = mag < 0x400u ? 0.0 : d;
+    return std::bit_cast<double>(std::bit_cast<std::uint64_t>(d) | (std::uint64_t{raw & 0x8000u} << 48));
+  }
+};
+
+/// Formats of at most 8 bits (and int8/uint8): a table of 256 doubles.
+struct TableDecoder {
+  const double* table;
+  double operator()(std::uint32_t raw) const { return table[raw & 0xffu]; }
+};
+
+bool same_spec(const FormatSpec& a, const FormatSpec& b) {
+  return a.name == b.name && a.kind == b.kind && a.bits == b.bits && a.exponent_bits == b.exponent_bits &&
+         a.precision == b.precision && a.bias == b.bias && a.has_sign == b.has_sign &&
+         a.has_subnormals == b.has_subnormals && a.signed_zero == b.signed_zero && a.non_finite == b.non_finite &&
+         a.nan == b.nan && a.is_signed == b.is_signed;
+}
+
+/// Index of the format in numfid's table, or -1 for a spec that is not one of its rows.
+int table_row(const FormatSpec& f) {
+  for (std::size_t i = 0; i < all_formats.size(); ++i)
+    if (all_formats[i] == &f || same_spec(*all_formats[i], f)) return static_cast<int>(i);
+  return -1;
+}
+
+/// The decode tables of every format of at most 8 bits, without and with DAZ, built once
+/// from numfid::decode (the formats core is the definition of what a pattern means).
+const double* byte_table(int row, bool daz) {
+  using Table = std::array<double, 256>;
+  static const std::array<Table, 2 * all_formats.size()> tables = [] {
+    std::array<Table, 2 * all_formats.size()> t{};
+    for (std::size_t i = 0; i < all_formats.size(); ++i) {
+      const FormatSpec& f = *all_formats[i];
+      if (f.bits > 8) continue;
+      for (std::uint32_t raw = 0; raw < 256; ++raw) {
+        const Bits x{raw & storage_mask(f)};
+        const double v = to_double(f, x);
+        t[2 * i][raw] = v;
+        t[2 * i + 1][raw] = is_float(f) && classify(f, x) == FpClass::subnormal ? std::copysign(0.0, v) : v;
+      }
+    }
+    return t;
+  }();
+  return tables[static_cast<std::size_t>(2 * row + (daz ? 1 : 0))].data();
+}
+
+/// Calls fn with the fast decoder of `f`; false if `f` has none (int32, specs not in the table).
+template <class Fn>
+bool visit_decoder(const FormatSpec& f, bool daz, Fn&& fn) {
+  const bool ieee = f.non_finite == NonFinite::ieee && f.nan == NanEncoding::ieee && f.has_sign &&
+                    f.has_subnormals && f.signed_zero && is_float(f);
+  if (ieee && f.exponent_bits == 8 && f.bias == 127) {
+    unsigned shift = 0;
+    if (f.bits == 32 && f.precision == 24) {
+      shift = 0;
+    } else if (f.bits == 19 && f.precision == 11) {
+      shift = 13;
+    } else if (f.bits == 16 && f.precision == 8) {
+      shift = 16;
+    } else {
+      return false;
+    }
+    if (daz) return fn(ShiftDecoder<true>{shift});
+    return fn(ShiftDecoder<false>{shift});
+  }
+  if (ieee && f.bits == 16 && f.exponent_bits == 5 && f.precision == 11 && f.bias == 15) {
+    if (daz) return fn(Fp16Decoder<true>{});
+    return fn(Fp16Decoder<false>{});
+  }
+  if (f.bits <= 8) {
+    const int row = table_row(f);
+    if (row >= 0) return fn(TableDecoder{byte_table(row, daz)});
+  }
+  return false;
+}
+
+/// Adds the exact double p to a lane: its 53-bit significand m (hidden bit set even for a
+/// zero, whose field e = 0 sends it to the zero-counting limbs 0 and 1) shifted to bit
+/// e & 31 of limb (sign,e) >> 5, as a low 32-bit digit and a high part below 2^53.
+/// Zeros add 2^20 to limb 1 (+0) or limb 65 (-0); infinities and NaNs (e = 2047) land in
+/// the sentinel limbs 63/64 and 127/128, which no finite double of the accumulator reaches.
+[[gnu::always_inline]] inline void deposit(std::uint64_t* lane, double p, double& mx) {
+  const auto u = std::bit_cast<std::uint64_t>(p);
+  const auto es = static_cast<unsigned>(u >> 52);
+  const std::uint64_t m = (u & kMant) | kHidden;
+  const unsigned sh = es & 31u;
+  const unsigned c = es >> 5;
+  lane[c] += (m << sh) & kDigit;
+  lane[c + 1] += m >> (32u - sh);
+  const double ap = std::fabs(p);
+  mx = ap > mx ? ap : mx;  // maxsd: a NaN term leaves the maximum unchanged
+}
+
+/// Magnitude digits (32 bits each, limb c weighing 2^(32c - kBias)) to the top 128 bits + sticky.
+Unrounded extract(const std::array<std::uint64_t, LongAccumulator::kHalf>& d, bool negative) {
+  int top = LongAccumulator::kHalf - 1;
+  while (top >= 0 && d[static_cast<std::size_t>(top)] == 0) --top;
+  if (top < 0) return {negative, 0, 0, false};
+  const int len = 32 * top + static_cast<int>(std::bit_width(d[static_cast<std::size_t>(top)]));
+  const int lo = len - 128;  // register bit of the lowest kept bit
+  uint128 sig = 0;
+  bool sticky = false;
+  for (int c = 0; c <= top; ++c) {
+    const std::uint64_t v = d[static_cast<std::size_t>(c)];
+    if (v == 0) continue;
+    const int s = 32 * c - lo;
+    if (s >= 0) {
+      sig |= uint128{v} << s;
+    } else if (s > -32) {
+      sig |= uint128{v >> -s};
+      sticky = sticky || (v & ((std::uint64_t{1} << -s) - 1)) != 0;
+    } else {
+      sticky = true;
+    }
+  }
+  return {negative, sig, lo - kBias, sticky};
+}
+
+/// Carry propagation over digits 0..kHalf-2 (the last one keeps any excess; it is far above data).
+void propagate(std::array<std::uint64_t, LongAccumulator::kHalf>& d) {
+  for (std::size_t c = 0; c + 1 < d.size(); ++c) {
+    d[c + 1] += d[c] >> 32;
+    d[c] &= kDigit;
+  }
+}
+
+/// The top 53 bits of an extracted magnitude (MSB at bit 127) as a double, rounded up or to nearest-even.
+double to_double_rounded(const Unrounded& v, bool up) {
+  if (v.significand == 0) return v.negative ? -0.0 : 0.0;
+  auto kept = static_cast<std::uint64_t>(v.significand >> 75);
+  const uint128 rem = v.significand & ((uint128{1} << 75) - 1);
+  const uint128 half = uint128{1} << 74;
+  bool inc;
+  if (up) {
+    inc = rem != 0 || v.sticky;
+  } else {
+    inc = rem > half || (rem == half && (v.sticky || (kept & 1) != 0));
+  }
+  kept += inc ? 1 : 0;  // 2^53 at most: still exact
+  const double m = std::ldexp(static_cast<double>(kept), v.exponent + 75);
+  return v.negative ? -m : m;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+
+void LongAccumulator::clear() { *this = LongAccumulator{}; }
+
+template <bool kProduct, class DA, class DB>
+void LongAccumulator::kernel(const Bits* a, std::ptrdiff_t sa, const Bits* b, std::ptrdiff_t sb, std::size_t n,
+                             DA da, DB db) {
+  double mx0 = max_abs_, mx1 = 0, mx2 = 0, mx3 = 0;
+  std::uint64_t* l0 = lanes_[0].data();
+  std::uint64_t* l1 = lanes_[1].data();
+  std::uint64_t* l2 = lanes_[2].data();
+  std::uint64_t* l3 = lanes_[3].data();
+  auto term = [&](std::size_t k) {
+    const double x = da(a[static_cast<std::ptrdiff_t>(k) * sa].raw);
+    if constexpr (kProduct) {
+      return x * db(b[static_cast<std::ptrdiff_t>(k) * sb].raw);  // exact: <= 48-bit significand, >= 2^-298
+    } else {
+      (void)db;
+      (void)sb;
+      return x;
+    }
+  };
+  bool fired = false;
+  std::size_t k = 0;
+  while (k < n) {
+    if (pending_ >= kMaxPending) normalize();
+    const std::size_t room = static_cast<std::size_t>(kMaxPending - pending_) * kLanes;
+    const std::size_t end = k + std::min(n - k, room);
+    pending_ += static_cast<int>((end - k + kLanes - 1) / kLanes);
+    std::size_t j = k;
+    for (; j + 4 <= end; j += 4) {
+      deposit(l0, term(j), mx0);
+      deposit(l1, term(j + 1), mx1);
+      deposit(l2, term(j + 2), mx2);
+      deposit(l3, term(j + 3), mx3);
+    }
+    std::uint64_t* tail[3] = {l0, l1, l2};
+    for (std::size_t t = 0; j < end; ++j, ++t) deposit(tail[t], term(j), mx0);
+    // Sentinels: an infinite or NaN term leaves its high part in limb 64 or 128.
+    std::uint64_t s = 0;
+    for (const Lane& lane : lanes_) s |= lane[kHalf] | lane[2 * kHalf];
+    if (s != 0) {
+      fired = true;
+      for (Lane& lane : lanes_) lane[kHalf - 1] = lane[kHalf] = lane[2 * kHalf - 1] = lane[2 * kHalf] = 0;
+    }
+    k = end;
+  }
+  const double mx = std::max(std::max(mx0, mx1), std::max(mx2, mx3));
+  max_abs_ = std::isinf(mx) ? max_abs_ : mx;  // infinities are reported through the flags
+  if (fired) specials_fired_ = true;
+}
+
+bool LongAccumulator::dispatch(const FormatSpec& fa, const Bits* a, std::ptrdiff_t sa, const FormatSpec* fb,
+                               const Bits* b, std::ptrdiff_t sb, std::size_t n, bool daz) {
+  specials_fired_ = false;
+  const bool ok = visit_decoder(fa, daz, [&](auto da) {
+    if (fb == nullptr) {
+      kernel<false>(a, sa, b, sb, n, da, da);
+      return true;
+    }
+    return visit_decoder(*fb, daz, [&](auto db) {
+      kernel<true>(a, sa, b, sb, n, da, db);
+      return true;
+    });
+  });
+  if (ok && specials_fired_) rescan_specials(fa, a, sa, fb, b, sb, n, daz);
+  return ok;
+}
+
+void LongAccumulator::rescan_specials(const FormatSpec& fa, const Bits* a, std::ptrdiff_t sa, const FormatSpec* fb,
+                                      const Bits* b, std::ptrdiff_t sb, std::size_t n, bool daz) {
+  auto cls = [daz](const FormatSpec& f, Bits x, bool& neg) {
+    const Decoded d = decode(f, x);
+    neg = d.negative;
+    return daz && d.cls == FpClass::subnormal ? FpClass::zero : d.cls;
+  };
+  for (std::size_t k = 0; k < n; ++k) {
+    bool na = false;
+    bool nb = false;
+    const FpClass ca = cls(fa, a[static_cast<std::ptrdiff_t>(k) * sa], na);
+    const FpClass cb = fb ? cls(*fb, b[static_cast<std::ptrdiff_t>(k) * sb], nb) : FpClass::normal;
+    if (ca == FpClass::nan || cb == FpClass::nan) {
+      nan_input_ = true;
+    } else if (ca == FpClass::infinite || cb == FpClass::infinite) {
+      if (ca == FpClass::zero || cb == FpClass::zero) {
+        invalid_ = true;  // 0 * inf (IEEE 754-2019 §7.2)
+      } else {
+        (na != nb ? neg_inf_ : pos_inf_) = true;
+      }
+    }
+  }
+}
+
+void LongAccumulator::add(const FormatSpec& f, Bits x, bool daz) { add_sum(f, std::span<const Bits>(&x, 1), daz); }
+
+void LongAccumulator::add_product(const FormatSpec& fa, Bits a, const FormatSpec& fb, Bits b, bool daz) {
+  add_dot_strided(fa, &a, 1, fb, &b, 1, 1, daz);
+}
+
+void LongAccumulator::add_sum(const FormatSpec& f, std::span<const Bits> x, bool daz) {
+  if (x.empty()) return;
+  if (dispatch(f, x.data(), 1, nullptr, nullptr, 0, x.size(), daz)) {
+    terms_ += x.size();
+    return;
+  }
+  for (Bits v : x) add_product_exact(f, v, nullptr, Bits{}, daz);
+}
+
+void LongAccumulator::add_dot(const FormatSpec& fa, std::span<const Bits> a, const FormatSpec& fb,
+                              std::span<const Bits> b, bool daz) {
+  if (a.size() != b.size())
+    throw std::invalid_argument("LongAccumulator::add_dot: lengths differ (" + std::to_string(a.size()) + " vs " +
+                                std::to_string(b.size()) + ")");
+  add_dot_strided(fa, a.data(), 1, fb, b.data(), 1, a.size(), daz);
+}
+
+void LongAccumulator::add_dot_strided(const FormatSpec& fa, const Bits* a, std::ptrdiff_t stride_a,
+                                      const FormatSpec& fb, const Bits* b, std::ptrdiff_t stride_b, std::size_t n,
+                                      bool daz) {
+  if (n == 0) return;
+  if (dispatch(fa, a, stride_a, &fb, b, stride_b, n, daz)) {
+    terms_ += n;
+    return;
+  }
+  for (std::size_t k = 0; k < n; ++k)
+    add_product_exact(fa, a[static_cast<std::ptrdiff_t>(k) * stride_a], &fb, b[static_cast<std::ptrdiff_t>(k) * stride_b],
+                      daz);
+}
+
+void LongAccumulator::add_product_exact(const FormatSpec& fa, Bits a, const FormatSpec* fb, Bits b, bool daz) {
+  ++terms_;
+  auto read = [daz](const FormatSpec& f, Bits x) {
+    Decoded d = decode(f, x);
+    if (daz && is_float(f) && d.cls == FpClass::subnormal) {
+      d.cls = FpClass::zero;
+      d.significand = 0;
+    }
+    return d;
+  };
+  const Decoded da = read(fa, a);
+  Decoded db;
+  db.cls = FpClass::normal;
+  db.significand = 1;
+  if (fb) db = read(*fb, b);
+  const bool neg = da.negative != db.negative;
+  if (da.cls == FpClass::nan || db.cls == FpClass::nan) {
+    nan_input_ = true;
+    return;
+  }
+  if (da.cls == FpClass::infinite || db.cls == FpClass::infinite) {
+    if (da.cls == FpClass::zero || db.cls == FpClass::zero) {
+      invalid_ = true;
+    } else {
+      (neg ? neg_inf_ : pos_inf_) = true;
+    }
+    return;
+  }
+  const uint128 mag = uint128{da.significand} * db.significand;
+  if (mag == 0) {
+    ++(neg ? neg_zeros_ : pos_zeros_);
+    return;
+  }
+  const int exponent = da.exponent + db.exponent;
+  deposit_exact(neg, mag, exponent);
+  max_abs_ = std::max(max_abs_, std::ldexp(static_cast<double>(mag), exponent));
+}
+
+void LongAccumulator::add_exact(bool negative, uint128 magnitude, int exponent) {
+  ++terms_;
+  if (magnitude == 0) {
+    ++(negative ? neg_zeros_ : pos_zeros_);
+    return;
+  }
+  deposit_exact(negative, magnitude, exponent);
+  max_abs_ = std::max(max_abs_, std::ldexp(static_cast<double>(magnitude), exponent));
+}
+
+void LongAccumulator::deposit_exact(bool negative, uint128 magnitude, int exponent) {
+  const int pos = exponent + kBias;  // register bit of the magnitude's lowest bit
+  const int len = std::bit_width(static_cast<std::uint64_t>(magnitude >> 64)) > 0
+                      ? 64 + static_cast<int>(std::bit_width(static_cast<std::uint64_t>(magnitude >> 64)))
+                      : static_cast<int>(std::bit_width(static_cast<std::uint64_t>(magnitude)));
+  if (pos < 64 || pos + len > 32 * (kHalf - 2))
+    throw std::out_of_range("LongAccumulator: term 2^" + std::to_string(exponent) + " * (" + std::to_string(len) +
+                            "-bit integer) is outside the register (2^-1011 .. 2^909)");
+  if (pending_ >= kMaxPending) normalize();
+  ++pending_;
+  const int c = pos >> 5;
+  const int sh = pos & 31;
+  std::uint64_t* lane = lanes_[0].data() + (negative ? kHalf : 0) + c;
+  lane[0] += static_cast<std::uint64_t>(magnitude << sh) & kDigit;
+  for (int i = 1; i <= 4; ++i) {
+    const int shift = 32 * i - sh;
+    lane[i] += shift < 128 ? static_cast<std::uint64_t>(magnitude >> shift) & kDigit : 0;
+  }
+}
+
+void LongAccumulator::merge(const LongAccumulator& other) {
+  normalize();
+  LongAccumulator o = other;
+  o.normalize();
+  for (std::size_t l = 0; l < lanes_.size(); ++l)
+    for (std::size_t i = 0; i < lanes_[l].size(); ++i) lanes_[l][i] += o.lanes_[l][i];
+  pending_ = 2;  // every limb is now below 2^33
+  terms_ += o.terms_;
+  pos_zeros_ += o.pos_zeros_;
+  neg_zeros_ += o.neg_zeros_;
+  max_abs_ = std::max(max_abs_, o.max_abs_);
+  nan_input_ = nan_input_ || o.nan_input_;
+  invalid_ = invalid_ || o.invalid_;
+  pos_inf_ = pos_inf_ || o.pos_inf_;
+  neg_inf_ = neg_inf_ || o.neg_inf_;
+}
+
+void LongAccumulator::normalize() {
+  for (Lane& lane : lanes_) {
+    // Limbs 1 and 65 count zeros (2^20 each, < 2^30 per normalization interval).
+    pos_zeros_ += lane[1] >> 20;
+    neg_zeros_ += lane[kHalf + 1] >> 20;
+    lane[0] = lane[1] = lane[kHalf] = lane[kHalf + 1] = 0;
+    for (std::size_t h : {std::size_t{0}, std::size_t{kHalf}}) {
+      for (std::size_t c = h + 2; c < h + kHalf - 2; ++c) {
+        lane[c + 1] += lane[c] >> 32;
+        lane[c] &= kDigit;
+      }
+    }
+  }
+  pending_ = 0;
+}
+
+LongAccumulator::Snapshot LongAccumulator::snapshot() const {
+  LongAccumulator copy = *this;
+  copy.normalize();
+  Snapshot s;
+  for (const Lane& lane : copy.lanes_) {
+    for (std::size_t c = 2; c < kHalf - 1; ++c) {
+      s.pos[c] += lane[c];
+      s.neg[c] += lane[kHalf + c];
+    }
+  }
+  propagate(s.pos);
+  propagate(s.neg);
+  s.pos_zeros = copy.pos_zeros_;
+  s.neg_zeros = copy.neg_zeros_;
+  return s;
+}
+
+int LongAccumulator::infinity_sign() const {
+  if (is_nan()) return 0;
+  return pos_inf_ ? 1 : neg_inf_ ? -1 : 0;
+}
+
+bool LongAccumulator::zero_negative(const Snapshot& s, bool rdn) const {
+  if (terms_ == 0) return false;
+  if (s.pos_zeros + s.neg_zeros == terms_) {  // every term was a zero: x + x = x
+    if (s.pos_zeros == 0) return true;
+    if (s.neg_zeros == 0) return false;
+  }
+  return rdn;  // +0 + -0, or an exact cancellation (IEEE 754-2019 §6.3)
+}
+
+Unrounded LongAccumulator::value() const {
+  Snapshot s = snapshot();
+  int c = kHalf - 1;
+  while (c >= 0 && s.pos[static_cast<std::size_t>(c)] == s.neg[static_cast<std::size_t>(c)]) --c;
+  if (c < 0) return {zero_negative(s, false), 0, 0, false};
+  const bool negative = s.neg[static_cast<std::size_t>(c)] > s.pos[static_cast<std::size_t>(c)];
+  const auto& big = negative ? s.neg : s.pos;
+  const auto& small = negative ? s.pos : s.neg;
+  std::array<std::uint64_t, kHalf> d{};
+  std::uint64_t borrow = 0;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    const std::uint64_t sub = small[i] + borrow;
+    borrow = big[i] < sub ? 1 : 0;
+    d[i] = (big[i] + (borrow << 32) - sub) & kDigit;
+  }
+  return extract(d, negative);
+}
+
+Unrounded LongAccumulator::abs_sum() const {
+  Snapshot s = snapshot();
+  for (std::size_t i = 0; i < s.pos.size(); ++i) s.pos[i] += s.neg[i];
+  propagate(s.pos);
+  return extract(s.pos, false);
+}
+
+double LongAccumulator::abs_sum_upper() const {
+  if (nan_input_ || invalid_) return __builtin_nan("");
+  if (pos_inf_ || neg_inf_) return __builtin_inf();
+  return to_double_rounded(abs_sum(), true);
+}
+
+double LongAccumulator::to_double() const {
+  if (is_nan()) return __builtin_nan("");
+  if (const int s = infinity_sign(); s != 0) return s > 0 ? __builtin_inf() : -__builtin_inf();
+  return to_double_rounded(value(), false);
+}
+
+Result LongAccumulator::round(const FormatSpec& f, const RoundOptions& o) const {
+  if (is_nan()) return round_nan(f, false, is_invalid());
+  if (const int s = infinity_sign(); s != 0) return round_infinity(f, s < 0, o);
+  Unrounded v = value();
+  if (v.significand == 0) v.negative = zero_negative(snapshot(), o.rounding == Rounding::rdn);
+  return round_to(f, v, o);
+}
+
+}  // namespace numfid

@@ -2,3 +2,4 @@
 # each test's comment; the exhaustive fp32 sweep is labelled `exhaustive` (not run by default).
 numfid_add_test(convert_test SOURCES convert_test.cpp DEPS numfid::formats numfid_test_support)
 numfid_add_test(arith_test SOURCES arith_test.cpp DEPS numfid::formats numfid_test_support)
+numfid_add_test(rounding_test SOURCES rounding_test.cpp DEPS numfid::formats numfid_test_support)

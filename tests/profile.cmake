@@ -1,0 +1,1 @@
+numfid_add_test(profile_test SOURCES profile_test.cpp DEPS numfid::numerics)

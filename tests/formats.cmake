@@ -3,3 +3,6 @@
 numfid_add_test(convert_test SOURCES convert_test.cpp DEPS numfid::formats numfid_test_support)
 numfid_add_test(arith_test SOURCES arith_test.cpp DEPS numfid::formats numfid_test_support)
 numfid_add_test(rounding_test SOURCES rounding_test.cpp DEPS numfid::formats numfid_test_support)
+# Every fp32 pattern into the narrower formats: hours of CPU (see the file's header).
+numfid_add_test(convert_exhaustive_test SOURCES convert_exhaustive_test.cpp DEPS numfid::formats numfid_test_support
+  LABELS exhaustive TIMEOUT 14400)

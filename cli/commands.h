@@ -4,21 +4,15 @@
 
 #include <cstdint>
 #include <functional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include <CLI/CLI.hpp>
 
+#include "cli/errors.h"
 #include "formats/rounding.h"
 
 namespace numfid::cli {
-
-/// A usage or input error: main() prints "numfid: <what>" on stderr and exits with 2
-/// (DESIGN.md, CLI contract).
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 /// Exit codes of the CLI contract.
 inline constexpr int exit_ok = 0;

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/commands.h"
+#include "cli/errors.h"
 
 namespace numfid::cli {
 

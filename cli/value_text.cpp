@@ -9,7 +9,7 @@
 #include <boost/multiprecision/cpp_int.hpp>
 #include <fmt/format.h>
 
-#include "cli/commands.h"
+#include "cli/errors.h"
 
 namespace numfid::cli {
 

@@ -6,3 +6,7 @@ target_compile_definitions(cli_golden_test PRIVATE
   NUMFID_BINARY="$<TARGET_FILE:numfid>"
   NUMFID_CLI_CASES="${CMAKE_CURRENT_SOURCE_DIR}/cli/cases")
 add_dependencies(cli_golden_test numfid)
+
+# Exact literal parsing against MPFR's string conversion; hex pattern parsing.
+numfid_add_test(value_text_test SOURCES cli/value_text_test.cpp
+  DEPS numfid::cli_text PkgConfig::MPFR PkgConfig::GMP)

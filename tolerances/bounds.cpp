@@ -50,10 +50,12 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
   // bf16·bf16 in fp32); otherwise the first rounding of a fused product (fl(0 + a·b)) or the
   // rounding of a rounded product errs relatively too: one more rounding on its path.
   const FormatSpec& in = claim.compute_input ? *claim.compute_input : *claim.input;
-  const bool fits = in.kind == FormatKind::binary_float && 2 * in.precision <= acc.precision;
+  const int term_bits = claim.terms_are_products ? 2 * in.precision : in.precision;
+  const bool fits = in.kind == FormatKind::binary_float && term_bits <= acc.precision;
   const std::int64_t extra = (claim.acc.products_rounded || !fits) ? 1 : 0;
   const char* extra_why = claim.acc.products_rounded ? " + 1 (products rounded to the accumulator)"
-                          : !fits ? " + 1 (a product does not fit the accumulator: its first rounding)"
+                          : !fits ? (claim.terms_are_products ? " + 1 (a product does not fit the accumulator: its first rounding)"
+                                                              : " + 1 (a term does not fit the accumulator: its first rounding)")
                                   : "";
   if (claim.roundings_per_term > 0) {
     b.roundings = claim.roundings_per_term + extra;
@@ -118,8 +120,26 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
   return b;
 }
 
+ReductionBound ulps_bound(const Claim& claim) {
+  ReductionBound b;
+  b.confidence = 1;
+  b.probabilistic_applies = false;
+  b.derivation.push_back(fmt::format("claim: each output within {} ulps of {} at the exact value{}", claim.ulps,
+                                     claim.output->name, claim.ulps == 0.5 ? " (correctly rounded)" : ""));
+  b.derivation.push_back(fmt::format("bound = {} · ulp_{}(exact), ulp(x) = 2^(max(floor(log2|x|), {}) - {}); the "
+                                     "same bound serves as deterministic and probabilistic (no reduction model)",
+                                     claim.ulps, claim.output->name, emin(*claim.output), claim.output->precision - 1));
+  return b;
+}
+
 ElementBound element_bound(const ReductionBound& b, const Claim& claim, double exact, double sum_abs) {
   ElementBound e;
+  if (claim.ulps > 0) {
+    const double bound = claim.ulps * ulp_at(*claim.output, exact) + std::fabs(exact) * 0x1p-52;
+    e.deterministic = e.probabilistic = bound;
+    e.output_rounding = 0;
+    return e;
+  }
   const double det_red = b.deterministic * sum_abs + b.absolute;
   const double prob_red = b.probabilistic * sum_abs + b.absolute;
   // The computed sum lies within det_red of the exact value; the output rounding is bounded

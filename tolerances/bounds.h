@@ -31,6 +31,10 @@ struct ReductionBound {
 /// `confidence` is the per-element probability for the probabilistic bound (e.g. 1 - 1e-6).
 ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_addend, double confidence);
 
+/// The bound of an op claimed accurate to `claim.ulps` output ulps (elementwise functions,
+/// softmax, norms): no reduction term, deterministic = probabilistic = ulps · ulp(exact).
+ReductionBound ulps_bound(const Claim& claim);
+
 /// γ_n = n·u / (1 - n·u) (Higham, ASNA §3.1); +inf when n·u >= 1.
 double gamma_n(double n, double u);
 

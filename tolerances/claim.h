@@ -25,7 +25,12 @@ struct Claim {
   Rounding output_rounding = Rounding::rne;
   /// Summation order: any order (the bound holds for every order), or a known number of
   /// roundings on each term's path (a plan's own bound; 0 = any order).
-  int roundings_per_term = 0;
+  std::int64_t roundings_per_term = 0;
+  /// The terms are products a·b (dot, matmul) rather than the input values themselves (sum).
+  bool terms_are_products = true;
+  /// Elementwise / normalisation ops: the claimed accuracy, |output - exact| <= ulps · ulp of
+  /// the output format at the exact value (0.5 = correctly rounded). 0 for reductions.
+  double ulps = 0;
 };
 
 /// Unit roundoff of a format under a rounding mode: 2^-p for round-to-nearest, 2^(1-p) for

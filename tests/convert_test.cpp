@@ -69,7 +69,6 @@ TEST(NaiveCodec, AgreesWithNumfidDecodeAndRoundTrips) {
     const FormatSpec& f = *fp;
     if (f.bits > 19) continue;
     SCOPED_TRACE(pname(f));
-    Sweep sweep("naive codec " + pname(f));
     for (std::uint32_t raw = 0; raw <= storage_mask(f); ++raw) {
       const Bits x{raw};
       const double a = naive_decode(f, x);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/commands_verdict.h"
 
 namespace {
 
@@ -52,8 +53,9 @@ int main(int argc, char** argv) {
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return fmt::format("numfid: {}\nRun `numfid --help` (or `numfid COMMAND --help`) for usage.\n", e.what());
   });
-  const std::vector<Command> commands{add_formats_command(app), add_bits_command(app), add_convert_command(app),
-                                      add_arith_command(app)};
+  const std::vector<Command> commands{add_formats_command(app), add_bits_command(app),   add_convert_command(app),
+                                      add_arith_command(app),   add_check_command(app),  add_tol_command(app),
+                                      add_emulate_command(app), add_profiles_command(app)};
   std::vector<std::string> args = protect_negative_values(argc, argv);
   std::reverse(args.begin(), args.end());  // CLI11 consumes the vector from the back
   try {

@@ -79,10 +79,11 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
       if (u_eff > 8 * b.u_acc) {
         v.signatures.push_back(
             {"narrow-accumulator",
-             fmt::format("median error beyond output rounding = {:.3g}·Σ|terms| over n = {} roundings: ≈ √n·2^{:.1f}, "
-                         "an accumulator of about {:.0f} significand bits; the claim's {} has {}",
-                         median, b.roundings, std::log2(u_eff), -std::log2(u_eff), claim.acc.format->name,
-                         claim.acc.format->precision)});
+             fmt::format("median error beyond the output rounding = {:.3g}·Σ|terms| on every element alike, {:.0f}× "
+                         "the √n·u = {:.3g} that rounding errors of the claimed {} accumulator reach at n = {}: "
+                         "partial sums are held in fewer bits than claimed",
+                         median, u_eff / b.u_acc, std::sqrt(static_cast<double>(b.roundings)) * b.u_acc,
+                         claim.acc.format->name, b.roundings)});
       }
     }
   }
@@ -136,9 +137,14 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
     e.bits = out[i];
     e.value = to_double(f, out[i]);
     e.exact = ref[i].exact;
-    const ElementBound eb = element_bound(b, claim, ref[i].exact, ref[i].sum_abs);
-    e.det_bound = eb.deterministic;
-    e.prob_bound = eb.probabilistic;
+    if (ref[i].det_bound >= 0) {
+      e.det_bound = ref[i].det_bound;
+      e.prob_bound = ref[i].prob_bound >= 0 ? ref[i].prob_bound : ref[i].det_bound;
+    } else {
+      const ElementBound eb = element_bound(b, claim, ref[i].exact, ref[i].sum_abs);
+      e.det_bound = eb.deterministic;
+      e.prob_bound = eb.probabilistic;
+    }
     const bool bit_exact = out[i] == ref[i].rounded;
     e.cls = ElementClass::bit_exact;
     if (!bit_exact && (!std::isfinite(e.value) || !std::isfinite(e.exact))) {

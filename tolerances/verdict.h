@@ -17,6 +17,10 @@ struct ReferenceElement {
   Bits rounded;        ///< the exact result correctly rounded into the output format
   double exact = 0;    ///< the exact result rounded to double (±inf / NaN where the exact result is)
   double sum_abs = 0;  ///< Σ|terms| (rounded up)
+  /// Bounds given by the caller instead of derived from the claim (>= 0 to use them): a
+  /// cross-platform check judges against another platform's output with the sum of both
+  /// platforms' bounds.
+  double det_bound = -1, prob_bound = -1;
 };
 
 /// Element classes, from best to worst.

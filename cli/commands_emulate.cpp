@@ -1,0 +1,205 @@
+// `numfid emulate` (the bit-exact output a plan or platform profile predicts) and
+// `numfid profiles` (the profiles and the provenance of every field).
+#include <fmt/format.h>
+
+#include "cli/commands_verdict.h"
+#include "io/error.h"
+#include "io/tensor_io.h"
+#include "numerics/profile.h"
+
+namespace numfid::cli {
+
+namespace {
+
+struct EmulateArgs {
+  std::string a, b, c, output, in, in_b, c_format, acc = "fp32", acc_rounding = "rne", out, out_rounding = "rne";
+  std::string plan, profile;
+  bool products_rounded = false, ftz = false;
+  std::uint64_t seed = 0;
+};
+
+struct Operand {
+  Tensor tensor;
+  std::vector<Bits> values;
+};
+
+Operand load(const std::string& spec, const FormatSpec& declared, const char* what) {
+  std::string path = spec, name;
+  const std::size_t colon = spec.rfind(':');
+  if (colon != std::string::npos && spec.substr(0, colon).ends_with(".safetensors")) {
+    path = spec.substr(0, colon);
+    name = spec.substr(colon + 1);
+  }
+  try {
+    Operand o;
+    o.tensor = read_tensor(path, name);
+    o.values = tensor_values(o.tensor, declared);
+    return o;
+  } catch (const InputError& e) {
+    throw UsageError(fmt::format("{} ({}): {}", what, spec, e.what()));
+  }
+}
+
+Rounding mode(const std::string& s, const char* option) {
+  if (const auto r = parse_rounding(s)) return *r;
+  throw UsageError(fmt::format("{} '{}': unknown rounding mode (known: rne, rtz, rup, rdn, rna, stochastic)", option, s));
+}
+
+int run_emulate(const EmulateArgs& e, bool dot) {
+  const FormatSpec& fa = lookup_format(e.in);
+  const FormatSpec& fb = e.in_b.empty() ? fa : lookup_format(e.in_b);
+  const FormatSpec& fout = lookup_format(e.out);
+  if (e.plan.empty() == e.profile.empty()) throw UsageError("give exactly one of --plan P or --profile NAME");
+  if (!e.output.ends_with(".npy") && !e.output.ends_with(".safetensors"))
+    throw UsageError(fmt::format("--output {}: the file name must end in .npy or .safetensors", e.output));
+  const Operand A = load(e.a, fa, "--a"), B = load(e.b, fb, "--b");
+  std::optional<Operand> C;
+  MatmulShape sh;
+  try {
+    if (!e.c.empty()) {
+      const FormatSpec& fc = lookup_format(e.c_format.empty() ? (e.profile.empty() ? e.acc : std::string("fp32")) : e.c_format);
+      C = load(e.c, fc, "--c");
+      C->tensor.source = e.c;
+    }
+    sh = dot ? check_rowwise_dot_shapes(A.tensor, B.tensor, C ? &C->tensor : nullptr)
+             : check_matmul_shapes(A.tensor, B.tensor, C ? &C->tensor : nullptr);
+  } catch (const InputError& x) {
+    throw UsageError(x.what());
+  }
+  const FormatSpec* fc = C ? &lookup_format(e.c_format.empty() ? (e.profile.empty() ? e.acc : std::string("fp32")) : e.c_format) : nullptr;
+  ReductionModel m;
+  m.acc.format = &lookup_format(e.acc);
+  m.acc.rounding.rounding = mode(e.acc_rounding, "--acc-rounding");
+  m.acc.rounding.ftz = e.ftz;
+  m.acc.rounding.seed = e.seed;
+  m.acc.products_rounded = e.products_rounded;
+  m.output = &fout;
+  m.output_rounding.rounding = mode(e.out_rounding, "--out-rounding");
+  m.output_rounding.seed = e.seed;
+  std::optional<Profile> p;
+  if (!e.plan.empty()) {
+    std::string err;
+    const auto plan = ReductionPlan::parse(e.plan, &err);
+    if (!plan) throw UsageError("--plan: " + err);
+    m.plan = *plan;
+  } else {
+    try {
+      p = find_profile(e.profile);
+    } catch (const ProfileError& x) {
+      throw UsageError(x.what());
+    }
+    if (p->model == ProfileModel::block_fma)
+      throw UsageError(fmt::format("profile {}: block-FMA emulation is provided by numerics/block_fma (not linked into "
+                                   "this command yet)",
+                                   p->name));
+    m.acc = p->reduction.acc;
+    m.acc.rounding.seed = e.seed;
+    m.plan = p->reduction.plan;
+    if (e.out_rounding == "rne") m.output_rounding = p->reduction.output_rounding;
+    m.output_rounding.seed = e.seed;
+  }
+  const std::int64_t M = sh.m, K = sh.k, N = sh.n;
+  std::vector<Bits> d;
+  std::optional<MatrixView> cv;
+  if (C) cv = MatrixView{fc, C->values, dot ? M : M, dot ? 1 : N};
+  if (dot) {
+    d = emulate_dot_rows({&fa, A.values, M, K}, {&fb, B.values, M, K}, cv, m);
+  } else if (p && p->model == ProfileModel::tensor_engine) {
+    TensorEngineModel te = tensor_engine_for(*p, fa);
+    te.output = &fout;
+    te.output_rounding = m.output_rounding;
+    te.array_acc.rounding.seed = te.psum.rounding.seed = e.seed;
+    d = tensor_engine_matmul(te, {&fa, A.values, M, K}, {&fb, B.values, K, N}, cv);
+  } else {
+    if (p && p->input_cast) throw UsageError(fmt::format("profile {}: input casts apply to tensor-engine profiles", p->name));
+    d = emulate_matmul({&fa, A.values, M, K}, {&fb, B.values, K, N}, cv, m);
+  }
+  const std::vector<std::int64_t> shape = dot ? std::vector<std::int64_t>{M} : std::vector<std::int64_t>{M, N};
+  try {
+    write_tensor(e.output, make_tensor(fout, shape, d));
+  } catch (const InputError& x) {
+    throw UsageError(fmt::format("--output {}: {}", e.output, x.what()));
+  }
+  fmt::print(stderr, "numfid emulate: wrote {} ({} {} values, {})\n", e.output, d.size(), fout.name,
+             p ? fmt::format("profile {} v{}", p->name, p->version) : "plan " + m.plan.text());
+  return exit_ok;
+}
+
+void add_emulate_options(CLI::App& app, EmulateArgs& e) {
+  app.add_option("--a", e.a, "A (.npy or FILE.safetensors:NAME)")->required();
+  app.add_option("--b", e.b, "B")->required();
+  app.add_option("--c", e.c, "addend C that starts each sum");
+  app.add_option("--c-format", e.c_format, "format of C's values (default: the accumulator's)");
+  app.add_option("--in", e.in, "format of A (and B)")->required();
+  app.add_option("--in-b", e.in_b, "format of B when it differs");
+  app.add_option("--acc", e.acc, "accumulator format (with --plan)")->capture_default_str();
+  app.add_option("--acc-rounding", e.acc_rounding, "accumulator rounding (with --plan)")->capture_default_str();
+  app.add_flag("--products-rounded", e.products_rounded, "round products to the accumulator first (with --plan)");
+  app.add_flag("--ftz", e.ftz, "flush subnormal partial sums (with --plan)");
+  app.add_option("--plan", e.plan, "summation order: sequential, reverse, pairwise, blocked(T[, pairwise|numpy]), "
+                                   "splitk(S), strided(L), numpy");
+  app.add_option("--profile", e.profile, "platform profile instead of --plan/--acc (see numfid profiles)");
+  app.add_option("--out", e.out, "output format")->required();
+  app.add_option("--out-rounding", e.out_rounding, "rounding of the output cast")->capture_default_str();
+  app.add_option("--seed", e.seed, "seed of stochastic roundings")->capture_default_str();
+  app.add_option("--output", e.output, "where to write the result (.npy or .safetensors)")->required();
+}
+
+int run_profiles(const std::string& action, const std::string& name) {
+  const std::string dir = profile_directory();
+  if (action.empty() || action == "list") {
+    const auto names = list_profiles(dir);
+    if (names.empty()) throw UsageError(fmt::format("no profiles in {} (set NUMFID_PROFILES)", dir));
+    fmt::print("{:<22} {:<14} {}\n", "profile", "model", "summary");
+    for (const auto& n : names) {
+      try {
+        const Profile p = load_profile(dir + "/" + n + ".yaml");
+        const char* model = p.model == ProfileModel::plan ? "plan" : p.model == ProfileModel::tensor_engine ? "tensor-engine" : "block-fma";
+        fmt::print("{:<22} {:<14} {}\n", n, model, p.summary);
+      } catch (const ProfileError& e) {
+        throw UsageError(e.what());
+      }
+    }
+    return exit_ok;
+  }
+  if (action != "show") throw UsageError(fmt::format("profiles: unknown action '{}' (list, show NAME)", action));
+  if (name.empty()) throw UsageError("profiles show: give a profile NAME");
+  Profile p;
+  try {
+    p = find_profile(name, dir);
+  } catch (const ProfileError& e) {
+    throw UsageError(e.what());
+  }
+  fmt::print("{} (version {}): {}\nfile: {}\n", p.name, p.version, p.summary, p.path);
+  std::string section;
+  for (const ProfileField& f : p.fields) {
+    if (f.section != section) fmt::print("{}:\n", section = f.section);
+    fmt::print("  {:<16} {:<24} [{}] {}\n", f.key, f.value, provenance_kind_name(f.provenance.kind), f.provenance.text);
+  }
+  return exit_ok;
+}
+
+}  // namespace
+
+Command add_emulate_command(CLI::App& parent) {
+  CLI::App* app = parent.add_subcommand("emulate", "write the bit-exact output a plan or platform profile predicts");
+  app->require_subcommand(1);
+  auto mm = std::make_shared<EmulateArgs>();
+  auto dt = std::make_shared<EmulateArgs>();
+  CLI::App* m = app->add_subcommand("matmul", "D = C + A·B, A: M×K, B: K×N");
+  add_emulate_options(*m, *mm);
+  CLI::App* d = app->add_subcommand("dot", "row-wise D[r] = C[r] + Σ_k A[r,k]·B[r,k], A and B: R×K");
+  add_emulate_options(*d, *dt);
+  return {app, [=]() { return m->parsed() ? run_emulate(*mm, false) : run_emulate(*dt, true); }};
+}
+
+Command add_profiles_command(CLI::App& parent) {
+  CLI::App* app = parent.add_subcommand("profiles", "list the platform profiles, or show one with provenance");
+  auto action = std::make_shared<std::string>();
+  auto name = std::make_shared<std::string>();
+  app->add_option("action", *action, "list (default) or show");
+  app->add_option("name", *name, "profile name (show)");
+  return {app, [=]() { return run_profiles(*action, *name); }};
+}
+
+}  // namespace numfid::cli

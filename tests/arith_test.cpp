@@ -27,8 +27,8 @@
 namespace numfid {
 namespace {
 
-using test::NanPolicy;
 using test::naive_decode;
+using test::NanPolicy;
 using test::Rounded;
 using test::show;
 using test::Sweep;
@@ -58,7 +58,8 @@ void check_variants(Sweep& sweep, ArithOp op, const FormatSpec& f, std::span<con
   }
   const std::span<const double> sv(v.data(), x.size());
   const Rounded rd = test::oracle_round_arith(op, f, sv, r);
-  const Rounded rd_daz = any_subnormal ? test::oracle_round_arith(op, f, std::span<const double>(vd.data(), x.size()), r) : rd;
+  const Rounded rd_daz =
+      any_subnormal ? test::oracle_round_arith(op, f, std::span<const double>(vd.data(), x.size()), r) : rd;
   for (const Overflow ovf : {Overflow::ieee, Overflow::saturate}) {
     for (const bool ftz : {false, true}) {
       for (const bool daz : {false, true}) {
@@ -165,8 +166,17 @@ std::vector<Bits> boundary_pool(const FormatSpec& f) {
   const std::uint32_t top = (1u << f.exponent_bits) - 1;
   const std::uint32_t b = static_cast<std::uint32_t>(f.bias);
   const std::uint32_t fields[] = {0, 1, 2, b - 1, b, b + 1, top - 2, top - 1, top};
-  const std::uint32_t trailing[] = {0, 1, 2, 3, 1u << (t - 1), (1u << (t - 1)) | 1, (1u << (t - 1)) - 1,
-                                    0x55555555u & tmask, 0xaaaaaaaau & tmask, tmask - 1, tmask};
+  const std::uint32_t trailing[] = {0,
+                                    1,
+                                    2,
+                                    3,
+                                    1u << (t - 1),
+                                    (1u << (t - 1)) | 1,
+                                    (1u << (t - 1)) - 1,
+                                    0x55555555u & tmask,
+                                    0xaaaaaaaau & tmask,
+                                    tmask - 1,
+                                    tmask};
   std::vector<Bits> out;
   for (const std::uint32_t e : fields)
     for (const std::uint32_t m : trailing)
@@ -265,8 +275,7 @@ TEST_P(ArithWide, BoundaryRandomAndTies) {
   for (const ArithOp op : {ArithOp::add, ArithOp::sub, ArithOp::mul, ArithOp::div, ArithOp::sqrt, ArithOp::fma}) {
     SCOPED_TRACE(std::string(arith_op_name(op)));
     std::mt19937 gen(1000u + static_cast<unsigned>(op) * 17u + static_cast<unsigned>(f.bits));
-    Sweep sweep(fmt::format("{} {} (seed {})", arith_op_name(op), f.name,
-                            1000 + static_cast<int>(op) * 17 + f.bits));
+    Sweep sweep(fmt::format("{} {} (seed {})", arith_op_name(op), f.name, 1000 + static_cast<int>(op) * 17 + f.bits));
     const auto random_bits = [&] { return Bits{u32(gen) & mask}; };
     const auto pool_bits = [&] { return pool[u32(gen) % pool.size()]; };
     const auto nearby = [&](Bits a) { return Bits{(a.raw + (u32(gen) % 64u) - 32u) & mask}; };

@@ -51,8 +51,9 @@ TEST_P(ConvertFp32Exhaustive, EveryPattern) {
     for (const Overflow ovf : {Overflow::ieee, Overflow::saturate}) {
       const RoundOptions o{r, ovf, false, false, 0, 0};
       sweep.check(to, test::oracle_finish(to, rd, o), convert(fp32, to, x, o), test::checked_flags(to, rd),
-                  NanPolicy::same_sign,
-                  [&] { return fmt::format("fp32 -> {} {} of {}", to.name, test::options_name(o), test::show(fp32, x)); });
+                  NanPolicy::same_sign, [&] {
+                    return fmt::format("fp32 -> {} {} of {}", to.name, test::options_name(o), test::show(fp32, x));
+                  });
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

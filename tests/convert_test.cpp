@@ -24,8 +24,8 @@
 namespace numfid {
 namespace {
 
-using test::NanPolicy;
 using test::naive_decode;
+using test::NanPolicy;
 using test::Rounded;
 using test::show;
 using test::Sweep;
@@ -73,7 +73,8 @@ TEST(NaiveCodec, AgreesWithNumfidDecodeAndRoundTrips) {
       const Bits x{raw};
       const double a = naive_decode(f, x);
       const double b = to_double(f, x);
-      const bool same = (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+      const bool same =
+          (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
       if (!same) ADD_FAILURE() << show(f, x) << " numfid to_double " << b;
       if (std::isfinite(a)) {
         const Bits back = test::naive_encode(f, a);
@@ -90,12 +91,18 @@ TEST(NaiveCodec, LimitsMatchTheSpecs) {
     double max, min_normal, min_positive;
   };
   const Row rows[] = {
-      {&fp32, 0x1.fffffep127, 0x1p-126, 0x1p-149},    {&fp16, 65504, 0x1p-14, 0x1p-24},
-      {&bf16, 0x1.fep127, 0x1p-126, 0x1p-133},        {&tf32, 0x1.ffcp127, 0x1p-126, 0x1p-136},
-      {&fp8_e4m3, 448, 0x1p-6, 0x1p-9},               {&fp8_e5m2, 57344, 0x1p-14, 0x1p-16},
-      {&fp8_e4m3fnuz, 240, 0x1p-7, 0x1p-10},          {&fp8_e5m2fnuz, 57344, 0x1p-15, 0x1p-17},
-      {&fp6_e3m2, 28, 0x1p-2, 0x1p-4},                {&fp6_e2m3, 7.5, 1, 0.125},
-      {&fp4_e2m1, 6, 1, 0.5},                         {&e8m0, 0x1p127, 0x1p-127, 0x1p-127},
+      {&fp32, 0x1.fffffep127, 0x1p-126, 0x1p-149},
+      {&fp16, 65504, 0x1p-14, 0x1p-24},
+      {&bf16, 0x1.fep127, 0x1p-126, 0x1p-133},
+      {&tf32, 0x1.ffcp127, 0x1p-126, 0x1p-136},
+      {&fp8_e4m3, 448, 0x1p-6, 0x1p-9},
+      {&fp8_e5m2, 57344, 0x1p-14, 0x1p-16},
+      {&fp8_e4m3fnuz, 240, 0x1p-7, 0x1p-10},
+      {&fp8_e5m2fnuz, 57344, 0x1p-15, 0x1p-17},
+      {&fp6_e3m2, 28, 0x1p-2, 0x1p-4},
+      {&fp6_e2m3, 7.5, 1, 0.125},
+      {&fp4_e2m1, 6, 1, 0.5},
+      {&e8m0, 0x1p127, 0x1p-127, 0x1p-127},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(pname(*r.f));
@@ -132,46 +139,46 @@ TEST(Oracle, SpecExamples) {
       {&fp8_e4m3, 464, Rounding::rne, Overflow::ieee, 0x7e},  // OFP8: the tie 464 rounds to 448
       {&fp8_e4m3, 464, Rounding::rna, Overflow::ieee, 0x7f},  // away: 480 overflows -> NaN
       {&fp8_e4m3, 464, Rounding::rna, Overflow::saturate, 0x7e},
-      {&fp8_e4m3, 1e6f, Rounding::rtz, Overflow::ieee, 0x7e},    // toward zero: max
-      {&fp8_e4m3, -1e6f, Rounding::rup, Overflow::ieee, 0xfe},   // toward zero: -max
-      {&fp8_e4m3, -1e6f, Rounding::rdn, Overflow::ieee, 0xff},   // away: -NaN
-      {&fp8_e5m2, 61440, Rounding::rne, Overflow::ieee, 0x7c},   // tie above max -> inf
+      {&fp8_e4m3, 1e6f, Rounding::rtz, Overflow::ieee, 0x7e},   // toward zero: max
+      {&fp8_e4m3, -1e6f, Rounding::rup, Overflow::ieee, 0xfe},  // toward zero: -max
+      {&fp8_e4m3, -1e6f, Rounding::rdn, Overflow::ieee, 0xff},  // away: -NaN
+      {&fp8_e5m2, 61440, Rounding::rne, Overflow::ieee, 0x7c},  // tie above max -> inf
       {&fp8_e5m2, 61439, Rounding::rne, Overflow::ieee, 0x7b},
       {&fp8_e4m3fnuz, -0x1p-12f, Rounding::rne, Overflow::ieee, 0x00},  // no -0
       {&fp8_e4m3fnuz, 1e6f, Rounding::rne, Overflow::ieee, 0x80},       // NaN
       {&fp16, 65520, Rounding::rne, Overflow::ieee, 0x7c00},
       {&fp16, 65519.996f, Rounding::rne, Overflow::ieee, 0x7bff},
-      {&fp16, 0x1p-25f, Rounding::rne, Overflow::ieee, 0x0000},          // tie with 0: even
+      {&fp16, 0x1p-25f, Rounding::rne, Overflow::ieee, 0x0000},  // tie with 0: even
       {&fp16, 0x1p-25f, Rounding::rna, Overflow::ieee, 0x0001},
       {&fp16, 0x1.000002p-25f, Rounding::rne, Overflow::ieee, 0x0001},
-      {&bf16, 0x1.03p0f, Rounding::rne, Overflow::ieee, 0x3f82},         // tie 0x3f81 | 0x3f82: even up
-      {&bf16, 0x1.01p0f, Rounding::rne, Overflow::ieee, 0x3f80},         // tie 0x3f80 | 0x3f81: even down
+      {&bf16, 0x1.03p0f, Rounding::rne, Overflow::ieee, 0x3f82},  // tie 0x3f81 | 0x3f82: even up
+      {&bf16, 0x1.01p0f, Rounding::rne, Overflow::ieee, 0x3f80},  // tie 0x3f80 | 0x3f81: even down
       {&bf16, 0x1.01p0f, Rounding::rna, Overflow::ieee, 0x3f81},
       {&bf16, 0x1.01p0f, Rounding::rtz, Overflow::ieee, 0x3f80},
       {&bf16, -0x1.01p0f, Rounding::rdn, Overflow::ieee, 0xbf81},
-      {&fp4_e2m1, 0.25f, Rounding::rne, Overflow::ieee, 0x0},    // tie 0 | 0.5: even 0
+      {&fp4_e2m1, 0.25f, Rounding::rne, Overflow::ieee, 0x0},  // tie 0 | 0.5: even 0
       {&fp4_e2m1, 0.25f, Rounding::rna, Overflow::ieee, 0x1},
-      {&fp4_e2m1, 0.75f, Rounding::rne, Overflow::ieee, 0x2},    // tie 0.5 | 1: even 1.0
-      {&fp4_e2m1, 5.0f, Rounding::rne, Overflow::ieee, 0x6},     // tie 4 | 6: even 4
-      {&fp4_e2m1, 7.0f, Rounding::rne, Overflow::ieee, 0x7},     // tie 6 | (8): 8 overflows -> max
-      {&fp4_e2m1, 100.0f, Rounding::rne, Overflow::ieee, 0x7},   // MX: clamp to max
+      {&fp4_e2m1, 0.75f, Rounding::rne, Overflow::ieee, 0x2},   // tie 0.5 | 1: even 1.0
+      {&fp4_e2m1, 5.0f, Rounding::rne, Overflow::ieee, 0x6},    // tie 4 | 6: even 4
+      {&fp4_e2m1, 7.0f, Rounding::rne, Overflow::ieee, 0x7},    // tie 6 | (8): 8 overflows -> max
+      {&fp4_e2m1, 100.0f, Rounding::rne, Overflow::ieee, 0x7},  // MX: clamp to max
       {&fp4_e2m1, -100.0f, Rounding::rup, Overflow::ieee, 0xf},
-      {&fp6_e2m3, 7.75f, Rounding::rne, Overflow::ieee, 0x1f},   // 7.75: tie 7.5 | 8 -> 8 overflows -> max
-      {&e8m0, 0.0f, Rounding::rne, Overflow::ieee, 0x00},        // no zero: 2^-127
-      {&e8m0, 0x1.8p0f, Rounding::rne, Overflow::ieee, 0x80},    // tie 1 | 2: larger (policy above)
+      {&fp6_e2m3, 7.75f, Rounding::rne, Overflow::ieee, 0x1f},  // 7.75: tie 7.5 | 8 -> 8 overflows -> max
+      {&e8m0, 0.0f, Rounding::rne, Overflow::ieee, 0x00},       // no zero: 2^-127
+      {&e8m0, 0x1.8p0f, Rounding::rne, Overflow::ieee, 0x80},   // tie 1 | 2: larger (policy above)
       {&e8m0, 0x1.7p0f, Rounding::rne, Overflow::ieee, 0x7f},
-      {&e8m0, -1.0f, Rounding::rne, Overflow::ieee, 0xff},       // unsigned: NaN
+      {&e8m0, -1.0f, Rounding::rne, Overflow::ieee, 0xff},  // unsigned: NaN
       {&e8m0, 0x1p-140f, Rounding::rup, Overflow::ieee, 0x00},
       {&e8m0, 0x1.8p127f, Rounding::rne, Overflow::ieee, 0xff},  // tie 2^127 | 2^128: overflow -> NaN
       {&e8m0, 0x1.8p127f, Rounding::rne, Overflow::saturate, 0xfe},
-      {&int8, 127.5f, Rounding::rne, Overflow::ieee, 0x7f},      // 128 saturates
-      {&int8, -128.5f, Rounding::rne, Overflow::ieee, 0x80},     // tie: even -128
-      {&int8, -128.5f, Rounding::rna, Overflow::ieee, 0x80},     // -129 saturates
+      {&int8, 127.5f, Rounding::rne, Overflow::ieee, 0x7f},   // 128 saturates
+      {&int8, -128.5f, Rounding::rne, Overflow::ieee, 0x80},  // tie: even -128
+      {&int8, -128.5f, Rounding::rna, Overflow::ieee, 0x80},  // -129 saturates
       {&int8, 2.5f, Rounding::rne, Overflow::ieee, 0x02},
       {&int8, 2.5f, Rounding::rna, Overflow::ieee, 0x03},
       {&int8, -2.5f, Rounding::rdn, Overflow::ieee, 0xfd},
       {&uint8, -0.5f, Rounding::rne, Overflow::ieee, 0x00},
-      {&uint8, -0.75f, Rounding::rne, Overflow::ieee, 0x00},      // -1 saturates to 0
+      {&uint8, -0.75f, Rounding::rne, Overflow::ieee, 0x00},  // -1 saturates to 0
       {&uint8, 255.5f, Rounding::rtz, Overflow::ieee, 0xff},
       {&int32, -0x1p31f, Rounding::rne, Overflow::ieee, 0x80000000},
       {&int32, 0x1p31f, Rounding::rne, Overflow::ieee, 0x7fffffff},
@@ -225,8 +232,8 @@ TEST_P(ConvertFromSmall, EveryPatternEveryTargetEveryMode) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, ConvertFromSmall,
-                         ::testing::Values(&fp16, &bf16, &fp8_e4m3, &fp8_e5m2, &fp8_e4m3fnuz, &fp8_e5m2fnuz,
-                                           &fp6_e3m2, &fp6_e2m3, &fp4_e2m1, &e8m0, &int8, &uint8),
+                         ::testing::Values(&fp16, &bf16, &fp8_e4m3, &fp8_e5m2, &fp8_e4m3fnuz, &fp8_e5m2fnuz, &fp6_e3m2,
+                                           &fp6_e2m3, &fp4_e2m1, &e8m0, &int8, &uint8),
                          test::format_param_name);
 
 // ---------------------------------------------------------------------------------------
@@ -301,9 +308,9 @@ TEST_P(ConvertFromFp32, AroundEveryValueAndMidpoint) {
     SCOPED_TRACE(std::string(rounding_name(r)));
     Sweep sweep(fmt::format("fp32 -> {} {} (boundaries)", to.name, rounding_name(r)));
     for (const float v : probes) check_variants(sweep, fp32, to, fp32_bits(v), r);
-    for (const std::uint32_t raw : {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
-                                    0x7f800001u, 0x00000001u, 0x80000001u, 0x007fffffu, 0x00800000u, 0x7f7fffffu,
-                                    0xff7fffffu})
+    for (const std::uint32_t raw :
+         {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x00000001u,
+          0x80000001u, 0x007fffffu, 0x00800000u, 0x7f7fffffu, 0xff7fffffu})
       check_variants(sweep, fp32, to, Bits{raw}, r);
   }
 }
@@ -326,8 +333,12 @@ TEST(ConvertFromFp32Random, SeededPatterns) {
   for (int i = 0; i < n; ++i) {
     const Bits x{static_cast<std::uint32_t>(gen())};
     const auto k = static_cast<unsigned>(i);
-    const RoundOptions o{kModes[k % 5], (k / 5) % 2 != 0 ? Overflow::saturate : Overflow::ieee, (k / 10) % 2 != 0,
-                         (k / 20) % 2 != 0, 0, 0};
+    const RoundOptions o{kModes[k % 5],
+                         (k / 5) % 2 != 0 ? Overflow::saturate : Overflow::ieee,
+                         (k / 10) % 2 != 0,
+                         (k / 20) % 2 != 0,
+                         0,
+                         0};
     for (const FormatSpec* to : targets) {
       const Rounded rd = test::oracle_round_value(*to, test::oracle_operand(fp32, x, o.daz), o.rounding);
       const Result want = test::oracle_finish(*to, rd, o);
@@ -356,15 +367,16 @@ TEST_P(ConvertFromTf32, EveryPattern) {
       for (const Overflow ovf : {Overflow::ieee, Overflow::saturate}) {
         const RoundOptions o{r, ovf, false, false, 0, 0};
         sweep.check(to, test::oracle_finish(to, rd, o), convert(tf32, to, x, o), test::checked_flags(to, rd),
-                    NanPolicy::same_sign, [&] { return fmt::format("tf32 -> {} {} of {}", to.name, test::options_name(o), show(tf32, x)); });
+                    NanPolicy::same_sign,
+                    [&] { return fmt::format("tf32 -> {} {} of {}", to.name, test::options_name(o), show(tf32, x)); });
       }
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, ConvertFromTf32,
-                         ::testing::Values(&fp16, &bf16, &fp8_e4m3, &fp8_e5m2, &fp8_e4m3fnuz, &fp8_e5m2fnuz,
-                                           &fp6_e3m2, &fp6_e2m3, &fp4_e2m1, &e8m0, &int8, &uint8),
+                         ::testing::Values(&fp16, &bf16, &fp8_e4m3, &fp8_e5m2, &fp8_e4m3fnuz, &fp8_e5m2fnuz, &fp6_e3m2,
+                                           &fp6_e2m3, &fp4_e2m1, &e8m0, &int8, &uint8),
                          test::format_param_name);
 
 }  // namespace

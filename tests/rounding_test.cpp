@@ -24,8 +24,8 @@
 namespace numfid {
 namespace {
 
-using test::NanPolicy;
 using test::naive_decode;
+using test::NanPolicy;
 using test::show;
 using test::Sweep;
 
@@ -51,7 +51,8 @@ TEST(Stochastic, ReproduciblePerSeedAndStream) {
   const Bits x = fp32_bits(0x1.01p0f);  // 1 + 2^-8: midway between 1 and 1 + 2^-7 in bf16
   const auto sequence = [&](std::uint64_t seed) {
     std::vector<std::uint32_t> out;
-    for (std::uint64_t stream = 0; stream < 1000; ++stream) out.push_back(convert(fp32, bf16, x, stochastic(seed, stream)).bits.raw);
+    for (std::uint64_t stream = 0; stream < 1000; ++stream)
+      out.push_back(convert(fp32, bf16, x, stochastic(seed, stream)).bits.raw);
     return out;
   };
   const std::vector<std::uint32_t> a = sequence(42);
@@ -87,9 +88,7 @@ struct Case {
   Unrounded v;
 };
 
-Unrounded from_fp32(float x) {
-  return exact_value(fp32, fp32_bits(x));
-}
+Unrounded from_fp32(float x) { return exact_value(fp32, fp32_bits(x)); }
 
 /// The two neighbours of v in `to` (rounded toward zero, and away from it) from the oracle,
 /// and the exact probability of rounding away, (|v| - |lo|) / (|hi| - |lo|), in long double
@@ -104,9 +103,17 @@ Expectation expect_stochastic(const Case& c) {
   RoundOptions o;
   o.overflow = Overflow::saturate;
   o.rounding = Rounding::rtz;
-  const Bits lo = test::oracle_finish(*c.to, test::oracle_round_scaled(*c.to, c.v.negative, c.v.significand, c.v.exponent, c.v.sticky, Rounding::rtz), o).bits;
+  const Bits lo =
+      test::oracle_finish(
+          *c.to,
+          test::oracle_round_scaled(*c.to, c.v.negative, c.v.significand, c.v.exponent, c.v.sticky, Rounding::rtz), o)
+          .bits;
   o.rounding = c.v.negative ? Rounding::rdn : Rounding::rup;
-  const Bits hi = test::oracle_finish(*c.to, test::oracle_round_scaled(*c.to, c.v.negative, c.v.significand, c.v.exponent, c.v.sticky, o.rounding), o).bits;
+  const Bits hi =
+      test::oracle_finish(
+          *c.to, test::oracle_round_scaled(*c.to, c.v.negative, c.v.significand, c.v.exponent, c.v.sticky, o.rounding),
+          o)
+          .bits;
   const long double lo_v = std::fabs(static_cast<long double>(naive_decode(*c.to, lo)));
   const long double hi_v = std::fabs(static_cast<long double>(naive_decode(*c.to, hi)));
   // |v| = significand * 2^exponent (the sticky tail, below 2^(exponent), is left out: it
@@ -134,14 +141,18 @@ TEST(Stochastic, FrequencyMatchesExactProbability) {
       {"2^-127+2^-149 (fp32 subnormal) -> e8m0, p = 2^-22", &e8m0, from_fp32(0x1.000004p-127f)},
       {"1.75*2^-127 (fp32 subnormal) -> e8m0, p = 3/4", &e8m0, from_fp32(0x1.cp-127f)},
       // Wide exact values: more than 64 discarded bits.
-      {"0.75+2^-101 -> fp4, p = 1/2+2^-100 (101 bits discarded)", &fp4_e2m1,
+      {"0.75+2^-101 -> fp4, p = 1/2+2^-100 (101 bits discarded)",
+       &fp4_e2m1,
        {false, (one << 100) + (one << 99) + 1, -101, false}},
       {"1+2^-120 -> fp8_e4m3: one bit set 117 places down", &fp8_e4m3, {false, (one << 120) + 1, -120, false}},
-      {"1+2^-4+2^-100 -> fp8_e4m3 (a tie plus a far bit), p = 1/2+2^-97", &fp8_e4m3,
+      {"1+2^-4+2^-100 -> fp8_e4m3 (a tie plus a far bit), p = 1/2+2^-97",
+       &fp8_e4m3,
        {false, (one << 100) + (one << 96) + 1, -100, false}},
-      {"0.5+2^-12+2^-76 -> fp16: 65 bits discarded, set in both words, p = 1/2+2^-65", &fp16,
+      {"0.5+2^-12+2^-76 -> fp16: 65 bits discarded, set in both words, p = 1/2+2^-65",
+       &fp16,
        {false, (one << 64) + 1 + (one << 75), -76, false}},
-      {"-(1 + 0.3) with a sticky tail -> fp6_e2m3", &fp6_e2m3,
+      {"-(1 + 0.3) with a sticky tail -> fp6_e2m3",
+       &fp6_e2m3,
        {true, (one << 62) + (static_cast<uint128>(0x4ccccccccccccccdULL) >> 2), -62, true}},
   };
   constexpr int n = 1000000;
@@ -154,8 +165,10 @@ TEST(Stochastic, FrequencyMatchesExactProbability) {
     std::int64_t other = 0;
     for (int i = 0; i < n; ++i) {
       const Bits r = round_to(*c.to, c.v, stochastic(seed, static_cast<std::uint64_t>(i))).bits;
-      if (r == e.hi && e.hi != e.lo) ++away;
-      else if (r != e.lo) ++other;
+      if (r == e.hi && e.hi != e.lo)
+        ++away;
+      else if (r != e.lo)
+        ++other;
     }
     const long double mean = n * e.p;
     const long double sigma = std::sqrt(n * e.p * (1 - e.p));
@@ -165,8 +178,8 @@ TEST(Stochastic, FrequencyMatchesExactProbability) {
                 c.name.c_str(), freq, e.p, sigma, std::fabs(away - mean), bound);
     EXPECT_EQ(other, 0) << "results other than the neighbours " << show(*c.to, e.lo) << " and " << show(*c.to, e.hi);
     EXPECT_LE(std::fabs(away - mean), bound)
-        << "away " << away << " of " << n << ", expected " << static_cast<double>(mean) << " (p = "
-        << static_cast<double>(e.p) << "), 6 sigma = " << static_cast<double>(bound);
+        << "away " << away << " of " << n << ", expected " << static_cast<double>(mean)
+        << " (p = " << static_cast<double>(e.p) << "), 6 sigma = " << static_cast<double>(bound);
   }
 }
 
@@ -198,7 +211,8 @@ TEST(RoundTo, WideSignificandsAgainstMpfr) {
       uint128 sig = (static_cast<uint128>(gen()) << 64) | gen();
       sig = len == 128 ? sig : sig & ((uint128{1} << len) - 1);
       sig |= uint128{1} << (len - 1);
-      if (gen() % 4 == 0) sig &= ~((uint128{1} << (len - 1)) - 1) | (uint128{1} << (gen() % static_cast<std::uint64_t>(len)));  // sparse
+      if (gen() % 4 == 0)
+        sig &= ~((uint128{1} << (len - 1)) - 1) | (uint128{1} << (gen() % static_cast<std::uint64_t>(len)));  // sparse
       const int top = lo_e + static_cast<int>(gen() % static_cast<std::uint64_t>(hi_e - lo_e + 1));  // log2 |v|
       Unrounded v{(gen() & 1) != 0, sig, top - (bit_length(sig) - 1), (gen() & 1) != 0};
       if (v.sticky) {
@@ -223,8 +237,7 @@ TEST(RoundTo, WideSignificandsAgainstMpfr) {
                         return fmt::format("case {}: round_to {} {} of {}(0x{:x}{:016x} + {}) * 2^{}", i, f.name,
                                            test::options_name(o), v.negative ? "-" : "",
                                            static_cast<std::uint64_t>(v.significand >> 64),
-                                           static_cast<std::uint64_t>(v.significand), v.sticky ? "f" : "0",
-                                           v.exponent);
+                                           static_cast<std::uint64_t>(v.significand), v.sticky ? "f" : "0", v.exponent);
                       });
         }
     }

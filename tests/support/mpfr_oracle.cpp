@@ -266,7 +266,8 @@ Rounded oracle_round_scaled(const FormatSpec& to, bool negative, uint128 signifi
   Work& w = work();
   mpz_t z;
   mpz_init(z);
-  const std::uint64_t words[2] = {static_cast<std::uint64_t>(significand), static_cast<std::uint64_t>(significand >> 64)};
+  const std::uint64_t words[2] = {static_cast<std::uint64_t>(significand),
+                                  static_cast<std::uint64_t>(significand >> 64)};
   mpz_import(z, 2, -1, sizeof(std::uint64_t), 0, 0, words);
   long e = exponent;
   if (sticky) {  // (2 * significand + 1) * 2^(exponent - 1): strictly inside the interval
@@ -314,8 +315,9 @@ Result oracle_finish(const FormatSpec& f, const Rounded& rd, const RoundOptions&
       case K::nan: return {Bits{0}, status_invalid};
       case K::infinity:
       case K::overflow: {
-        const double bound = rd.negative ? (f.is_signed ? -std::ldexp(1.0, f.bits - 1) : 0.0)
-                                         : (f.is_signed ? std::ldexp(1.0, f.bits - 1) - 1 : std::ldexp(1.0, f.bits) - 1);
+        const double bound = rd.negative
+                                 ? (f.is_signed ? -std::ldexp(1.0, f.bits - 1) : 0.0)
+                                 : (f.is_signed ? std::ldexp(1.0, f.bits - 1) - 1 : std::ldexp(1.0, f.bits) - 1);
         return {naive_encode(f, bound), status_invalid};
       }
       case K::finite: return {naive_encode(f, rd.value + 0.0), rd.inexact ? status_inexact : status_ok};
@@ -353,8 +355,7 @@ Result oracle_finish(const FormatSpec& f, const Rounded& rd, const RoundOptions&
       if (o.overflow == Overflow::saturate || toward_zero) return {max(rd.negative), st};
       return {inf_pattern(rd.negative).bits, st};
     }
-    case K::finite:
-      break;
+    case K::finite: break;
   }
   if (unsigned_negative) return {naive_nan(f, false), status_invalid};
   Status st = rd.inexact ? status_inexact : status_ok;

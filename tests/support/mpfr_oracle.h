@@ -22,10 +22,10 @@ namespace numfid::test {
 /// non-finite rules are applied (so that one MPFR computation serves every variant).
 struct Rounded {
   enum class Kind : std::uint8_t {
-    finite,     ///< `value` is the rounded finite value (a signed zero included)
-    overflow,   ///< a finite exact value whose rounding exceeds the largest finite value
-    infinity,   ///< an exact infinity (an infinite operand, or division by zero)
-    nan,        ///< NaN
+    finite,    ///< `value` is the rounded finite value (a signed zero included)
+    overflow,  ///< a finite exact value whose rounding exceeds the largest finite value
+    infinity,  ///< an exact infinity (an infinite operand, or division by zero)
+    nan,       ///< NaN
   };
   Kind kind = Kind::finite;
   bool negative = false;       ///< sign of the exact result (of the rounded zero for zeros)

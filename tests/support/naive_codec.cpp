@@ -50,8 +50,8 @@ double naive_decode(const FormatSpec& f, Bits b) {
   if (x.exponent == 0 && f.has_subnormals)  // 0.trailing * 2^(1 - bias)
     return sign * std::ldexp(static_cast<double>(x.trailing), 1 - f.bias - t);
   // 1.trailing * 2^(exponent - bias)
-  return sign * std::ldexp(1.0 + std::ldexp(static_cast<double>(x.trailing), -t),
-                           static_cast<int>(x.exponent) - f.bias);
+  return sign *
+         std::ldexp(1.0 + std::ldexp(static_cast<double>(x.trailing), -t), static_cast<int>(x.exponent) - f.bias);
 }
 
 bool naive_is_subnormal(const FormatSpec& f, Bits b) {
@@ -172,14 +172,10 @@ Bits naive_nan(const FormatSpec& f, bool negative) {
   const int t = f.precision - 1;
   const std::uint32_t sign = negative && f.has_sign ? 1u << (f.bits - 1) : 0u;
   switch (f.nan) {
-    case NanEncoding::ieee:
-      return Bits{sign | (ones(f.exponent_bits) << t) | (1u << (t - 1))};
-    case NanEncoding::all_ones:
-      return Bits{sign | (ones(f.exponent_bits) << t) | ones(t)};
-    case NanEncoding::negative_zero:
-      return Bits{1u << (f.bits - 1)};
-    case NanEncoding::none:
-      break;
+    case NanEncoding::ieee: return Bits{sign | (ones(f.exponent_bits) << t) | (1u << (t - 1))};
+    case NanEncoding::all_ones: return Bits{sign | (ones(f.exponent_bits) << t) | ones(t)};
+    case NanEncoding::negative_zero: return Bits{1u << (f.bits - 1)};
+    case NanEncoding::none: break;
   }
   return naive_limits(f).max_bits;
 }

@@ -25,8 +25,8 @@ class Sweep {
   Sweep& operator=(const Sweep&) = delete;
   ~Sweep() {
     if (failures_ > max_reported_)
-      ADD_FAILURE() << what_ << ": " << failures_ << " mismatches in " << cases_ << " cases (first "
-                    << max_reported_ << " shown)";
+      ADD_FAILURE() << what_ << ": " << failures_ << " mismatches in " << cases_ << " cases (first " << max_reported_
+                    << " shown)";
   }
 
   /// Compares bits (under `nan`) and the flags in `flag_mask`. `context` is called only

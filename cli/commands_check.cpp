@@ -43,7 +43,7 @@ Loaded load(const std::string& spec, const FormatSpec& declared, const char* wha
     l.values = tensor_values(l.tensor, declared);
     return l;
   } catch (const InputError& e) {
-    throw UsageError(fmt::format("{} ({}): {}", what, spec, e.what()));
+    throw UsageError(fmt::format("{}: {}", what, e.what()));
   }
 }
 

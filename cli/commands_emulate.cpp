@@ -36,7 +36,7 @@ Operand load(const std::string& spec, const FormatSpec& declared, const char* wh
     o.values = tensor_values(o.tensor, declared);
     return o;
   } catch (const InputError& e) {
-    throw UsageError(fmt::format("{} ({}): {}", what, spec, e.what()));
+    throw UsageError(fmt::format("{}: {}", what, e.what()));
   }
 }
 

@@ -59,8 +59,9 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
                                   : "";
   if (claim.roundings_per_term > 0) {
     b.roundings = claim.roundings_per_term + extra;
-    d.push_back(fmt::format("n = {}{} = {} roundings on each term's path (the plan's own count)",
-                            claim.roundings_per_term, extra_why, b.roundings));
+    d.push_back(*extra_why ? fmt::format("n = {}{} = {} roundings on each term's path (the plan's own count)",
+                                         claim.roundings_per_term, extra_why, b.roundings)
+                           : fmt::format("n = {} roundings on each term's path (the plan's own count)", b.roundings));
   } else {
     b.roundings = std::max<std::int64_t>(b.terms - 1, 0) + extra;
     d.push_back(fmt::format("n = m - 1{} = {} roundings: m = {} terms ({} products{}), any summation order "

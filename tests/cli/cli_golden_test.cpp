@@ -61,6 +61,11 @@ std::string first_difference(const std::string& want, const std::string& got) {
   }
 }
 
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  return s;
+}
+
 class CliGolden : public testing::TestWithParam<std::string> {};
 
 TEST_P(CliGolden, MatchesExpectedOutput) {
@@ -69,6 +74,15 @@ TEST_P(CliGolden, MatchesExpectedOutput) {
   while (!args.empty() && (args.back() == '\n' || args.back() == '\r')) args.pop_back();
   const fs::path tmp = fs::path(testing::TempDir()) / fs::path("numfid_cli_").concat(GetParam());
   fs::create_directories(tmp);
+  // @DATA@ names the example data folder (examples/data), @TMP@ a scratch folder for
+  // outputs; both are written back as the placeholders in what the command prints.
+  // The profiles are the source tree's (NUMFID_PROFILES unset for the child).
+  // @PROFILES@ stands for the profile folder in what the command prints.
+  const std::string data = NUMFID_EXAMPLE_DATA, scratch = tmp.string(), profiles = NUMFID_PROFILE_DIR;
+  args = replace_all(replace_all(args, "@DATA@", data), "@TMP@", scratch);
+  auto placeholders = [&](std::string text) {
+    return replace_all(replace_all(replace_all(text, data, "@DATA@"), scratch, "@TMP@"), profiles, "@PROFILES@");
+  };
   const fs::path in = fs::exists(dir / "stdin") ? dir / "stdin" : fs::path("/dev/null");
   std::ostringstream cmd;
   cmd << quoted(NUMFID_BINARY) << ' ' << args << " < " << quoted(in) << " > " << quoted(tmp / "stdout") << " 2> "
@@ -80,10 +94,10 @@ TEST_P(CliGolden, MatchesExpectedOutput) {
   const int want_rc = fs::exists(dir / "rc") ? std::stoi(read_file(dir / "rc")) : 0;
   EXPECT_EQ(WEXITSTATUS(status), want_rc);
   const std::string want_out = read_optional(dir / "stdout");
-  const std::string got_out = read_file(tmp / "stdout");
+  const std::string got_out = placeholders(read_file(tmp / "stdout"));
   EXPECT_TRUE(got_out == want_out) << "stdout of case " << GetParam() << ": " << first_difference(want_out, got_out);
   const std::string want_err = read_optional(dir / "stderr");
-  const std::string got_err = read_file(tmp / "stderr");
+  const std::string got_err = placeholders(read_file(tmp / "stderr"));
   EXPECT_TRUE(got_err == want_err) << "stderr of case " << GetParam() << ": " << first_difference(want_err, got_err);
   fs::remove_all(tmp);
 }

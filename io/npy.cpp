@@ -50,8 +50,9 @@ struct PyValue {
   std::string_view str;
   std::int64_t integer = 0;
   bool boolean = false;
-  std::vector<PyValue> items;                                  // tuple, list
-  std::vector<std::pair<std::string_view, PyValue>> entries;   // dict
+  std::vector<PyValue> items;          // tuple, list; dict: the values
+  std::vector<std::string_view> keys;  // dict: the keys (parallel to items; a vector of pairs
+                                       // would need PyValue complete)
 };
 
 class LiteralParser {
@@ -113,7 +114,8 @@ class LiteralParser {
         if (pos_ >= s_.size() || (s_[pos_] != '\'' && s_[pos_] != '"')) fail("expected a string key");
         const PyValue key = value(depth + 1);
         expect(':');
-        v.entries.emplace_back(key.str, value(depth + 1));
+        v.keys.push_back(key.str);
+        v.items.push_back(value(depth + 1));
         if (peek(',')) {
           ++pos_;
         } else if (!peek('}')) {
@@ -253,7 +255,9 @@ NpyHeader interpret_header(const PyValue& h, const std::string& source) {
   const PyValue* descr = nullptr;
   const PyValue* fortran = nullptr;
   const PyValue* shape = nullptr;
-  for (const auto& [key, value] : h.entries) {
+  for (std::size_t i = 0; i < h.keys.size(); ++i) {
+    const std::string_view key = h.keys[i];
+    const PyValue& value = h.items[i];
     const PyValue** slot = key == "descr" ? &descr : key == "fortran_order" ? &fortran : key == "shape" ? &shape : nullptr;
     if (slot == nullptr)
       throw InputError(fmt::format("{}: malformed header: unexpected key '{}' (a .npy header has exactly 'descr', "

@@ -142,7 +142,9 @@ Header parse_header(std::span<const std::byte> bytes, const std::string& source)
   Header h;
   h.buffer_start = 8 + static_cast<std::size_t>(n);
   const std::uint64_t buffer_size = size - h.buffer_start;
-  for (const auto& [name, info] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& name = item.key();  // (no structured binding: clang 14 cannot capture one)
+    const json& info = item.value();
     if (name == metadata_key) continue;
     auto bad = [&](std::string_view what) {
       throw InputError(fmt::format("{}: malformed header: tensor '{}': {}", source, name, what));
@@ -280,12 +282,16 @@ Tensor parse_safetensors(std::span<const std::byte> bytes, std::string_view name
   return select(bytes, name, std::string(source), nullptr);
 }
 
-std::vector<std::string> safetensors_names(const std::filesystem::path& path) {
-  const auto file = detail::MappedFile::open(path);
-  const Header h = parse_header(file->bytes(), path.string());
+std::vector<std::string> safetensors_names(std::span<const std::byte> bytes, std::string_view source) {
+  const Header h = parse_header(bytes, std::string(source));
   std::vector<std::string> names;
   for (const Entry& e : h.entries) names.push_back(e.name);
   return names;
+}
+
+std::vector<std::string> safetensors_names(const std::filesystem::path& path) {
+  const auto file = detail::MappedFile::open(path);
+  return safetensors_names(file->bytes(), path.string());
 }
 
 std::vector<std::byte> encode_safetensors(std::span<const NamedTensor> tensors,

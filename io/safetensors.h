@@ -41,6 +41,9 @@ Tensor parse_safetensors(std::span<const std::byte> bytes, std::string_view name
 /// as by read_safetensors).
 std::vector<std::string> safetensors_names(const std::filesystem::path& path);
 
+/// The same for an image held in memory.
+std::vector<std::string> safetensors_names(std::span<const std::byte> bytes, std::string_view source = "<memory>");
+
 /// A tensor with the name it has (or will have) in a file.
 struct NamedTensor {
   std::string name;

@@ -84,6 +84,7 @@ Bytes two_data() {
 
 TEST(Safetensors, ReadsHandWrittenFile) {
   const Bytes img = st_image(two_header, two_data());
+  EXPECT_EQ(safetensors_names(img), (std::vector<std::string>{"a", "b"}));
   const Tensor a = parse_safetensors(img, "a", "m.safetensors");
   EXPECT_EQ(a.source, "m.safetensors: tensor 'a'");
   EXPECT_EQ(a.dtype_desc, "F32");

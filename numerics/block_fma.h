@@ -22,7 +22,7 @@ namespace numfid {
 /// Where the addend c (the accumulator input of an instruction) enters.
 enum class AddendEntry : std::uint8_t {
   /// c is one more term of the first block of each instruction, aligned with its products
-  /// (every native NVIDIA tensor-core path: Fasi et al. 2021 §4, Khattak & Mikaitis 2025).
+  /// (every native NVIDIA tensor-core path: Fasi et al. 2021, Khattak & Mikaitis 2025).
   in_block,
   /// The products of an instruction are chained from a +0 accumulator; c is added to their
   /// sum afterwards by a separate, correctly rounded addition (`addend_rounding`): the fp8
@@ -32,14 +32,14 @@ enum class AddendEntry : std::uint8_t {
 
 /// How an aligned term loses the bits below the window.
 enum class AlignmentRounding : std::uint8_t {
-  truncate,  ///< magnitude truncated (toward zero), no sticky bit: NVIDIA (Fasi et al. 2021 §4.2)
+  truncate,  ///< magnitude truncated (toward zero), no sticky bit: NVIDIA (Fasi et al. 2021)
   rne,       ///< rounded to nearest, ties to even, at the window's last bit
 };
 
 /// Where the result of a block is rounded.
 enum class Normalisation : std::uint8_t {
   /// One normalisation after the sum: the rounding position follows the sum's leading bit
-  /// (NVIDIA: Fasi et al. 2021 §4.3 "normalisation only at the end").
+  /// (NVIDIA: Fasi et al. 2021, one normalisation per block).
   normalised,
   /// No left shift after cancellation: the rounding position is never finer than the
   /// block's alignment quantum 2^(M - accumulator_fraction_bits).

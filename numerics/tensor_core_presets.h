@@ -35,7 +35,7 @@ inline constexpr std::string_view specials_fp16 =
     "published: KM models (subnormals kept, min_exp_limit for fp16 output, overflow to inf), "
     "MMA-Sim (NaN 0x7fff); not exercised by the recorded data";
 inline constexpr std::string_view rz_fp32 =
-    "published: FHMP §4 (V100/A100 round toward zero), KM frmode='rz', MMA-Sim RZ; measured";
+    "published: FHMP (V100, A100: round toward zero), KM frmode='rz', MMA-Sim RZ; measured";
 inline constexpr std::string_view rn_fp16 = "published: KM frmode='rne' for fp16 output, MMA-Sim RNE for f16; measured";
 
 /// The same unit read with another input format (the fp8 rows come in E4M3/E5M2 pairs).
@@ -149,9 +149,9 @@ inline constexpr std::array<TensorCorePreset, 40> tensor_core_presets{{
       .extra_alignment_bits = 0,
       .min_alignment_exponent = -1024,
       .final_rounding = Rounding::rtz,
-      .provenance = {"published: FHMP §4 (4-term block FMA, products exact), KM V100TC.m fma=4; measured: V100/fp16 "
+      .provenance = {"published: FHMP (V100: 4-term block FMA, products exact), KM V100TC.m fma=4; measured: V100/fp16 "
                      "5000/5000, rejects n=2 (K=4: larger blocks not testable)",
-                     "published: FHMP §4 (alignment by truncation, no extra bits), KM neab=0, MMA-Sim Volta 23; "
+                     "published: FHMP (V100: alignment by truncation), KM neab=0, MMA-Sim Volta 23; "
                      "measured: rejects 22 and 24",
                      detail::tc::rz_fp32, detail::tc::specials_fp32}}},
     {"V100",
@@ -181,7 +181,7 @@ inline constexpr std::array<TensorCorePreset, 40> tensor_core_presets{{
       .extra_alignment_bits = 1,
       .min_alignment_exponent = -132,
       .final_rounding = Rounding::rtz,
-      .provenance = {"published: FHMP §5 (A100: 8-term blocks for fp16), KM A2TC.m = A100TC.m fma=8; measured: "
+      .provenance = {"published: FHMP (A100: 8-term blocks for fp16), KM A2TC.m = A100TC.m fma=8; measured: "
                      "A2/fp16 5000/5000, rejects n=4",
                      "published: KM neab=1, MMA-Sim Ampere 24; measured: rejects 0 and 2 extra bits",
                      detail::tc::rz_fp32, detail::tc::specials_fp32}}},
@@ -224,7 +224,7 @@ inline constexpr std::array<TensorCorePreset, 40> tensor_core_presets{{
       .extra_alignment_bits = 1,
       .min_alignment_exponent = -132,
       .final_rounding = Rounding::rtz,
-      .provenance = {"published: FHMP §5 (tf32: 4-term blocks), KM A100TC.m fma=4 for tf32; measured: A2/tf32 "
+      .provenance = {"published: FHMP (A100 tf32: 4-term blocks), KM A100TC.m fma=4 for tf32; measured: A2/tf32 "
                      "5000/5000, rejects n=2 (K=4: a larger block is not testable)",
                      "published: KM neab=1; measured: rejects ±1 bit", detail::tc::rz_fp32,
                      detail::tc::specials_fp32}}},
@@ -240,7 +240,7 @@ inline constexpr std::array<TensorCorePreset, 40> tensor_core_presets{{
       .min_alignment_exponent = -132,
       .final_rounding = Rounding::rtz,
       .provenance =
-          {"published: FHMP §5 (8-term blocks), KM A100TC.m fma=8; measured: A100/fp16 5000/5000, rejects n=4",
+          {"published: FHMP (A100: 8-term blocks), KM A100TC.m fma=8; measured: A100/fp16 5000/5000, rejects n=4",
            "published: KM neab=1, MMA-Sim Ampere 24; measured: rejects 0 and 2 extra bits", detail::tc::rz_fp32,
            detail::tc::specials_fp32}}},
     {"A100",
@@ -282,7 +282,7 @@ inline constexpr std::array<TensorCorePreset, 40> tensor_core_presets{{
       .extra_alignment_bits = 1,
       .min_alignment_exponent = -132,
       .final_rounding = Rounding::rtz,
-      .provenance = {"published: FHMP §5, KM A100TC.m fma=4 for tf32; measured: A100/tf32 5000/5000",
+      .provenance = {"published: FHMP (A100 tf32), KM A100TC.m fma=4 for tf32; measured: A100/tf32 5000/5000",
                      "published: KM neab=1; measured: rejects ±1 bit", detail::tc::rz_fp32,
                      detail::tc::specials_fp32}}},
     // ---------------------------------------------------------------- Ada Lovelace (sm_89): RTX 1000 Ada, L40S

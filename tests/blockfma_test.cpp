@@ -876,7 +876,7 @@ const BlockFmaModel& preset(std::string_view device, const FormatSpec& in, const
 
 Bits h(std::uint32_t v) { return Bits{v}; }
 
-// Fasi et al. 2021 §4.2: 1 + 2^-24 + 2^-24. V100 (no extra bit) truncates both 2^-24 terms
+// Fasi et al. 2021 (the extra-bit test): 1 + 2^-24 + 2^-24. V100 (no extra bit) truncates both 2^-24 terms
 // away; A100 (one extra bit) keeps them and their sum 2^-23 survives the final RZ.
 TEST(BlockFmaPublished, ExtraAlignmentBitKeepsHalfUlpTerms) {
   const std::vector<Bits> a{h(0x0c00), h(0x0c00), h(0), h(0)};  // fp16 2^-12

@@ -2,7 +2,9 @@
 // per core for each preset shape (figures: docs/tensor-cores.md; target >= 50 M products/s).
 #include <benchmark/benchmark.h>
 
+#include <bit>
 #include <cstdint>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -19,16 +21,12 @@ std::vector<Bits> random_operands(const FormatSpec& f, std::size_t k, std::uint6
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);
   std::vector<Bits> v(k);
   for (Bits& b : v) {
-    const float x = u(rng);
-    std::uint32_t w;
-    static_assert(sizeof w == sizeof x);
-    __builtin_memcpy(&w, &x, sizeof w);
-    b = convert(fp32, f, Bits{w}).bits;
+    b = convert(fp32, f, Bits{std::bit_cast<std::uint32_t>(u(rng))}).bits;
   }
   return v;
 }
 
-/// One dot product of K products per iteration under preset `index`.
+/// One dot product of K = range(0) products per iteration under the preset of (device, in, out).
 void BM_BlockFmaDot(benchmark::State& state, const char* device, const FormatSpec* in, const FormatSpec* out) {
   const TensorCorePreset* p = find_tensor_core_preset(device, *in, *out);
   if (!p) {

@@ -42,7 +42,7 @@ struct Codec {
   std::uint32_t storage = 0, sign_bit = 0, exp_all = 0, man_mask = 0;
   int mb = 0, bias = 0, emin_in = 0;
   NanEncoding nan = NanEncoding::ieee;
-  bool has_sign = true, has_subnormals = true;
+  bool has_subnormals = true;
   bool daz = false;
   bool same = true;  // datapath == input: no renormalisation needed
   int emin_dp = 0, frac_dp = 0;
@@ -56,7 +56,6 @@ struct Codec {
         bias(in.bias),
         emin_in(emin(in)),
         nan(in.nan),
-        has_sign(in.has_sign),
         has_subnormals(in.has_subnormals),
         daz(daz_in),
         same(&in == &dp || (in.precision == dp.precision && emin(in) == emin(dp))),

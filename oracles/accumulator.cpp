@@ -186,6 +186,14 @@ double to_double_rounded(const Unrounded& v, bool up) {
   return v.negative ? -m : m;
 }
 
+/// mag * 2^exponent rounded up to a double (exact for every product of float formats;
+/// int32 * int32 products can have more than 53 bits).
+double up_double(uint128 mag, int exponent) {
+  auto d = static_cast<double>(mag);
+  if (d < 0x1p128 && static_cast<uint128>(d) < mag) d = std::nextafter(d, __builtin_inf());
+  return std::ldexp(d, exponent);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -352,7 +360,7 @@ void LongAccumulator::add_product_exact(const FormatSpec& fa, Bits a, const Form
   }
   const int exponent = da.exponent + db.exponent;
   deposit_exact(neg, mag, exponent);
-  max_abs_ = std::max(max_abs_, std::ldexp(static_cast<double>(mag), exponent));
+  max_abs_ = std::max(max_abs_, up_double(mag, exponent));
 }
 
 void LongAccumulator::add_exact(bool negative, uint128 magnitude, int exponent) {
@@ -362,7 +370,7 @@ void LongAccumulator::add_exact(bool negative, uint128 magnitude, int exponent) 
     return;
   }
   deposit_exact(negative, magnitude, exponent);
-  max_abs_ = std::max(max_abs_, std::ldexp(static_cast<double>(magnitude), exponent));
+  max_abs_ = std::max(max_abs_, up_double(magnitude, exponent));
 }
 
 void LongAccumulator::deposit_exact(bool negative, uint128 magnitude, int exponent) {

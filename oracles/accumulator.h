@@ -77,7 +77,8 @@ class LongAccumulator {
   std::uint64_t count() const { return terms_; }
   /// True if the sum is NaN (a NaN term, 0*inf, or +inf together with -inf).
   bool is_nan() const { return nan_input_ || invalid_ || (pos_inf_ && neg_inf_); }
-  /// True if the NaN was produced by an invalid operation (0*inf, inf - inf), not propagated.
+  /// True if an invalid operation occurred (0*inf, or infinities of both signs), whether or
+  /// not a NaN operand is also present.
   bool is_invalid() const { return invalid_ || (pos_inf_ && neg_inf_); }
   /// +1 / -1 if the sum is +inf / -inf, 0 otherwise.
   int infinity_sign() const;
@@ -97,7 +98,8 @@ class LongAccumulator {
   Unrounded abs_sum() const;
   /// Σ|terms| rounded up to a double (+inf if a term is infinite).
   double abs_sum_upper() const;
-  /// max |term| (exact: every term is a double); +inf if a term is infinite, 0 if none.
+  /// max |term| (exact for float formats, whose products are doubles; rounded up otherwise);
+  /// +inf if a term is infinite, 0 if none.
   double max_abs() const { return (pos_inf_ || neg_inf_) ? std::numeric_limits<double>::infinity() : max_abs_; }
 
  private:

@@ -432,9 +432,10 @@ std::vector<Mpfr>& product_pool(std::size_t n) {
   return pool;
 }
 
-/// The exact Σ of `n` terms held in the pool, with bound quantities. `any_nan_input`: some
-/// operand was a NaN (the NaN is then propagated, not invalid).
-ExactValue exact_sum_of_pool(std::size_t n, bool any_nan_input) {
+/// The exact Σ of `n` terms held in the pool, with bound quantities. `nan_operand[k]`: term k
+/// has a NaN operand. A NaN sum is invalid when it stays NaN without those terms (0*inf, or
+/// infinities of both signs); otherwise the NaN was only propagated.
+ExactValue exact_sum_of_pool(std::size_t n, const std::vector<bool>& nan_operand) {
   std::vector<Mpfr>& pool = product_pool(n);
   std::vector<mpfr_ptr> ptrs(n);
   mpfr_exp_t emax = std::numeric_limits<mpfr_exp_t>::min();
@@ -453,7 +454,12 @@ ExactValue exact_sum_of_pool(std::size_t n, bool any_nan_input) {
   const int tern = mpfr_sum(s.get(), ptrs.data(), n, MPFR_RNDN);
   ExactValue v;
   if (mpfr_nan_p(s.get())) {
-    v = nan_value(!any_nan_input);
+    std::vector<mpfr_ptr> clean;
+    for (std::size_t k = 0; k < n; ++k)
+      if (!nan_operand[k]) clean.push_back(ptrs[k]);
+    Mpfr c(64);
+    mpfr_sum(c.get(), clean.data(), clean.size(), MPFR_RNDN);
+    v = nan_value(mpfr_nan_p(c.get()) != 0);
   } else if (mpfr_inf_p(s.get())) {
     v = inf_value(mpfr_signbit(s.get()) != 0);
   } else {
@@ -483,25 +489,25 @@ ExactValue exact_dot(const FormatSpec& fa, const Bits* a, std::ptrdiff_t sa, con
                      std::ptrdiff_t sb, std::size_t n, std::optional<ScalarRef> addend, bool daz) {
   const std::size_t total = n + (addend ? 1 : 0);
   std::vector<Mpfr>& pool = product_pool(total);
-  bool nan_input = false;
+  std::vector<bool> nan_operand(total, false);
   Mpfr y(64);
   for (std::size_t k = 0; k < n; ++k) {
     const Input x = read(fa, a[static_cast<std::ptrdiff_t>(k) * sa], daz);
-    nan_input = nan_input || x.cls == FpClass::nan;
+    nan_operand[k] = x.cls == FpClass::nan;
     set_input(pool[k].get(), x);
     if (fb) {
       const Input z = read(*fb, b[static_cast<std::ptrdiff_t>(k) * sb], daz);
-      nan_input = nan_input || z.cls == FpClass::nan;
+      nan_operand[k] = nan_operand[k] || z.cls == FpClass::nan;
       set_input(y.get(), z);
       mpfr_mul(pool[k].get(), pool[k].get(), y.get(), MPFR_RNDN);  // exact (<= 64-bit factors)
     }
   }
   if (addend) {
     const Input c = read(*addend->format, addend->bits, daz);
-    nan_input = nan_input || c.cls == FpClass::nan;
+    nan_operand[n] = c.cls == FpClass::nan;
     set_input(pool[n].get(), c);
   }
-  return exact_sum_of_pool(total, nan_input);
+  return exact_sum_of_pool(total, nan_operand);
 }
 
 void check_matrix(const MatrixRef& m, const char* what) {

@@ -82,8 +82,10 @@ struct ScalarRef {
 // numfid's bulk conversions do. Shape errors throw std::invalid_argument.
 
 /// Σ a[k]*b[k] (+ addend), exact then rounded once. Specials and the sign of an exact zero
-/// follow IEEE 754 (MPFR's mpfr_sum): NaN for a NaN term, 0*inf or inf - inf (the latter two
-/// invalid); +0 for an exact cancellation (-0 under rdn); -0 if every term is -0.
+/// follow IEEE 754 (MPFR's mpfr_sum): NaN for a NaN term, 0*inf or inf - inf, the latter two
+/// invalid even beside a NaN operand (IEEE 754-2019 §9.4: the exception belongs to the
+/// product or the sum of infinities, whatever else the sum holds); +0 for an exact
+/// cancellation (-0 under rdn); -0 if every term is -0.
 /// abs_sum = Σ|a[k]*b[k]| (+ |addend|), max_abs = max of those terms.
 OracleValue oracle_dot(const FormatSpec& fa, std::span<const Bits> a, const FormatSpec& fb, std::span<const Bits> b,
                        const FormatSpec& out, const RoundOptions& o = {},

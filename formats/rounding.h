@@ -23,6 +23,10 @@ enum class Overflow : std::uint8_t {
   /// ±max finite for rtz and the directed modes rounding toward zero. Formats without
   /// infinity give NaN instead (the OCP OFP8 non-saturating mode); formats with neither
   /// (FP6/FP4) give ±max finite, as the OCP MX v1.0 §5.3 conversions clamp.
+  /// Flags: a finite value that overflows raises overflow|inexact (also when it becomes NaN
+  /// in a format without infinity: the operation itself was valid); an exact infinity
+  /// (an infinite operand, x/0) that the format cannot hold becomes NaN with invalid, or
+  /// ±max with overflow|inexact in FP6/FP4 (round_infinity).
   ieee,
   /// Finite overflow and ±inf become ±max finite; NaN stays NaN (OCP OFP8 saturating mode).
   saturate,

@@ -120,6 +120,70 @@ struct Loader {
     fail(section[key], fmt::format("{}.{}: '{}' is not a positive integer", sname, key, v));
   }
 
+  std::int64_t signed_integer(const YAML::Node& section, const std::string& sname, const std::string& key,
+                              std::int64_t min) {
+    const std::string v = field(section, sname, key, true);
+    try {
+      std::size_t used = 0;
+      const long long x = std::stoll(v, &used);
+      if (used == v.size() && x >= min) return x;
+    } catch (const std::exception&) {
+    }
+    fail(section[key], fmt::format("{}.{}: '{}' is not an integer >= {}", sname, key, v, min));
+  }
+
+  template <typename E>
+  E choice(const YAML::Node& section, const std::string& sname, const std::string& key,
+           std::initializer_list<std::pair<const char*, E>> options) {
+    const std::string v = field(section, sname, key, true);
+    std::vector<std::string> names;
+    for (const auto& [n, e] : options) {
+      if (v == n) return e;
+      names.emplace_back(n);
+    }
+    fail(section[key], fmt::format("{}.{}: '{}' must be one of {}", sname, key, v, join(names)));
+  }
+
+  /// One block_fma variant: every BlockFmaModel field, each with its provenance.
+  void variant(const YAML::Node& v) {
+    check_keys(v,
+               {"name", "instruction", "input", "output", "datapath", "block_size", "instruction_k", "interleave",
+                "addend", "addend_rounding", "accumulator_fraction_bits", "extra_alignment_bits", "alignment",
+                "min_alignment_exponent", "normalisation", "final_rounding", "input_subnormals", "output_subnormals",
+                "overflow_to_infinity", "nan"},
+               "a block_fma variant");
+    if (!v["name"] || !v["name"].IsScalar()) fail(v, "a block_fma variant needs a name");
+    BlockFmaVariant bv;
+    bv.name = v["name"].as<std::string>();
+    bv.instruction = v["instruction"] ? v["instruction"].as<std::string>() : "";
+    const std::string sn = "block_fma[" + bv.name + "]";
+    BlockFmaModel& m = bv.model;
+    m.input = format(v, sn, "input", false);
+    m.output = format(v, sn, "output", false);
+    m.datapath = v["datapath"] ? format(v, sn, "datapath", true) : nullptr;
+    m.block_size = static_cast<int>(integer(v, sn, "block_size"));
+    m.instruction_k = static_cast<int>(integer(v, sn, "instruction_k"));
+    m.interleave = v["interleave"] ? static_cast<int>(signed_integer(v, sn, "interleave", 0)) : 0;
+    m.addend = choice<AddendEntry>(v, sn, "addend", {{"in_block", AddendEntry::in_block}, {"after_blocks", AddendEntry::after_blocks}});
+    if (v["addend_rounding"]) m.addend_rounding = rounding(v, sn, "addend_rounding");
+    m.accumulator_fraction_bits = static_cast<int>(integer(v, sn, "accumulator_fraction_bits"));
+    m.extra_alignment_bits = static_cast<int>(signed_integer(v, sn, "extra_alignment_bits", 0));
+    m.alignment = choice<AlignmentRounding>(v, sn, "alignment", {{"truncate", AlignmentRounding::truncate}, {"rne", AlignmentRounding::rne}});
+    m.min_alignment_exponent = static_cast<int>(signed_integer(v, sn, "min_alignment_exponent", -100000));
+    m.normalisation = choice<Normalisation>(v, sn, "normalisation",
+                                            {{"normalised", Normalisation::normalised}, {"at_alignment", Normalisation::at_alignment}});
+    m.final_rounding = rounding(v, sn, "final_rounding");
+    m.input_subnormals = choice<bool>(v, sn, "input_subnormals", {{"keep", true}, {"flush", false}});
+    m.output_subnormals = choice<bool>(v, sn, "output_subnormals", {{"keep", true}, {"flush", false}});
+    m.overflow_to_infinity = choice<bool>(v, sn, "overflow_to_infinity", {{"true", true}, {"false", false}});
+    m.nan = choice<NanResult>(v, sn, "nan", {{"canonical", NanResult::canonical}, {"all_ones", NanResult::all_ones}});
+    if (const std::string err = validate(m); !err.empty()) fail(v, fmt::format("{}: {}", sn, err));
+    for (const BlockFmaVariant& o : p.variants)
+      if (o.model.input == m.input && o.model.output == m.output)
+        fail(v, fmt::format("{}: a second variant for {}->{}", sn, m.input->name, m.output->name));
+    p.variants.push_back(std::move(bv));
+  }
+
   AccumulatorModel accumulator(const YAML::Node& s, const std::string& sname) {
     check_keys(s, {"format", "rounding", "ftz", "products"}, sname);
     AccumulatorModel a;
@@ -242,11 +306,11 @@ struct Loader {
       case ProfileModel::block_fma: {
         const YAML::Node s = root["block_fma"];
         if (!s) fail(root, "model 'block-fma' needs a 'block_fma' section");
-        if (!s.IsMap()) fail(s, "block_fma must be a mapping");
-        for (const auto& kv : s) {
-          const std::string k = kv.first.as<std::string>();
-          p.block_fma[k] = field(s, "block_fma", k, true);
-        }
+        check_keys(s, {"device", "variants"}, "block_fma");
+        p.device = field(s, "block_fma", "device", true);
+        const YAML::Node vs = s["variants"];
+        if (!vs || !vs.IsSequence() || vs.size() == 0) fail(s, "block_fma.variants must be a non-empty list");
+        for (const auto& v : vs) variant(v);
         if (root["plan"] || root["tensor_engine"]) fail(root, "model 'block-fma' takes no plan/tensor_engine section");
         break;
       }
@@ -255,6 +319,19 @@ struct Loader {
 };
 
 }  // namespace
+
+const BlockFmaModel* block_fma_for(const Profile& p, const FormatSpec& in, const FormatSpec& out) {
+  for (const BlockFmaVariant& v : p.variants)
+    if (v.model.input == &in && v.model.output == &out) return &v.model;
+  return nullptr;
+}
+
+std::string variant_names(const Profile& p) {
+  std::string s;
+  for (const BlockFmaVariant& v : p.variants)
+    s += fmt::format("{}{}->{}", s.empty() ? "" : ", ", v.model.input->name, v.model.output->name);
+  return s;
+}
 
 TensorEngineModel tensor_engine_for(const Profile& p, const FormatSpec& in) {
   TensorEngineModel te = p.te;

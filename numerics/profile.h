@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "numerics/block_fma.h"
 #include "numerics/tensor_engine.h"
 
 namespace numfid {
@@ -41,6 +42,13 @@ enum class ProfileModel : std::uint8_t {
   block_fma,      ///< NVIDIA tensor-core block FMA
 };
 
+/// One tensor-core instruction's model in a block-fma profile.
+struct BlockFmaVariant {
+  std::string name;         ///< e.g. "H100 fp16->fp32"
+  std::string instruction;  ///< the PTX instruction the parameters describe
+  BlockFmaModel model;      ///< (model.name is left empty: `name` owns the text)
+};
+
 /// A loaded profile.
 struct Profile {
   std::string name, summary, path;
@@ -53,13 +61,21 @@ struct Profile {
   ReductionModel reduction;    ///< plan, accumulator and output rounding (plan model)
   TensorEngineModel te;        ///< tensor_engine model
   std::vector<const FormatSpec*> double_row_formats;  ///< operand formats that use fp8 double-row mode
-  std::map<std::string, std::string> block_fma;  ///< block_fma section, raw values (see numerics/block_fma.h)
+  std::string device;                    ///< block_fma: the GPU
+  std::vector<BlockFmaVariant> variants;  ///< block_fma: one model per input/output format pair
   /// Accuracy claims of elementwise functions in ulps (e.g. exp: 2), from the `elementwise` section.
   std::map<std::string, double> elementwise_ulps;
 };
 
 /// The Tensor Engine model for operands of format `in` (double-row mode where it applies).
 TensorEngineModel tensor_engine_for(const Profile& p, const FormatSpec& in);
+
+/// The block-FMA model of a block-fma profile for inputs `in` and outputs `out`; nullptr if
+/// the profile has none (the caller names the pairs it has, see variant_names).
+const BlockFmaModel* block_fma_for(const Profile& p, const FormatSpec& in, const FormatSpec& out);
+
+/// "fp16->fp32, bf16->fp32, ..." for messages.
+std::string variant_names(const Profile& p);
 
 /// Loads and validates one profile file.
 Profile load_profile(const std::string& path);

@@ -7,16 +7,21 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
+
+#include <fmt/format.h>
 
 #include "formats/convert.h"
 #include "numerics/profile.h"
+#include "numerics/tensor_core_presets.h"
 
 namespace numfid {
 namespace {
 
 TEST(Profiles, EveryShippedProfileLoads) {
   const auto names = list_profiles();
-  for (const char* required : {"trn1", "trn2", "trn3", "neuron-autocast-bf16", "cpu-sequential", "numpy-pairwise"})
+  for (const char* required : {"trn1", "trn2", "trn3", "neuron-autocast-bf16", "cpu-sequential", "numpy-pairwise",
+                               "nvidia-v100-tc", "nvidia-a100-tc", "nvidia-ada-tc", "nvidia-h100-tc", "nvidia-b200-tc"})
     EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
   for (const auto& n : names) {
     SCOPED_TRACE(n);
@@ -81,6 +86,86 @@ TEST(Profiles, BadFilesAreRejectedWithFileAndLine) {
     }
   }
   EXPECT_THROW(find_profile("no-such-profile"), ProfileError);
+}
+
+// ------------------------------------------------------------------- NVIDIA block FMA
+
+std::string model_text(const BlockFmaModel& m) {
+  return fmt::format("{}->{} dp={} n={} k={} il={} addend={} ar={} f={} x={} al={} min={} norm={} fr={} isub={} osub={} "
+                     "ovf={} nan={}",
+                     m.input->name, m.output->name, m.datapath ? m.datapath->name : "-", m.block_size, m.instruction_k,
+                     m.interleave, static_cast<int>(m.addend), rounding_name(m.addend_rounding),
+                     m.accumulator_fraction_bits, m.extra_alignment_bits, static_cast<int>(m.alignment),
+                     m.min_alignment_exponent, static_cast<int>(m.normalisation), rounding_name(m.final_rounding),
+                     m.input_subnormals, m.output_subnormals, m.overflow_to_infinity, static_cast<int>(m.nan));
+}
+
+TEST(Profiles, NvidiaProfilesAgreeWithThePresets) {
+  std::size_t seen = 0;
+  for (const TensorCorePreset& preset : tensor_core_presets) {
+    std::string device;
+    for (char c : preset.device) device += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const Profile p = find_profile("nvidia-" + device + "-tc");
+    EXPECT_EQ(p.model, ProfileModel::block_fma);
+    const BlockFmaModel* m = block_fma_for(p, *preset.model.input, *preset.model.output);
+    ASSERT_NE(m, nullptr) << preset.model.name << " missing from " << p.name << " (has " << variant_names(p) << ")";
+    EXPECT_EQ(model_text(*m), model_text(preset.model)) << preset.model.name;
+    ++seen;
+  }
+  EXPECT_EQ(seen, tensor_core_presets.size());
+}
+
+std::vector<std::vector<std::uint32_t>> read_words(const std::filesystem::path& path, bool binary) {
+  std::ifstream f(path);
+  std::vector<std::vector<std::uint32_t>> rows;
+  std::string line;
+  while (std::getline(f, line)) {
+    std::istringstream ws(line);
+    std::vector<std::uint32_t> row;
+    std::string w;
+    while (ws >> w) row.push_back(static_cast<std::uint32_t>(std::stoul(w, nullptr, binary ? 2 : 16)));
+    if (!row.empty()) rows.push_back(row);
+  }
+  return rows;
+}
+
+// The recorded vectors, run through the models as loaded from the YAML profiles.
+TEST(Profiles, NvidiaProfilesReproduceRecordedVectors) {
+  const std::filesystem::path root = NUMFID_TENSOR_CORE_VECTORS;
+  if (!std::filesystem::exists(root)) GTEST_SKIP() << "no recorded vectors at " << root;
+  int sets = 0;
+  for (const auto& name : list_profiles()) {
+    if (name.rfind("nvidia-", 0) != 0) continue;
+    const Profile p = find_profile(name);
+    for (const BlockFmaVariant& v : p.variants) {
+      const BlockFmaModel& m = v.model;
+      const std::string in = m.input == &fp8_e4m3 ? "E4M3" : m.input == &fp8_e5m2 ? "E5M2" : std::string(m.input->name);
+      const std::filesystem::path dir = root / p.device / in;
+      const std::string tag = p.device + "_";
+      const auto a = read_words(dir / ("a_" + tag + in + ".txt"), false);
+      const auto b = read_words(dir / ("b_" + tag + in + ".txt"), false);
+      const auto c = read_words(dir / ("c_" + tag + "fp32.txt"), true);
+      const auto d = read_words(dir / ("d_" + tag + std::string(m.output->name) + ".txt"), true);
+      SCOPED_TRACE(v.name);
+      ASSERT_EQ(a.size(), 5000u);
+      ASSERT_EQ(d.size(), 5000u);
+      // README: H100 fp8 wgmma (fp32 results) ran with a zero accumulator.
+      const bool zero_c = p.device == "H100" && (m.input == &fp8_e4m3 || m.input == &fp8_e5m2) && m.output == &fp32;
+      int bad = 0;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        std::vector<Bits> av, bv;
+        for (std::uint32_t w : a[i]) av.push_back(convert(fp32, *m.input, Bits{w}).bits);
+        for (std::uint32_t w : b[i]) bv.push_back(convert(fp32, *m.input, Bits{w}).bits);
+        const Bits ci = zero_c ? Bits{0} : convert(fp32, *m.output, Bits{c[i][0]}).bits;
+        const Bits got = block_fma_dot(m, av, bv, ci).bits;
+        const Bits want = convert(fp32, *m.output, Bits{d[i][0]}).bits;
+        if (!(got == want) && ++bad <= 3) ADD_FAILURE() << "case " << i << ": model " << to_hex(*m.output, got) << " hardware " << to_hex(*m.output, want);
+      }
+      EXPECT_EQ(bad, 0) << "mismatches of " << v.name;
+      ++sets;
+    }
+  }
+  EXPECT_EQ(sets, 40);
 }
 
 // ------------------------------------------------------------------- Tensor Engine

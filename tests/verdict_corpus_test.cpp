@@ -1,0 +1,700 @@
+// Verdict corpus: legal matmul outputs (every summation order an fp32-accumulation claim allows,
+// and OpenBLAS) and defective ones (narrow or truncating accumulators, wrong casts, dropped or
+// misread tiles, corrupted elements), judged by numfid and by the default tolerances of
+// torch.testing.assert_close and numpy.allclose; false alarms and misses are counted per slice
+// (docs/verdict.md holds the measured table and how to reproduce it).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "formats/convert.h"
+#include "numerics/emulate.h"
+#include "oracles/accumulator.h"
+#include "tolerances/verdict.h"
+
+#if NUMFID_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace numfid {
+namespace {
+
+// ------------------------------------------------------------------------------- corpus
+
+/// The full corpus (label exhaustive) or the reduced one the default test runs.
+#ifdef NUMFID_CORPUS_FULL
+constexpr bool kFull = true;
+#else
+constexpr bool kFull = false;
+#endif
+
+enum class Data : std::uint8_t { normal, positive, cancellation, wide };
+constexpr std::array kAllData{Data::normal, Data::positive, Data::cancellation, Data::wide};
+
+const char* data_name(Data d) {
+  switch (d) {
+    case Data::normal: return "normal";
+    case Data::positive: return "positive";
+    case Data::cancellation: return "cancellation";
+    case Data::wide: return "wide";
+  }
+  return "?";
+}
+
+/// A truncating accumulator with a 14-bit significand and fp32's exponent range: the width
+/// DeepSeek-V3 (report §3.3.2) measured for Hopper fp8 GEMM accumulation. A test-only row.
+constexpr FormatSpec kAcc14{"acc14", FormatKind::binary_float, 22, 8, 14, 127, true, true, true,
+                            NonFinite::ieee, NanEncoding::ieee, false,
+                            "test-only: 1+8+13 bits, fp32 exponent range (DeepSeek-V3 §3.3.2)"};
+
+/// One slice of the corpus: input format, data kind, contraction length and output shape.
+struct Slice {
+  const FormatSpec* in;
+  Data data;
+  std::int64_t k, m, n;
+  std::uint64_t seed;
+  std::string name() const { return fmt::format("{} {} K={} {}x{}", in->name, data_name(data), k, m, n); }
+};
+
+/// The output formats judged for an input format (those a kernel with these inputs stores).
+std::vector<const FormatSpec*> outputs_for(const FormatSpec& in) {
+  if (&in == &bf16) return {&bf16, &fp32};
+  if (&in == &fp16) return {&fp16, &fp32};
+  if (&in == &fp8_e4m3) return {&bf16, &fp16, &fp32};
+  return {&fp32};
+}
+
+/// A double rounded into `f` (round to nearest even, saturating: the generators aim inside
+/// the range, and a draw in the tail must not become NaN).
+Bits to_format(const FormatSpec& f, double x) {
+  if (x == 0) return zero(f, std::signbit(x));
+  int e = 0;
+  const double m = std::frexp(std::fabs(x), &e);  // x = m·2^e, 0.5 <= m < 1
+  RoundOptions o;
+  o.overflow = Overflow::saturate;
+  return round_to(f, Unrounded{x < 0, static_cast<std::uint64_t>(std::ldexp(m, 53)), e - 53, false}, o).bits;
+}
+
+/// The neighbour of `x` one ulp further from zero (x itself at the top of the range).
+Bits away_from_zero(const FormatSpec& f, Bits x) {
+  const Bits y{x.raw + 1};
+  const FpClass c = classify(f, y);
+  return fits(f, y) && (c == FpClass::normal || c == FpClass::subnormal) ? y : x;
+}
+
+Bits negate(const FormatSpec& f, Bits x) { return Bits{x.raw ^ (1u << (f.bits - 1))}; }
+
+/// Binade range of the wide-range data: over most of the format's range, with subnormal
+/// inputs (fp8, fp16) or products below fp32's normal range, 2^-126 (bf16, fp32).
+std::pair<int, int> wide_exponents(const FormatSpec& f) {
+  if (&f == &fp8_e4m3) return {-9, 6};  // subnormals from 2^-9; max 448
+  if (&f == &fp16) return {-24, 5};     // subnormals from 2^-24; sums mostly inside fp16's range
+  if (&f == &bf16) return {-75, 20};    // products down to 2^-150: subnormal in the fp32 accumulator
+  return {-75, 25};
+}
+
+/// A (m×k) and B (k×n), row-major, patterns of slice.in.
+struct Operands {
+  std::vector<Bits> a, b;
+};
+
+Operands make_operands(const Slice& s) {
+  std::mt19937_64 g(s.seed);
+  std::normal_distribution<double> nd(0, 1);
+  std::uniform_real_distribution<double> ud(0.1, 1.0);
+  const auto [lo, hi] = wide_exponents(*s.in);
+  std::uniform_int_distribution<int> ed(lo, hi);
+  auto draw = [&] {
+    switch (s.data) {
+      case Data::positive: return to_format(*s.in, ud(g));
+      case Data::wide: return to_format(*s.in, std::ldexp(nd(g), ed(g)));
+      default: return to_format(*s.in, nd(g));
+    }
+  };
+  Operands op{std::vector<Bits>(static_cast<std::size_t>(s.m * s.k)), std::vector<Bits>(static_cast<std::size_t>(s.k * s.n))};
+  for (Bits& x : op.a) x = draw();
+  for (Bits& x : op.b) x = draw();
+  if (s.data == Data::cancellation) {
+    // Pairs that nearly cancel: term k + K/2 is -a_k·b'_k with b'_k = b_k or its neighbour
+    // one ulp further from zero, so each row·column sum is a small fraction of Σ|terms|.
+    const std::int64_t h = s.k / 2;
+    for (std::int64_t i = 0; i < s.m; ++i)
+      for (std::int64_t j = 0; j < h; ++j) op.a[i * s.k + h + j] = negate(*s.in, op.a[i * s.k + j]);
+    for (std::int64_t j = 0; j < h; ++j)
+      for (std::int64_t l = 0; l < s.n; ++l)
+        op.b[(h + j) * s.n + l] = g() % 2 ? away_from_zero(*s.in, op.b[j * s.n + l]) : op.b[j * s.n + l];
+  }
+  return op;
+}
+
+// ------------------------------------------------------------------------------- oracle
+
+/// The exact results (exact long accumulator, oracles/accumulator.h; it agrees with MPFR bit
+/// for bit, tests/accumulator_test.cpp) and their correct roundings into each output format.
+struct Oracle {
+  std::vector<double> exact, sum_abs;
+  std::map<const FormatSpec*, std::vector<Bits>> rounded;
+
+  std::vector<ReferenceElement> reference(const FormatSpec& out) const {
+    std::vector<ReferenceElement> r(exact.size());
+    const std::vector<Bits>& bits = rounded.at(&out);
+    for (std::size_t e = 0; e < r.size(); ++e) r[e] = {bits[e], exact[e], sum_abs[e]};
+    return r;
+  }
+};
+
+Oracle make_oracle(const Slice& s, const Operands& op) {
+  Oracle o;
+  LongAccumulator acc;
+  const std::vector<const FormatSpec*> outs = outputs_for(*s.in);
+  for (const FormatSpec* f : outs) o.rounded[f] = {};
+  for (std::int64_t i = 0; i < s.m; ++i)
+    for (std::int64_t j = 0; j < s.n; ++j) {
+      acc.clear();
+      acc.add_dot_strided(*s.in, op.a.data() + i * s.k, 1, *s.in, op.b.data() + j, s.n, static_cast<std::size_t>(s.k));
+      o.exact.push_back(acc.to_double());
+      o.sum_abs.push_back(acc.abs_sum_upper());
+      for (const FormatSpec* f : outs) o.rounded[f].push_back(acc.round(*f).bits);
+    }
+  return o;
+}
+
+// ------------------------------------------------------------------------------- outputs
+
+/// Accumulator-level results of one computation (patterns of `format`), before the output cast.
+struct Computed {
+  std::string name;
+  const FormatSpec* format = &fp32;
+  std::vector<Bits> acc;
+};
+
+std::vector<Bits> emulate(const Slice& s, const FormatSpec& in, std::span<const Bits> a, std::span<const Bits> b,
+                          const ReductionPlan& plan, const FormatSpec& acc, Rounding r = Rounding::rne) {
+  ReductionModel m;
+  m.plan = plan;
+  m.acc.format = &acc;
+  m.acc.rounding.rounding = r;
+  m.output = &acc;
+  return emulate_matmul({&in, a, s.m, s.k}, {&in, b, s.k, s.n}, std::nullopt, m);
+}
+
+/// Runs `f(terms, element)` on the exact products of every element (fp32 results).
+std::vector<Bits> per_element(const Slice& s, const Operands& op,
+                              const std::function<Bits(std::vector<Term>&, std::int64_t)>& f) {
+  std::vector<Bits> out(static_cast<std::size_t>(s.m * s.n));
+  std::vector<Term> terms(static_cast<std::size_t>(s.k));
+  for (std::int64_t i = 0; i < s.m; ++i)
+    for (std::int64_t j = 0; j < s.n; ++j) {
+      for (std::int64_t k = 0; k < s.k; ++k) terms[k] = exact_product(*s.in, op.a[i * s.k + k], *s.in, op.b[k * s.n + j]);
+      out[i * s.n + j] = f(terms, i * s.n + j);
+    }
+  return out;
+}
+
+AccumulatorModel fp32_rne() { return {}; }
+
+/// cblas_sgemm on the float values, single thread; nullopt without OpenBLAS.
+std::optional<std::vector<Bits>> openblas(const Slice& s, const Operands& op) {
+#if NUMFID_HAVE_OPENBLAS
+  openblas_set_num_threads(1);
+  std::vector<float> a(op.a.size()), b(op.b.size()), c(static_cast<std::size_t>(s.m * s.n));
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(to_double(*s.in, op.a[i]));
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(to_double(*s.in, op.b[i]));
+  const int M = static_cast<int>(s.m), N = static_cast<int>(s.n), K = static_cast<int>(s.k);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a.data(), K, b.data(), N, 0.0f, c.data(), N);
+  std::vector<Bits> r(c.size());
+  for (std::size_t i = 0; i < c.size(); ++i) r[i] = Bits{std::bit_cast<std::uint32_t>(c[i])};
+  return r;
+#else
+  (void)s;
+  (void)op;
+  return std::nullopt;
+#endif
+}
+
+/// Every order the claim "fp32 accumulation, round to nearest even, order unspecified" allows
+/// that numfid can run, each element one fp32 sum of the exact products.
+std::vector<Computed> legal_sums(const Slice& s, const Operands& op) {
+  std::vector<Computed> r;
+  for (const char* text : {"sequential", "reverse", "pairwise", "blocked(128)", "blocked(128, pairwise)", "splitk(4)",
+                           "strided(32)", "numpy"})
+    r.push_back({text, &fp32, emulate(s, *s.in, op.a, op.b, *ReductionPlan::parse(text), fp32)});
+  // Random permutations, a different one for each element (the claim allows that).
+  for (std::uint64_t p = 0; p < 4; ++p)
+    r.push_back({fmt::format("random permutation {}", p), &fp32, per_element(s, op, [&](std::vector<Term>& t, std::int64_t e) {
+                   std::mt19937_64 g(s.seed * 7919 + p * 104729 + static_cast<std::uint64_t>(e));
+                   std::shuffle(t.begin(), t.end(), g);
+                   return numfid::reduce(ReductionPlan{}, fp32_rne(), t);
+                 })});
+  // Orders chosen to make the error large or small, not random: largest |term| first (the
+  // partial sums reach their full size at once, so every later rounding is at the largest
+  // ulp), smallest first (Higham ASNA §4.2: increasing order is the usual recommendation), and
+  // all positive terms before all negative ones, largest first (the partial sums peak at the
+  // positive part, the worst case of a cancelling sum).
+  using Less = std::function<bool(const Term&, const Term&)>;
+  auto magnitude = [](const Term& t) {
+    return t.cls == FpClass::normal ? std::ldexp(static_cast<double>(t.value.significand), t.value.exponent) : 0.0;
+  };
+  auto signed_value = [&](const Term& t) { return t.value.negative ? -magnitude(t) : magnitude(t); };
+  const std::vector<std::pair<const char*, Less>> sorts{
+      {"decreasing |term|", [&](const Term& x, const Term& y) { return magnitude(x) > magnitude(y); }},
+      {"increasing |term|", [&](const Term& x, const Term& y) { return magnitude(x) < magnitude(y); }},
+      {"positive first, decreasing", [&](const Term& x, const Term& y) { return signed_value(x) > signed_value(y); }}};
+  for (const auto& [name, less] : sorts)
+    r.push_back({name, &fp32, per_element(s, op, [&](std::vector<Term>& t, std::int64_t) {
+                   std::stable_sort(t.begin(), t.end(), less);
+                   return numfid::reduce(ReductionPlan{}, fp32_rne(), t);
+                 })});
+  if (auto blas = openblas(s, op)) r.push_back({"OpenBLAS sgemm", &fp32, std::move(*blas)});
+  return r;
+}
+
+/// The defect classes, each with the signature that should name it ("" where none does).
+struct DefectKind {
+  const char* name;
+  const char* signature;
+};
+
+/// A defective computation at accumulator level.
+struct DefectSum {
+  DefectKind kind;
+  Computed result;
+};
+
+/// Output elements of the tile the indexing defects corrupt: rows [0, m/2) × columns [0, n/2).
+bool in_tile(const Slice& s, std::int64_t e) { return e / s.n < s.m / 2 && e % s.n < s.n / 2; }
+
+/// Length of the K-tile the dropped/misread-tile defects use: 128, or K/4 for short K.
+std::int64_t k_tile(const Slice& s) { return std::min<std::int64_t>(128, s.k / 4); }
+
+std::vector<DefectSum> defective_sums(const Slice& s, const Operands& op, const std::vector<Bits>& sequential) {
+  std::vector<DefectSum> r;
+  const ReductionPlan seq{};
+  for (const FormatSpec* f : {&bf16, &fp16, &tf32})
+    r.push_back({{"accumulator narrower than fp32", "narrow-accumulator"},
+                 {fmt::format("acc {}", f->name), f, emulate(s, *s.in, op.a, op.b, seq, *f)}});
+  r.push_back({{"14-bit truncating accumulator", "narrow-accumulator"},
+               {"acc 14 bits rtz", &kAcc14, emulate(s, *s.in, op.a, op.b, seq, kAcc14, Rounding::rtz)}});
+  r.push_back({{"products rounded to bf16", ""},
+               {"products -> bf16", &fp32, per_element(s, op, [](std::vector<Term>& t, std::int64_t) {
+                  for (Term& x : t)
+                    if (x.cls == FpClass::normal) x = as_term(bf16, round_to(bf16, x.value, {}).bits);
+                  return numfid::reduce(ReductionPlan{}, fp32_rne(), t);
+                })}});
+  r.push_back({{"split-K partials rounded to bf16", ""},
+               {"splitk(4) partials -> bf16", &fp32, per_element(s, op, [&](std::vector<Term>& t, std::int64_t) {
+                  const std::size_t c = static_cast<std::size_t>((s.k + 3) / 4);
+                  std::vector<Term> parts;
+                  for (std::size_t lo = 0; lo < t.size(); lo += c) {
+                    const Bits p = numfid::reduce(ReductionPlan{}, fp32_rne(), std::span<const Term>(t).subspan(lo, std::min(c, t.size() - lo)));
+                    parts.push_back(as_term(bf16, convert(fp32, bf16, p).bits));
+                  }
+                  return numfid::reduce(ReductionPlan{}, fp32_rne(), parts);
+                })}});
+  // A dropped K-tile: terms [T, 2T) missing (zero products add exactly, so zeroing A's
+  // columns drops them), from every element or from one output tile only.
+  const std::int64_t T = k_tile(s);
+  {
+    std::vector<Bits> a = op.a;
+    for (std::int64_t i = 0; i < s.m; ++i)
+      for (std::int64_t k = T; k < 2 * T; ++k) a[i * s.k + k] = zero(*s.in, false);
+    std::vector<Bits> dropped = emulate(s, *s.in, a, op.b, seq, fp32);
+    r.push_back({{"dropped K tile (every element)", ""}, {"dropped K tile, all", &fp32, dropped}});
+    for (std::size_t e = 0; e < dropped.size(); ++e)
+      if (!in_tile(s, static_cast<std::int64_t>(e))) dropped[e] = sequential[e];
+    r.push_back({{"dropped K tile (one output tile)", "confined"}, {"dropped K tile, one output tile", &fp32, dropped}});
+  }
+  {
+    // One output tile computed from A shifted by one row (row i read as row i + 1).
+    std::vector<Bits> a(op.a.size());
+    for (std::int64_t i = 0; i < s.m; ++i)
+      std::copy_n(op.a.begin() + ((i + 1) % s.m) * s.k, s.k, a.begin() + i * s.k);
+    std::vector<Bits> wrong = emulate(s, *s.in, a, op.b, seq, fp32);
+    for (std::size_t e = 0; e < wrong.size(); ++e)
+      if (!in_tile(s, static_cast<std::int64_t>(e))) wrong[e] = sequential[e];
+    r.push_back({{"tile read at wrong offset", "confined"}, {"A shifted by one row, one output tile", &fp32, wrong}});
+  }
+  {
+    // One output tile computed with B's first K-tile read from the second one's offset.
+    std::vector<Bits> b = op.b;
+    std::copy_n(op.b.begin() + T * s.n, T * s.n, b.begin());
+    std::vector<Bits> wrong = emulate(s, *s.in, op.a, b, seq, fp32);
+    for (std::size_t e = 0; e < wrong.size(); ++e)
+      if (!in_tile(s, static_cast<std::int64_t>(e))) wrong[e] = sequential[e];
+    r.push_back({{"tile read at wrong offset", "confined"}, {"B shifted by one K-tile, one output tile", &fp32, wrong}});
+  }
+  if (s.in != &fp8_e4m3) {
+    // Inputs silently quantised to fp8 e4m3 (saturating) before an otherwise correct matmul.
+    RoundOptions o;
+    o.overflow = Overflow::saturate;
+    std::vector<Bits> a(op.a.size()), b(op.b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = convert(*s.in, fp8_e4m3, op.a[i], o).bits;
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = convert(*s.in, fp8_e4m3, op.b[i], o).bits;
+    r.push_back({{"inputs quantised to fp8_e4m3", ""}, {"inputs -> fp8_e4m3", &fp32, emulate(s, fp8_e4m3, a, b, seq, fp32)}});
+  }
+  return r;
+}
+
+std::vector<Bits> cast_all(const FormatSpec& from, const FormatSpec& to, std::span<const Bits> x,
+                           Rounding r = Rounding::rne) {
+  RoundOptions o;
+  o.rounding = r;
+  std::vector<Bits> y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) y[i] = convert(from, to, x[i], o).bits;
+  return y;
+}
+
+// ------------------------------------------------------------------------------- judges
+
+/// One output judged three ways.
+struct Record {
+  std::string slice;  ///< "bf16 normal K=1024 8x8"
+  const FormatSpec* in;
+  Data data;
+  std::int64_t k;
+  const FormatSpec* out;
+  std::string source;          ///< the order or defect variant
+  std::string defect;          ///< defect class; empty for a legal output
+  std::string want_signature;  ///< the signature that names the defect class ("" if none)
+  Verdict verdict;
+  bool torch_pass = false, numpy_pass = false;
+  bool provable = false;       ///< an element outside the independent deterministic bound
+  double bound_ratio = 0;      ///< max |error| / independent deterministic bound
+  double legal_ratio = 0;      ///< max over elements of |error| / largest |error| of a legal output there
+  std::int64_t reproduced = 0;  ///< elements equal to some legal output's element
+  std::int64_t bracketed = 0;   ///< elements between the least and the largest legal output there
+  std::int64_t elements = 0;
+  bool all_reproduced() const { return reproduced == elements; }
+  bool legal() const { return defect.empty(); }
+  bool flagged() const { return verdict.kind == TensorKind::defect; }
+  bool has_signature(std::string_view name) const {
+    return std::any_of(verdict.signatures.begin(), verdict.signatures.end(),
+                       [&](const Signature& g) { return g.name == name; });
+  }
+};
+
+/// torch.testing.assert_close / numpy.allclose: |actual - expected| <= atol + rtol·|expected|
+/// elementwise, in float64 (torch promotes floating tensors to float64 before isclose:
+/// torch/testing/_comparison.py, _promote_for_comparison); ±inf close only to itself, NaN
+/// never (equal_nan=False, the default of both).
+bool allclose(const FormatSpec& out, std::span<const Bits> actual, std::span<const ReferenceElement> ref, double rtol,
+              double atol) {
+  for (std::size_t e = 0; e < actual.size(); ++e) {
+    const double a = to_double(out, actual[e]), x = to_double(out, ref[e].rounded);
+    if (std::isnan(a) || std::isnan(x)) return false;
+    if (std::isinf(a) || std::isinf(x)) {
+      if (a != x) return false;
+      continue;
+    }
+    if (!(std::fabs(a - x) <= atol + rtol * std::fabs(x))) return false;
+  }
+  return true;
+}
+
+/// torch.testing.assert_close's default (rtol, atol) for a dtype (torch/testing/_comparison.py,
+/// _DTYPE_PRECISIONS).
+std::pair<double, double> torch_defaults(const FormatSpec& out) {
+  if (&out == &bf16) return {1.6e-2, 1e-5};
+  if (&out == &fp16) return {1e-3, 1e-5};
+  return {1.3e-6, 1e-5};
+}
+
+/// The deterministic bound derived here, independently of tolerances/bounds.cpp, from Higham
+/// ASNA 2nd ed. (3.4)-(3.5) and §4.2: any order of m exact products summed in fp32 (u = 2^-24)
+/// errs by at most γ_n·Σ|t| with n = m - 1 (+1 when a product needs more than fp32's 24 bits and
+/// is itself rounded when added first), plus half the least fp32 subnormal 2^-149 per rounding
+/// that underflows; the result's rounding into the output format adds half an ulp at the
+/// largest magnitude the sum can have. A 1e-9 relative margin absorbs double arithmetic here.
+double independent_bound(const Slice& s, const FormatSpec& out, double exact, double sum_abs) {
+  const double n = static_cast<double>(s.k - 1 + (2 * s.in->precision > 24 ? 1 : 0));
+  const double u = 0x1p-24;
+  const double reduction = n * u / (1 - n * u) * sum_abs + n * 0x1p-150;
+  const double top = std::fabs(exact) + reduction;
+  const int e = std::max(top > 0 ? std::ilogb(top) : INT_MIN, emin(out));
+  return (reduction + std::ldexp(1.0, e - out.precision) + std::fabs(exact) * 0x1p-52) * (1 + 1e-9);
+}
+
+/// Legal outputs of one slice and output format, elementwise: largest |error| and the patterns.
+struct LegalSpread {
+  std::vector<double> max_error, low, high;
+  std::vector<std::vector<Bits>> patterns;
+};
+
+Record judge_one(const Slice& s, const FormatSpec& out, const Oracle& o, std::span<const ReferenceElement> ref,
+                 const ReductionBound& b, std::string source, DefectKind kind, std::span<const Bits> c,
+                 const LegalSpread* spread) {
+  Record r{s.name(), s.in, s.data, s.k, &out, std::move(source), kind.name, kind.signature, {}, false, false, false, 0, 0,
+           0, 0, static_cast<std::int64_t>(c.size())};
+  Claim claim;
+  claim.input = s.in;
+  claim.output = &out;
+  r.verdict = judge(claim, b, c, ref, {s.m, s.n});
+  const auto [rtol, atol] = torch_defaults(out);
+  r.torch_pass = allclose(out, c, ref, rtol, atol);
+  r.numpy_pass = allclose(out, c, ref, 1e-5, 1e-8);
+  for (std::size_t e = 0; e < c.size(); ++e) {
+    const double v = to_double(out, c[e]);
+    const double bound = independent_bound(s, out, o.exact[e], o.sum_abs[e]);
+    double err = std::fabs(v - o.exact[e]);
+    if (std::isnan(v)) err = INFINITY;
+    if (std::isinf(v) && std::fabs(o.exact[e]) + bound >= max_finite(out))
+      err = 0;  // an overflow that the sum's error might cause: not counted as provable
+    r.bound_ratio = std::max(r.bound_ratio, err / bound);
+    r.provable = r.provable || err > bound;
+    if (spread) {
+      const double le = spread->max_error[e];
+      r.legal_ratio = std::max(r.legal_ratio, err == 0 ? 0.0 : le > 0 ? err / le : INFINITY);
+      r.reproduced += std::find(spread->patterns[e].begin(), spread->patterns[e].end(), c[e]) != spread->patterns[e].end();
+      r.bracketed += spread->low[e] <= v && v <= spread->high[e];
+    }
+  }
+  if (!spread) r.reproduced = r.bracketed = r.elements;
+  return r;
+}
+
+/// Every output of one slice, judged.
+std::vector<Record> run_slice(const Slice& s) {
+  const Operands op = make_operands(s);
+  const Oracle o = make_oracle(s, op);
+  const std::vector<Computed> legal = legal_sums(s, op);
+  const std::vector<Bits>& sequential = legal.front().acc;
+  const std::vector<DefectSum> defects = defective_sums(s, op, sequential);
+  std::vector<Record> records;
+  Claim claim;
+  claim.input = s.in;
+  for (const FormatSpec* out : outputs_for(*s.in)) {
+    claim.output = out;
+    const ReductionBound b = reduction_bound(claim, s.k, false, 1 - 1e-6);
+    const std::vector<ReferenceElement> ref = o.reference(*out);
+    LegalSpread spread{std::vector<double>(ref.size()), std::vector<double>(ref.size(), INFINITY),
+                       std::vector<double>(ref.size(), -INFINITY), std::vector<std::vector<Bits>>(ref.size())};
+    for (const Computed& c : legal) {
+      const std::vector<Bits> y = cast_all(*c.format, *out, c.acc);
+      for (std::size_t e = 0; e < y.size(); ++e) {
+        const double v = to_double(*out, y[e]);
+        const double err = std::fabs(v - o.exact[e]);
+        spread.max_error[e] = std::max(spread.max_error[e], std::isnan(err) ? INFINITY : err);
+        spread.low[e] = std::min(spread.low[e], v);
+        spread.high[e] = std::max(spread.high[e], v);
+        spread.patterns[e].push_back(y[e]);
+      }
+      records.push_back(judge_one(s, *out, o, ref, b, c.name, {"", ""}, y, nullptr));
+    }
+    const std::vector<Bits> seq_out = cast_all(fp32, *out, sequential);
+    auto add = [&](DefectKind kind, std::string source, const std::vector<Bits>& y) {
+      records.push_back(judge_one(s, *out, o, ref, b, std::move(source), kind, y, &spread));
+    };
+    for (const DefectSum& d : defects) add(d.kind, d.result.name, cast_all(*d.result.format, *out, d.result.acc));
+    if (out != &fp32) add({"truncating output cast (rtz)", "bias"}, "output cast rtz", cast_all(fp32, *out, sequential, Rounding::rtz));
+    if (out != &fp16)
+      add({"double rounding through fp16", ""}, "fp32 -> fp16 -> out", cast_all(fp16, *out, cast_all(fp32, fp16, sequential)));
+    {
+      std::vector<Bits> y = seq_out;
+      for (std::int64_t i = 0; i < s.m; ++i) y[i * s.n + s.n / 2] = zero(*out, false);
+      add({"zeroed column", "confined"}, fmt::format("column {} zeroed", s.n / 2), y);
+    }
+    {
+      // One element 3 ulps further from zero (3 ulps closer where that would leave the range).
+      std::vector<Bits> y = seq_out;
+      Bits& x = y[(s.m / 2) * s.n + s.n / 2 - 1];
+      const Bits up{x.raw + 3};
+      const FpClass c = classify(*out, up);
+      x = (c == FpClass::normal || c == FpClass::subnormal) ? up : Bits{x.raw - 3};
+      add({"one element off by 3 ulps", "lone-outlier"}, "element +3 ulps", y);
+    }
+  }
+  return records;
+}
+
+std::vector<Slice> corpus() {
+  std::vector<Slice> slices;
+  const std::vector<std::int64_t> ks = kFull ? std::vector<std::int64_t>{64, 256, 1024, 4096, 16384}
+                                             : std::vector<std::int64_t>{64, 1024, 4096};
+  const std::int64_t mn = kFull ? 16 : 8;
+  std::uint64_t seed = 1;
+  for (const FormatSpec* in : {&bf16, &fp16, &fp8_e4m3, &fp32})
+    for (Data d : kAllData)
+      for (std::int64_t k : ks) slices.push_back({in, d, k, mn, mn, 0x5eed0000 + seed++});
+  return slices;
+}
+
+// ------------------------------------------------------------------------------- report
+
+std::string worst_text(const Record& r) {
+  if (r.verdict.worst.empty()) return "";
+  const ElementReport& e = r.verdict.worst[0];
+  return fmt::format("worst [{}, {}]: {} ({:.9g}) exact {:.17g}, |error| {:.3g} = {:.3g} ulps, det bound {:.3g}, "
+                     "prob bound {:.3g}, class {}",
+                     e.row, e.col, to_hex(*r.out, e.bits), e.value, e.exact, std::fabs(e.error), e.error_ulps,
+                     e.det_bound, e.prob_bound, class_name(e.cls));
+}
+
+std::string signatures_text(const Record& r) {
+  std::string s;
+  for (const Signature& g : r.verdict.signatures) s += (s.empty() ? "" : ",") + g.name;
+  return s.empty() ? "-" : s;
+}
+
+/// Counts of one group of records.
+struct Tally {
+  int legal = 0, legal_defect = 0, legal_suspicious = 0, legal_torch = 0, legal_numpy = 0;
+  int defects = 0, missed = 0, missed_suspicious = 0, torch_missed = 0, numpy_missed = 0, provable = 0;
+  int reproduced = 0;  ///< defective outputs every element of which some legal order produces
+  int bracketed = 0;   ///< defective outputs every element of which lies within the legal outputs' range
+  void add(const Record& r) {
+    if (r.legal()) {
+      ++legal;
+      legal_defect += r.flagged();
+      legal_suspicious += r.verdict.kind == TensorKind::suspicious;
+      legal_torch += !r.torch_pass;
+      legal_numpy += !r.numpy_pass;
+    } else {
+      ++defects;
+      missed += !r.flagged();
+      missed_suspicious += r.verdict.kind == TensorKind::suspicious;
+      torch_missed += r.torch_pass;
+      numpy_missed += r.numpy_pass;
+      provable += r.provable;
+      reproduced += r.all_reproduced();
+      bracketed += r.bracketed == r.elements;
+    }
+  }
+};
+
+void print_tables(const std::vector<Record>& records) {
+  fmt::print("\nPer slice (input, data; all K and output formats). Legal: outputs, then false alarms of numfid "
+             "(defect) [suspicious], torch.assert_close, numpy.allclose. Defects: outputs, provably impossible, "
+             "then misses of numfid (not defect) [of which suspicious], torch, numpy; reproduced = every element "
+             "equals some legal order's.\n");
+  fmt::print("| slice | legal | numfid FA [susp] | torch FA | numpy FA | defects | provable | numfid missed [susp] | "
+             "torch missed | numpy missed | reproduced |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::map<std::string, Tally> by_slice;
+  std::vector<std::string> order;
+  Tally total;
+  for (const Record& r : records) {
+    const std::string key = fmt::format("{} {}", r.in->name, data_name(r.data));
+    if (!by_slice.count(key)) order.push_back(key);
+    by_slice[key].add(r);
+    total.add(r);
+  }
+  order.push_back("all");
+  by_slice["all"] = total;
+  for (const std::string& key : order) {
+    const Tally& t = by_slice[key];
+    fmt::print("| {} | {} | {} [{}] | {} | {} | {} | {} | {} [{}] | {} | {} | {} |\n", key, t.legal, t.legal_defect,
+               t.legal_suspicious, t.legal_torch, t.legal_numpy, t.defects, t.provable, t.missed, t.missed_suspicious,
+               t.torch_missed, t.numpy_missed, t.reproduced);
+  }
+  fmt::print("\nPer defect class and output format (all inputs, data, K): caught = flagged as a defect / failed.\n");
+  fmt::print("| defect | out | cases | provable | numfid caught [susp] | torch caught | numpy caught | signature hits "
+             "| max bound ratio of misses | max legal ratio of misses | misses reproduced | misses bracketed |\n"
+             "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  struct ClassTally {
+    Tally t;
+    int sig_hits = 0;
+    double miss_bound = 0, miss_legal = 0;
+    std::string signature;
+  };
+  std::map<std::string, ClassTally> by_class;
+  std::vector<std::string> corder;
+  for (const Record& r : records) {
+    if (r.legal()) continue;
+    const std::string key = fmt::format("{} | {}", r.defect, r.out->name);
+    if (!by_class.count(key)) corder.push_back(key);
+    ClassTally& c = by_class[key];
+    c.t.add(r);
+    c.signature = r.want_signature;
+    if (!r.want_signature.empty()) c.sig_hits += r.has_signature(r.want_signature);
+    if (!r.flagged()) {
+      c.miss_bound = std::max(c.miss_bound, r.bound_ratio);
+      c.miss_legal = std::max(c.miss_legal, r.legal_ratio);
+    }
+  }
+  for (const std::string& key : corder) {
+    const ClassTally& c = by_class[key];
+    const int caught = c.t.defects - c.t.missed;
+    fmt::print("| {} | {} | {} | {} [{}] | {} | {} | {} | {} | {} | {} | {} |\n", key, c.t.defects, c.t.provable, caught,
+               c.t.missed_suspicious, c.t.defects - c.t.torch_missed, c.t.defects - c.t.numpy_missed,
+               c.signature.empty() ? "-" : fmt::format("{} {}/{}", c.signature, c.sig_hits, c.t.defects),
+               c.t.missed ? fmt::format("{:.3g}", c.miss_bound) : "-", c.t.missed ? fmt::format("{:.3g}", c.miss_legal) : "-",
+               c.t.missed ? fmt::format("{}/{}", c.t.reproduced, c.t.missed) : "-",
+               c.t.missed ? fmt::format("{}/{}", c.t.bracketed, c.t.missed) : "-");
+  }
+  fmt::print("\nMissed defects (not `defect`), one line each: bound ratio = max |error| / deterministic bound, legal "
+             "ratio = max over elements of |error| / the largest |error| a legal order makes there, reproduced = "
+             "elements some legal order produces bit for bit, bracketed = elements between the least and the largest "
+             "legal output there.\n");
+  for (const Record& r : records)
+    if (!r.legal() && !r.flagged())
+      fmt::print("  {} -> {} | {} ({}) | {} [{}] | bound ratio {:.3g} | legal ratio {:.3g} | reproduced {}/{} | "
+                 "bracketed {}/{} | torch {} numpy {}\n",
+                 r.slice, r.out->name, r.defect, r.source, kind_name(r.verdict.kind), signatures_text(r), r.bound_ratio,
+                 r.legal_ratio, r.reproduced, r.elements, r.bracketed, r.elements, r.torch_pass ? "pass" : "FAIL",
+                 r.numpy_pass ? "pass" : "FAIL");
+  fmt::print("\nLegal outputs that are not `consistent`:\n");
+  for (const Record& r : records)
+    if (r.legal() && r.verdict.kind != TensorKind::consistent)
+      fmt::print("  {} -> {} | {} | {}: {} | {}\n", r.slice, r.out->name, r.source, kind_name(r.verdict.kind),
+                 r.verdict.reason, worst_text(r));
+}
+
+// ------------------------------------------------------------------------------- the test
+
+TEST(VerdictCorpus, LegalNeverDefectProvableDefectsCaught) {
+  const auto t0 = std::chrono::steady_clock::now();
+#if !NUMFID_HAVE_OPENBLAS
+  fmt::print("OpenBLAS not found at configure time (pkg-config openblas): the cblas_sgemm source is skipped\n");
+#endif
+  std::vector<Record> records;
+  for (const Slice& s : corpus()) {
+    std::vector<Record> r = run_slice(s);
+    records.insert(records.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int failures = 0;
+  auto fail = [&](const Record& r, const char* what) {
+    if (++failures <= 10)
+      ADD_FAILURE() << what << ": " << r.slice << " -> " << r.out->name << ", " << (r.legal() ? "legal" : r.defect) << " ("
+                    << r.source << "): " << kind_name(r.verdict.kind) << " — " << r.verdict.reason << "; "
+                    << worst_text(r) << "; independent bound ratio " << r.bound_ratio;
+  };
+  std::map<std::string, std::pair<int, int>> signature_hits;  // signature -> (named, cases)
+  for (const Record& r : records) {
+    if (r.legal()) {
+      // Soundness: a legal output is never a defect, and the independent bound agrees it is legal.
+      if (r.flagged()) fail(r, "FALSE ALARM");
+      if (r.provable) fail(r, "legal output outside the independent deterministic bound (generator or bound bug)");
+    } else {
+      // Sharpness where it is provable: an element outside the deterministic bound is a defect.
+      if (r.provable && !r.flagged()) fail(r, "provably impossible output not called a defect");
+      if (!r.want_signature.empty() && r.flagged()) {
+        auto& [named, cases] = signature_hits[r.want_signature];
+        named += r.has_signature(r.want_signature);
+        ++cases;
+      }
+    }
+  }
+  print_tables(records);
+  fmt::print("\nSignature hit rates among defects numfid flags:\n");
+  for (const auto& [name, hits] : signature_hits) fmt::print("  {}: {}/{}\n", name, hits.first, hits.second);
+  fmt::print("\n{} outputs judged ({} corpus) in {:.1f} s\n", records.size(), kFull ? "full" : "reduced", seconds);
+  EXPECT_GT(records.size(), 0u);
+}
+
+}  // namespace
+}  // namespace numfid

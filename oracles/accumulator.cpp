@@ -8,6 +8,18 @@
 #include <stdexcept>
 #include <string>
 
+// The 4-wide path needs GCC/Clang target attributes and x86 intrinsics; it is compiled for
+// AVX2 + F16C and chosen at run time (as formats/bulk.cpp does), so the baseline build still
+// runs everywhere.
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define NUMFID_ACC_X86 1
+#define NUMFID_AVX2 __attribute__((target("avx2,f16c")))
+#else
+#define NUMFID_ACC_X86 0
+#define NUMFID_AVX2
+#endif
+
 namespace numfid {
 
 namespace {
@@ -24,14 +36,23 @@ constexpr int kBias = 1075;
 
 /// fp32, tf32 and bf16 patterns shifted left by `shift` are fp32 patterns with the same value;
 /// float -> double is exact (subnormals included).
-template <bool kDaz>
+template <unsigned kShift, bool kDaz>
 struct ShiftDecoder {
-  unsigned shift;
   double operator()(std::uint32_t raw) const {
-    std::uint32_t x = raw << shift;
+    std::uint32_t x = raw << kShift;
     if constexpr (kDaz) x = (x & 0x7f800000u) == 0 ? x & 0x80000000u : x;
     return static_cast<double>(std::bit_cast<float>(x));
   }
+#if NUMFID_ACC_X86
+  NUMFID_AVX2 __m256d x4(__m128i raw) const {
+    __m128i x = _mm_slli_epi32(raw, kShift);
+    if constexpr (kDaz) {
+      const __m128i sub = _mm_cmpeq_epi32(_mm_and_si128(x, _mm_set1_epi32(0x7f800000)), _mm_setzero_si128());
+      x = _mm_andnot_si128(_mm_andnot_si128(_mm_set1_epi32(static_cast<int>(0x80000000u)), sub), x);
+    }
+    return _mm256_cvtps_pd(_mm_castsi128_ps(x));
+  }
+#endif
 };
 
 /// fp16: the 15-bit magnitude placed in a double's exponent+fraction fields reads as
@@ -46,12 +67,32 @@ struct Fp16Decoder {
     if constexpr (kDaz) d = mag < 0x400u ? 0.0 : d;
     return std::bit_cast<double>(std::bit_cast<std::uint64_t>(d) | (std::uint64_t{raw & 0x8000u} << 48));
   }
+#if NUMFID_ACC_X86
+  /// F16C's vcvtph2ps converts exactly (subnormals, inf and NaN included).
+  NUMFID_AVX2 __m256d x4(__m128i raw) const {
+    __m128i h = raw;
+    if constexpr (kDaz) {
+      const __m128i mag = _mm_and_si128(h, _mm_set1_epi32(0x7fff));
+      const __m128i sub = _mm_cmpgt_epi32(_mm_set1_epi32(0x400), mag);
+      h = _mm_andnot_si128(_mm_andnot_si128(_mm_set1_epi32(0x8000), sub), h);
+    }
+    return _mm256_cvtps_pd(_mm_cvtph_ps(_mm_packus_epi32(h, h)));
+  }
+#endif
 };
 
 /// Formats of at most 8 bits (and int8/uint8): a table of 256 doubles.
 struct TableDecoder {
   const double* table;
   double operator()(std::uint32_t raw) const { return table[raw & 0xffu]; }
+#if NUMFID_ACC_X86
+  NUMFID_AVX2 __m256d x4(__m128i raw) const {
+    // Four scalar loads: cheaper than vgatherdpd on the AMD cores measured (docs/performance.md).
+    alignas(16) std::uint32_t r[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(r), raw);
+    return _mm256_setr_pd(table[r[0] & 0xffu], table[r[1] & 0xffu], table[r[2] & 0xffu], table[r[3] & 0xffu]);
+  }
+#endif
 };
 
 bool same_spec(const FormatSpec& a, const FormatSpec& b) {
@@ -95,18 +136,10 @@ bool visit_decoder(const FormatSpec& f, bool daz, Fn&& fn) {
   const bool ieee = f.non_finite == NonFinite::ieee && f.nan == NanEncoding::ieee && f.has_sign &&
                     f.has_subnormals && f.signed_zero && is_float(f);
   if (ieee && f.exponent_bits == 8 && f.bias == 127) {
-    unsigned shift = 0;
-    if (f.bits == 32 && f.precision == 24) {
-      shift = 0;
-    } else if (f.bits == 19 && f.precision == 11) {
-      shift = 13;
-    } else if (f.bits == 16 && f.precision == 8) {
-      shift = 16;
-    } else {
-      return false;
-    }
-    if (daz) return fn(ShiftDecoder<true>{shift});
-    return fn(ShiftDecoder<false>{shift});
+    if (f.bits == 32 && f.precision == 24) return daz ? fn(ShiftDecoder<0, true>{}) : fn(ShiftDecoder<0, false>{});
+    if (f.bits == 19 && f.precision == 11) return daz ? fn(ShiftDecoder<13, true>{}) : fn(ShiftDecoder<13, false>{});
+    if (f.bits == 16 && f.precision == 8) return daz ? fn(ShiftDecoder<16, true>{}) : fn(ShiftDecoder<16, false>{});
+    return false;
   }
   if (ieee && f.bits == 16 && f.exponent_bits == 5 && f.precision == 11 && f.bias == 15) {
     if (daz) return fn(Fp16Decoder<true>{});
@@ -135,6 +168,60 @@ bool visit_decoder(const FormatSpec& f, bool daz, Fn&& fn) {
   const double ap = std::fabs(p);
   mx = ap > mx ? ap : mx;  // maxsd: a NaN term leaves the maximum unchanged
 }
+
+bool g_force_scalar = false;
+
+#if NUMFID_ACC_X86
+bool has_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  return yes && !g_force_scalar;
+}
+
+NUMFID_AVX2 inline __m128i load4(const Bits* p, std::ptrdiff_t stride) {
+  if (stride == 1) return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm_set_epi32(static_cast<int>(p[3 * stride].raw), static_cast<int>(p[2 * stride].raw),
+                       static_cast<int>(p[stride].raw), static_cast<int>(p[0].raw));
+}
+
+/// deposit() for terms [j, end) four at a time, term j + l into lane l: decoding, the
+/// product and the split into digit index, low and high part in AVX2 registers; the eight
+/// additions into the lanes scalar (no scatter instruction, and none would be faster).
+/// Returns the first term not processed (end minus end - j mod 4).
+template <bool kProduct, class DA, class DB>
+NUMFID_AVX2 std::size_t deposit_x4(std::uint64_t* base, const Bits* a, std::ptrdiff_t sa, const Bits* b,
+                                   std::ptrdiff_t sb, std::size_t j, std::size_t end, DA da, DB db, double* mx) {
+  const __m256i mant = _mm256_set1_epi64x(static_cast<long long>(kMant));
+  const __m256i hidden = _mm256_set1_epi64x(static_cast<long long>(kHidden));
+  const __m256i digit = _mm256_set1_epi64x(static_cast<long long>(kDigit));
+  const __m256i k31 = _mm256_set1_epi64x(31);
+  const __m256i k32 = _mm256_set1_epi64x(32);
+  const __m256i lane_offset = _mm256_setr_epi64x(0, LongAccumulator::kLimbs, 2 * LongAccumulator::kLimbs,
+                                                 3 * LongAccumulator::kLimbs);
+  const __m256d sign = _mm256_set1_pd(-0.0);
+  __m256d mxv = _mm256_loadu_pd(mx);
+  alignas(32) std::uint64_t idx[4];
+  alignas(32) std::uint64_t lo[4];
+  alignas(32) std::uint64_t hi[4];
+  for (; j + 4 <= end; j += 4) {
+    __m256d p = da.x4(load4(a + static_cast<std::ptrdiff_t>(j) * sa, sa));
+    if constexpr (kProduct) p = _mm256_mul_pd(p, db.x4(load4(b + static_cast<std::ptrdiff_t>(j) * sb, sb)));
+    const __m256i u = _mm256_castpd_si256(p);
+    const __m256i es = _mm256_srli_epi64(u, 52);
+    const __m256i m = _mm256_or_si256(_mm256_and_si256(u, mant), hidden);
+    const __m256i sh = _mm256_and_si256(es, k31);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(idx), _mm256_add_epi64(_mm256_srli_epi64(es, 5), lane_offset));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lo), _mm256_and_si256(_mm256_sllv_epi64(m, sh), digit));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(hi), _mm256_srlv_epi64(m, _mm256_sub_epi64(k32, sh)));
+    for (int l = 0; l < 4; ++l) {
+      base[idx[l]] += lo[l];
+      base[idx[l] + 1] += hi[l];
+    }
+    mxv = _mm256_max_pd(_mm256_andnot_pd(sign, p), mxv);  // a NaN term keeps the maximum
+  }
+  _mm256_storeu_pd(mx, mxv);
+  return j;
+}
+#endif
 
 /// Magnitude digits (32 bits each, limb c weighing 2^(32c - kBias)) to the top 128 bits + sticky.
 Unrounded extract(const std::array<std::uint64_t, LongAccumulator::kHalf>& d, bool negative) {
@@ -198,16 +285,28 @@ double up_double(uint128 mag, int exponent) {
 
 // ---------------------------------------------------------------------------------------
 
+void detail::accumulator_force_scalar(bool on) { g_force_scalar = on; }
+
 void LongAccumulator::clear() { *this = LongAccumulator{}; }
 
 template <bool kProduct, class DA, class DB>
 void LongAccumulator::kernel(const Bits* a, std::ptrdiff_t sa, const Bits* b, std::ptrdiff_t sb, std::size_t n,
                              DA da, DB db) {
-  double mx0 = max_abs_, mx1 = 0, mx2 = 0, mx3 = 0;
-  std::uint64_t* l0 = lanes_[0].data();
-  std::uint64_t* l1 = lanes_[1].data();
-  std::uint64_t* l2 = lanes_[2].data();
-  std::uint64_t* l3 = lanes_[3].data();
+  double mx4[4] = {max_abs_, 0, 0, 0};
+  double& mx0 = mx4[0];
+  double& mx1 = mx4[1];
+  double& mx2 = mx4[2];
+  double& mx3 = mx4[3];
+#if NUMFID_ACC_X86
+  const bool wide = has_avx2();
+#endif
+  // One base register for the four lanes (contiguous: std::array of std::array).
+  std::uint64_t* const base = lanes_[0].data();
+  static_assert(sizeof(Lane) == kLimbs * sizeof(std::uint64_t) && sizeof(lanes_) == kLanes * sizeof(Lane));
+  std::uint64_t* const l0 = base;
+  std::uint64_t* const l1 = base + kLimbs;
+  std::uint64_t* const l2 = base + 2 * kLimbs;
+  std::uint64_t* const l3 = base + 3 * kLimbs;
   auto term = [&](std::size_t k) {
     const double x = da(a[static_cast<std::ptrdiff_t>(k) * sa].raw);
     if constexpr (kProduct) {
@@ -226,6 +325,9 @@ void LongAccumulator::kernel(const Bits* a, std::ptrdiff_t sa, const Bits* b, st
     const std::size_t end = k + std::min(n - k, room);
     pending_ += static_cast<int>((end - k + kLanes - 1) / kLanes);
     std::size_t j = k;
+#if NUMFID_ACC_X86
+    if (wide) j = deposit_x4<kProduct>(base, a, sa, b, sb, j, end, da, db, mx4);
+#endif
     for (; j + 4 <= end; j += 4) {
       deposit(l0, term(j), mx0);
       deposit(l1, term(j + 1), mx1);

@@ -143,4 +143,11 @@ class LongAccumulator {
   bool specials_fired_ = false;  ///< the last kernel() run saw an infinite or NaN term
 };
 
+namespace detail {
+/// Testing hook: true makes every LongAccumulator use the portable scalar loop even where
+/// the AVX2 path is available (both must give identical results). Not thread-safe to toggle
+/// while accumulators are in use.
+void accumulator_force_scalar(bool on);
+}  // namespace detail
+
 }  // namespace numfid

@@ -484,18 +484,15 @@ TEST(LongAccumulator, MismatchedLengthsThrow) {
 // ---------------------------------------------------------------------------------------
 // Against MPFR.
 
-// 100,000 random dot products and sums over every pair of input formats and every generator,
-// K mostly small (the MPFR oracle costs ~100 ns a term); each exact value compared, each
-// rounded into fp32, bf16 and two random formats under four random option sets.
-// About 2 s in a Release build.
-TEST(LongAccumulator, MatchesMpfrOnRandomAndAdversarialCases) {
-  std::mt19937_64 rng(20240611);
+/// Runs `iterations` random cases (see MatchesMpfrOnRandomAndAdversarialCases).
+void random_cases(int iterations, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
   const auto& fmts = input_formats();
   const std::vector<RoundOptions> opts = all_options();
   const auto& gens = generators();
   int failures = 0;
   int cases = 0;
-  for (int it = 0; it < 100000 && failures < 10; ++it) {
+  for (int it = 0; it < iterations && failures < 10; ++it) {
     const FormatSpec& fa = *fmts[rng() % fmts.size()];
     const bool is_sum = rng() % 5 == 0;
     const FormatSpec* fb = is_sum ? nullptr : (rng() % 4 == 0 ? &fa : fmts[rng() % fmts.size()]);
@@ -521,10 +518,9 @@ TEST(LongAccumulator, MatchesMpfrOnRandomAndAdversarialCases) {
   EXPECT_EQ(failures, 0) << "of " << cases << " cases";
 }
 
-// Every generator for every format pair once more, rounded into every format under every
-// option set (smaller K: the point is the breadth of the roundings).
-TEST(LongAccumulator, MatchesMpfrInEveryFormatAndMode) {
-  std::mt19937_64 rng(77);
+/// Every generator for every format pair, rounded into every format under every option set.
+void every_format_and_mode(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
   const std::vector<RoundOptions> opts = all_options();
   std::vector<const FormatSpec*> outs(all_formats.begin(), all_formats.end());
   int failures = 0;
@@ -541,6 +537,31 @@ TEST(LongAccumulator, MatchesMpfrInEveryFormatAndMode) {
       }
     }
   }
+}
+
+/// Forces the portable scalar loop for the lifetime of the object.
+struct ScalarPath {
+  ScalarPath() { detail::accumulator_force_scalar(true); }
+  ScalarPath(const ScalarPath&) = delete;
+  ScalarPath& operator=(const ScalarPath&) = delete;
+  ~ScalarPath() { detail::accumulator_force_scalar(false); }
+};
+
+// 100,000 random dot products and sums over every pair of input formats and every generator,
+// K mostly small (the MPFR oracle costs ~100 ns a term); each exact value compared, each
+// rounded into fp32, bf16 and two random formats under four random option sets.
+// About 2.5 s (CPU) in a Release build.
+TEST(LongAccumulator, MatchesMpfrOnRandomAndAdversarialCases) { random_cases(100000, 20240611); }
+
+// Every generator for every format pair once more, rounded into every format under every
+// option set (smaller K: the point is the breadth of the roundings). About 0.5 s.
+TEST(LongAccumulator, MatchesMpfrInEveryFormatAndMode) { every_format_and_mode(77); }
+
+// The portable scalar loop (the AVX2 one runs above where the CPU has it). About 1 s.
+TEST(LongAccumulator, ScalarPathMatchesMpfr) {
+  const ScalarPath scalar;
+  random_cases(20000, 99);
+  every_format_and_mode(78);
 }
 
 // Carry propagation at the boundaries of the deferred-carry blocks, and a long sum of the

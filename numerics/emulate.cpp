@@ -84,77 +84,78 @@ float as_float(const FormatSpec& f, Bits x) { return static_cast<float>(to_doubl
 // partial P) at chunk ends; storing and reloading a float is exact, so chunking changes no bit.
 // A sum starts from -0 so that fl(-0 + p) = p exactly, zero signs included (IEEE 754 §6.3).
 
+// Vector traits. Every operation takes and returns vectors by reference: a function that
+// passes an __m256/__m512 by value is ill-formed outside a matching target for Clang (and a
+// -Wpsabi ABI note for GCC), while the generic templates below that use these traits have no
+// target of their own: they are compiled for one only once flatten() inlines them into an
+// entry point that has it.
+
 /// Portable vector: W floats, one std::fma each (the baseline target; any CPU).
 struct PortableVec {
   static constexpr int W = 4;
   struct reg {
     float x[W];
   };
-  static reg splat(float v) {
-    reg r;
+  static void splat(reg& r, float v) {
     for (float& e : r.x) e = v;
-    return r;
   }
-  static reg load(const float* p) {
-    reg r;
-    std::memcpy(r.x, p, sizeof r.x);
-    return r;
-  }
-  static reg load_n(const float* p, int n) {
-    reg r = splat(0.0f);
+  static void load(reg& r, const float* p) { std::memcpy(r.x, p, sizeof r.x); }
+  static void load_n(reg& r, const float* p, int n) {
+    splat(r, 0.0f);
     std::memcpy(r.x, p, static_cast<std::size_t>(n) * sizeof(float));
-    return r;
   }
   static void store_n(float* p, const reg& v, int n) { std::memcpy(p, v.x, static_cast<std::size_t>(n) * sizeof(float)); }
-  static reg fma(const reg& a, const reg& b, reg c) {
+  /// c = fl(a·b + c), one rounding per lane
+  static void fma(reg& c, const reg& a, const reg& b) {
     for (int i = 0; i < W; ++i) c.x[i] = std::fma(a.x[i], b.x[i], c.x[i]);
-    return c;
   }
-  static reg add(const reg& a, const reg& b) {
-    reg r;
-    for (int i = 0; i < W; ++i) r.x[i] = a.x[i] + b.x[i];
-    return r;
+  /// x = fl(x + y)
+  static void add(reg& x, const reg& y) {
+    for (int i = 0; i < W; ++i) x.x[i] += y.x[i];
   }
 };
 
 #if NUMFID_EMULATE_X86
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-/// AVX2 + FMA3: 8 lanes (Intel SDM vol. 2, VFMADD231PS: one rounding of a·b + c).
+#define NUMFID_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define NUMFID_TARGET_AVX512 __attribute__((target("avx512f,fma")))
+
+/// AVX2 + FMA3: 8 lanes (Intel SDM vol. 2, VFMADD231PS: a·b + c with one rounding).
 struct Avx2Vec {
   static constexpr int W = 8;
   using reg = __m256;
-  static __m256i mask(int n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
-  static reg splat(float v) { return _mm256_set1_ps(v); }
-  static reg load(const float* p) { return _mm256_loadu_ps(p); }
-  static reg load_n(const float* p, int n) { return n == W ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask(n)); }
-  static void store_n(float* p, reg v, int n) {
+  NUMFID_TARGET_AVX2 static __m256i mask(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  NUMFID_TARGET_AVX2 static void splat(reg& r, float v) { r = _mm256_set1_ps(v); }
+  NUMFID_TARGET_AVX2 static void load(reg& r, const float* p) { r = _mm256_loadu_ps(p); }
+  NUMFID_TARGET_AVX2 static void load_n(reg& r, const float* p, int n) {
+    r = n == W ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask(n));
+  }
+  NUMFID_TARGET_AVX2 static void store_n(float* p, const reg& v, int n) {
     if (n == W) _mm256_storeu_ps(p, v);
     else _mm256_maskstore_ps(p, mask(n), v);
   }
-  static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
-  static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
+  NUMFID_TARGET_AVX2 static void fma(reg& c, const reg& a, const reg& b) { c = _mm256_fmadd_ps(a, b, c); }
+  NUMFID_TARGET_AVX2 static void add(reg& x, const reg& y) { x = _mm256_add_ps(x, y); }
 };
-#pragma GCC pop_options
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,fma")
-/// AVX-512F: 16 lanes; masked loads/stores for the last columns (no reads past the row).
+/// AVX-512F: 16 lanes; masked loads/stores for the last columns (no access past the row).
 struct Avx512Vec {
   static constexpr int W = 16;
   using reg = __m512;
   static __mmask16 mask(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
-  static reg splat(float v) { return _mm512_set1_ps(v); }
-  static reg load(const float* p) { return _mm512_loadu_ps(p); }
-  static reg load_n(const float* p, int n) { return n == W ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(mask(n), p); }
-  static void store_n(float* p, reg v, int n) {
+  NUMFID_TARGET_AVX512 static void splat(reg& r, float v) { r = _mm512_set1_ps(v); }
+  NUMFID_TARGET_AVX512 static void load(reg& r, const float* p) { r = _mm512_loadu_ps(p); }
+  NUMFID_TARGET_AVX512 static void load_n(reg& r, const float* p, int n) {
+    r = n == W ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(mask(n), p);
+  }
+  NUMFID_TARGET_AVX512 static void store_n(float* p, const reg& v, int n) {
     if (n == W) _mm512_storeu_ps(p, v);
     else _mm512_mask_storeu_ps(p, mask(n), v);
   }
-  static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
-  static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+  NUMFID_TARGET_AVX512 static void fma(reg& c, const reg& a, const reg& b) { c = _mm512_fmadd_ps(a, b, c); }
+  NUMFID_TARGET_AVX512 static void add(reg& x, const reg& y) { x = _mm512_add_ps(x, y); }
 };
-#pragma GCC pop_options
 #endif
 
 /// One step of the schedule: the k range [k0, k1) of every element, where its chain starts
@@ -180,16 +181,10 @@ struct Job {
   std::size_t n_steps = 0;
 };
 
-// The -Wpsabi notes about passing vectors "without AVX enabled" concern the out-of-line ABI of
-// these templates; they are only instantiated inside the flatten()ed entry points below, which
-// carry the target and inline every call, so no vector crosses a call boundary.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 /// The micro-kernel: MR rows × NV vectors of D, kc steps of k, every chain in registers.
 /// `tail`: valid lanes of the last vector (the rest of the strip is padding, never stored).
 template <class V, int MR, int NV>
-inline void micro(const float* const* arow, const float* bp, std::int64_t kc, const float* const* init,
+[[gnu::always_inline]] inline void micro(const float* const* arow, const float* bp, std::int64_t kc, const float* const* init,
                   float* const* out, bool fold, int tail) {
   using R = typename V::reg;
   constexpr int W = V::W;
@@ -197,16 +192,20 @@ inline void micro(const float* const* arow, const float* bp, std::int64_t kc, co
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) acc[r][v] = init ? V::load_n(init[r] + v * W, v == NV - 1 ? tail : W) : V::splat(-0.0f);
+    for (int v = 0; v < NV; ++v) {
+      if (init) V::load_n(acc[r][v], init[r] + v * W, v == NV - 1 ? tail : W);
+      else V::splat(acc[r][v], -0.0f);
+    }
   for (std::int64_t k = 0; k < kc; ++k) {
     R b[NV];
 #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) b[v] = V::load(bp + (k * NV + v) * W);
+    for (int v = 0; v < NV; ++v) V::load(b[v], bp + (k * NV + v) * W);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
-      const R av = V::splat(arow[r][k]);
+      R av;
+      V::splat(av, arow[r][k]);
 #pragma GCC unroll 16
-      for (int v = 0; v < NV; ++v) acc[r][v] = V::fma(av, b[v], acc[r][v]);
+      for (int v = 0; v < NV; ++v) V::fma(acc[r][v], av, b[v]);
     }
   }
 #pragma GCC unroll 16
@@ -214,15 +213,20 @@ inline void micro(const float* const* arow, const float* bp, std::int64_t kc, co
 #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) {
       const int n = v == NV - 1 ? tail : W;
-      R x = acc[r][v];
-      if (fold) x = V::add(V::load_n(out[r] + v * W, n), x);
-      V::store_n(out[r] + v * W, x, n);
+      if (fold) {  // D + tile sum
+        R x;
+        V::load_n(x, out[r] + v * W, n);
+        V::add(x, acc[r][v]);
+        V::store_n(out[r] + v * W, x, n);
+      } else {
+        V::store_n(out[r] + v * W, acc[r][v], n);
+      }
     }
 }
 
 /// micro<V, MR, nv> for a run-time nv in [1, NV].
 template <class V, int MR, int NV>
-inline void micro_nv(int nv, const float* const* arow, const float* bp, std::int64_t kc, const float* const* init,
+[[gnu::always_inline]] inline void micro_nv(int nv, const float* const* arow, const float* bp, std::int64_t kc, const float* const* init,
                      float* const* out, bool fold, int tail) {
   if constexpr (NV > 1) {
     if (nv < NV) return micro_nv<V, MR, NV - 1>(nv, arow, bp, kc, init, out, fold, tail);
@@ -233,7 +237,7 @@ inline void micro_nv(int nv, const float* const* arow, const float* bp, std::int
 /// Runs the schedule: for each step, each column strip (its B panel stays in L1 across the
 /// row blocks), each block of MR rows (A read in place, row by row).
 template <class V, int MR, int NV>
-inline void run_job(const Job& j) {
+[[gnu::always_inline]] inline void run_job(const Job& j) {
   constexpr std::int64_t W = V::W, NR = NV * V::W;
   for (std::size_t s = 0; s < j.n_steps; ++s) {
     const Step& st = j.steps[s];
@@ -280,13 +284,11 @@ __attribute__((flatten)) void run_portable(const Job& j) { run_job<PortableVec, 
 #if NUMFID_EMULATE_X86
 constexpr int kAvx2Mr = 6, kAvx2Nv = 2;
 constexpr int kAvx512Mr = 6, kAvx512Nv = 4;
-__attribute__((target("avx2,fma"), flatten)) void run_avx2(const Job& j) { run_job<Avx2Vec, kAvx2Mr, kAvx2Nv>(j); }
-__attribute__((target("avx512f,fma"), flatten)) void run_avx512(const Job& j) {
+NUMFID_TARGET_AVX2 __attribute__((flatten)) void run_avx2(const Job& j) { run_job<Avx2Vec, kAvx2Mr, kAvx2Nv>(j); }
+NUMFID_TARGET_AVX512 __attribute__((flatten)) void run_avx512(const Job& j) {
   run_job<Avx512Vec, kAvx512Mr, kAvx512Nv>(j);
 }
 #endif
-
-#pragma GCC diagnostic pop
 
 constexpr int kMaxNr = 64;  // the widest micro-tile: the padding rows' dummy output row
 constexpr Kernel kPortable{run_portable, PortableVec::W, kPortableNv * PortableVec::W, 256};

@@ -84,11 +84,11 @@ float as_float(const FormatSpec& f, Bits x) { return static_cast<float>(to_doubl
 // partial P) at chunk ends; storing and reloading a float is exact, so chunking changes no bit.
 // A sum starts from -0 so that fl(-0 + p) = p exactly, zero signs included (IEEE 754 §6.3).
 
-// Vector traits. Every operation takes and returns vectors by reference: a function that
-// passes an __m256/__m512 by value is ill-formed outside a matching target for Clang (and a
-// -Wpsabi ABI note for GCC), while the generic templates below that use these traits have no
-// target of their own: they are compiled for one only once flatten() inlines them into an
-// entry point that has it.
+// Vector traits. Each operation takes its vectors by reference: passing an __m256/__m512 by
+// value from a function without that target is an error for Clang (an ABI note, -Wpsabi, for
+// GCC), and the generic templates below that call these traits have no target of their own.
+// They are always_inline, so they are compiled as part of the entry point that calls them
+// (run_avx512, ...), whose target they take and whose flatten attribute inlines the traits.
 
 /// Portable vector: W floats, one std::fma each (the baseline target; any CPU).
 struct PortableVec {
@@ -104,7 +104,9 @@ struct PortableVec {
     splat(r, 0.0f);
     std::memcpy(r.x, p, static_cast<std::size_t>(n) * sizeof(float));
   }
-  static void store_n(float* p, const reg& v, int n) { std::memcpy(p, v.x, static_cast<std::size_t>(n) * sizeof(float)); }
+  static void store_n(float* p, const reg& v, int n) {
+    std::memcpy(p, v.x, static_cast<std::size_t>(n) * sizeof(float));
+  }
   /// c = fl(a·b + c), one rounding per lane
   static void fma(reg& c, const reg& a, const reg& b) {
     for (int i = 0; i < W; ++i) c.x[i] = std::fma(a.x[i], b.x[i], c.x[i]);
@@ -184,8 +186,8 @@ struct Job {
 /// The micro-kernel: MR rows × NV vectors of D, kc steps of k, every chain in registers.
 /// `tail`: valid lanes of the last vector (the rest of the strip is padding, never stored).
 template <class V, int MR, int NV>
-[[gnu::always_inline]] inline void micro(const float* const* arow, const float* bp, std::int64_t kc, const float* const* init,
-                  float* const* out, bool fold, int tail) {
+[[gnu::always_inline]] inline void micro(const float* const* arow, const float* bp, std::int64_t kc,
+                                         const float* const* init, float* const* out, bool fold, int tail) {
   using R = typename V::reg;
   constexpr int W = V::W;
   R acc[MR][NV];
@@ -226,8 +228,8 @@ template <class V, int MR, int NV>
 
 /// micro<V, MR, nv> for a run-time nv in [1, NV].
 template <class V, int MR, int NV>
-[[gnu::always_inline]] inline void micro_nv(int nv, const float* const* arow, const float* bp, std::int64_t kc, const float* const* init,
-                     float* const* out, bool fold, int tail) {
+[[gnu::always_inline]] inline void micro_nv(int nv, const float* const* arow, const float* bp, std::int64_t kc,
+                                            const float* const* init, float* const* out, bool fold, int tail) {
   if constexpr (NV > 1) {
     if (nv < NV) return micro_nv<V, MR, NV - 1>(nv, arow, bp, kc, init, out, fold, tail);
   }
@@ -274,8 +276,8 @@ struct Kernel {
   int kc;  ///< k steps per chunk: the B panel (kc × nr floats) fits L1 (32-48 KiB)
 };
 
-// flatten: inline the whole template tree into these functions, so that it is compiled for
-// their target (GCC: "every call inside this function is inlined, if possible").
+// The entry points. flatten: "every call inside this function is inlined, if possible" (GCC
+// manual, Common Function Attributes), so the whole template tree is compiled for their target.
 // Register blocking, MR rows × NV vectors. AVX2: 12 accumulators + 2 B vectors + 1 broadcast
 // of the 16 ymm registers. AVX-512: 24 + 4 + 1 of the 32 zmm registers; two FMA pipes of
 // latency 4 (Skylake-SP, Zen 4/5) need at least 8 independent chains.
@@ -372,16 +374,9 @@ std::vector<Step> schedule(std::int64_t K, std::int64_t tile, bool addend_in_d, 
 
 constexpr std::size_t kConvertChunk = 4096;  // elements per bulk call: the buffers stay in L1
 
-/// Exact values of `src` (a format representable in fp32) as floats.
-void widen(const FormatSpec& f, std::span<const Bits> src, float* dst) {
-  if (same_format(f, fp32)) {
-    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = std::bit_cast<float>(src[i].raw);
-    return;
-  }
-  if (!bulk_is_fast(f, fp32, {})) {
-    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = as_float(f, src[i]);
-    return;
-  }
+/// Patterns of `f` (a format with a bulk widening kernel) as floats: exact, with `o`'s
+/// saturation as convert() applies it.
+void widen_bulk(const FormatSpec& f, std::span<const Bits> src, float* dst, const RoundOptions& o) {
   std::uint16_t buf16[kConvertChunk];
   std::uint8_t buf8[kConvertChunk];
   for (std::size_t base = 0; base < src.size(); base += kConvertChunk) {
@@ -389,37 +384,35 @@ void widen(const FormatSpec& f, std::span<const Bits> src, float* dst) {
     const std::span<float> out(dst + base, n);
     if (f.bits <= 8) {
       for (std::size_t i = 0; i < n; ++i) buf8[i] = static_cast<std::uint8_t>(src[base + i].raw);
-      convert_to_fp32(f, std::span<const std::uint8_t>(buf8, n), out);
+      convert_to_fp32(f, std::span<const std::uint8_t>(buf8, n), out, o);
     } else {
       for (std::size_t i = 0; i < n; ++i) buf16[i] = static_cast<std::uint16_t>(src[base + i].raw);
-      convert_to_fp32(f, std::span<const std::uint16_t>(buf16, n), out);
+      convert_to_fp32(f, std::span<const std::uint16_t>(buf16, n), out, o);
     }
+  }
+}
+
+/// Exact values of `src` (a format representable in fp32) as floats.
+void widen(const FormatSpec& f, std::span<const Bits> src, float* dst) {
+  if (same_format(f, fp32)) {
+    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = std::bit_cast<float>(src[i].raw);
+  } else if (bulk_is_fast(f, fp32, {})) {
+    widen_bulk(f, src, dst, {});
+  } else {
+    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = as_float(f, src[i]);
   }
 }
 
 /// C converted into the fp32 accumulator (addend_in_acc for every element).
 void addends(const ReductionModel& m, const MatrixView& c, float* dst) {
-  const std::size_t n = c.data.size();
   const RoundOptions& o = m.acc.rounding;
   // The fast path rounds to nearest: the streams addend_in_acc assigns draw no random bits.
   if (same_format(*c.format, fp32) && o.overflow == Overflow::ieee && !o.ftz && !o.daz) {
-    for (std::size_t i = 0; i < n; ++i) dst[i] = std::bit_cast<float>(c.data[i].raw);
+    for (std::size_t i = 0; i < c.data.size(); ++i) dst[i] = std::bit_cast<float>(c.data[i].raw);
   } else if (c.format->bits <= 16 && bulk_is_fast(*c.format, fp32, o)) {
-    std::uint16_t buf16[kConvertChunk];
-    std::uint8_t buf8[kConvertChunk];
-    for (std::size_t base = 0; base < n; base += kConvertChunk) {
-      const std::size_t len = std::min(kConvertChunk, n - base);
-      const std::span<float> out(dst + base, len);
-      if (c.format->bits <= 8) {
-        for (std::size_t i = 0; i < len; ++i) buf8[i] = static_cast<std::uint8_t>(c.data[base + i].raw);
-        convert_to_fp32(*c.format, std::span<const std::uint8_t>(buf8, len), out, o);
-      } else {
-        for (std::size_t i = 0; i < len; ++i) buf16[i] = static_cast<std::uint16_t>(c.data[base + i].raw);
-        convert_to_fp32(*c.format, std::span<const std::uint16_t>(buf16, len), out, o);
-      }
-    }
+    widen_bulk(*c.format, c.data, dst, o);
   } else {
-    for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t i = 0; i < c.data.size(); ++i)
       dst[i] = std::bit_cast<float>(addend_in_acc(m, c, static_cast<std::int64_t>(i))->raw);
   }
 }
@@ -480,9 +473,10 @@ std::vector<Bits> generic_matmul(const MatrixView& a, const MatrixView& b, const
 }
 
 /// Working memory of one role (A as floats, packed B, D, tile partials), kept per thread
-/// between calls: glibc hands multi-MiB blocks back to the kernel on free, and faulting
-/// fresh pages in again cost about a third of a 512³ matmul. Blocks larger than kKeepFloats
-/// are released when the call ends (Workspace::Release), so a huge call does not pin memory.
+/// between calls: glibc returns multi-MiB blocks to the OS on free, and faulting fresh pages
+/// in again took longer than the arithmetic of a 512³ matmul (bench/emulate_benchmark.cpp).
+/// Blocks larger than kKeepFloats are released when the call ends (Workspace::Release), so a
+/// huge call does not pin memory; a 512³ call keeps 3 MiB per thread.
 class Scratch {
  public:
   static constexpr std::size_t kKeepFloats = std::size_t{4} << 20;  // 16 MiB

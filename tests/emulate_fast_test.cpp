@@ -228,7 +228,8 @@ TEST(EmulateFast, FormatsAndOutputCasts) {
         RoundOptions ftz;
         ftz.ftz = true;
         const std::pair<const FormatSpec*, RoundOptions> outs[] = {
-            {&fp32, {}}, {&bf16, {}}, {&fp8_e4m3, sat}, {&tf32, {}}, {&fp32, sat}, {&fp32, ftz}, {&bf16, sr}, {&int8, {}}};
+            {&fp32, {}}, {&bf16, {}}, {&fp8_e4m3, sat}, {&tf32, {}},
+            {&fp32, sat}, {&fp32, ftz}, {&bf16, sr},  {&int8, {}}};
         for (const auto& [out, o] : outs) {
           p.m.output = out;
           p.m.output_rounding = o;

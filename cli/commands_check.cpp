@@ -129,10 +129,17 @@ ClaimSetup make_claim(const ClaimArgs& a, std::int64_t k, bool has_addend, bool 
       throw UsageError(e.what());
     }
     const Profile& p = *s.profile;
-    if (p.model == ProfileModel::block_fma)
-      throw UsageError(fmt::format("profile {}: block-FMA profiles model one tensor-core instruction; use "
-                                   "`numfid emulate dot --profile {}` (their bounds are not derived yet)",
-                                   p.name, p.name));
+    if (p.model == ProfileModel::block_fma) {
+      const FormatSpec& in = c.compute_input ? *c.compute_input : *c.input;
+      c.block_fma = block_fma_for(p, in, *c.output);
+      if (!c.block_fma) c.block_fma = block_fma_for(p, in, fp32);
+      if (!c.block_fma)
+        throw UsageError(fmt::format("profile {} has no tensor-core model for {} inputs (it has {})", p.name, in.name,
+                                     variant_names(p)));
+      s.order = fmt::format("profile {} (v{}), {}->{} block FMA", p.name, p.version, c.block_fma->input->name,
+                            c.block_fma->output->name);
+      return s;
+    }
     c.acc = {p.reduction.acc.format, p.reduction.acc.rounding.rounding, p.reduction.acc.products_rounded};
     if (p.input_cast && p.input_cast != c.input) {
       c.compute_input = p.input_cast;
@@ -336,6 +343,26 @@ int run_check_matmul(const MatmulArgs& m) {
   }
   const Verdict v = judge(s.claim, b, judged, ref, {M, N}, jo);
   // Where the claim names a model numfid can run, say how much of C it predicts bit for bit.
+  if (m.ref.empty() && s.claim.block_fma && M * N * K <= (std::int64_t{1} << 28)) {
+    const BlockFmaModel& bm = *s.claim.block_fma;
+    std::int64_t same = 0;
+    std::vector<Bits> arow, bcol;
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j) {
+        arow.clear();
+        bcol.clear();
+        for (std::int64_t k = 0; k < K; ++k) {
+          arow.push_back(convert(fa, *bm.input, A.values[static_cast<std::size_t>(i * K + k)]).bits);
+          bcol.push_back(convert(fb, *bm.input, bt[static_cast<std::size_t>(j * K + k)]).bits);
+        }
+        const Bits c0 = D ? convert(*fd, *bm.output, D->values[static_cast<std::size_t>(i * N + j)]).bits : zero(*bm.output, false);
+        RoundOptions o;
+        o.rounding = s.claim.output_rounding;
+        const Bits d = convert(*bm.output, fout, block_fma_dot(bm, arow, bcol, c0).bits, o).bits;
+        same += d == C.values[static_cast<std::size_t>(i * N + j)] ? 1 : 0;
+      }
+    extra = fmt::format("model: {} of {} elements equal the bit-exact output {} predicts", same, M * N, s.order);
+  }
   if (m.ref.empty() && (s.plan || (s.profile && s.profile->model != ProfileModel::block_fma))) {
     ReductionModel rm;
     rm.acc.format = s.claim.acc.format;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands_verdict.h"
+#include "formats/convert.h"
 #include "io/error.h"
 #include "io/tensor_io.h"
 #include "numerics/profile.h"
@@ -43,6 +44,46 @@ Operand load(const std::string& spec, const FormatSpec& declared, const char* wh
 Rounding mode(const std::string& s, const char* option) {
   if (const auto r = parse_rounding(s)) return *r;
   throw UsageError(fmt::format("{} '{}': unknown rounding mode (known: rne, rtz, rup, rdn, rna, stochastic)", option, s));
+}
+
+void write_output(const EmulateArgs& e, const FormatSpec& fout, std::vector<std::int64_t> shape, const std::vector<Bits>& d,
+                  const std::string& what) {
+  try {
+    write_tensor(e.output, make_tensor(fout, std::move(shape), d));
+  } catch (const InputError& x) {
+    throw UsageError(fmt::format("--output {}: {}", e.output, x.what()));
+  }
+  fmt::print(stderr, "numfid emulate: wrote {} ({} {} values, {})\n", e.output, d.size(), fout.name, what);
+}
+
+/// A tensor-core profile: each element is one chained block-FMA dot (numerics/block_fma.h),
+/// its result (in the instruction's output format) cast to --out.
+int run_block_fma(const EmulateArgs& e, const Profile& p, const FormatSpec& fa, const FormatSpec& fb,
+                  const FormatSpec& fout, bool dot, const Operand& A, const Operand& B, const std::optional<Operand>& C,
+                  const FormatSpec* fc, const MatmulShape& sh) {
+  if (&fa != &fb) throw UsageError("a tensor-core profile takes A and B of one format");
+  const BlockFmaModel* m = block_fma_for(p, fa, fout);
+  if (!m) m = block_fma_for(p, fa, fp32);
+  if (!m) throw UsageError(fmt::format("profile {} has no tensor-core model for {} inputs (it has {})", p.name, fa.name, variant_names(p)));
+  const std::int64_t M = sh.m, K = sh.k, N = dot ? 1 : sh.n;
+  RoundOptions o;
+  o.rounding = mode(e.out_rounding, "--out-rounding");
+  o.seed = e.seed;
+  std::vector<Bits> d(static_cast<std::size_t>(M * N)), arow(static_cast<std::size_t>(K)), bcol(static_cast<std::size_t>(K));
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < N; ++j) {
+      for (std::int64_t k = 0; k < K; ++k) {
+        arow[static_cast<std::size_t>(k)] = A.values[static_cast<std::size_t>(i * K + k)];
+        bcol[static_cast<std::size_t>(k)] = dot ? B.values[static_cast<std::size_t>(i * K + k)] : B.values[static_cast<std::size_t>(k * N + j)];
+      }
+      const std::size_t e_idx = static_cast<std::size_t>(i * N + j);
+      const Bits c = C ? convert(*fc, *m->output, C->values[e_idx]).bits : zero(*m->output, false);
+      o.stream = e_idx;
+      d[e_idx] = convert(*m->output, fout, block_fma_dot(*m, arow, bcol, c).bits, o).bits;
+    }
+  write_output(e, fout, dot ? std::vector<std::int64_t>{M} : std::vector<std::int64_t>{M, N}, d,
+               fmt::format("profile {} v{}: {}->{} block FMA", p.name, p.version, m->input->name, m->output->name));
+  return exit_ok;
 }
 
 int run_emulate(const EmulateArgs& e, bool dot) {
@@ -88,10 +129,7 @@ int run_emulate(const EmulateArgs& e, bool dot) {
     } catch (const ProfileError& x) {
       throw UsageError(x.what());
     }
-    if (p->model == ProfileModel::block_fma)
-      throw UsageError(fmt::format("profile {}: block-FMA emulation is provided by numerics/block_fma (not linked into "
-                                   "this command yet)",
-                                   p->name));
+    if (p->model == ProfileModel::block_fma) return run_block_fma(e, *p, fa, fb, fout, dot, A, B, C, fc, sh);
     m.acc = p->reduction.acc;
     m.acc.rounding.seed = e.seed;
     m.plan = p->reduction.plan;
@@ -114,14 +152,8 @@ int run_emulate(const EmulateArgs& e, bool dot) {
     if (p && p->input_cast) throw UsageError(fmt::format("profile {}: input casts apply to tensor-engine profiles", p->name));
     d = emulate_matmul({&fa, A.values, M, K}, {&fb, B.values, K, N}, cv, m);
   }
-  const std::vector<std::int64_t> shape = dot ? std::vector<std::int64_t>{M} : std::vector<std::int64_t>{M, N};
-  try {
-    write_tensor(e.output, make_tensor(fout, shape, d));
-  } catch (const InputError& x) {
-    throw UsageError(fmt::format("--output {}: {}", e.output, x.what()));
-  }
-  fmt::print(stderr, "numfid emulate: wrote {} ({} {} values, {})\n", e.output, d.size(), fout.name,
-             p ? fmt::format("profile {} v{}", p->name, p->version) : "plan " + m.plan.text());
+  write_output(e, fout, dot ? std::vector<std::int64_t>{M} : std::vector<std::int64_t>{M, N}, d,
+               p ? fmt::format("profile {} v{}", p->name, p->version) : "plan " + m.plan.text());
   return exit_ok;
 }
 

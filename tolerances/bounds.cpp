@@ -14,6 +14,10 @@ double unit_roundoff(const FormatSpec& f, Rounding r) {
 std::string describe(const Claim& c) {
   std::string s = fmt::format("in {}", c.input->name);
   if (c.compute_input) s += fmt::format(" cast to {} ({})", c.compute_input->name, rounding_name(c.input_rounding));
+  if (c.block_fma)
+    return s + fmt::format(", tensor-core block FMA {}->{} (n = {}), out {} {}", c.block_fma->input->name,
+                           c.block_fma->output->name, c.block_fma->block_size, c.output->name,
+                           rounding_name(c.output_rounding));
   s += fmt::format(", acc {} {} (products {}), out {} {}", c.acc.format->name, rounding_name(c.acc.rounding),
                    c.acc.products_rounded ? "rounded" : "exact", c.output->name, rounding_name(c.output_rounding));
   if (c.roundings_per_term > 0) s += fmt::format(", {} roundings per term (plan)", c.roundings_per_term);
@@ -37,7 +41,62 @@ double output_rounding_error(const FormatSpec& f, Rounding r, double magnitude) 
   return (r == Rounding::rne || r == Rounding::rna) ? ulp / 2 : ulp;
 }
 
+ReductionBound block_fma_bound(const Claim& claim, std::int64_t k, bool has_addend) {
+  const BlockFmaModel& m = *claim.block_fma;
+  ReductionBound b;
+  auto& d = b.derivation;
+  b.terms = k + (has_addend ? 1 : 0);
+  const std::int64_t n = m.block_size;
+  const std::int64_t instructions = (k + m.instruction_k - 1) / m.instruction_k;
+  const std::int64_t blocks = std::max<std::int64_t>(instructions * (m.instruction_k / m.block_size), 1);
+  b.roundings = blocks;
+  const int w = m.window_bits();
+  const int r = m.result_fraction_bits();
+  const bool nearest_align = m.alignment == AlignmentRounding::rne;
+  const bool nearest_final = m.final_rounding == Rounding::rne || m.final_rounding == Rounding::rna;
+  const double align = static_cast<double>(n + 1) * std::ldexp(nearest_align ? 0.5 : 1.0, -w);
+  const int rbits = m.normalisation == Normalisation::normalised ? r : std::min(r, m.accumulator_fraction_bits);
+  const double rho = std::ldexp(nearest_final ? 0.5 : 1.0, -rbits);
+  const double e = align + rho * (1 + align);
+  b.u_acc = rho;
+  d.push_back(fmt::format("claim: block FMA {} (n = {} products per block, {} per instruction, window {} bits = {} "
+                          "accumulator fraction + {} extra, alignment {}, final rounding {} to {} fraction bits)",
+                          fmt::format("{}->{}", m.input->name, m.output->name), n, m.instruction_k, w,
+                          m.accumulator_fraction_bits, m.extra_alignment_bits, nearest_align ? "rne" : "truncate",
+                          rounding_name(m.final_rounding), rbits));
+  d.push_back(fmt::format("per block: the n + 1 = {} terms (products and the running addend) are cut at 2^(M - {}), M = "
+                          "the exponent of the largest, 2^M <= Σ_block|t|: alignment error <= (n + 1)·2^-{}{} = {:.6g}·Σ_block|t|",
+                          n + 1, w, w, nearest_align ? "/2" : "", align));
+  d.push_back(fmt::format("then one rounding of the block sum: <= {}2^-{} = {:.6g} of |sum| <= (1 + {:.3g})·Σ_block|t|; "
+                          "per block e = {:.6g}",
+                          nearest_final ? "½·" : "", rbits, rho, align, e));
+  b.deterministic = std::expm1(static_cast<double>(blocks) * std::log1p(e));
+  d.push_back(fmt::format("B = {} blocks ({} instructions of {}), chained: each block's result is the next one's addend, "
+                          "so the error is <= ((1 + e)^B - 1)·Σ|terms| = {:.6g}·Σ|terms|",
+                          blocks, instructions, m.instruction_k, b.deterministic));
+  if (m.addend == AddendEntry::after_blocks && has_addend) {
+    const double ra = unit_roundoff(*m.output, m.addend_rounding);
+    b.deterministic = b.deterministic + ra * (1 + b.deterministic);
+    d.push_back(fmt::format("addend added after the blocks with {} into {}: + u·(1 + coef) = {:.6g}",
+                            rounding_name(m.addend_rounding), m.output->name, b.deterministic));
+  }
+  // Absolute allowances: the alignment floor and flushed subnormal results.
+  const double floor_cut = static_cast<double>(n + 1) * std::ldexp(1.0, m.min_alignment_exponent - w);
+  const double flush = m.output_subnormals ? 0.0 : min_normal(*m.output);
+  b.absolute = static_cast<double>(blocks) * (floor_cut + flush + output_rounding_error(*m.output, m.final_rounding, 0));
+  d.push_back(fmt::format("absolute allowance: B·((n + 1)·2^({} - {}){} + subnormal spacing) = {:.3g}", m.min_alignment_exponent,
+                          w, m.output_subnormals ? "" : " + min normal (flushed results)", b.absolute));
+  if (!m.input_subnormals)
+    d.push_back("assumes normal operands: the model reads subnormal inputs as zero, an error no Σ|terms| bound covers");
+  b.probabilistic_applies = false;
+  b.probabilistic = b.deterministic;
+  b.confidence = 1;
+  d.push_back("probabilistic: not applicable (truncation is biased): same as deterministic");
+  return b;
+}
+
 ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_addend, double confidence) {
+  if (claim.block_fma) return block_fma_bound(claim, k, has_addend);
   ReductionBound b;
   auto& d = b.derivation;
   const FormatSpec& acc = *claim.acc.format;

@@ -31,6 +31,13 @@ struct ReductionBound {
 /// `confidence` is the per-element probability for the probabilistic bound (e.g. 1 - 1e-6).
 ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_addend, double confidence);
 
+/// The bound of a chained block-FMA dot of `k` products (+ addend) under claim.block_fma:
+/// per block, n + 1 terms aligned and cut at 2^(M - w) (w window bits, M the largest term's
+/// exponent), then the sum rounded to the result's fraction bits; B blocks chained, each
+/// block's result the next one's addend (Fasi, Higham, Mikaitis & Pranesh 2021, §3;
+/// Blanchard et al., SISC 2020, block FMA analysis). Truncation is biased: deterministic only.
+ReductionBound block_fma_bound(const Claim& claim, std::int64_t k, bool has_addend);
+
 /// The bound of an op claimed accurate to `claim.ulps` output ulps (elementwise functions,
 /// softmax, norms): no reduction term, deterministic = probabilistic = ulps · ulp(exact).
 ReductionBound ulps_bound(const Claim& claim);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "formats/rounding.h"
+#include "numerics/block_fma.h"
 
 namespace numfid {
 
@@ -26,6 +27,9 @@ struct Claim {
   /// Summation order: any order (the bound holds for every order), or a known number of
   /// roundings on each term's path (a plan's own bound; 0 = any order).
   std::int64_t roundings_per_term = 0;
+  /// A tensor-core block-FMA model computes the reduction (chained blocks over K): its own
+  /// bound replaces the any-order one (acc is then unused). nullptr: a plain accumulator.
+  const BlockFmaModel* block_fma = nullptr;
   /// The terms are products a·b (dot, matmul) rather than the input values themselves (sum).
   bool terms_are_products = true;
   /// Elementwise / normalisation ops: the claimed accuracy, |output - exact| <= ulps · ulp of

@@ -17,6 +17,8 @@
 namespace numfid::detail {
 // Defined in numerics/emulate.cpp for tests and benchmarks (not part of emulate.h).
 bool matmul_path_available(BulkPath path);
+std::vector<Bits> emulate_matmul_on(BulkPath path, const MatrixView& a, const MatrixView& b,
+                                    const std::optional<MatrixView>& c, const ReductionModel& m);
 void matmul_fp32(const float* a, const float* b, float* d, std::int64_t M, std::int64_t K, std::int64_t N,
                  std::int64_t tile, bool addend_in_d, BulkPath path);
 }  // namespace numfid::detail
@@ -87,20 +89,31 @@ void BM_Sgemm(benchmark::State& state) {
 BENCHMARK(BM_Sgemm)->Unit(benchmark::kMillisecond);
 
 /// emulate_matmul end to end: bf16 patterns in, fp32 (arg 1 = 0) or bf16 (1) patterns out,
-/// conversions included.
+/// conversions included; arg 2: the kernel path (automatic, or AVX2 as on a CPU without
+/// AVX-512).
 void BM_EmulateMatmul(benchmark::State& state) {
+  const auto path = static_cast<BulkPath>(state.range(2));
+  if (!numfid::detail::matmul_path_available(path)) {
+    state.SkipWithError("path not available on this CPU");
+    return;
+  }
   const Operands& o = operands();
   numfid::ReductionModel m = model(state.range(0));
   m.output = state.range(1) == 0 ? &numfid::fp32 : &numfid::bf16;
-  state.SetLabel(m.plan.text() + " -> " + std::string(m.output->name));
+  state.SetLabel(m.plan.text() + " -> " + std::string(m.output->name) + " " +
+                 std::string(numfid::bulk_path_name(path)));
   for (auto _ : state) {
-    auto d = numfid::emulate_matmul({&numfid::bf16, o.a, kSize, kSize}, {&numfid::bf16, o.b, kSize, kSize},
-                                    std::nullopt, m);
+    auto d = numfid::detail::emulate_matmul_on(path, {&numfid::bf16, o.a, kSize, kSize},
+                                               {&numfid::bf16, o.b, kSize, kSize}, std::nullopt, m);
     benchmark::DoNotOptimize(d.data());
   }
   set_flops(state);
 }
-BENCHMARK(BM_EmulateMatmul)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EmulateMatmul)
+    ->ArgsProduct({{0, 1},
+                   {0, 1},
+                   {static_cast<std::int64_t>(BulkPath::automatic), static_cast<std::int64_t>(BulkPath::avx2)}})
+    ->Unit(benchmark::kMillisecond);
 
 /// The fp32 kernel alone (B packing included) on floats, per dispatch path.
 void BM_EmulateKernel(benchmark::State& state) {

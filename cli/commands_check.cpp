@@ -69,6 +69,7 @@ struct ClaimArgs {
   std::string plan, profile;
   std::string confidence = "0.999999";
   double ulps = 0;
+  bool probabilistic_defects = false;
 };
 
 void add_claim_options(CLI::App& app, ClaimArgs& c, bool reduction) {
@@ -87,6 +88,10 @@ void add_claim_options(CLI::App& app, ClaimArgs& c, bool reduction) {
   app.add_option("--out-rounding", c.out_rounding, "rounding of the output cast")->capture_default_str();
   app.add_option("--confidence", c.confidence, "per-element probability of the probabilistic bound")
       ->capture_default_str();
+  if (reduction)
+    app.add_flag("--probabilistic-defects", c.probabilistic_defects,
+                 "more elements outside the probabilistic bound than chance explains is a defect also under "
+                 "round-to-nearest (default: only under stochastic rounding, where the bound is a theorem)");
 }
 
 /// The claim, with the summation order's own count when a plan or profile gives it.
@@ -95,10 +100,12 @@ struct ClaimSetup {
   std::optional<Profile> profile;
   std::optional<ReductionPlan> plan;
   std::string order = "any order";
+  bool probabilistic_defects = false;  ///< --probabilistic-defects
 };
 
 ClaimSetup make_claim(const ClaimArgs& a, std::int64_t k, bool has_addend, bool products) {
   ClaimSetup s;
+  s.probabilistic_defects = a.probabilistic_defects;
   Claim& c = s.claim;
   c.input = &lookup_format(a.in);
   c.output = &lookup_format(a.out);
@@ -207,10 +214,11 @@ int report(const std::string& op, const ClaimSetup& s, const ReductionBound& b, 
   }
   fmt::print("bound derivation:\n");
   for (const std::string& line : b.derivation) fmt::print("  {}\n", line);
-  if (v.kind != TensorKind::consistent || b.probabilistic_applies)
-    fmt::print("  tensor: a defect if any element is outside the deterministic bound, or if {} or more are outside the "
-               "probabilistic bound (false-alarm probability <= 1e-9)\n",
-               v.chance_threshold);
+  if (b.probabilistic_applies)
+    fmt::print("  tensor: a defect if any element is outside the deterministic bound; {} or more outside the probabilistic "
+               "bound (chance: false-alarm probability <= 1e-9) is {}\n",
+               v.chance_threshold,
+               s.claim.acc.rounding == Rounding::stochastic || s.probabilistic_defects ? "a defect" : "suspicious (evidence, not proof)");
   if (!json_path.empty()) {
     nlohmann::json j = bound_json(b, c);
     j["op"] = op;
@@ -315,6 +323,7 @@ int run_check_matmul(const MatmulArgs& m) {
   ReductionBound b = reduction_bound(s.claim, K, D.has_value(), confidence);
   JudgeOptions jo;
   jo.worst = m.worst;
+  if (m.claim.probabilistic_defects) jo.probabilistic_defects = true;
   std::string extra;
   std::span<const Bits> judged = C.values;
   if (!m.ref.empty()) {
@@ -435,6 +444,7 @@ int run_check_sum(const SumArgs& a) {
     }
   JudgeOptions jo;
   jo.worst = a.worst;
+  if (a.claim.probabilistic_defects) jo.probabilistic_defects = true;
   const Verdict v = judge(s.claim, b, C.values, ref, {outer, inner}, jo);
   return report("sum", s, b, v, inner > 1, a.json, "");
 }

@@ -276,6 +276,42 @@ INSTANTIATE_TEST_SUITE_P(Data, Corpus,
                                            Scenario{Data::wide, 512}),
                          ScenarioName);
 
+// Equal products summed sequentially in fp32 (RNE): legal, but the rounding errors repeat
+// within each binade of the partial sum and grow like n·u, beyond the Higham–Mary model.
+// Probabilistic exceedances alone are then evidence (suspicious), not a defect, unless asked.
+TEST(Verdict, ProbabilisticExceedancesAloneAreNotADefectUnderRne) {
+  const std::int64_t rows = 16, k = 4096;
+  Claim claim;
+  claim.input = &bf16;
+  std::vector<Bits> out;
+  std::vector<ReferenceElement> ref;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    // a product of two bf16 values: 16 significant bits, so k·p needs up to 28 and rounds
+    const float p = static_cast<float>(to_double(bf16, Bits{static_cast<std::uint32_t>(0x3dcd + 3 * r)}) *
+                                       to_double(bf16, Bits{0x3fab}));
+    float s = 0;
+    for (std::int64_t i = 0; i < k; ++i) s += p;  // legal: sequential fp32 RNE
+    const double exact = static_cast<double>(p) * static_cast<double>(k);
+    std::uint32_t u;
+    std::memcpy(&u, &s, 4);
+    out.push_back(Bits{u});
+    const int ee = std::ilogb(exact) - 52;
+    ref.push_back({round_to(fp32, {false, static_cast<std::uint64_t>(std::ldexp(exact, -ee)), ee, false}, {}).bits, exact,
+                   std::fabs(exact)});
+  }
+  const ReductionBound b = reduction_bound(claim, k, false, 1 - 1e-6);
+  const Verdict v = judge(claim, b, out, ref, {rows, 1});
+  EXPECT_EQ(v.counts[3], 0) << "a legal output outside the deterministic bound: the bound is unsound";
+  ASSERT_GT(v.outside_probabilistic, 0) << "the data no longer exercises the case";
+  EXPECT_NE(v.kind, TensorKind::defect) << v.reason;
+  JudgeOptions strict;
+  strict.probabilistic_defects = true;
+  if (v.outside_probabilistic >= v.chance_threshold) {
+    EXPECT_EQ(v.kind, TensorKind::suspicious);
+    EXPECT_EQ(judge(claim, b, out, ref, {rows, 1}, strict).kind, TensorKind::defect);
+  }
+}
+
 TEST(Verdict, ZeroedColumnIsConfinedDefect) {
   const Case c = make_case(16, 256, 16, Data::positive, 5);
   Claim claim;

@@ -183,11 +183,16 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
                            "can produce them",
                            v.counts[3], v.elements);
   } else if (b.probabilistic_applies && v.outside_probabilistic >= v.chance_threshold && v.outside_probabilistic > 0) {
-    v.kind = TensorKind::defect;
+    const bool decisive = opt.probabilistic_defects.value_or(claim.acc.rounding == Rounding::stochastic);
+    v.kind = decisive ? TensorKind::defect : TensorKind::suspicious;
     v.reason = fmt::format("{} of {} elements lie outside the probabilistic bound (confidence {} each); chance explains "
-                           "at most {} at false-alarm probability {:g} (P = {:.3g})",
+                           "at most {} at false-alarm probability {:g} (P = {:.3g}){}",
                            v.outside_probabilistic, v.elements, b.confidence, v.chance_threshold - 1, opt.false_alarm,
-                           v.chance_probability);
+                           v.chance_probability,
+                           decisive ? ""
+                                    : "; all are inside the deterministic bound, and round-to-nearest errors on "
+                                      "structured data (e.g. equal terms) can break the bound's model of independent "
+                                      "errors: evidence, not proof (--probabilistic-defects makes it a defect)");
   } else if (b.probabilistic_applies && v.outside_probabilistic > 0 && v.chance_probability < 1e-3) {
     v.kind = TensorKind::suspicious;
     v.reason = fmt::format("{} elements outside the probabilistic bound (P = {:.3g} by chance), all inside the "

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -80,6 +81,14 @@ struct Verdict {
 struct JudgeOptions {
   double false_alarm = 1e-9;  ///< probability of calling a legal output defective by chance
   int worst = 8;              ///< elements listed
+  /// Whether more elements outside the probabilistic bound than chance explains make the
+  /// tensor a defect (else: suspicious). Default: only for stochastic rounding, whose errors
+  /// are mean-independent by construction (Connolly, Higham & Mary 2021), so the bound is a
+  /// theorem. Under round-to-nearest the Higham–Mary bound rests on a model of independent
+  /// mean-zero errors that structured data breaks: summing equal products sequentially in
+  /// fp32 repeats the same rounding error for a whole binade, so the error grows like n·u, not
+  /// √n·u, and a legal output leaves the probabilistic bound (tests/verdict_corpus_test.cpp).
+  std::optional<bool> probabilistic_defects;
 };
 
 /// Judges `out` (patterns of claim.output) against the oracle under bound `b`.

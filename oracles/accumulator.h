@@ -25,8 +25,10 @@ namespace numfid {
 /// arXiv:1505.05571, 2015). Positive and negative terms go to separate halves, so Σ|terms|
 /// comes for free; four independent copies of the register take consecutive terms so that
 /// the additions do not wait on each other. A term costs a decode, a multiply and two
-/// additions, without a data-dependent branch. The register covers 2^-1011 to 2^909, so a
-/// sum of up to 2^40 products of fp32 values (< 2^296) cannot overflow it.
+/// additions, without a data-dependent branch; where the CPU has AVX2 and F16C, four terms
+/// are decoded, multiplied and split at once (chosen at run time; results are identical).
+/// The register covers 2^-1011 to 2^909, so a sum of up to 2^40 products of fp32 values
+/// (< 2^296) cannot overflow it.
 ///
 /// Special values follow IEEE 754: a NaN term or product (0*inf) makes the sum NaN, as does
 /// +inf together with -inf; otherwise an infinite term makes it infinite. An exact zero sum is

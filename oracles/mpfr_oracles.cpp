@@ -704,7 +704,7 @@ std::vector<OracleValue> norm_rows(const MatrixRef& x, double eps, std::optional
     Mpfr t(kExactPrec);
     exact_op(mpfr_set_d(t.get(), eps, MPFR_RNDN));
     if (rms) {
-      // mean(x²) + eps = (S2 + n eps) / n.
+      // mean(x²) + eps = (S2 + n eps) / n = Q / n.
       exact_op(mpfr_mul_si(t.get(), t.get(), n, MPFR_RNDN));
       exact_op(mpfr_add(q.get(), s2.get(), t.get(), MPFR_RNDN));
     } else {
@@ -756,10 +756,10 @@ std::vector<OracleValue> norm_rows(const MatrixRef& x, double eps, std::optional
         if (gamma) set_input(gm.get(), g[j]);
         if (beta) set_input(bm.get(), bt[j]);
         v = ziv([&](mpfr_prec_t p) {
-          // layernorm: num / sqrt(Q); rmsnorm: num * sqrt(n) / sqrt(Q).
-          Iv den = monotone(mpfr_sqrt, point(q.get(), p), true);
-          Iv val = div(point(num[j].get(), p), den);
-          if (rms) val = mul(val, monotone(mpfr_sqrt, point_si(n, p), true));
+          // layernorm: num / sqrt(Q); rmsnorm: num / sqrt(Q / n). One square root of a
+          // dyadic number (exact when it is a square), so that exact results are proved exact.
+          const Iv radicand = rms ? div(point(q.get(), p), point_si(n, p)) : point(q.get(), p);
+          Iv val = div(point(num[j].get(), p), monotone(mpfr_sqrt, radicand, true));
           if (gamma) val = mul(val, point(gm.get(), p));
           if (beta) val = add(val, point(bm.get(), p));
           return val;

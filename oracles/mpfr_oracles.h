@@ -121,8 +121,9 @@ std::vector<OracleValue> oracle_layernorm(const MatrixRef& x, double eps, std::o
                                           std::optional<VectorRef> beta, const FormatSpec& out,
                                           const RoundOptions& o = {});
 
-/// RMS normalisation of each row: x_i / sqrt(mean_j x_j² + eps) * gamma_i. Specials as
-/// oracle_layernorm (an all-zero row with eps = 0 is NaN). abs_sum = Σ x_j², max_abs = max x_j².
+/// RMS normalisation of each row: x_i / sqrt(mean_j x_j² + eps) * gamma_i, evaluated as
+/// x_i / sqrt((Σx² + n eps) / n). Specials as oracle_layernorm (an all-zero row with eps = 0
+/// is NaN). abs_sum = Σ x_j², max_abs = max x_j².
 std::vector<OracleValue> oracle_rmsnorm(const MatrixRef& x, double eps, std::optional<VectorRef> gamma,
                                         const FormatSpec& out, const RoundOptions& o = {});
 

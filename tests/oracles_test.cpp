@@ -280,6 +280,7 @@ TEST(OracleKnownValues, Norms) {
     const auto y = oracle_layernorm(MatrixRef{&fp32, row, 1, 2}, 0.0, std::nullopt, std::nullopt, fp32);
     EXPECT_EQ(y[0].result, (Result{Bits{0x3f800000}, status_ok}));
     EXPECT_EQ(y[1].result, (Result{Bits{0xbf800000}, status_ok}));
+    EXPECT_FALSE(y[0].exact.presumed_exact);
   }
   {
     SCOPED_TRACE("rmsnorm [2, 2] * gamma [3, -0.5]: exactly [3, -0.5]");
@@ -288,6 +289,7 @@ TEST(OracleKnownValues, Norms) {
     const auto y = oracle_rmsnorm(MatrixRef{&fp32, row, 1, 2}, 0.0, VectorRef{&fp32, g}, fp32);
     EXPECT_EQ(y[0].result.bits, f32(3.0f));
     EXPECT_EQ(y[1].result.bits, f32(-0.5f));
+    EXPECT_FALSE(y[0].exact.presumed_exact);  // proved exact, not taken at the precision cap
     EXPECT_EQ(y[0].exact.abs_sum, 8.0);
     EXPECT_EQ(y[0].exact.max_abs, 4.0);
   }

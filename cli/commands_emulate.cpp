@@ -140,7 +140,19 @@ int run_emulate(const EmulateArgs& e, bool dot) {
   std::vector<Bits> d;
   std::optional<MatrixView> cv;
   if (C) cv = MatrixView{fc, C->values, dot ? M : M, dot ? 1 : N};
-  if (dot) {
+  if (dot && p && p->model == ProfileModel::tensor_engine) {
+    // Row r is a 1×K · K×1 product on the Tensor Engine (casts, double-row mode and PSUM included).
+    TensorEngineModel te = tensor_engine_for(*p, fa);
+    te.output = &fout;
+    te.output_rounding = m.output_rounding;
+    d.resize(static_cast<std::size_t>(M));
+    for (std::int64_t r = 0; r < M; ++r) {
+      const auto row = [&](const std::vector<Bits>& v) { return std::span<const Bits>(v).subspan(static_cast<std::size_t>(r * K), static_cast<std::size_t>(K)); };
+      std::optional<MatrixView> cr;
+      if (cv) cr = MatrixView{fc, cv->data.subspan(static_cast<std::size_t>(r), 1), 1, 1};
+      d[static_cast<std::size_t>(r)] = tensor_engine_matmul(te, {&fa, row(A.values), 1, K}, {&fb, row(B.values), K, 1}, cr)[0];
+    }
+  } else if (dot) {
     d = emulate_dot_rows({&fa, A.values, M, K}, {&fb, B.values, M, K}, cv, m);
   } else if (p && p->model == ProfileModel::tensor_engine) {
     TensorEngineModel te = tensor_engine_for(*p, fa);

@@ -3,7 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <bit>
-#include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -55,8 +55,12 @@ void floor_loop(const std::uint32_t* src, Out* dst, std::size_t n) {
   floor_loop_portable(src, dst, n);
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+/// CPU time of this thread, in seconds. The paired timings below use it rather than wall
+/// time: on a shared machine wall time also counts the slices other processes run in.
+double thread_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 /// The floor alone (items_per_second of the move).
@@ -73,9 +77,9 @@ void BM_floor(benchmark::State& state) {
 }
 
 /// fp32 -> `to` on one path. Every iteration first runs the floor over the same bytes, then
-/// the conversion; only the conversion is the iteration time (manual time), and
-/// ratio_to_floor = (floor time) / (conversion time) over the same iterations, so that both
-/// see the same load on a shared machine.
+/// the conversion; only the conversion's thread CPU time is the iteration time (manual
+/// time, so items_per_second is the conversion's), and ratio_to_floor = (floor time) /
+/// (conversion time) over the same iterations, so that both see the same load.
 template <typename Out>
 void BM_narrow(benchmark::State& state, const numfid::FormatSpec* to, numfid::RoundOptions o, BulkPath path) {
   const auto& src = inputs();
@@ -83,15 +87,15 @@ void BM_narrow(benchmark::State& state, const numfid::FormatSpec* to, numfid::Ro
   double floor_s = 0;
   double conv_s = 0;
   for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_seconds();
     floor_loop(src.data(), dst.data(), src.size());
     benchmark::ClobberMemory();
-    floor_s += seconds_since(t0);
-    const auto t1 = std::chrono::steady_clock::now();
+    const double t1 = thread_seconds();
+    floor_s += t1 - t0;
     numfid::convert_from_fp32(*to, std::span<const std::uint32_t>(src), std::span<Out>(dst), o, path);
     benchmark::DoNotOptimize(dst.data());
     benchmark::ClobberMemory();
-    const double s = seconds_since(t1);
+    const double s = thread_seconds() - t1;
     conv_s += s;
     state.SetIterationTime(s);
   }
@@ -111,15 +115,15 @@ void BM_widen(benchmark::State& state, const numfid::FormatSpec* from, BulkPath 
   double floor_s = 0;
   double conv_s = 0;
   for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_seconds();
     for (std::size_t i = 0; i < src.size(); ++i) dst[i] = std::uint32_t{src[i]} << (32 - 8 * sizeof(In));
     benchmark::ClobberMemory();
-    floor_s += seconds_since(t0);
-    const auto t1 = std::chrono::steady_clock::now();
+    const double t1 = thread_seconds();
+    floor_s += t1 - t0;
     numfid::convert_to_fp32(*from, std::span<const In>(src), std::span<std::uint32_t>(dst), {}, path);
     benchmark::DoNotOptimize(dst.data());
     benchmark::ClobberMemory();
-    const double s = seconds_since(t1);
+    const double s = thread_seconds() - t1;
     conv_s += s;
     state.SetIterationTime(s);
   }

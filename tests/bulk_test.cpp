@@ -8,6 +8,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -146,6 +147,8 @@ std::vector<SweepCase> sweep_cases() {
   }
   return out;
 }
+
+void PrintTo(const SweepCase& c, std::ostream* os) { *os << c.to->name << " " << describe(c.o); }
 
 class BulkSweep : public ::testing::TestWithParam<SweepCase> {};
 

@@ -24,29 +24,6 @@ namespace {
 
 // ------------------------------------------------------------------- shared arguments
 
-/// A tensor operand: FILE or FILE.safetensors:NAME, with the format its values claim.
-struct Loaded {
-  Tensor tensor;
-  std::vector<Bits> values;
-};
-
-Loaded load(const std::string& spec, const FormatSpec& declared, const char* what) {
-  std::string path = spec, name;
-  const std::size_t colon = spec.rfind(':');
-  if (colon != std::string::npos && spec.substr(0, colon).ends_with(".safetensors")) {
-    path = spec.substr(0, colon);
-    name = spec.substr(colon + 1);
-  }
-  try {
-    Loaded l;
-    l.tensor = read_tensor(path, name);
-    l.values = tensor_values(l.tensor, declared);
-    return l;
-  } catch (const InputError& e) {
-    throw UsageError(fmt::format("{}: {}", what, e.what()));
-  }
-}
-
 double parse_confidence(const std::string& s) {
   try {
     std::size_t used = 0;
@@ -55,11 +32,6 @@ double parse_confidence(const std::string& s) {
   } catch (const std::exception&) {
   }
   throw UsageError(fmt::format("--confidence '{}' must be a probability strictly between 0 and 1 (e.g. 0.999999)", s));
-}
-
-Rounding parse_mode(const std::string& s, const char* option) {
-  if (const auto r = parse_rounding(s)) return *r;
-  throw UsageError(fmt::format("{} '{}': unknown rounding mode (known: rne, rtz, rup, rdn, rna, stochastic)", option, s));
 }
 
 /// What the claim options say, before they are turned into a Claim.
@@ -288,18 +260,18 @@ int run_check_matmul(const MatmulArgs& m) {
   const FormatSpec& fa = lookup_format(m.claim.in);
   const FormatSpec& fb = m.claim.in_b.empty() ? fa : lookup_format(m.claim.in_b);
   const FormatSpec& fout = lookup_format(m.claim.out);
-  const Loaded A = load(m.a, fa, "--a"), B = load(m.b, fb, "--b"), C = load(m.c, fout, "--c");
+  const Operand A = load_operand(m.a, fa, "--a"), B = load_operand(m.b, fb, "--b"), C = load_operand(m.c, fout, "--c");
   MatmulShape sh;
   try {
     sh = check_matmul_shapes(A.tensor, B.tensor, &C.tensor);
   } catch (const InputError& e) {
     throw UsageError(e.what());
   }
-  std::optional<Loaded> D;
+  std::optional<Operand> D;
   const FormatSpec* fd = nullptr;
   if (!m.addend.empty()) {
     fd = &lookup_format(m.addend_format.empty() ? m.claim.acc : m.addend_format);
-    D = load(m.addend, *fd, "--addend");
+    D = load_operand(m.addend, *fd, "--addend");
     if (D->values.size() != static_cast<std::size_t>(sh.m * sh.n))
       throw UsageError(fmt::format("--addend {}: {} elements, expected M×N = {}×{}", m.addend, D->values.size(), sh.m, sh.n));
   }
@@ -330,7 +302,7 @@ int run_check_matmul(const MatmulArgs& m) {
     // Cross-platform: C (from the platform of --profile / the claim) against a reference
     // output R from another platform (--ref-profile): |C - R| <= bound_A + bound_B.
     if (m.ref_profile.empty()) throw UsageError("--ref needs --ref-profile (the platform that produced the reference)");
-    const Loaded R = load(m.ref, fout, "--ref");
+    const Operand R = load_operand(m.ref, fout, "--ref");
     if (R.values.size() != C.values.size()) throw UsageError("--ref: shape differs from --c");
     ClaimArgs ra = m.claim;
     ra.profile = m.ref_profile;
@@ -379,6 +351,7 @@ int run_check_matmul(const MatmulArgs& m) {
     rm.acc.products_rounded = s.claim.acc.products_rounded;
     rm.output = &fout;
     rm.output_rounding.rounding = s.claim.output_rounding;
+    if (s.plan) rm.plan = *s.plan;
     const bool cheap = s.plan && matmul_fast_path(rm, fa, fb);
     if (cheap || M * N * K <= (std::int64_t{1} << 26)) {
       std::optional<MatrixView> dv;
@@ -420,7 +393,7 @@ struct SumArgs {
 int run_check_sum(const SumArgs& a) {
   const FormatSpec& fin = lookup_format(a.claim.in);
   const FormatSpec& fout = lookup_format(a.claim.out);
-  const Loaded X = load(a.x, fin, "--x"), C = load(a.c, fout, "--c");
+  const Operand X = load_operand(a.x, fin, "--x"), C = load_operand(a.c, fout, "--c");
   const auto& shape = X.tensor.shape;
   if (shape.empty()) throw UsageError(fmt::format("--x {}: a scalar has nothing to sum", a.x));
   const int rank = static_cast<int>(shape.size());
@@ -464,22 +437,22 @@ int run_check_rows(const RowArgs& a) {
     throw UsageError(fmt::format("check {}: give the claimed accuracy with --ulps N (0.5 = correctly rounded)", a.op));
   const FormatSpec& fin = lookup_format(a.claim.in);
   const FormatSpec& fout = lookup_format(a.claim.out);
-  const Loaded X = load(a.x, fin, "--x"), C = load(a.c, fout, "--c");
+  const Operand X = load_operand(a.x, fin, "--x"), C = load_operand(a.c, fout, "--c");
   if (X.values.size() != C.values.size())
     throw UsageError(fmt::format("--c {}: {} elements, --x has {}", a.c, C.values.size(), X.values.size()));
   const auto& shape = X.tensor.shape;
   const std::size_t cols = shape.empty() ? 1 : static_cast<std::size_t>(shape.back());
   const std::size_t rows = cols == 0 ? 0 : X.values.size() / cols;
   const MatrixRef xr{&fin, X.values, rows, cols};
-  std::optional<Loaded> G, Bt;
+  std::optional<Operand> G, Bt;
   std::optional<VectorRef> gv, bv;
   if (!a.gamma.empty()) {
-    G = load(a.gamma, fin, "--gamma");
+    G = load_operand(a.gamma, fin, "--gamma");
     if (G->values.size() != cols) throw UsageError(fmt::format("--gamma: {} elements, rows have {}", G->values.size(), cols));
     gv = VectorRef{&fin, G->values};
   }
   if (!a.beta.empty()) {
-    Bt = load(a.beta, fin, "--beta");
+    Bt = load_operand(a.beta, fin, "--beta");
     if (Bt->values.size() != cols) throw UsageError(fmt::format("--beta: {} elements, rows have {}", Bt->values.size(), cols));
     bv = VectorRef{&fin, Bt->values};
   }

@@ -19,33 +19,6 @@ struct EmulateArgs {
   std::uint64_t seed = 0;
 };
 
-struct Operand {
-  Tensor tensor;
-  std::vector<Bits> values;
-};
-
-Operand load(const std::string& spec, const FormatSpec& declared, const char* what) {
-  std::string path = spec, name;
-  const std::size_t colon = spec.rfind(':');
-  if (colon != std::string::npos && spec.substr(0, colon).ends_with(".safetensors")) {
-    path = spec.substr(0, colon);
-    name = spec.substr(colon + 1);
-  }
-  try {
-    Operand o;
-    o.tensor = read_tensor(path, name);
-    o.values = tensor_values(o.tensor, declared);
-    return o;
-  } catch (const InputError& e) {
-    throw UsageError(fmt::format("{}: {}", what, e.what()));
-  }
-}
-
-Rounding mode(const std::string& s, const char* option) {
-  if (const auto r = parse_rounding(s)) return *r;
-  throw UsageError(fmt::format("{} '{}': unknown rounding mode (known: rne, rtz, rup, rdn, rna, stochastic)", option, s));
-}
-
 void write_output(const EmulateArgs& e, const FormatSpec& fout, std::vector<std::int64_t> shape, const std::vector<Bits>& d,
                   const std::string& what) {
   try {
@@ -67,7 +40,7 @@ int run_block_fma(const EmulateArgs& e, const Profile& p, const FormatSpec& fa, 
   if (!m) throw UsageError(fmt::format("profile {} has no tensor-core model for {} inputs (it has {})", p.name, fa.name, variant_names(p)));
   const std::int64_t M = sh.m, K = sh.k, N = dot ? 1 : sh.n;
   RoundOptions o;
-  o.rounding = mode(e.out_rounding, "--out-rounding");
+  o.rounding = parse_mode(e.out_rounding, "--out-rounding");
   o.seed = e.seed;
   std::vector<Bits> d(static_cast<std::size_t>(M * N)), arow(static_cast<std::size_t>(K)), bcol(static_cast<std::size_t>(K));
   for (std::int64_t i = 0; i < M; ++i)
@@ -93,13 +66,13 @@ int run_emulate(const EmulateArgs& e, bool dot) {
   if (e.plan.empty() == e.profile.empty()) throw UsageError("give exactly one of --plan P or --profile NAME");
   if (!e.output.ends_with(".npy") && !e.output.ends_with(".safetensors"))
     throw UsageError(fmt::format("--output {}: the file name must end in .npy or .safetensors", e.output));
-  const Operand A = load(e.a, fa, "--a"), B = load(e.b, fb, "--b");
+  const Operand A = load_operand(e.a, fa, "--a"), B = load_operand(e.b, fb, "--b");
   std::optional<Operand> C;
   MatmulShape sh;
   try {
     if (!e.c.empty()) {
       const FormatSpec& fc = lookup_format(e.c_format.empty() ? (e.profile.empty() ? e.acc : std::string("fp32")) : e.c_format);
-      C = load(e.c, fc, "--c");
+      C = load_operand(e.c, fc, "--c");
       C->tensor.source = e.c;
     }
     sh = dot ? check_rowwise_dot_shapes(A.tensor, B.tensor, C ? &C->tensor : nullptr)
@@ -110,12 +83,12 @@ int run_emulate(const EmulateArgs& e, bool dot) {
   const FormatSpec* fc = C ? &lookup_format(e.c_format.empty() ? (e.profile.empty() ? e.acc : std::string("fp32")) : e.c_format) : nullptr;
   ReductionModel m;
   m.acc.format = &lookup_format(e.acc);
-  m.acc.rounding.rounding = mode(e.acc_rounding, "--acc-rounding");
+  m.acc.rounding.rounding = parse_mode(e.acc_rounding, "--acc-rounding");
   m.acc.rounding.ftz = e.ftz;
   m.acc.rounding.seed = e.seed;
   m.acc.products_rounded = e.products_rounded;
   m.output = &fout;
-  m.output_rounding.rounding = mode(e.out_rounding, "--out-rounding");
+  m.output_rounding.rounding = parse_mode(e.out_rounding, "--out-rounding");
   m.output_rounding.seed = e.seed;
   std::optional<Profile> p;
   if (!e.plan.empty()) {

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "formats/bulk.h"
 #include "numerics/plan.h"
 
 namespace numfid {
@@ -42,5 +43,21 @@ std::vector<Bits> emulate_sum(const MatrixView& x, int axis, const ReductionMode
 
 /// True if emulate_matmul takes its vectorised path for this model and these formats.
 bool matmul_fast_path(const ReductionModel& m, const FormatSpec& a, const FormatSpec& b);
+
+namespace detail {
+// Hooks for tests and benchmarks: the matmul kernel paths one by one.
+
+/// True if this CPU can run the fp32 matmul kernel of `path`.
+bool matmul_path_available(BulkPath path);
+
+/// emulate_matmul with its vectorised path forced to `path` (the model must take the fast path).
+std::vector<Bits> emulate_matmul_on(BulkPath path, const MatrixView& a, const MatrixView& b,
+                                    const std::optional<MatrixView>& c, const ReductionModel& m);
+
+/// The kernel alone on fp32 values: D (M×N) = [D +] A·B, sums sequential in k within tiles of
+/// `tile` (tile sums folded in order), D's old contents the addend when `addend_in_d`.
+void matmul_fp32(const float* a, const float* b, float* d, std::int64_t M, std::int64_t K, std::int64_t N,
+                 std::int64_t tile, bool addend_in_d, BulkPath path);
+}  // namespace detail
 
 }  // namespace numfid

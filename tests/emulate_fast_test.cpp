@@ -20,14 +20,6 @@
 #endif
 #include <cfenv>
 
-namespace numfid::detail {
-// Defined in numerics/emulate.cpp for tests and benchmarks (not part of emulate.h).
-bool matmul_path_available(BulkPath path);
-std::vector<Bits> emulate_matmul_on(BulkPath path, const MatrixView& a, const MatrixView& b,
-                                    const std::optional<MatrixView>& c, const ReductionModel& m);
-void matmul_fp32(const float* a, const float* b, float* d, std::int64_t M, std::int64_t K, std::int64_t N,
-                 std::int64_t tile, bool addend_in_d, BulkPath path);
-}  // namespace numfid::detail
 
 namespace numfid {
 namespace {

@@ -1,8 +1,9 @@
 # Verdict corpus (tests/verdict_corpus_test.cpp): legal and defective matmul outputs judged by
-# numfid, torch.assert_close and numpy.allclose defaults. The default test runs a reduced corpus
-# (8×8 outputs, K 64/1024/4096; about 10 s in Release); the full one (16×16, K up to 16384)
-# is labelled exhaustive and prints the table of docs/verdict.md. OpenBLAS (pkg-config
-# openblas, Debian libopenblas-dev) adds cblas_sgemm as one more legal source when present.
+# numfid, torch.assert_close and numpy.allclose defaults. The default test (VerdictCorpus.
+# ReducedCorpus: 8×8 outputs, K 64/1024/4096) takes about 8 s of CPU in Release; the full one
+# (VerdictCorpus.FullCorpus: 16×16, K up to 16384, about 5 min) is labelled exhaustive and
+# prints the tables of docs/verdict.md. OpenBLAS (pkg-config openblas, Debian libopenblas-dev)
+# adds cblas_sgemm as one more legal source when present.
 pkg_check_modules(OPENBLAS IMPORTED_TARGET openblas)
 foreach(variant verdict_corpus_test verdict_corpus_exhaustive_test)
   if(variant STREQUAL verdict_corpus_test)

@@ -35,7 +35,10 @@ namespace {
 /// Results of the special cases for a narrowing conversion, magnitudes (sign added later).
 struct NarrowParams {
   std::int32_t max_enc;     ///< pattern of +max finite: larger rounded patterns overflow
-  std::int32_t ovf_enc;     ///< what a finite overflow gives under the options
+  /// What a finite overflow gives under the options: max_enc or max_enc + 1 (the inf or
+  /// NaN pattern sits just above max finite in every format with a kernel), so that
+  /// overflow is one min(r, ovf_enc). Other formats would take the scalar path.
+  std::int32_t ovf_enc;
   std::int32_t inf_enc;     ///< what +inf gives (used when it differs from ovf_enc)
   std::int32_t nan_enc;     ///< what a NaN gives (canonical NaN)
   std::int32_t zero_below;  ///< |fp32 pattern| below this gives ±0: DAZ and FTZ (0 = neither)
@@ -49,14 +52,14 @@ struct NarrowParams {
 /// 1.m * 2^(e - 127)), clamped to 31, where every value rounds to 0. Overflow, +inf and NaN
 /// all end with a huge rounded pattern; the selects after the rounding replace it.
 /// kInf: +inf needs its own select (its result differs from a finite overflow's, as under
-/// rtz with IEEE overflow).
-template <const FormatSpec& F, bool kRne, bool kInf>
+/// rtz with IEEE overflow). kFlush: DAZ or FTZ is on (p.zero_below > 0).
+template <const FormatSpec& F, bool kRne, bool kInf, bool kFlush>
 [[gnu::always_inline]] inline std::uint32_t narrow_one(std::uint32_t x, const NarrowParams& p) {
   constexpr int M = mantissa_bits(F);
   constexpr int B = F.bias;
   const std::uint32_t sign = (x >> 31) << (F.bits - 1);
   std::int32_t a = static_cast<std::int32_t>(x & 0x7fffffffu);
-  a = a < p.zero_below ? 0 : a;
+  if constexpr (kFlush) a = a < p.zero_below ? 0 : a;
   std::int32_t op;
   std::int32_t d;
   if constexpr (B == 127) {
@@ -82,7 +85,7 @@ template <const FormatSpec& F, bool kRne, bool kInf>
   } else {
     r = op >> d;
   }
-  r = r > p.max_enc ? p.ovf_enc : r;
+  r = r < p.ovf_enc ? r : p.ovf_enc;
   if constexpr (kInf) r = a == 0x7f800000 ? p.inf_enc : r;
   r = a > 0x7f800000 ? p.nan_enc : r;
   const auto ur = static_cast<std::uint32_t>(r);
@@ -153,14 +156,14 @@ template <const FormatSpec& F>
 // one kernel without type punning; the parameters are copied to locals so that the stores
 // (uint8_t may alias anything) do not force reloads inside the loop.
 
-template <const FormatSpec& F, bool kRne, bool kInf, typename Out>
+template <const FormatSpec& F, bool kRne, bool kInf, bool kFlush, typename Out>
 [[gnu::always_inline]] inline void narrow_loop(const unsigned char* __restrict src, Out* __restrict dst,
                                                std::size_t n, const NarrowParams& params) {
   const NarrowParams p = params;
   for (std::size_t i = 0; i < n; ++i) {
     std::uint32_t x;
     std::memcpy(&x, src + 4 * i, 4);
-    dst[i] = static_cast<Out>(narrow_one<F, kRne, kInf>(x, p));
+    dst[i] = static_cast<Out>(narrow_one<F, kRne, kInf, kFlush>(x, p));
   }
 }
 
@@ -176,22 +179,22 @@ template <const FormatSpec& F, typename In>
 
 // One copy of each loop per path; distinct names, since GCC treats same-named functions
 // with different target attributes as multiversioned.
-template <const FormatSpec& F, bool kRne, bool kInf, typename Out>
+template <const FormatSpec& F, bool kRne, bool kInf, bool kFlush, typename Out>
 void narrow_portable(const unsigned char* src, Out* dst, std::size_t n, const NarrowParams& p) {
-  narrow_loop<F, kRne, kInf, Out>(src, dst, n, p);
+  narrow_loop<F, kRne, kInf, kFlush, Out>(src, dst, n, p);
 }
 template <const FormatSpec& F, typename In>
 void widen_portable(const In* src, unsigned char* dst, std::size_t n, const WidenParams& p) {
   widen_loop<F, In>(src, dst, n, p);
 }
 #if NUMFID_BULK_X86
-template <const FormatSpec& F, bool kRne, bool kInf, typename Out>
+template <const FormatSpec& F, bool kRne, bool kInf, bool kFlush, typename Out>
 NUMFID_TARGET_AVX2 void narrow_avx2(const unsigned char* src, Out* dst, std::size_t n, const NarrowParams& p) {
-  narrow_loop<F, kRne, kInf, Out>(src, dst, n, p);
+  narrow_loop<F, kRne, kInf, kFlush, Out>(src, dst, n, p);
 }
-template <const FormatSpec& F, bool kRne, bool kInf, typename Out>
+template <const FormatSpec& F, bool kRne, bool kInf, bool kFlush, typename Out>
 NUMFID_TARGET_AVX512 void narrow_avx512(const unsigned char* src, Out* dst, std::size_t n, const NarrowParams& p) {
-  narrow_loop<F, kRne, kInf, Out>(src, dst, n, p);
+  narrow_loop<F, kRne, kInf, kFlush, Out>(src, dst, n, p);
 }
 template <const FormatSpec& F, typename In>
 NUMFID_TARGET_AVX2 void widen_avx2(const In* src, unsigned char* dst, std::size_t n, const WidenParams& p) {
@@ -208,14 +211,21 @@ using NarrowFn = void (*)(const unsigned char*, Out*, std::size_t, const NarrowP
 template <typename In>
 using WidenFn = void (*)(const In*, unsigned char*, std::size_t, const WidenParams&);
 
-template <const FormatSpec& F, bool kRne, bool kInf, typename Out>
+/// The kernel variants of one format and path, indexed by the run-time choices.
+struct NarrowChoice {
+  bool rne;
+  bool inf;    ///< +inf needs its own select
+  bool flush;  ///< DAZ or FTZ
+};
+
+template <const FormatSpec& F, bool kRne, bool kInf, bool kFlush, typename Out>
 NarrowFn<Out> narrow_for_path(BulkPath path) {
 #if NUMFID_BULK_X86
-  if (path == BulkPath::avx512) return &narrow_avx512<F, kRne, kInf, Out>;
-  if (path == BulkPath::avx2) return &narrow_avx2<F, kRne, kInf, Out>;
+  if (path == BulkPath::avx512) return &narrow_avx512<F, kRne, kInf, kFlush, Out>;
+  if (path == BulkPath::avx2) return &narrow_avx2<F, kRne, kInf, kFlush, Out>;
 #endif
   (void)path;
-  return &narrow_portable<F, kRne, kInf, Out>;
+  return &narrow_portable<F, kRne, kInf, kFlush, Out>;
 }
 
 template <const FormatSpec& F, typename In>
@@ -228,26 +238,31 @@ WidenFn<In> widen_for_path(BulkPath path) {
   return &widen_portable<F, In>;
 }
 
+template <const FormatSpec& F, bool kRne, bool kInf, typename Out>
+NarrowFn<Out> narrow_flush(bool flush, BulkPath path) {
+  return flush ? narrow_for_path<F, kRne, kInf, true, Out>(path) : narrow_for_path<F, kRne, kInf, false, Out>(path);
+}
+
 template <const FormatSpec& F, typename Out>
-NarrowFn<Out> narrow_kernel(Rounding r, bool inf_select, BulkPath path) {
-  if (r == Rounding::rne)
-    return inf_select ? narrow_for_path<F, true, true, Out>(path) : narrow_for_path<F, true, false, Out>(path);
-  return inf_select ? narrow_for_path<F, false, true, Out>(path) : narrow_for_path<F, false, false, Out>(path);
+NarrowFn<Out> narrow_kernel(NarrowChoice c, BulkPath path) {
+  if (c.rne)
+    return c.inf ? narrow_flush<F, true, true, Out>(c.flush, path) : narrow_flush<F, true, false, Out>(c.flush, path);
+  return c.inf ? narrow_flush<F, false, true, Out>(c.flush, path) : narrow_flush<F, false, false, Out>(c.flush, path);
 }
 
 bool same(const FormatSpec& a, const FormatSpec& b) { return a.name == b.name; }
 
 /// The narrowing kernel for (to, rounding, path), or nullptr where there is none.
-NarrowFn<std::uint16_t> narrow16(const FormatSpec& to, Rounding r, bool inf, BulkPath path) {
-  if (same(to, bf16)) return narrow_kernel<bf16, std::uint16_t>(r, inf, path);
-  if (same(to, fp16)) return narrow_kernel<fp16, std::uint16_t>(r, inf, path);
+NarrowFn<std::uint16_t> narrow16(const FormatSpec& to, NarrowChoice c, BulkPath path) {
+  if (same(to, bf16)) return narrow_kernel<bf16, std::uint16_t>(c, path);
+  if (same(to, fp16)) return narrow_kernel<fp16, std::uint16_t>(c, path);
   return nullptr;
 }
-NarrowFn<std::uint8_t> narrow8(const FormatSpec& to, Rounding r, bool inf, BulkPath path) {
-  if (same(to, fp8_e4m3)) return narrow_kernel<fp8_e4m3, std::uint8_t>(r, inf, path);
-  if (same(to, fp8_e5m2)) return narrow_kernel<fp8_e5m2, std::uint8_t>(r, inf, path);
-  if (same(to, fp8_e4m3fnuz)) return narrow_kernel<fp8_e4m3fnuz, std::uint8_t>(r, inf, path);
-  if (same(to, fp8_e5m2fnuz)) return narrow_kernel<fp8_e5m2fnuz, std::uint8_t>(r, inf, path);
+NarrowFn<std::uint8_t> narrow8(const FormatSpec& to, NarrowChoice c, BulkPath path) {
+  if (same(to, fp8_e4m3)) return narrow_kernel<fp8_e4m3, std::uint8_t>(c, path);
+  if (same(to, fp8_e5m2)) return narrow_kernel<fp8_e5m2, std::uint8_t>(c, path);
+  if (same(to, fp8_e4m3fnuz)) return narrow_kernel<fp8_e4m3fnuz, std::uint8_t>(c, path);
+  if (same(to, fp8_e5m2fnuz)) return narrow_kernel<fp8_e5m2fnuz, std::uint8_t>(c, path);
   return nullptr;
 }
 WidenFn<std::uint16_t> widen16(const FormatSpec& from, BulkPath path) {
@@ -371,16 +386,18 @@ void from_fp32(const FormatSpec& to, std::span<const In> src, std::span<Out> dst
   const BulkPath p = resolve(path);
   NarrowFn<Out> fn = nullptr;
   NarrowParams params{};
-  const auto pick = [&](bool inf_select) {
+  const auto pick = [&](NarrowChoice c) {
     if constexpr (sizeof(Out) == 2) {
-      return narrow16(to, o.rounding, inf_select, p);
+      return narrow16(to, c, p);
     } else {
-      return narrow8(to, o.rounding, inf_select, p);
+      return narrow8(to, c, p);
     }
   };
-  if (narrow_rounding_fast(o) && !src.empty() && pick(false) != nullptr) {
+  if (narrow_rounding_fast(o) && !src.empty() && pick({}) != nullptr) {
     params = make_narrow_params(to, o);
-    fn = pick(params.inf_enc != params.ovf_enc);
+    const std::int32_t above_max = params.ovf_enc - params.max_enc;
+    if (above_max == 0 || above_max == 1)
+      fn = pick({o.rounding == Rounding::rne, params.inf_enc != params.ovf_enc, params.zero_below > 0});
   }
   if (fn == nullptr) return scalar_loop(fp32, to, src.data(), dst.data(), src.size(), o);
   fn(reinterpret_cast<const unsigned char*>(src.data()), dst.data(), src.size(), params);
@@ -447,8 +464,8 @@ bool bulk_is_fast(const FormatSpec& from, const FormatSpec& to, const RoundOptio
   using namespace detail;
   if (same(from, fp32))
     return narrow_rounding_fast(o) &&
-           (narrow16(to, Rounding::rne, false, BulkPath::portable) != nullptr ||
-            narrow8(to, Rounding::rne, false, BulkPath::portable) != nullptr);
+           (narrow16(to, {}, BulkPath::portable) != nullptr ||
+            narrow8(to, {}, BulkPath::portable) != nullptr);
   // Widening is exact: the rounding mode never matters.
   return same(to, fp32) &&
          (widen16(from, BulkPath::portable) != nullptr || widen8(from, BulkPath::portable) != nullptr);

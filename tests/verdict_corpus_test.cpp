@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <random>
 #include <string>

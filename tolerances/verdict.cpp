@@ -81,9 +81,12 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
             {"narrow-accumulator",
              fmt::format("median error beyond the output rounding = {:.3g}·Σ|terms| on every element alike, {:.0f}× "
                          "the √n·u = {:.3g} that rounding errors of the claimed {} accumulator reach at n = {}: "
-                         "partial sums are held in fewer bits than claimed",
+                         "partial sums are held in fewer bits than claimed{}",
                          median, u_eff / b.u_acc, std::sqrt(static_cast<double>(b.roundings)) * b.u_acc,
-                         claim.acc.format->name, b.roundings)});
+                         claim.acc.format->name, b.roundings,
+                         v.counts[3] > 0 ? ""
+                                         : " — or structured data (e.g. equal terms) whose rounding errors do not "
+                                           "cancel: no element is outside the deterministic bound")});
       }
     }
   }

@@ -82,7 +82,9 @@ template <const FormatSpec& F, bool kRne, bool kInf, bool kFlush>
   std::int32_t r;
   if constexpr (kRne) {
     // Round half to even: add half - 1, plus 1 when the kept lsb is odd (ties go up to even).
-    r = (op + (0x7fffffff >> (32 - d)) + ((op >> d) & 1)) >> d;
+    // Unsigned: for bf16 a NaN's op + 0x7fff can pass 2^31.
+    const auto uop = static_cast<std::uint32_t>(op);
+    r = static_cast<std::int32_t>((uop + (0x7fffffffu >> (32 - d)) + ((uop >> d) & 1u)) >> d);
   } else {
     r = op >> d;
   }

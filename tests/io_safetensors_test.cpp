@@ -28,7 +28,7 @@ using Bytes = std::vector<std::byte>;
 
 Bytes bytes_of(std::string_view s) {
   Bytes b(s.size());
-  std::memcpy(b.data(), s.data(), s.size());
+  if (!s.empty()) std::memcpy(b.data(), s.data(), s.size());  // an empty vector's data() may be null
   return b;
 }
 

@@ -12,11 +12,6 @@ using u128 = uint128;
 
 namespace {
 
-int bit_length(u128 v) {
-  const auto hi = static_cast<std::uint64_t>(v >> 64);
-  if (hi != 0) return 128 - std::countl_zero(hi);
-  return 64 - std::countl_zero(static_cast<std::uint64_t>(v));
-}
 
 /// An operand: its class after DAZ, and its exact value.
 struct Operand {

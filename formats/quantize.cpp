@@ -22,11 +22,6 @@ constexpr FormatSpec uint32_magnitude{"uint32", FormatKind::integer, 32, 0, 0, 0
                                       NonFinite::finite_only, NanEncoding::none, false,
                                       "numfid internal: magnitude of a rounded quotient"};
 
-int bit_length(u128 v) {
-  const auto hi = static_cast<std::uint64_t>(v >> 64);
-  if (hi != 0) return 128 - std::countl_zero(hi);
-  return 64 - std::countl_zero(static_cast<std::uint64_t>(v));
-}
 
 std::int64_t int_min(const FormatSpec& f) { return f.is_signed ? -(std::int64_t{1} << (f.bits - 1)) : 0; }
 std::int64_t int_max(const FormatSpec& f) {

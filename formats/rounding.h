@@ -2,6 +2,7 @@
 // stochastic rounding, and the one routine that rounds an exact value into any format.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -12,6 +13,13 @@ namespace numfid {
 
 /// 128-bit unsigned integer (a GCC/Clang extension; `__extension__` keeps -Wpedantic quiet).
 __extension__ typedef unsigned __int128 uint128;
+
+/// Number of significant bits of `v` (0 for 0).
+constexpr int bit_length(uint128 v) {
+  const auto hi = static_cast<std::uint64_t>(v >> 64);
+  if (hi != 0) return 128 - std::countl_zero(hi);
+  return 64 - std::countl_zero(static_cast<std::uint64_t>(v));
+}
 
 /// Rounding modes. `stochastic` rounds away from zero with probability exactly
 /// proportional to the distance from the value toward zero's neighbour (see RoundOptions).

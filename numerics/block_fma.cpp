@@ -22,11 +22,6 @@ constexpr int kMaxBlock = 256;
 constexpr int kMaxInstructionK = 4096;
 constexpr int kMaxWindow = 100;  // aligned terms < 2^(W+3), 257 of them: < 2^(W+12) fits int128
 
-int bit_length(std::uint64_t v) { return v == 0 ? 0 : 64 - std::countl_zero(v); }
-int bit_length(uint128 v) {
-  const auto hi = static_cast<std::uint64_t>(v >> 64);
-  return hi ? 64 + bit_length(hi) : bit_length(static_cast<std::uint64_t>(v));
-}
 
 /// A finite operand as the datapath sees it: value = (-1)^neg * sig * 2^(exp - frac), with
 /// exp = max(floor(log2|value|), emin of the datapath) and `frac` the datapath's fraction bits.

@@ -186,11 +186,6 @@ TEST(Stochastic, FrequencyMatchesExactProbability) {
 // ---------------------------------------------------------------------------------------
 // round_to on wide significands vs MPFR.
 
-int bit_length(uint128 v) {
-  const auto hi = static_cast<std::uint64_t>(v >> 64);
-  return hi != 0 ? 128 - std::countl_zero(hi) : 64 - std::countl_zero(static_cast<std::uint64_t>(v));
-}
-
 TEST(RoundTo, WideSignificandsAgainstMpfr) {
   // Random significands of 1..128 bits, exponents placing the value anywhere from below the
   // least subnormal to beyond max, sticky or not (a sticky value gets at least p + 2 bits

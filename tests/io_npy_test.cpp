@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "io/error.h"
+#include "tests/support/io_test_util.h"
 #include "io/tensor_io.h"
 
 namespace numfid {
@@ -27,13 +28,10 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-using Bytes = std::vector<std::byte>;
-
-Bytes bytes_of(std::string_view s) {
-  Bytes b(s.size());
-  std::memcpy(b.data(), s.data(), s.size());
-  return b;
-}
+using test::Bytes;
+using test::bytes_of;
+using test::expect_input_error;
+using TempDir = test::TempDir;
 
 void append(Bytes& b, std::string_view s) {
   const Bytes more = bytes_of(s);
@@ -73,33 +71,6 @@ Bytes floats_le(std::initializer_list<float> values) {
   }
   return b;
 }
-
-/// Runs f, which must throw InputError whose message contains `expected`.
-template <class F>
-void expect_input_error(F&& f, std::string_view expected) {
-  try {
-    f();
-    ADD_FAILURE() << "no InputError thrown; expected a message containing: " << expected;
-  } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr(std::string(expected)));
-  }
-}
-
-/// A fresh directory under the system temp directory, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() / fmt::format("numfid-io-npy-{}-{}", ::getpid(), counter++);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-  fs::path operator/(std::string_view name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
 
 void write_file(const fs::path& p, const Bytes& b) {
   std::ofstream out(p, std::ios::binary);

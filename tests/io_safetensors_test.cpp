@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "io/error.h"
+#include "tests/support/io_test_util.h"
 #include "io/tensor_io.h"
 
 namespace numfid {
@@ -24,13 +25,10 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-using Bytes = std::vector<std::byte>;
-
-Bytes bytes_of(std::string_view s) {
-  Bytes b(s.size());
-  if (!s.empty()) std::memcpy(b.data(), s.data(), s.size());  // an empty vector's data() may be null
-  return b;
-}
+using test::Bytes;
+using test::bytes_of;
+using test::expect_input_error;
+using TempDir = test::TempDir;
 
 Bytes le_bytes(std::uint64_t v, int size) {
   Bytes b(static_cast<std::size_t>(size));
@@ -48,30 +46,6 @@ Bytes cat(std::initializer_list<Bytes> parts) {
 Bytes st_image(std::string_view header, const Bytes& data) {
   return cat({le_bytes(header.size(), 8), bytes_of(header), data});
 }
-
-template <class F>
-void expect_input_error(F&& f, std::string_view expected) {
-  try {
-    f();
-    ADD_FAILURE() << "no InputError thrown; expected a message containing: " << expected;
-  } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr(std::string(expected)));
-  }
-}
-
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() / fmt::format("numfid-io-st-{}-{}", ::getpid(), counter++);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  fs::path operator/(std::string_view name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
 
 // Two tensors: a = float32 [1, -2], b = bfloat16 [[1], [inf]].
 constexpr std::string_view two_header =

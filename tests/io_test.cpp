@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "io/error.h"
+#include "tests/support/io_test_util.h"
 #include "io/npy.h"
 #include "io/tensor_io.h"
 
@@ -31,7 +32,10 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-using Bytes = std::vector<std::byte>;
+using test::Bytes;
+using test::bytes_of;
+using test::expect_input_error;
+using TempDir = test::TempDir;
 
 template <class T>
 Bytes le_of(std::initializer_list<T> values) {
@@ -49,16 +53,6 @@ Bytes le_of(std::initializer_list<T> values) {
 
 Tensor f32_tensor(std::vector<std::int64_t> shape, std::initializer_list<float> v) {
   return make_tensor(ElementType::F32, std::move(shape), le_of(v), "t.npy");
-}
-
-template <class F>
-void expect_input_error(F&& f, std::string_view expected) {
-  try {
-    f();
-    ADD_FAILURE() << "no InputError thrown; expected a message containing: " << expected;
-  } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr(std::string(expected)));
-  }
 }
 
 std::vector<Bits> bits(std::initializer_list<std::uint32_t> raw) {
@@ -342,21 +336,6 @@ TEST(Shapes, MatmulAndRowwiseDot) {
 
 // ---------------------------------------------------------------------------------------
 // All-or-nothing writes.
-
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() / fmt::format("numfid-io-{}-{}", ::getpid(), counter++);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-  fs::path operator/(std::string_view name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
 
 int count_files(const fs::path& dir) {
   int n = 0;

@@ -13,6 +13,9 @@ Tensor read_tensor(const std::filesystem::path& path, std::string_view name) {
   const auto file = detail::MappedFile::open(path);
   const std::span<const std::byte> bytes = file->bytes();
   const bool npy = bytes.size() >= 6 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0;
+  // A file named .npy without numpy's magic is a bad .npy, not a safetensors file.
+  if (!npy && path.extension() == ".npy")
+    throw InputError(fmt::format("{}: bad magic: a .npy file starts with \\x93NUMPY", path.string()));
   if (!npy) return read_safetensors(path, name);
   if (!name.empty())
     throw InputError(fmt::format("{}: a .npy file holds one unnamed array; cannot select tensor '{}'", path.string(),

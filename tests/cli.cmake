@@ -6,7 +6,8 @@ target_compile_definitions(cli_golden_test PRIVATE
   NUMFID_BINARY="$<TARGET_FILE:numfid>"
   NUMFID_CLI_CASES="${CMAKE_CURRENT_SOURCE_DIR}/cli/cases"
   NUMFID_EXAMPLE_DATA="${PROJECT_SOURCE_DIR}/examples/data"
-  NUMFID_PROFILE_DIR="${PROJECT_SOURCE_DIR}/profiles")
+  NUMFID_PROFILE_DIR="${PROJECT_SOURCE_DIR}/profiles"
+  NUMFID_CLI_DATA="${CMAKE_CURRENT_SOURCE_DIR}/cli/data")
 add_dependencies(cli_golden_test numfid)
 
 # Exact literal parsing against MPFR's string conversion; hex pattern parsing.

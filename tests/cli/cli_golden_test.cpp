@@ -78,10 +78,13 @@ TEST_P(CliGolden, MatchesExpectedOutput) {
   // outputs; both are written back as the placeholders in what the command prints.
   // The profiles are the source tree's (NUMFID_PROFILES unset for the child).
   // @PROFILES@ stands for the profile folder in what the command prints.
-  const std::string data = NUMFID_EXAMPLE_DATA, scratch = tmp.string(), profiles = NUMFID_PROFILE_DIR;
-  args = replace_all(replace_all(args, "@DATA@", data), "@TMP@", scratch);
+  // @CLIDATA@ names tests/cli/data (small malformed inputs).
+  const std::string data = NUMFID_EXAMPLE_DATA, scratch = tmp.string(), profiles = NUMFID_PROFILE_DIR,
+                    cli_data = NUMFID_CLI_DATA;
+  args = replace_all(replace_all(replace_all(args, "@DATA@", data), "@TMP@", scratch), "@CLIDATA@", cli_data);
   auto placeholders = [&](std::string text) {
-    return replace_all(replace_all(replace_all(text, data, "@DATA@"), scratch, "@TMP@"), profiles, "@PROFILES@");
+    text = replace_all(replace_all(text, data, "@DATA@"), cli_data, "@CLIDATA@");
+    return replace_all(replace_all(text, scratch, "@TMP@"), profiles, "@PROFILES@");
   };
   const fs::path in = fs::exists(dir / "stdin") ? dir / "stdin" : fs::path("/dev/null");
   std::ostringstream cmd;

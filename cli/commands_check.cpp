@@ -164,8 +164,12 @@ int report(const std::string& op, const ClaimSetup& s, const ReductionBound& b, 
   const Claim& c = s.claim;
   const char* label = v.kind == TensorKind::defect ? "DEFECT" : v.kind == TensorKind::suspicious ? "SUSPICIOUS" : "CONSISTENT";
   fmt::print("numfid check {}: {} — {}\n", op, label, v.reason);
-  fmt::print("claim: {}{}\n", c.ulps > 0 ? fmt::format("out {} within {} ulps", c.output->name, c.ulps) : describe(c),
-             c.ulps > 0 ? "" : "; order: " + s.order);
+  const bool softmax_claim = s.order.rfind("softmax", 0) == 0;
+  const std::string claim_text = c.ulps > 0      ? fmt::format("out {} within {} ulps", c.output->name, c.ulps)
+                                 : softmax_claim ? fmt::format("in {}, {}, out {} {}", c.input->name, s.order,
+                                                               c.output->name, rounding_name(c.output_rounding))
+                                                 : describe(c) + "; order: " + s.order;
+  fmt::print("claim: {}\n", claim_text);
   fmt::print("elements: {} | bit-exact {} | within probabilistic bound {} | within deterministic bound only {} | "
              "outside deterministic bound {}\n",
              v.elements, v.counts[0], v.counts[1], v.counts[2], v.counts[3]);
@@ -196,7 +200,7 @@ int report(const std::string& op, const ClaimSetup& s, const ReductionBound& b, 
     j["op"] = op;
     j["verdict"] = kind_name(v.kind);
     j["reason"] = v.reason;
-    j["claim"] = c.ulps > 0 ? fmt::format("out {} within {} ulps", c.output->name, c.ulps) : describe(c);
+    j["claim"] = claim_text;
     j["order"] = s.order;
     j["elements"] = v.elements;
     j["counts"] = {{"bit_exact", v.counts[0]},
@@ -430,11 +434,16 @@ struct RowArgs {
   std::string x, c, json, gamma, beta;
   double eps = 1e-5;
   int worst = 8;
+  std::string compute;    ///< softmax: the format it computes in (derived bound)
+  double exp_ulps = 1;    ///< softmax: the claimed accuracy of its exp, in ulps of `compute`
 };
 
 int run_check_rows(const RowArgs& a) {
-  if (a.claim.ulps <= 0)
-    throw UsageError(fmt::format("check {}: give the claimed accuracy with --ulps N (0.5 = correctly rounded)", a.op));
+  const bool derived = a.op == "softmax" && a.claim.ulps <= 0 && !a.compute.empty();
+  if (a.claim.ulps <= 0 && !derived)
+    throw UsageError(fmt::format("check {}: give the claimed accuracy with --ulps N (0.5 = correctly rounded){}", a.op,
+                                 a.op == "softmax" ? ", or the arithmetic with --compute F [--exp-ulps N]" : ""));
+  if (a.claim.ulps > 0 && !a.compute.empty()) throw UsageError("--ulps and --compute are exclusive");
   const FormatSpec& fin = lookup_format(a.claim.in);
   const FormatSpec& fout = lookup_format(a.claim.out);
   const Operand X = load_operand(a.x, fin, "--x"), C = load_operand(a.c, fout, "--c");
@@ -470,7 +479,32 @@ int run_check_rows(const RowArgs& a) {
   ref.reserve(o.size());
   for (const OracleValue& v : o) ref.push_back(reference(v));
   ClaimSetup s = make_claim(a.claim, 0, false, false);
-  const ReductionBound b = ulps_bound(s.claim);
+  ReductionBound b;
+  if (derived) {
+    // The bound from the softmax's own arithmetic, row by row (tolerances/bounds.h).
+    const SoftmaxClaim sc{&lookup_format(a.compute), a.exp_ulps};
+    if (sc.compute->kind != FormatKind::binary_float) throw UsageError(fmt::format("--compute {}: not a float format", a.compute));
+    b.probabilistic_applies = false;
+    b.confidence = 1;
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::vector<double> xrow(cols), yrow(cols);
+      bool finite = true;
+      for (std::size_t j = 0; j < cols; ++j) {
+        xrow[j] = to_double(fin, X.values[r * cols + j]);
+        yrow[j] = ref[r * cols + j].exact;
+        finite = finite && std::isfinite(xrow[j]) && std::isfinite(yrow[j]);
+      }
+      if (!finite) continue;  // NaN/inf rows: the oracle's special values decide (bit-exact or not)
+      const auto eb = softmax_element_bounds(sc, fout, s.claim.output_rounding, xrow, yrow, &b.derivation);
+      for (std::size_t j = 0; j < cols; ++j) {
+        ref[r * cols + j].det_bound = eb[j].deterministic;
+        ref[r * cols + j].prob_bound = eb[j].probabilistic;
+      }
+    }
+    s.order = fmt::format("softmax in {}, exp within {} ulps", sc.compute->name, sc.exp_ulps);
+  } else {
+    b = ulps_bound(s.claim);
+  }
   JudgeOptions jo;
   jo.worst = a.worst;
   const Verdict v = judge(s.claim, b, C.values, ref, {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)}, jo);
@@ -589,7 +623,13 @@ Command add_check_command(CLI::App& parent) {
     CLI::App* r = app->add_subcommand(op, fmt::format("C = {}(X) (rows: the last axis), claimed within --ulps N", op));
     r->add_option("--x", rows->x, "X")->required();
     r->add_option("--c", rows->c, "the output to judge")->required();
-    r->add_option("--ulps", rows->claim.ulps, "claimed accuracy in output ulps (0.5 = correctly rounded)")->required();
+    if (std::string_view(op) == "softmax") {
+      r->add_option("--ulps", rows->claim.ulps, "claimed accuracy in output ulps (0.5 = correctly rounded)");
+      r->add_option("--compute", rows->compute, "or: the format the softmax computes in (bound derived from it)");
+      r->add_option("--exp-ulps", rows->exp_ulps, "with --compute: accuracy of its exp in ulps")->capture_default_str();
+    } else {
+      r->add_option("--ulps", rows->claim.ulps, "claimed accuracy in output ulps (0.5 = correctly rounded)")->required();
+    }
     r->add_option("--json", rows->json, "also write the verdict as JSON");
     r->add_option("--worst", rows->worst, "elements to list")->capture_default_str();
     if (std::string_view(op) == "layernorm" || std::string_view(op) == "rmsnorm") {

@@ -336,3 +336,86 @@ TEST(Verdict, ZeroedColumnIsConfinedDefect) {
 
 }  // namespace
 }  // namespace numfid
+
+// ---------------------------------------------------------------------------------------
+// Softmax bounds derived from the claim: sound for legal fp32 softmaxes (glibc expf, any sum
+// order), sharp enough to catch an exp or a sum held in bf16.
+
+namespace numfid {
+namespace {
+
+struct SoftmaxRun {
+  double worst_ratio = 0;  // max |error| / bound over legal outputs
+  int outside = 0;         // elements outside their bound
+};
+
+float bf16_round_f(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return static_cast<float>(to_double(bf16, convert(fp32, bf16, Bits{u}).bits));
+}
+
+/// One row softmax in fp32 as a kernel computes it; `narrow` holds exp and the sum in bf16.
+std::vector<float> kernel_softmax(const std::vector<float>& x, bool reverse_sum, bool narrow) {
+  const float m = *std::max_element(x.begin(), x.end());
+  std::vector<float> e(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    e[i] = std::exp(x[i] - m);  // glibc expf: within 1 ulp
+    if (narrow) e[i] = bf16_round_f(e[i]);
+  }
+  float s = 0;
+  for (std::size_t k = 0; k < e.size(); ++k) {
+    s += e[reverse_sum ? e.size() - 1 - k : k];
+    if (narrow) s = bf16_round_f(s);
+  }
+  std::vector<float> y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) y[i] = e[i] / s;
+  return y;
+}
+
+SoftmaxRun run_softmax(const FormatSpec& out, bool narrow) {
+  std::mt19937_64 g(41);
+  SoftmaxRun r;
+  for (int kind = 0; kind < 3; ++kind)
+    for (std::size_t n : {8u, 64u, 1000u})
+      for (bool reverse : {false, true}) {
+        std::normal_distribution<float> nd(0, kind == 1 ? 8.0f : 1.0f);
+        std::vector<float> x(n);
+        for (auto& v : x) v = bf16_round_f(nd(g));
+        if (kind == 2)  // masked entries
+          for (std::size_t i = 0; i < n; i += 3) x[i] = -10000.0f;
+        const std::vector<float> y = kernel_softmax(x, reverse, narrow);
+        // exact reference in long double (ample here: relative error ~1e-18 << the bounds)
+        long double m = *std::max_element(x.begin(), x.end()), s = 0;
+        for (float v : x) s += std::exp(static_cast<long double>(v) - m);
+        std::vector<double> xd(x.begin(), x.end()), yd(n);
+        for (std::size_t i = 0; i < n; ++i) yd[i] = static_cast<double>(std::exp(static_cast<long double>(x[i]) - m) / s);
+        const auto b = softmax_element_bounds({&fp32, 1.0}, out, Rounding::rne, xd, yd);
+        for (std::size_t i = 0; i < n; ++i) {
+          std::uint32_t u;
+          std::memcpy(&u, &y[i], 4);
+          const double got = to_double(out, convert(fp32, out, Bits{u}).bits);
+          const double ratio = std::fabs(got - yd[i]) / b[i].deterministic;
+          r.worst_ratio = std::max(r.worst_ratio, ratio);
+          if (ratio > 1) ++r.outside;
+        }
+      }
+  return r;
+}
+
+TEST(SoftmaxBounds, SoundForLegalFp32Softmax) {
+  for (const FormatSpec* out : {&fp32, &bf16}) {
+    const SoftmaxRun r = run_softmax(*out, false);
+    EXPECT_EQ(r.outside, 0) << out->name << ": worst |error|/bound " << r.worst_ratio;
+    RecordProperty(std::string("worst_ratio_") + std::string(out->name), std::to_string(r.worst_ratio));
+    EXPECT_GT(r.worst_ratio, 0.01) << out->name << ": the bound is vacuous";  // not 100x too loose
+  }
+}
+
+TEST(SoftmaxBounds, ExpAndSumInBf16AreCaught) {
+  const SoftmaxRun r = run_softmax(fp32, true);
+  EXPECT_GT(r.outside, 0) << "worst |error|/bound " << r.worst_ratio;
+}
+
+}  // namespace
+}  // namespace numfid

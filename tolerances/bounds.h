@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,26 @@ struct ElementBound {
 /// The element's bound given its exact value and Σ|terms|. Includes the double-precision
 /// representation error of `exact` (|exact|·2^-52) so that comparisons in double are sound.
 ElementBound element_bound(const ReductionBound& b, const Claim& claim, double exact, double sum_abs);
+
+/// How a softmax claims to compute y_i = exp(x_i - m) / Σ_j exp(x_j - m), m = the row's max:
+/// every operation in `compute` with round-to-nearest, exp accurate to `exp_ulps` ulps of
+/// `compute`, the sum of the row's exps in any order, one division, then the cast to the output.
+struct SoftmaxClaim {
+  const FormatSpec* compute = &fp32;
+  double exp_ulps = 1;
+};
+
+/// Per-element bounds of one softmax row (inputs `x` as doubles, exact results `y`), from the
+/// first principles of the claim (no reduction model needed beyond γ_(n-1) for a sum of
+/// positive terms). With u the unit roundoff of `compute`:
+///   ε_i = e^(|x_i - m|·u)·(1 + 2u·exp_ulps) - 1   (the rounded subtraction, then exp),
+///   ε_S = (1 + γ_(n-1))·(1 + Σ_j e_j ε_j / S) - 1 (the sum of positive terms),
+///   |ŷ_i/y_i - 1| <= (1 + ε_i)(1 + u)/(1 - ε_S) - 1 (with the division),
+/// plus absolute terms for subnormal exps and quotient, then the output rounding.
+/// Appends the derivation (once per call) to *derivation when given.
+std::vector<ElementBound> softmax_element_bounds(const SoftmaxClaim& c, const FormatSpec& out, Rounding out_rounding,
+                                                 std::span<const double> x, std::span<const double> y,
+                                                 std::vector<std::string>* derivation = nullptr);
 
 /// Smallest k such that P(Binomial(n, p) >= k) <= alpha: the number of elements outside the
 /// probabilistic bound that chance can no longer explain at false-alarm probability alpha.

@@ -182,7 +182,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
   v.chance_probability = binomial_tail(v.elements, p_exceed, v.outside_probabilistic);
   if (v.counts[3] > 0) {
     v.kind = TensorKind::defect;
-    v.reason = fmt::format("{} of {} elements lie outside the deterministic bound: no summation order under the claim "
+    v.reason = fmt::format("{} of {} elements lie outside the deterministic bound: no computation the claim allows "
                            "can produce them",
                            v.counts[3], v.elements);
   } else if (b.probabilistic_applies && v.outside_probabilistic >= v.chance_threshold && v.outside_probabilistic > 0) {

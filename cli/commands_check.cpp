@@ -330,21 +330,22 @@ int run_check_matmul(const MatmulArgs& m) {
   // Where the claim names a model numfid can run, say how much of C it predicts bit for bit.
   if (m.ref.empty() && s.claim.block_fma && M * N * K <= (std::int64_t{1} << 28)) {
     const BlockFmaModel& bm = *s.claim.block_fma;
+    // The operands in the unit's input format once (rows of A, columns of B as rows of bt).
+    std::vector<Bits> ain(A.values.size()), bin(bt.size());
+    for (std::size_t x = 0; x < ain.size(); ++x) ain[x] = convert(fa, *bm.input, A.values[x]).bits;
+    for (std::size_t x = 0; x < bin.size(); ++x) bin[x] = convert(fb, *bm.input, bt[x]).bits;
+    const auto row = [&](const std::vector<Bits>& rows, std::int64_t r) {
+      return std::span<const Bits>(rows).subspan(static_cast<std::size_t>(r * K), static_cast<std::size_t>(K));
+    };
+    RoundOptions o;
+    o.rounding = s.claim.output_rounding;
     std::int64_t same = 0;
-    std::vector<Bits> arow, bcol;
     for (std::int64_t i = 0; i < M; ++i)
       for (std::int64_t j = 0; j < N; ++j) {
-        arow.clear();
-        bcol.clear();
-        for (std::int64_t k = 0; k < K; ++k) {
-          arow.push_back(convert(fa, *bm.input, A.values[static_cast<std::size_t>(i * K + k)]).bits);
-          bcol.push_back(convert(fb, *bm.input, bt[static_cast<std::size_t>(j * K + k)]).bits);
-        }
-        const Bits c0 = D ? convert(*fd, *bm.output, D->values[static_cast<std::size_t>(i * N + j)]).bits : zero(*bm.output, false);
-        RoundOptions o;
-        o.rounding = s.claim.output_rounding;
-        const Bits d = convert(*bm.output, fout, block_fma_dot(bm, arow, bcol, c0).bits, o).bits;
-        same += d == C.values[static_cast<std::size_t>(i * N + j)] ? 1 : 0;
+        const auto e = static_cast<std::size_t>(i * N + j);
+        const Bits c0 = D ? convert(*fd, *bm.output, D->values[e]).bits : zero(*bm.output, false);
+        const Bits d = convert(*bm.output, fout, block_fma_dot(bm, row(ain, i), row(bin, j), c0).bits, o).bits;
+        same += d == C.values[e] ? 1 : 0;
       }
     extra = fmt::format("model: {} of {} elements equal the bit-exact output {} predicts", same, M * N, s.order);
   }

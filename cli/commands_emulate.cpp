@@ -42,17 +42,25 @@ int run_block_fma(const EmulateArgs& e, const Profile& p, const FormatSpec& fa, 
   RoundOptions o;
   o.rounding = parse_mode(e.out_rounding, "--out-rounding");
   o.seed = e.seed;
-  std::vector<Bits> d(static_cast<std::size_t>(M * N)), arow(static_cast<std::size_t>(K)), bcol(static_cast<std::size_t>(K));
+  // Rows of A, and of B (dot) or of B transposed (matmul): each dot reads two contiguous rows.
+  std::vector<Bits> bt;
+  if (!dot) {
+    bt.resize(B.values.size());
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t j = 0; j < N; ++j)
+        bt[static_cast<std::size_t>(j * K + k)] = B.values[static_cast<std::size_t>(k * N + j)];
+  }
+  const std::span<const Bits> brows = dot ? std::span<const Bits>(B.values) : std::span<const Bits>(bt);
+  const auto row = [&](std::span<const Bits> v, std::int64_t r) {
+    return v.subspan(static_cast<std::size_t>(r * K), static_cast<std::size_t>(K));
+  };
+  std::vector<Bits> d(static_cast<std::size_t>(M * N));
   for (std::int64_t i = 0; i < M; ++i)
     for (std::int64_t j = 0; j < N; ++j) {
-      for (std::int64_t k = 0; k < K; ++k) {
-        arow[static_cast<std::size_t>(k)] = A.values[static_cast<std::size_t>(i * K + k)];
-        bcol[static_cast<std::size_t>(k)] = dot ? B.values[static_cast<std::size_t>(i * K + k)] : B.values[static_cast<std::size_t>(k * N + j)];
-      }
       const std::size_t e_idx = static_cast<std::size_t>(i * N + j);
       const Bits c = C ? convert(*fc, *m->output, C->values[e_idx]).bits : zero(*m->output, false);
       o.stream = e_idx;
-      d[e_idx] = convert(*m->output, fout, block_fma_dot(*m, arow, bcol, c).bits, o).bits;
+      d[e_idx] = convert(*m->output, fout, block_fma_dot(*m, row(A.values, i), row(brows, dot ? i : j), c).bits, o).bits;
     }
   write_output(e, fout, dot ? std::vector<std::int64_t>{M} : std::vector<std::int64_t>{M, N}, d,
                fmt::format("profile {} v{}: {}->{} block FMA", p.name, p.version, m->input->name, m->output->name));

@@ -76,11 +76,13 @@ int run_emulate(const EmulateArgs& e, bool dot) {
     throw UsageError(fmt::format("--output {}: the file name must end in .npy or .safetensors", e.output));
   const Operand A = load_operand(e.a, fa, "--a"), B = load_operand(e.b, fb, "--b");
   std::optional<Operand> C;
+  // C's values: --c-format, else the accumulator's (fp32 under a profile).
+  const FormatSpec* fc =
+      e.c.empty() ? nullptr : &lookup_format(!e.c_format.empty() ? e.c_format : e.profile.empty() ? e.acc : "fp32");
   MatmulShape sh;
   try {
-    if (!e.c.empty()) {
-      const FormatSpec& fc = lookup_format(e.c_format.empty() ? (e.profile.empty() ? e.acc : std::string("fp32")) : e.c_format);
-      C = load_operand(e.c, fc, "--c");
+    if (fc) {
+      C = load_operand(e.c, *fc, "--c");
       C->tensor.source = e.c;
     }
     sh = dot ? check_rowwise_dot_shapes(A.tensor, B.tensor, C ? &C->tensor : nullptr)
@@ -88,7 +90,6 @@ int run_emulate(const EmulateArgs& e, bool dot) {
   } catch (const InputError& x) {
     throw UsageError(x.what());
   }
-  const FormatSpec* fc = C ? &lookup_format(e.c_format.empty() ? (e.profile.empty() ? e.acc : std::string("fp32")) : e.c_format) : nullptr;
   ReductionModel m;
   m.acc.format = &lookup_format(e.acc);
   m.acc.rounding.rounding = parse_mode(e.acc_rounding, "--acc-rounding");

@@ -1,4 +1,7 @@
-// Tensor operands and option values shared by check, tol and emulate.
+// Tensor operands and outputs shared by check, tol and emulate.
+#include <filesystem>
+#include <fstream>
+
 #include <fmt/format.h>
 
 #include "cli/commands_verdict.h"
@@ -7,7 +10,7 @@
 
 namespace numfid::cli {
 
-Operand load_operand(const std::string& spec, const FormatSpec& declared, const char* what) {
+TensorData load_operand(const std::string& spec, const FormatSpec& declared, const char* what) {
   std::string path = spec, name;
   const std::size_t colon = spec.rfind(':');
   if (colon != std::string::npos && spec.substr(0, colon).ends_with(".safetensors")) {
@@ -15,18 +18,29 @@ Operand load_operand(const std::string& spec, const FormatSpec& declared, const 
     name = spec.substr(colon + 1);
   }
   try {
-    Operand o;
-    o.tensor = read_tensor(path, name);
-    o.values = tensor_values(o.tensor, declared);
+    const Tensor t = read_tensor(path, name);
+    TensorData o;
+    o.format = &declared;
+    o.shape = t.shape;
+    o.values = tensor_values(t, declared);
+    o.name = t.source;
     return o;
   } catch (const InputError& e) {
     throw UsageError(fmt::format("{}: {}", what, e.what()));
   }
 }
 
-Rounding parse_mode(const std::string& s, const char* option) {
-  if (const auto r = parse_rounding(s)) return *r;
-  throw UsageError(fmt::format("{} '{}': unknown rounding mode (known: rne, rtz, rup, rdn, rna, stochastic)", option, s));
+void write_text_output(const std::string& json_path, const std::string& text, const char* what) {
+  // All or nothing: write beside the target, then rename.
+  const std::filesystem::path path(json_path);
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) throw UsageError(fmt::format("{} {}: cannot write", what, json_path));
+    f << text;
+    if (!f) throw UsageError(fmt::format("{} {}: write failed", what, json_path));
+  }
+  std::filesystem::rename(tmp, path);
 }
 
 }  // namespace numfid::cli

@@ -1,27 +1,23 @@
-// The verdict-side subcommands: check, tol, emulate, profiles.
+// The verdict-side subcommands: check, tol, emulate, profiles, and what they share: operands
+// read from files into the check pipeline's TensorData, and all-or-nothing text outputs.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
-#include "io/tensor.h"
+#include "tolerances/check.h"
 
 namespace numfid::cli {
 
-/// A tensor operand as read from FILE (.npy) or FILE.safetensors:NAME, with its values as
-/// patterns of the format it is declared to hold.
-struct Operand {
-  Tensor tensor;
-  std::vector<Bits> values;
-};
+/// Reads operand `spec` (FILE.npy or FILE.safetensors:NAME) declared as `declared`; input
+/// errors become UsageError prefixed with `what` (the option, e.g. "--a"). The TensorData's
+/// name is `spec`.
+TensorData load_operand(const std::string& spec, const FormatSpec& declared, const char* what);
 
-/// Reads operand `spec` declared as `declared`; input errors become UsageError prefixed with
-/// `what` (the option, e.g. "--a").
-Operand load_operand(const std::string& spec, const FormatSpec& declared, const char* what);
-
-/// The rounding mode `s`; UsageError naming `option` if unknown.
-Rounding parse_mode(const std::string& s, const char* option);
+/// Writes `text` to `path` all or nothing (temporary file + rename); UsageError naming
+/// `what` (the option) otherwise.
+void write_text_output(const std::string& path, const std::string& text, const char* what);
 
 /// `numfid check OP ...`: is an output consistent with its claimed arithmetic?
 Command add_check_command(CLI::App& parent);

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/commands_verdict.h"
+#include "formats/error.h"
 
 namespace {
 
@@ -70,6 +71,10 @@ int main(int argc, char** argv) {
     for (const Command& c : commands)
       if (c.app->parsed()) return c.run();
   } catch (const UsageError& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "numfid: {}\n", e.what());
+    return exit_usage;
+  } catch (const numfid::InputError& e) {  // from the libraries: bad input, named
     std::fflush(stdout);
     fmt::print(stderr, "numfid: {}\n", e.what());
     return exit_usage;

@@ -1,17 +1,6 @@
-// InputError: the one exception type for bad input (missing or malformed files, shapes
-// that do not agree, values a declared format cannot hold). The CLI maps it to exit code 2.
+// InputError, the one exception type for bad input, is declared in formats/error.h (the
+// lowest layer, so that the check pipeline in tolerances/ throws it too); io keeps this
+// header for its includers.
 #pragma once
 
-#include <stdexcept>
-#include <string>
-
-namespace numfid {
-
-/// A usage or input error. The message names the file (or tensor) and says what is wrong;
-/// it is meant to be printed as it is (DESIGN.md "CLI contract": exit code 2).
-class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-}  // namespace numfid
+#include "formats/error.h"

@@ -27,6 +27,7 @@ std::vector<Bits> cast_operands(const TensorEngineModel& te, const MatrixView& m
   if (!te.autocast || te.autocast == m.format) return {};
   RoundOptions o;
   o.rounding = te.autocast_rounding;
+  o.seed = te.array_acc.rounding.seed;  // the run's seed (emulate --seed), as every other rounding of the model
   store.resize(m.data.size());
   for (std::size_t i = 0; i < store.size(); ++i) {
     o.stream = i;
@@ -34,6 +35,71 @@ std::vector<Bits> cast_operands(const TensorEngineModel& te, const MatrixView& m
   }
   fmt = te.autocast;
   return store;
+}
+
+}  // namespace
+
+namespace {
+
+/// One output element: Σ_k a[k·sa]·b[k·sb] (+ c) through the PE array and PSUM, cast out.
+/// Every stochastic rounding of the element draws from streams derived from `stream` (the
+/// element's index in the output), so matmul and row-wise dot agree for the same index.
+Bits te_element(const TensorEngineModel& te, const FormatSpec& fa, std::span<const Bits> a, std::size_t sa,
+                const FormatSpec& fb, std::span<const Bits> b, std::size_t sb, std::int64_t K, const FormatSpec* fc,
+                std::optional<Bits> c, std::uint64_t stream, std::vector<Term>& products, std::vector<Term>& terms) {
+  const std::int64_t per = te.double_row ? 2 * te.tile_k : te.tile_k;
+  ReductionPlan inner;
+  inner.kind = te.inner_order;
+  std::optional<Bits> run;
+  if (c) {
+    RoundOptions o = te.psum.rounding;
+    o.stream = stream;
+    run = convert(*fc, *te.psum.format, *c, o).bits;
+  }
+  std::uint64_t instr = 0;
+  for (std::int64_t k0 = 0; k0 < K; k0 += per, ++instr) {
+    const std::int64_t len = std::min(per, K - k0);
+    products.clear();
+    for (std::int64_t k = k0; k < k0 + len; ++k)
+      products.push_back(exact_product(fa, a[static_cast<std::size_t>(k) * sa], fb, b[static_cast<std::size_t>(k) * sb],
+                                       te.array_acc.rounding.daz));
+    std::span<const Term> col = products;
+    if (te.double_row) {
+      // Row r of the array holds products r and r + tile_k of the instruction: their sum
+      // enters the column (assumed pairing; the docs only say 256 rows are contracted).
+      terms.clear();
+      const std::size_t half = static_cast<std::size_t>(te.tile_k);
+      for (std::size_t r = 0; r < std::min(half, products.size()); ++r) {
+        if (r + half < products.size()) {
+          const Term pair[2] = {products[r], products[r + half]};
+          const Bits s = reduce({}, te.array_acc, pair, std::nullopt, (stream << 20) ^ (instr << 8) ^ r);
+          terms.push_back(as_term(*te.array_acc.format, s));
+        } else {
+          terms.push_back(products[r]);
+        }
+      }
+      col = terms;
+    }
+    const Bits tile = reduce(inner, te.array_acc, col, std::nullopt, (stream << 20) ^ (instr << 8) ^ 0xff);
+    // Into PSUM (program order): the first instruction writes, the others accumulate.
+    Bits t = tile;
+    if (te.array_acc.format != te.psum.format) {
+      RoundOptions o = te.psum.rounding;
+      o.stream = stream;
+      t = convert(*te.array_acc.format, *te.psum.format, tile, o).bits;
+    }
+    if (run) {
+      RoundOptions o = te.psum.rounding;
+      o.stream = (stream << 20) ^ instr;
+      run = add(*te.psum.format, *run, t, o).bits;
+    } else {
+      run = t;
+    }
+  }
+  if (!run) run = zero(*te.psum.format, false);
+  RoundOptions o = te.output_rounding;
+  o.stream = stream;
+  return convert(*te.psum.format, *te.output, *run, o).bits;
 }
 
 }  // namespace
@@ -48,66 +114,36 @@ std::vector<Bits> tensor_engine_matmul(const TensorEngineModel& te, const Matrix
   const std::span<const Bits> a = as.empty() ? a_in.data : std::span<const Bits>(as);
   const std::span<const Bits> b = bs.empty() ? b_in.data : std::span<const Bits>(bs);
   const std::int64_t M = a_in.rows, K = a_in.cols, N = b_in.cols;
-  const std::int64_t per = te.double_row ? 2 * te.tile_k : te.tile_k;
-  ReductionPlan inner;
-  inner.kind = te.inner_order;
   std::vector<Bits> d(static_cast<std::size_t>(M * N));
   std::vector<Term> products, terms;
   for (std::int64_t i = 0; i < M; ++i)
     for (std::int64_t j = 0; j < N; ++j) {
-      const std::int64_t e = i * N + j;
-      const auto stream = static_cast<std::uint64_t>(e);
-      std::optional<Bits> run;
-      if (c) {
-        RoundOptions o = te.psum.rounding;
-        o.stream = stream;
-        run = convert(*c->format, *te.psum.format, c->data[static_cast<std::size_t>(e)], o).bits;
-      }
-      std::uint64_t instr = 0;
-      for (std::int64_t k0 = 0; k0 < K; k0 += per, ++instr) {
-        const std::int64_t len = std::min(per, K - k0);
-        products.clear();
-        for (std::int64_t k = k0; k < k0 + len; ++k)
-          products.push_back(exact_product(*fa, a[static_cast<std::size_t>(i * K + k)], *fb,
-                                           b[static_cast<std::size_t>(k * N + j)], te.array_acc.rounding.daz));
-        std::span<const Term> col = products;
-        if (te.double_row) {
-          // Row r of the array holds products r and r + tile_k of the instruction: their sum
-          // enters the column (assumed pairing; the docs only say 256 rows are contracted).
-          terms.clear();
-          const std::size_t half = static_cast<std::size_t>(te.tile_k);
-          for (std::size_t r = 0; r < std::min(half, products.size()); ++r) {
-            if (r + half < products.size()) {
-              const Term pair[2] = {products[r], products[r + half]};
-              const Bits s = reduce({}, te.array_acc, pair, std::nullopt, (stream << 20) ^ (instr << 8) ^ r);
-              terms.push_back(as_term(*te.array_acc.format, s));
-            } else {
-              terms.push_back(products[r]);
-            }
-          }
-          col = terms;
-        }
-        const Bits tile = reduce(inner, te.array_acc, col, std::nullopt, (stream << 20) ^ (instr << 8) ^ 0xff);
-        // Into PSUM (program order): the first instruction writes, the others accumulate.
-        Bits t = tile;
-        if (te.array_acc.format != te.psum.format) {
-          RoundOptions o = te.psum.rounding;
-          o.stream = stream;
-          t = convert(*te.array_acc.format, *te.psum.format, tile, o).bits;
-        }
-        if (run) {
-          RoundOptions o = te.psum.rounding;
-          o.stream = (stream << 20) ^ instr;
-          run = add(*te.psum.format, *run, t, o).bits;
-        } else {
-          run = t;
-        }
-      }
-      if (!run) run = zero(*te.psum.format, false);
-      RoundOptions o = te.output_rounding;
-      o.stream = stream;
-      d[static_cast<std::size_t>(e)] = convert(*te.psum.format, *te.output, *run, o).bits;
+      const auto e = static_cast<std::size_t>(i * N + j);
+      const std::optional<Bits> ce = c ? std::optional<Bits>(c->data[e]) : std::nullopt;
+      d[e] = te_element(te, *fa, a.subspan(static_cast<std::size_t>(i * K)), 1, *fb, b.subspan(static_cast<std::size_t>(j)),
+                        static_cast<std::size_t>(N), K, c ? c->format : nullptr, ce, e, products, terms);
     }
+  return d;
+}
+
+std::vector<Bits> tensor_engine_dot_rows(const TensorEngineModel& te, const MatrixView& a_in, const MatrixView& b_in,
+                                         const std::optional<MatrixView>& c) {
+  std::vector<Bits> as, bs;
+  const FormatSpec* fa;
+  const FormatSpec* fb;
+  cast_operands(te, a_in, as, fa);
+  cast_operands(te, b_in, bs, fb);
+  const std::span<const Bits> a = as.empty() ? a_in.data : std::span<const Bits>(as);
+  const std::span<const Bits> b = bs.empty() ? b_in.data : std::span<const Bits>(bs);
+  const std::int64_t R = a_in.rows, K = a_in.cols;
+  std::vector<Bits> d(static_cast<std::size_t>(R));
+  std::vector<Term> products, terms;
+  for (std::int64_t r = 0; r < R; ++r) {
+    const auto e = static_cast<std::size_t>(r);
+    const std::optional<Bits> ce = c ? std::optional<Bits>(c->data[e]) : std::nullopt;
+    d[e] = te_element(te, *fa, a.subspan(static_cast<std::size_t>(r * K)), 1, *fb, b.subspan(static_cast<std::size_t>(r * K)),
+                      1, K, c ? c->format : nullptr, ce, e, products, terms);
+  }
   return d;
 }
 

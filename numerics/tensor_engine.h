@@ -36,4 +36,10 @@ struct TensorEngineModel {
 std::vector<Bits> tensor_engine_matmul(const TensorEngineModel& te, const MatrixView& a, const MatrixView& b,
                                        const std::optional<MatrixView>& c);
 
+/// D[r] = C[r] + Σ_k A[r,k]·B[r,k] for every row r (A, B: R×K; C: R elements), each row a
+/// 1×K · K×1 product on the Tensor Engine. Element r draws its stochastic roundings from
+/// stream r, as element r of a matmul does.
+std::vector<Bits> tensor_engine_dot_rows(const TensorEngineModel& te, const MatrixView& a, const MatrixView& b,
+                                         const std::optional<MatrixView>& c);
+
 }  // namespace numfid

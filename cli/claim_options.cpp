@@ -1,0 +1,78 @@
+// Claim options -> claim text -> numfid::parse_claim (claim_options.h).
+#include "cli/claim_options.h"
+
+namespace numfid::cli {
+
+CLI::Option* ClaimOptions::declare_option(CLI::App& app, const std::string& name, const std::string& help,
+                                  const std::string& default_text) {
+  CLI::Option* o = app.add_option(name, values_[name], help);
+  if (!default_text.empty()) o->default_str(default_text);
+  entries_.push_back({name, o, false});
+  return o;
+}
+
+void ClaimOptions::declare(CLI::App& app, ClaimKind kind) {
+  auto opt = [&](const std::string& name, const std::string& help, const std::string& def = {}) {
+    declare_option(app, name, help, def);
+  };
+  auto flag = [&](const std::string& name, const std::string& help) {
+    CLI::Option* o = app.add_flag(name, flags_[name], help);
+    entries_.push_back({name, o, true});
+  };
+  const bool reduction = kind != ClaimKind::rows;
+  opt("--in", kind == ClaimKind::emulate ? "format of A (and B)" : "format of the inputs (as the kernel reads them)");
+  entries_.back().option->required();
+  opt("--out", "format of the output");
+  entries_.back().option->required();
+  if (reduction) {
+    opt("--in-b", kind == ClaimKind::emulate ? "format of B when it differs" : "format of B when it differs from A's");
+    opt("--acc", kind == ClaimKind::emulate ? "accumulator format (with --plan)" : "accumulator format", "fp32");
+    opt("--acc-rounding",
+        kind == ClaimKind::emulate ? "accumulator rounding (with --plan)" : "rounding of every accumulation", "rne");
+    flag("--products-rounded", kind == ClaimKind::emulate ? "round products to the accumulator first (with --plan)"
+                                                          : "products are rounded to the accumulator before adding");
+    opt("--cast", "format the kernel casts the inputs to before multiplying (e.g. bf16 autocast)");
+    opt("--cast-rounding", "rounding of that cast", "rne");
+    if (kind == ClaimKind::emulate) {
+      flag("--ftz", "flush subnormal partial sums (with --plan)");
+      opt("--plan", "summation order: sequential, reverse, pairwise, blocked(T[, pairwise|numpy]), splitk(S), strided(L), numpy");
+      opt("--profile", "platform profile instead of --plan/--acc (see numfid profiles)");
+    } else {
+      opt("--plan", "known summation order: sequential, pairwise, blocked(T), ... (its own bound)");
+      opt("--profile", "platform profile (profiles/NAME.yaml): its accumulator, casts and order");
+    }
+    opt("--seed", "seed of stochastic roundings (stream = the output element's index)", "0");
+  }
+  opt("--out-rounding", "rounding of the output cast", "rne");
+  if (kind != ClaimKind::emulate) {
+    opt("--confidence", "per-element probability of the probabilistic bound", "0.999999");
+    if (reduction)
+      flag("--probabilistic-defects",
+           "more elements outside the probabilistic bound than chance explains is a defect also under "
+           "round-to-nearest (default: only under stochastic rounding, where the bound is a theorem)");
+  }
+}
+
+std::string ClaimOptions::text(const std::map<std::string, std::string>& replace) const {
+  std::string t;
+  for (const Entry& e : entries_) {
+    if (const auto r = replace.find(e.name); r != replace.end()) {
+      if (!r->second.empty()) append_claim_option(t, e.name, r->second);
+      continue;
+    }
+    if (e.option->count() == 0) continue;
+    if (e.flag) append_claim_flag(t, e.name);
+    else append_claim_option(t, e.name, values_.at(e.name));
+  }
+  return t;
+}
+
+ClaimSpec ClaimOptions::parse(const std::map<std::string, std::string>& replace) const { return parse_claim(text(replace)); }
+
+std::string ClaimOptions::value(const std::string& name) const {
+  for (const Entry& e : entries_)
+    if (e.name == name && e.option->count() > 0) return e.flag ? "1" : values_.at(e.name);
+  return {};
+}
+
+}  // namespace numfid::cli

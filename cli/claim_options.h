@@ -1,0 +1,51 @@
+// The claim options of check, tol and emulate as CLI11 options: what was given is turned
+// back into the claim's one text form and parsed by numfid::parse_claim (tolerances/check.h),
+// so the command line, gate files, Python and C++ share one parser.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "tolerances/check.h"
+
+namespace numfid::cli {
+
+/// Which claim options a command declares.
+enum class ClaimKind : std::uint8_t {
+  reduction,  ///< check matmul/sum, tol: accumulator, casts, plan/profile, confidence
+  rows,       ///< check softmax/norms/elementwise: output rounding, confidence, ulps
+  emulate,    ///< emulate: accumulator, plan/profile, ftz, seed (no confidence)
+};
+
+/// The claim options of one subcommand, as given.
+class ClaimOptions {
+ public:
+  /// Declares the options on `app` (`--in` and `--out` required).
+  void declare(CLI::App& app, ClaimKind kind);
+  /// Declares one more option of the claim (e.g. softmax's --compute) with its help text.
+  CLI::Option* declare_option(CLI::App& app, const std::string& name, const std::string& help, const std::string& default_text = {});
+  /// The claim text of what was given; `replace` sets or (empty value) drops options,
+  /// e.g. {{"--profile", "trn2"}, {"--plan", ""}}.
+  std::string text(const std::map<std::string, std::string>& replace = {}) const;
+  /// parse_claim(text(replace)).
+  ClaimSpec parse(const std::map<std::string, std::string>& replace = {}) const;
+  /// The value given for `name` ("" if absent).
+  std::string value(const std::string& name) const;
+
+ private:
+  struct Entry {
+    std::string name;
+    CLI::Option* option = nullptr;
+    bool flag = false;
+  };
+  std::vector<Entry> entries_;
+  // Stable storage for CLI11 (std::map nodes do not move).
+  std::map<std::string, std::string> values_;
+  std::map<std::string, bool> flags_;
+};
+
+}  // namespace numfid::cli

@@ -1,0 +1,270 @@
+// THE check pipeline (DESIGN.md, tolerances/): operands in memory + a claim -> exact oracle
+// per element -> bounds -> verdict, with the model's bit-exact prediction where the claim
+// names a model numfid can run. The CLI (`numfid check`, `numfid tol`, `numfid emulate`), the
+// gtest suites, the gate, the Python module, the benchmarks and the verdict corpus all call
+// these functions; none re-implements them (STYLE.md rule 11).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "formats/rounding.h"
+#include "formats/value.h"
+#include "numerics/plan.h"
+#include "tolerances/verdict.h"
+
+namespace numfid {
+
+struct Profile;
+
+/// A tensor in memory: values of one declared format (bit patterns), C order, with a shape.
+struct TensorData {
+  const FormatSpec* format = &fp32;
+  std::vector<std::int64_t> shape;  ///< empty: a scalar
+  std::vector<Bits> values;         ///< product(shape) patterns of `format`
+  std::string name;                 ///< for messages: a file, "A", "--a", ...
+
+  /// Product of the dimensions (1 for a scalar).
+  std::int64_t element_count() const;
+};
+
+/// A tensor of `format` from values held in a wider container: each value must be exactly
+/// representable in `format` (a float holding a bf16 value), else InputError naming the index
+/// and the value. `shape` must multiply to data.size().
+TensorData view(std::span<const float> data, std::vector<std::int64_t> shape, std::string_view format,
+                std::string name = "tensor");
+TensorData view(std::span<const double> data, std::vector<std::int64_t> shape, std::string_view format,
+                std::string name = "tensor");
+/// A tensor of `format` from its bit patterns (uint16_t: fp16/bf16; uint8_t: the 8-, 6- and
+/// 4-bit formats and int8/uint8 patterns). Each pattern must fit the format's width.
+TensorData view(std::span<const std::uint16_t> bits, std::vector<std::int64_t> shape, std::string_view format,
+                std::string name = "tensor");
+TensorData view(std::span<const std::uint8_t> bits, std::vector<std::int64_t> shape, std::string_view format,
+                std::string name = "tensor");
+/// Patterns of any width up to 32 bits (fp32 bits, tf32's 19 bits, int32).
+TensorData view(std::span<const std::uint32_t> bits, std::vector<std::int64_t> shape, std::string_view format,
+                std::string name = "tensor");
+
+/// A shape with the name of its tensor (a file, "A"): shapes are checked before values are read.
+struct ShapeRef {
+  std::span<const std::int64_t> shape;
+  std::string_view name;
+};
+
+/// Dimensions of C (M×N) = A (M×K) · B (K×N), or of a row-wise dot (R×K rows: {R, K, 1}).
+struct MatmulDims {
+  std::int64_t m = 0, k = 0, n = 0;
+};
+
+/// Checks that A is M×K, B is K×N and C (if given) M×N; InputError naming the shapes and
+/// tensors otherwise ("shape mismatch: A (a.npy) is [4, 8] (M x K) and ...").
+MatmulDims matmul_dims(ShapeRef a, ShapeRef b, const ShapeRef* c = nullptr);
+
+/// Checks a row-wise dot: A and B R×K, C (if given) R elements ([R] or [R, 1]).
+MatmulDims rowwise_dot_dims(ShapeRef a, ShapeRef b, const ShapeRef* c = nullptr);
+
+/// The format named `name` (canonical or alias); InputError listing the known ones otherwise.
+const FormatSpec& format_named(std::string_view name);
+
+/// The rounding mode `s`; InputError naming `option` otherwise.
+Rounding rounding_named(std::string_view s, std::string_view option);
+
+/// A claim as stated in its one text form, the CLI's claim options:
+///   --in F [--in-b F] [--acc F] [--acc-rounding R] [--products-rounded] [--ftz] [--cast F [--cast-rounding R]]
+///   [--plan P | --profile NAME] --out F [--out-rounding R] [--seed S] [--confidence P]
+///   [--probabilistic-defects] [--ulps N] [--compute F [--exp-ulps N]]
+/// e.g. "--in bf16 --acc fp32 --out bf16" or "--in bf16 --out bf16 --profile trn2".
+/// Absent values are absent (std::optional), never sentinels: an absent --out-rounding is
+/// round-to-nearest-even, or the profile's own output rounding under a profile.
+struct ClaimSpec {
+  const FormatSpec* in = nullptr;    ///< --in (required)
+  const FormatSpec* in_b = nullptr;  ///< --in-b: B's format when it differs from A's
+  const FormatSpec* acc = &fp32;     ///< --acc
+  Rounding acc_rounding = Rounding::rne;
+  bool products_rounded = false;
+  bool acc_ftz = false;              ///< --ftz: subnormal partial sums flushed (emulation with --plan)
+  const FormatSpec* cast = nullptr;  ///< --cast: the operands are cast to this before use
+  Rounding cast_rounding = Rounding::rne;
+  std::optional<ReductionPlan> plan;               ///< --plan: a known summation order
+  std::shared_ptr<const Profile> profile;          ///< --profile, loaded when parsed
+  std::string profile_name;                        ///< as given
+  const FormatSpec* out = nullptr;                 ///< --out (required)
+  std::optional<Rounding> out_rounding;            ///< --out-rounding
+  std::uint64_t seed = 0;                          ///< --seed: stochastic roundings' seed
+  double confidence = 0.999999;                    ///< --confidence (per element, probabilistic bound)
+  bool probabilistic_defects = false;              ///< --probabilistic-defects
+  std::optional<double> ulps;                      ///< --ulps: row/elementwise ops' claimed accuracy
+  const FormatSpec* compute = nullptr;             ///< --compute: softmax's arithmetic (derived bound)
+  double exp_ulps = 1;                             ///< --exp-ulps: its exp's accuracy
+
+  /// The output rounding in force (the given one, the profile's, or rne).
+  Rounding output_rounding() const;
+  /// The claim in its text form (canonical order, only what differs from the defaults).
+  std::string text() const;
+};
+
+/// Appends " --option value" to a claim text, quoting the value where it is empty or holds
+/// spaces or quotes: the one way claim texts are assembled.
+void append_claim_option(std::string& text, std::string_view option, std::string_view value);
+/// Appends " --flag".
+void append_claim_flag(std::string& text, std::string_view flag);
+
+/// Parses the claim text form (whitespace-separated tokens; '...' or "..." quote a token
+/// holding spaces, e.g. --plan 'blocked(128, pairwise)'; --opt=value is accepted too).
+/// Throws InputError naming the token for an unknown option, a missing or bad value, an
+/// unknown format, rounding mode, plan or profile, or exclusive options given together.
+/// Loads the profile (profile_directory()).
+ClaimSpec parse_claim(std::string_view text);
+
+/// The ops that `check_rows` judges row by row (rows = the last axis).
+enum class RowOp : std::uint8_t {
+  softmax, log_softmax, layernorm, rmsnorm,
+  exp, log, tanh, sigmoid, silu, gelu_erf, gelu_tanh, reciprocal, rsqrt,
+};
+/// "softmax", "log_softmax", ...
+std::string_view row_op_name(RowOp op);
+/// The op named `name`, if any.
+std::optional<RowOp> find_row_op(std::string_view name);
+/// Every RowOp, in declaration order.
+std::span<const RowOp> row_ops();
+
+/// How much of the output the claim's own model predicts bit for bit.
+struct ModelMatch {
+  std::int64_t equal = 0, elements = 0;
+  std::string model;  ///< "profile trn2 (v1)", "plan blocked(128)", ...
+  std::string note;   ///< e.g. the stochastic seed used
+};
+
+/// The whole result of one check: what the CLI prints, the JSON, what the gtest assertions
+/// and the Python module report. Self-contained (owns every string and number it reports).
+struct CheckResult {
+  std::string op;               ///< "matmul", "sum", "softmax", ...
+  Verdict verdict;              ///< kind, reason, counts per class, worst elements, signatures
+  ReductionBound bound;         ///< coefficients and the derivation, line by line
+  std::string claim_text;       ///< the claim as the report states it
+  std::string order;            ///< the order the bound assumes ("any order", "profile trn2 (v1)")
+  const FormatSpec* output = &fp32;
+  double output_rounding_ulps = 0.5;
+  bool matrix = false;          ///< elements located as [row, col] (else [index])
+  bool probabilistic_is_defect = false;  ///< the tensor rule: too many outside the probabilistic bound is a defect
+  std::optional<ModelMatch> model;
+  std::vector<Bits> predicted;  ///< the model's bit-exact output, when it ran (else empty)
+
+  /// Exit code of the CLI contract: 1 for a defect, else 0.
+  int exit_code() const;
+  /// The report `numfid check` prints (one verdict line, claim, counts, worst elements,
+  /// signatures, bound derivation).
+  std::string text() const;
+  /// The verdict as JSON (the document `numfid check --json` writes).
+  std::string json() const;
+};
+
+/// Options of check_matmul.
+struct MatmulCheckOptions {
+  std::optional<TensorData> addend;  ///< M×N addend the kernel added (D = addend + A·B)
+  /// Cross-platform: judge C against `ref`, another platform's output under `ref_claim`, with
+  /// |C - R| <= bound(claim) + bound(ref_claim) (both about the exact result).
+  std::optional<TensorData> ref;
+  std::optional<ClaimSpec> ref_claim;
+  int worst = 8;                     ///< elements listed
+  /// Run the claim's model (plan, Tensor Engine, block FMA) and count how much of C it
+  /// predicts, when it is cheap enough (M·N·K <= 2^26, or 2^28 for block FMA, or a fast plan).
+  bool predict = true;
+};
+
+/// The exact result of one reduction element, enough to round it correctly into any format.
+struct ExactElement {
+  Unrounded value;           ///< the finite part (128 leading bits + sticky), zero sign as under rne
+  std::int8_t infinite = 0;  ///< +1 / -1: the sum is ±inf
+  bool nan = false;          ///< the sum is NaN
+  bool invalid = false;      ///< ... from an invalid operation (0·inf, inf - inf)
+  double exact = 0;          ///< rounded to double (±inf / NaN as the sum is)
+  double sum_abs = 0;        ///< Σ|terms|, rounded up
+
+  /// The exact value correctly rounded (to nearest, ties to even) into `out`.
+  Bits rounded(const FormatSpec& out) const;
+};
+
+/// The exact results of A·B (+ addend), computed once by the exact long accumulator (the
+/// expensive part of a check), then judged against any number of outputs: a kernel's output
+/// and its mutants, or every output of a corpus.
+struct MatmulReference {
+  TensorData a, b;
+  std::optional<TensorData> addend;
+  MatmulDims dims;
+  std::vector<ExactElement> elements;  ///< M×N, row-major
+};
+
+/// The exact results of A (M×K) · B (K×N) (+ addend, M×N). Shapes: InputError naming them.
+MatmulReference matmul_reference(const TensorData& a, const TensorData& b, const std::optional<TensorData>& addend = {});
+
+/// Is C (M×N) consistent with A (M×K) · B (K×N) (+ addend) under `claim`? Shapes must agree
+/// (InputError naming them); a.format, b.format, c.format must be the claim's formats.
+/// `opt.addend` is the addend.
+CheckResult check_matmul(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,
+                         const MatmulCheckOptions& opt = {});
+/// The same against exact results computed before (opt.addend is ignored: the reference's).
+CheckResult check_matmul(const MatmulReference& ref, const TensorData& c, const ClaimSpec& claim,
+                         const MatmulCheckOptions& opt = {});
+
+/// Is C the sum of X along `axis` (negative counts from the end) under `claim`?
+CheckResult check_sum(const TensorData& x, const TensorData& c, int axis, const ClaimSpec& claim, int worst = 8);
+
+/// Options of check_rows.
+struct RowCheckOptions {
+  double eps = 1e-5;                 ///< layernorm / rmsnorm: added to the variance
+  std::optional<TensorData> gamma;   ///< layernorm / rmsnorm scale (one per column)
+  std::optional<TensorData> beta;    ///< layernorm shift
+  int worst = 8;
+};
+
+/// Is C = op(X) row by row under `claim` (claim.ulps, or for softmax claim.compute)?
+CheckResult check_rows(RowOp op, const TensorData& x, const TensorData& c, const ClaimSpec& claim,
+                       const RowCheckOptions& opt = {});
+
+/// The tolerance a claim implies for a reduction of length k: bounds, derivation and the
+/// equivalent rtol/atol of torch.testing.assert_close.
+struct ToleranceResult {
+  std::string op;
+  std::int64_t k = 0;
+  ReductionBound bound;
+  std::string claim_text, order;
+  double rtol_deterministic = 0, rtol_probabilistic = 0, atol_deterministic = 0, atol_probabilistic = 0;
+  double mean_abs_term = 0;
+  bool products = true;
+  bool output_rounding_half = true;  ///< the output rounding errs by 1/2 ulp (nearest), else 1 ulp
+  const FormatSpec* output = &fp32;
+  std::string json_text;  ///< the JSON document
+  std::string text() const;   ///< what `numfid tol` prints
+  std::string json() const { return json_text; }
+};
+
+/// Options of tolerance().
+struct ToleranceOptions {
+  bool addend = false;                  ///< the sum starts from an addend
+  std::optional<ClaimSpec> ref_claim;   ///< cross-platform: bound |out_A - out_B| (A = ref_claim, B = claim)
+};
+
+/// The bounds `claim` implies for `op` ("matmul", "dot" or "sum") over k terms.
+ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim, const ToleranceOptions& opt = {});
+
+/// The bit-exact output the claim's model predicts (plan, profile: Tensor Engine, block FMA,
+/// or a plain plan model): D = C + A·B (matmul) or D[r] = C[r] + Σ_k A[r,k]·B[r,k] (dot,
+/// A and B: R×K). Stochastic roundings draw from stream = the output element's index, seed
+/// claim.seed, in every model: check's prediction and emulate's output agree bit for bit.
+/// `c` is the addend (format: its own). Shape errors: InputError.
+TensorData emulate_matmul(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
+                          const ClaimSpec& claim);
+TensorData emulate_dot(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
+                       const ClaimSpec& claim);
+
+/// What `emulate` ran, for messages: "profile trn2 v1", "plan blocked(128)",
+/// "profile nvidia-h100-tc v1: bf16->fp32 block FMA".
+std::string emulation_description(const ClaimSpec& claim, const FormatSpec& in);
+
+}  // namespace numfid

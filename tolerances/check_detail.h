@@ -1,0 +1,33 @@
+// Internals of the check pipeline shared by its source files (check.cpp, predict.cpp,
+// report.cpp): the claim as the bounds see it, and the shapes of a matmul.
+#pragma once
+
+#include <string>
+
+#include "tolerances/check.h"
+
+namespace numfid::detail {
+
+/// The claim as the bounds see it, with the summation order's own count and name.
+struct ClaimSetup {
+  Claim claim;
+  std::string order = "any order";
+};
+
+/// The bound-side Claim of `a` for a reduction of k terms (products or plain terms).
+ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool products);
+
+/// The judgement options the claim asks for.
+JudgeOptions judge_options(const ClaimSpec& claim, int worst, bool reduction);
+
+/// Assembles a CheckResult from the pieces.
+CheckResult finish(std::string op, const ClaimSetup& s, const ClaimSpec& spec, ReductionBound b, Verdict v, bool matrix);
+
+/// The shapes of tensors in memory.
+inline ShapeRef shape_of(const TensorData& t) { return {t.shape, t.name}; }
+
+/// Whether check runs the claim's model for a prediction: a plan taking the vectorised path,
+/// or M·N·K <= 2^26 (2^28 for block FMA, whose dot is cheap per product).
+bool prediction_is_cheap(const ClaimSpec& claim, const ClaimSetup& s, std::int64_t m, std::int64_t k, std::int64_t n);
+
+}  // namespace numfid::detail

@@ -1,0 +1,308 @@
+// The claim's one text form: parse_claim() and ClaimSpec::text(), shared by the CLI, gate
+// files, the Python module and C++ callers; format and rounding lookup with the messages
+// every entry point prints.
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "formats/error.h"
+#include "formats/exact.h"
+#include "numerics/profile.h"
+#include "tolerances/check.h"
+
+namespace numfid {
+
+const FormatSpec& format_named(std::string_view name) {
+  if (const FormatSpec* f = find_format(name)) return *f;
+  throw InputError(fmt::format("unknown format '{}' (known: {}; aliases such as bfloat16 or float8_e4m3fn "
+                               "are accepted, see `numfid formats`)",
+                               name, format_names()));
+}
+
+Rounding rounding_named(std::string_view s, std::string_view option) {
+  if (const auto r = parse_rounding(s)) return *r;
+  throw InputError(fmt::format("{} '{}': unknown rounding mode (known: rne, rtz, rup, rdn, rna, stochastic)", option, s));
+}
+
+Rounding ClaimSpec::output_rounding() const {
+  if (out_rounding) return *out_rounding;
+  if (profile) return profile->reduction.output_rounding.rounding;
+  return Rounding::rne;
+}
+
+namespace {
+
+/// Splits the claim text into tokens: whitespace separates, '...' and "..." quote.
+std::vector<std::string> tokenize(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
+    if (i == text.size()) break;
+    std::string tok;
+    bool quoted = false;
+    while (i < text.size() && !(text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) {
+      const char q = text[i];
+      if (q == '\'' || q == '"') {
+        const std::size_t end = text.find(q, i + 1);
+        if (end == std::string_view::npos)
+          throw InputError(fmt::format("claim: unterminated quote {} in '{}'", q, text.substr(i)));
+        tok.append(text.substr(i + 1, end - i - 1));
+        i = end + 1;
+        quoted = true;
+      } else {
+        tok.push_back(q);
+        ++i;
+      }
+    }
+    if (!tok.empty() || quoted) out.push_back(std::move(tok));
+  }
+  return out;
+}
+
+double parse_number(const std::string& option, const std::string& s) {
+  const char* begin = s.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(begin, &end);
+  if (s.empty() || end != begin + s.size() || errno == ERANGE)
+    throw InputError(fmt::format("{} '{}': not a number", option, s));
+  return v;
+}
+
+std::uint64_t parse_seed(const std::string& s) {
+  // Digits only, and at most 2^64 - 1: strtoull would accept a sign and wrap.
+  bool ok = !s.empty() && s.size() <= 20;
+  for (const char ch : s) ok = ok && ch >= '0' && ch <= '9';
+  unsigned long long v = 0;
+  if (ok) {
+    errno = 0;
+    v = std::strtoull(s.c_str(), nullptr, 10);
+    ok = errno != ERANGE;
+  }
+  if (!ok) throw InputError(fmt::format("--seed '{}' must be an integer in [0, 2^64 - 1]", s));
+  return v;
+}
+
+}  // namespace
+
+void append_claim_flag(std::string& text, std::string_view flag) {
+  if (!text.empty()) text += ' ';
+  text += flag;
+}
+
+void append_claim_option(std::string& text, std::string_view option, std::string_view value) {
+  append_claim_flag(text, option);
+  text += ' ';
+  if (!value.empty() && value.find_first_of(" \t\n\r'\"") == std::string_view::npos) text += value;
+  else text += value.find('\'') == std::string_view::npos ? fmt::format("'{}'", value) : fmt::format("\"{}\"", value);
+}
+
+ClaimSpec parse_claim(std::string_view text) {
+  const std::vector<std::string> tokens = tokenize(text);
+  ClaimSpec c;
+  std::vector<std::string> seen;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    std::string opt = tokens[i], value;
+    bool has_inline = false;
+    if (const std::size_t eq = opt.find('='); opt.starts_with("--") && eq != std::string::npos) {
+      value = opt.substr(eq + 1);
+      opt.resize(eq);
+      has_inline = true;
+    }
+    if (!opt.starts_with("--")) throw InputError(fmt::format("claim: unexpected token '{}' (options start with --)", opt));
+    const bool flag = opt == "--products-rounded" || opt == "--probabilistic-defects" || opt == "--ftz";
+    static constexpr std::string_view known[] = {
+        "--in",   "--in-b",         "--acc",  "--acc-rounding", "--products-rounded", "--ftz", "--cast",       "--cast-rounding",
+        "--plan", "--profile",      "--out",  "--out-rounding", "--seed",             "--confidence", "--probabilistic-defects",
+        "--ulps", "--compute",      "--exp-ulps"};
+    bool is_known = false;
+    for (std::string_view k : known) is_known = is_known || k == opt;
+    if (!is_known)
+      throw InputError(fmt::format("claim: unknown option '{}' (known: --in, --in-b, --acc, --acc-rounding, "
+                                   "--products-rounded, --ftz, --cast, --cast-rounding, --plan, --profile, --out, "
+                                   "--out-rounding, --seed, --confidence, --probabilistic-defects, --ulps, --compute, "
+                                   "--exp-ulps)",
+                                   opt));
+    for (const std::string& s : seen)
+      if (s == opt) throw InputError(fmt::format("claim: {} given twice", opt));
+    seen.push_back(opt);
+    if (flag) {
+      if (has_inline) throw InputError(fmt::format("claim: {} is a flag and takes no value", opt));
+    } else if (!has_inline) {
+      if (i + 1 >= tokens.size() || (tokens[i + 1].starts_with("--") && tokens[i + 1].size() > 2 &&
+                                      !std::isdigit(static_cast<unsigned char>(tokens[i + 1][2]))))
+        throw InputError(fmt::format("claim: {} needs a value", opt));
+      value = tokens[++i];
+    }
+    if (opt == "--in") c.in = &format_named(value);
+    else if (opt == "--in-b") c.in_b = &format_named(value);
+    else if (opt == "--acc") c.acc = &format_named(value);
+    else if (opt == "--acc-rounding") c.acc_rounding = rounding_named(value, "--acc-rounding");
+    else if (opt == "--products-rounded") c.products_rounded = true;
+    else if (opt == "--ftz") c.acc_ftz = true;
+    else if (opt == "--cast") c.cast = &format_named(value);
+    else if (opt == "--cast-rounding") c.cast_rounding = rounding_named(value, "--cast-rounding");
+    else if (opt == "--plan") {
+      std::string err;
+      c.plan = ReductionPlan::parse(value, &err);
+      if (!c.plan) throw InputError("--plan: " + err);
+    } else if (opt == "--profile") {
+      try {
+        c.profile = std::make_shared<const Profile>(find_profile(value));
+      } catch (const ProfileError& e) {
+        throw InputError(e.what());
+      }
+      c.profile_name = value;
+    } else if (opt == "--out") c.out = &format_named(value);
+    else if (opt == "--out-rounding") c.out_rounding = rounding_named(value, "--out-rounding");
+    else if (opt == "--seed") c.seed = parse_seed(value);
+    else if (opt == "--confidence") {
+      double p = 0;
+      try {
+        p = parse_number(opt, value);
+      } catch (const InputError&) {
+        p = 0;
+      }
+      if (!(p > 0 && p < 1))
+        throw InputError(fmt::format("--confidence '{}' must be a probability strictly between 0 and 1 (e.g. 0.999999)", value));
+      c.confidence = p;
+    } else if (opt == "--probabilistic-defects") c.probabilistic_defects = true;
+    else if (opt == "--ulps") {
+      const double u = parse_number(opt, value);
+      if (!(u > 0) || !std::isfinite(u))
+        throw InputError(fmt::format("--ulps '{}' must be a positive number of output ulps (0.5 = correctly rounded)", value));
+      c.ulps = u;
+    } else if (opt == "--compute") c.compute = &format_named(value);
+    else if (opt == "--exp-ulps") {
+      const double u = parse_number(opt, value);
+      if (!(u >= 0) || !std::isfinite(u)) throw InputError(fmt::format("--exp-ulps '{}' must be a finite number >= 0", value));
+      c.exp_ulps = u;
+    }
+  }
+  if (!c.in) throw InputError("claim: --in F is required (the format of the inputs)");
+  if (!c.out) throw InputError("claim: --out F is required (the format of the output)");
+  if (c.plan && c.profile) throw InputError("--plan and --profile are exclusive: a profile has its order");
+  if (c.ulps && c.compute) throw InputError("--ulps and --compute are exclusive");
+  if (c.compute && c.compute->kind != FormatKind::binary_float)
+    throw InputError(fmt::format("--compute {}: not a float format", c.compute->name));
+  return c;
+}
+
+std::string ClaimSpec::text() const {
+  std::string s;
+  auto add = [&s](std::string_view opt, std::string_view v = {}) {
+    if (v.empty()) append_claim_flag(s, opt);
+    else append_claim_option(s, opt, v);
+  };
+  if (in) add("--in", in->name);
+  if (in_b) add("--in-b", in_b->name);
+  if (cast) {
+    add("--cast", cast->name);
+    if (cast_rounding != Rounding::rne) add("--cast-rounding", rounding_name(cast_rounding));
+  }
+  if (!profile) {
+    add("--acc", acc->name);
+    if (acc_rounding != Rounding::rne) add("--acc-rounding", rounding_name(acc_rounding));
+    if (products_rounded) add("--products-rounded");
+    if (acc_ftz) add("--ftz");
+  }
+  if (plan) add("--plan", plan->text());
+  if (profile) add("--profile", profile_name);
+  if (out) add("--out", out->name);
+  if (out_rounding) add("--out-rounding", rounding_name(*out_rounding));
+  if (ulps) add("--ulps", fmt::format("{}", *ulps));
+  if (compute) {
+    add("--compute", compute->name);
+    add("--exp-ulps", fmt::format("{}", exp_ulps));
+  }
+  if (seed != 0) add("--seed", fmt::format("{}", seed));
+  if (confidence != 0.999999) add("--confidence", fmt::format("{}", confidence));
+  if (probabilistic_defects) add("--probabilistic-defects");
+  return s;
+}
+
+// ------------------------------------------------------------------- tensors in memory
+
+std::int64_t TensorData::element_count() const {
+  std::int64_t n = 1;
+  for (const std::int64_t d : shape) n *= d;
+  return n;
+}
+
+namespace {
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
+  return s + "]";
+}
+
+TensorData start(std::vector<std::int64_t> shape, std::string_view format, std::string name, std::size_t size) {
+  TensorData t;
+  t.format = &format_named(format);
+  std::int64_t n = 1;
+  for (const std::int64_t d : shape) {
+    if (d < 0) throw InputError(fmt::format("{}: negative dimension in shape {}", name, shape_text(shape)));
+    if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / d)
+      throw InputError(fmt::format("{}: shape {} overflows", name, shape_text(shape)));
+    n *= d;
+  }
+  if (static_cast<std::uint64_t>(n) != size)
+    throw InputError(fmt::format("{}: shape {} holds {} elements, the data has {}", name, shape_text(shape), n, size));
+  t.shape = std::move(shape);
+  t.name = std::move(name);
+  t.values.reserve(size);
+  return t;
+}
+
+template <class T>
+TensorData view_values(std::span<const T> data, std::vector<std::int64_t> shape, std::string_view format, std::string name) {
+  TensorData t = start(std::move(shape), format, std::move(name), data.size());
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    const auto v = static_cast<double>(data[i]);
+    const std::optional<Bits> b = exactly(*t.format, v);
+    if (!b) throw InputError(fmt::format("{}: element {} = {} ({:a}) is not a {} value", t.name, i, v, v, t.format->name));
+    t.values.push_back(*b);
+  }
+  return t;
+}
+
+template <class T>
+TensorData view_bits(std::span<const T> data, std::vector<std::int64_t> shape, std::string_view format, std::string name) {
+  TensorData t = start(std::move(shape), format, std::move(name), data.size());
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    const Bits b{static_cast<std::uint32_t>(data[i])};
+    if (!fits(*t.format, b))
+      throw InputError(fmt::format("{}: element {} = {:#x} has bits outside the {}-bit {} pattern", t.name, i,
+                                   static_cast<std::uint32_t>(data[i]), t.format->bits, t.format->name));
+    t.values.push_back(b);
+  }
+  return t;
+}
+
+}  // namespace
+
+TensorData view(std::span<const float> data, std::vector<std::int64_t> shape, std::string_view format, std::string name) {
+  return view_values(data, std::move(shape), format, std::move(name));
+}
+TensorData view(std::span<const double> data, std::vector<std::int64_t> shape, std::string_view format, std::string name) {
+  return view_values(data, std::move(shape), format, std::move(name));
+}
+TensorData view(std::span<const std::uint16_t> bits, std::vector<std::int64_t> shape, std::string_view format,
+                std::string name) {
+  return view_bits(bits, std::move(shape), format, std::move(name));
+}
+TensorData view(std::span<const std::uint8_t> bits, std::vector<std::int64_t> shape, std::string_view format,
+                std::string name) {
+  return view_bits(bits, std::move(shape), format, std::move(name));
+}
+TensorData view(std::span<const std::uint32_t> bits, std::vector<std::int64_t> shape, std::string_view format,
+                std::string name) {
+  return view_bits(bits, std::move(shape), format, std::move(name));
+}
+
+}  // namespace numfid

@@ -1,0 +1,163 @@
+// The bit-exact output a claim's model predicts (plan, Tensor Engine profile, block-FMA
+// profile, plan profile): the one implementation behind `numfid emulate` and the model line
+// of `numfid check` (tolerances/check.h).
+#include <fmt/format.h>
+
+#include "formats/convert.h"
+#include "formats/error.h"
+#include "numerics/block_fma_ops.h"
+#include "numerics/profile.h"
+#include "tolerances/check_detail.h"
+
+namespace numfid {
+
+namespace {
+
+/// The rounding options of the claim's output cast (stream set per element by the models).
+/// The profile's output options (overflow, FTZ) where there is a profile; the claim's
+/// rounding (given, or the profile's) and seed.
+RoundOptions output_options(const ClaimSpec& c) {
+  RoundOptions o = c.profile ? c.profile->reduction.output_rounding : RoundOptions{};
+  o.rounding = c.output_rounding();
+  o.seed = c.seed;
+  return o;
+}
+
+/// The block-FMA model of a tensor-core profile for inputs `in` and output `out`.
+const BlockFmaModel& block_model(const Profile& p, const FormatSpec& in, const FormatSpec& out) {
+  const BlockFmaModel* m = block_fma_for(p, in, out);
+  if (!m) m = block_fma_for(p, in, fp32);
+  if (!m) throw InputError(fmt::format("profile {} has no tensor-core model for {} inputs (it has {})", p.name, in.name, variant_names(p)));
+  return *m;
+}
+
+/// The operand's values in `to`: unchanged when already there, else cast element by element
+/// (`rounding`, stream = flat index, the claim's seed).
+std::vector<Bits> cast_values(const TensorData& t, const FormatSpec& to, Rounding rounding, std::uint64_t seed) {
+  if (t.format == &to) return t.values;
+  RoundOptions o;
+  o.rounding = rounding;
+  o.seed = seed;
+  std::vector<Bits> v(t.values.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    o.stream = i;
+    v[i] = convert(*t.format, to, t.values[i], o).bits;
+  }
+  return v;
+}
+
+/// The plan model of a claim (--plan), or of a plan profile.
+ReductionModel plan_model(const ClaimSpec& c) {
+  ReductionModel m;
+  if (c.profile) {
+    m = c.profile->reduction;
+  } else {
+    m.plan = *c.plan;
+    m.acc.format = c.acc;
+    m.acc.rounding.rounding = c.acc_rounding;
+    m.acc.products_rounded = c.products_rounded;
+    m.acc.rounding.ftz = c.acc_ftz;
+  }
+  m.acc.rounding.seed = c.seed;
+  m.output = c.out;
+  m.output_rounding = output_options(c);
+  return m;
+}
+
+std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c, const ClaimSpec& claim,
+                      bool dot) {
+  if (!claim.plan && !claim.profile) throw InputError("give exactly one of --plan P or --profile NAME");
+  const FormatSpec& fa = *a.format;
+  const FormatSpec& fb = *b.format;
+  const FormatSpec& fout = *claim.out;
+  const std::int64_t M = a.shape[0], K = a.shape[1], N = dot ? 1 : b.shape[1];
+  std::optional<MatrixView> cv;
+  if (c) cv = MatrixView{c->format, c->values, M, N};
+  const Profile* p = claim.profile.get();
+  if (p && p->model == ProfileModel::block_fma) {
+    if (&fa != &fb) throw InputError("a tensor-core profile takes A and B of one format");
+    // The unit's input: the operands' format, or the claim's --cast (applied first).
+    const FormatSpec& in = claim.cast ? *claim.cast : fa;
+    const BlockFmaModel& m = block_model(*p, in, fout);
+    const std::vector<Bits> av = cast_values(a, *m.input, claim.cast_rounding, claim.seed);
+    const std::vector<Bits> bv = cast_values(b, *m.input, claim.cast_rounding, claim.seed);
+    const MatrixView A{m.input, av, M, K};
+    if (dot) return block_fma_dot_rows(m, A, {m.input, bv, M, K}, cv, fout, output_options(claim));
+    return block_fma_matmul(m, A, {m.input, bv, K, N}, cv, fout, output_options(claim));
+  }
+  if (p && p->model == ProfileModel::tensor_engine) {
+    TensorEngineModel te = tensor_engine_for(*p, fa);
+    te.output = &fout;
+    te.output_rounding = output_options(claim);
+    te.array_acc.rounding.seed = te.psum.rounding.seed = claim.seed;
+    if (dot) return tensor_engine_dot_rows(te, {&fa, a.values, M, K}, {&fb, b.values, M, K}, cv);
+    return tensor_engine_matmul(te, {&fa, a.values, M, K}, {&fb, b.values, K, N}, cv);
+  }
+  if (p && p->input_cast) throw InputError(fmt::format("profile {}: input casts apply to tensor-engine profiles", p->name));
+  const ReductionModel m = plan_model(claim);
+  // A --cast under a plan: the operands are cast first (stream = flat index), then summed.
+  const FormatSpec& ca = claim.cast ? *claim.cast : fa;
+  const FormatSpec& cb = claim.cast ? *claim.cast : fb;
+  const std::vector<Bits> av = claim.cast ? cast_values(a, ca, claim.cast_rounding, claim.seed) : std::vector<Bits>{};
+  const std::vector<Bits> bv = claim.cast ? cast_values(b, cb, claim.cast_rounding, claim.seed) : std::vector<Bits>{};
+  const std::span<const Bits> as = claim.cast ? std::span<const Bits>(av) : std::span<const Bits>(a.values);
+  const std::span<const Bits> bs = claim.cast ? std::span<const Bits>(bv) : std::span<const Bits>(b.values);
+  if (dot) return emulate_dot_rows({&ca, as, M, K}, {&cb, bs, M, K}, cv, m);
+  return emulate_matmul({&ca, as, M, K}, {&cb, bs, K, N}, cv, m);
+}
+
+void expect_format(const TensorData& t, const FormatSpec& f, std::string_view what) {
+  if (t.format != &f)  // one FormatSpec row per format
+    throw InputError(fmt::format("{} {}: holds {} values but the claim says {}", what, t.name, t.format->name, f.name));
+}
+
+}  // namespace
+
+TensorData emulate_matmul(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
+                          const ClaimSpec& claim) {
+  expect_format(a, *claim.in, "A");
+  expect_format(b, claim.in_b ? *claim.in_b : *claim.in, "B");
+  const ShapeRef cs = c ? detail::shape_of(*c) : ShapeRef{};
+  const MatmulDims d = matmul_dims(detail::shape_of(a), detail::shape_of(b), c ? &cs : nullptr);
+  TensorData out;
+  out.format = claim.out;
+  out.shape = {d.m, d.n};
+  out.name.assign(1, 'D');
+  out.values = run(a, b, c, claim, false);
+  return out;
+}
+
+TensorData emulate_dot(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c, const ClaimSpec& claim) {
+  expect_format(a, *claim.in, "A");
+  expect_format(b, claim.in_b ? *claim.in_b : *claim.in, "B");
+  const ShapeRef cs = c ? detail::shape_of(*c) : ShapeRef{};
+  rowwise_dot_dims(detail::shape_of(a), detail::shape_of(b), c ? &cs : nullptr);
+  TensorData out;
+  out.format = claim.out;
+  out.shape = {a.shape[0]};
+  out.name.assign(1, 'D');
+  out.values = run(a, b, c, claim, true);
+  return out;
+}
+
+std::string emulation_description(const ClaimSpec& claim, const FormatSpec& in) {
+  if (!claim.profile) return claim.plan ? fmt::format("plan {}", claim.plan->text()) : std::string("no model");
+  const Profile& p = *claim.profile;
+  if (p.model == ProfileModel::block_fma) {
+    const BlockFmaModel& m = block_model(p, claim.cast ? *claim.cast : in, *claim.out);
+    return fmt::format("profile {} v{}: {}->{} block FMA", p.name, p.version, m.input->name, m.output->name);
+  }
+  return fmt::format("profile {} v{}", p.name, p.version);
+}
+
+bool detail::prediction_is_cheap(const ClaimSpec& claim, const ClaimSetup& s, std::int64_t m, std::int64_t k, std::int64_t n) {
+  const std::int64_t work = m * n * k;
+  if (s.claim.block_fma) return work <= (std::int64_t{1} << 28);
+  if (claim.plan) {
+    const ReductionModel rm = plan_model(claim);
+    return matmul_fast_path(rm, *claim.in, claim.in_b ? *claim.in_b : *claim.in) || work <= (std::int64_t{1} << 26);
+  }
+  return claim.profile != nullptr && work <= (std::int64_t{1} << 26);
+}
+
+}  // namespace numfid

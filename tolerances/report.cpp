@@ -1,0 +1,207 @@
+// What a check and a tolerance say, as text (what `numfid check` / `numfid tol` print) and as
+// JSON (`--json`, the Python module's to_json(), the gate's reports): one rendering for all.
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "formats/error.h"
+#include "tolerances/check_detail.h"
+
+namespace numfid {
+
+namespace {
+
+std::string fmt_value(double v) { return fmt::format("{:.9g}", v); }
+
+std::string index_text(const ElementReport& e, bool matrix) {
+  return matrix ? fmt::format("[{}, {}]", e.row, e.col) : fmt::format("[{}]", e.index);
+}
+
+nlohmann::json bound_json(const ReductionBound& b, double output_rounding_ulps) {
+  nlohmann::json j;
+  j["bounds"]["deterministic"]["sum_abs_coefficient"] = b.deterministic;
+  j["bounds"]["deterministic"]["absolute"] = b.absolute;
+  j["bounds"]["probabilistic"]["sum_abs_coefficient"] = b.probabilistic;
+  j["bounds"]["probabilistic"]["confidence"] = b.confidence;
+  j["bounds"]["probabilistic"]["lambda"] = b.lambda;
+  j["bounds"]["probabilistic"]["applies"] = b.probabilistic_applies;
+  j["roundings"] = b.roundings;
+  j["unit_roundoff"] = b.u_acc;
+  j["output_rounding_ulps"] = output_rounding_ulps;
+  j["derivation"] = b.derivation;
+  return j;
+}
+
+std::string model_line(const ModelMatch& m) {
+  return fmt::format("model: {} of {} elements equal the bit-exact output {} predicts{}", m.equal, m.elements, m.model,
+                     m.note);
+}
+
+}  // namespace
+
+int CheckResult::exit_code() const { return verdict.kind == TensorKind::defect ? 1 : 0; }
+
+std::string CheckResult::text() const {
+  const Verdict& v = verdict;
+  const ReductionBound& b = bound;
+  std::string out;
+  auto line = [&out](const std::string& s) {
+    out += s;
+    out += '\n';
+  };
+  const char* label = v.kind == TensorKind::defect ? "DEFECT" : v.kind == TensorKind::suspicious ? "SUSPICIOUS" : "CONSISTENT";
+  line(fmt::format("numfid check {}: {} — {}", op, label, v.reason));
+  line(fmt::format("claim: {}", claim_text));
+  line(fmt::format("elements: {} | bit-exact {} | within probabilistic bound {} | within deterministic bound only {} | "
+                   "outside deterministic bound {}",
+                   v.elements, v.counts[0], v.counts[1], v.counts[2], v.counts[3]));
+  if (model) line(model_line(*model));
+  line(fmt::format("max error: {:.3g} output ulps", v.max_error_ulps));
+  if (!v.worst.empty() && v.worst[0].ratio > 0) {
+    line("worst elements (|error| / deterministic bound):");
+    line(fmt::format("  {:>14} {:>16} {:>16} {:>12} {:>10}  {}", "index", "value", "exact", "error ulps", "of bound", "class"));
+    for (const ElementReport& e : v.worst) {
+      if (e.ratio <= 0) break;
+      line(fmt::format("  {:>14} {:>16} {:>16} {:>12.3g} {:>10.3g}  {}", index_text(e, matrix), fmt_value(e.value),
+                       fmt_value(e.exact), e.error_ulps, e.ratio, class_name(e.cls)));
+    }
+  }
+  if (!v.signatures.empty()) {
+    line("signatures:");
+    for (const Signature& g : v.signatures) line(fmt::format("  {}: {}", g.name, g.evidence));
+  }
+  line("bound derivation:");
+  for (const std::string& d : b.derivation) line(fmt::format("  {}", d));
+  if (b.probabilistic_applies)
+    line(fmt::format("  tensor: a defect if any element is outside the deterministic bound; {} or more outside the "
+                     "probabilistic bound (chance: false-alarm probability <= 1e-9) is {}",
+                     v.chance_threshold, probabilistic_is_defect ? "a defect" : "suspicious (evidence, not proof)"));
+  return out;
+}
+
+std::string CheckResult::json() const {
+  const Verdict& v = verdict;
+  nlohmann::json j = bound_json(bound, output_rounding_ulps);
+  j["op"] = op;
+  j["verdict"] = kind_name(v.kind);
+  j["reason"] = v.reason;
+  j["claim"] = claim_text;
+  j["order"] = order;
+  j["elements"] = v.elements;
+  j["counts"] = {{"bit_exact", v.counts[0]},
+                 {"within_probabilistic", v.counts[1]},
+                 {"within_deterministic_only", v.counts[2]},
+                 {"outside_deterministic", v.counts[3]}};
+  j["nonfinite_mismatches"] = v.nonfinite_mismatches;
+  j["chance_threshold"] = v.chance_threshold;
+  j["max_error_ulps"] = v.max_error_ulps;
+  for (const ElementReport& e : v.worst) {
+    if (e.ratio <= 0) break;
+    auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(fmt::format("{}", x)); };
+    j["worst"].push_back({{"index", e.index},
+                          {"row", e.row},
+                          {"col", e.col},
+                          {"bits", to_hex(*output, e.bits)},
+                          {"value", num(e.value)},
+                          {"exact", num(e.exact)},
+                          {"error_ulps", num(e.error_ulps)},
+                          {"deterministic_bound", e.det_bound},
+                          {"probabilistic_bound", e.prob_bound},
+                          {"fraction_of_bound", num(e.ratio)},
+                          {"class", class_name(e.cls)}});
+  }
+  for (const Signature& g : v.signatures) j["signatures"].push_back({{"name", g.name}, {"evidence", g.evidence}});
+  if (model) j["model"] = model_line(*model);
+  return j.dump(2) + "\n";
+}
+
+// ------------------------------------------------------------------- tolerance
+
+ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim, const ToleranceOptions& opt) {
+  if (op != "matmul" && op != "dot" && op != "sum")
+    throw InputError(fmt::format("tol: unknown op '{}' (matmul, dot or sum)", op));
+  if (k <= 0) throw InputError("--k: the reduction length K must be a positive integer");
+  const bool products = op != "sum";
+  const detail::ClaimSetup s = detail::make_claim(claim, k, opt.addend, products);
+  ReductionBound b = reduction_bound(s.claim, k, opt.addend, claim.confidence);
+  std::optional<detail::ClaimSetup> rs;
+  if (opt.ref_claim) {
+    rs = detail::make_claim(*opt.ref_claim, k, opt.addend, products);
+    const ReductionBound rb = reduction_bound(rs->claim, k, opt.addend, claim.confidence);
+    b.derivation.insert(b.derivation.begin(),
+                        fmt::format("cross-platform: |out_A - out_B| <= bound(A) + bound(B), A = {}, B = {}", rs->order,
+                                    s.order));
+    for (const std::string& line : rb.derivation) b.derivation.push_back("reference: " + line);
+    b.deterministic += rb.deterministic;
+    b.absolute += rb.absolute;
+    b.probabilistic += rb.probabilistic;
+    b.confidence = 1 - 2 * (1 - claim.confidence);
+  }
+  const Claim& c = s.claim;
+  ToleranceResult t;
+  t.op = std::string(op);
+  t.k = k;
+  t.products = products;
+  t.claim_text = describe(c);
+  t.order = rs ? s.order + " vs " + rs->order : s.order;
+  t.output_rounding_half = c.output_rounding == Rounding::rne || c.output_rounding == Rounding::rna;
+  t.output = c.output;
+  const double u_out = unit_roundoff(*c.output, c.output_rounding);
+  const double out_rel = rs ? 2 * u_out : u_out;
+  // Typical data, for the rtol/atol of torch.testing.assert_close / numpy.allclose:
+  //  - all terms of one sign: Σ|t| = |s|, so a relative tolerance is sound;
+  //  - zero-mean terms (a, b ~ N(0, 1)): Σ|a b| ≈ K·2/π while |s| ~ √K·|N(0,1)| can be 0:
+  //    no rtol is sound, only an atol of the order coef·K·2/π (or the per-element bound).
+  const double kd = static_cast<double>(k);
+  t.rtol_deterministic = b.deterministic + out_rel;
+  t.rtol_probabilistic = b.probabilistic + out_rel;
+  t.mean_abs_term = products ? 2 / M_PI : std::sqrt(2 / M_PI);
+  t.atol_deterministic = b.deterministic * kd * t.mean_abs_term;
+  t.atol_probabilistic = b.probabilistic * kd * t.mean_abs_term;
+  nlohmann::json j = bound_json(b, c.ulps > 0 ? c.ulps : t.output_rounding_half ? 0.5 : 1.0);
+  j["op"] = t.op;
+  j["k"] = k;
+  j["claim"] = t.claim_text;
+  j["order"] = s.order;
+  j["equivalent"]["same_sign_terms"] = {
+      {"rtol_deterministic", t.rtol_deterministic}, {"rtol_probabilistic", t.rtol_probabilistic}, {"atol", 0}};
+  j["equivalent"]["zero_mean_unit_variance"] = {
+      {"rtol", nullptr},
+      {"atol_deterministic", t.atol_deterministic},
+      {"atol_probabilistic", t.atol_probabilistic},
+      {"note", "no relative tolerance is sound under cancellation: use the per-element bound (numfid check)"}};
+  t.json_text = j.dump(2) + "\n";
+  t.bound = std::move(b);
+  return t;
+}
+
+std::string ToleranceResult::text() const {
+  const ReductionBound& b = bound;
+  std::string out;
+  auto line = [&out](const std::string& s) {
+    out += s;
+    out += '\n';
+  };
+  line(fmt::format("numfid tol {}: K = {}, {}; order: {}", op, k, claim_text, order));
+  line(fmt::format("|computed - exact| <= C · Σ|terms| + A, then the output rounding ({} ulp of {} at the result):",
+                   output_rounding_half ? "1/2" : "1", output->name));
+  line(fmt::format("  deterministic (every order the claim allows): C = {:.6g}, A = {:.3g}", b.deterministic, b.absolute));
+  if (b.probabilistic_applies)
+    line(fmt::format("  probabilistic (confidence {} per element):  C = {:.6g}", b.confidence, b.probabilistic));
+  else
+    line("  probabilistic: not applicable (biased rounding), same as deterministic");
+  line("derivation:");
+  for (const std::string& d : b.derivation) line(fmt::format("  {}", d));
+  line("equivalent tolerances for torch.testing.assert_close / numpy.allclose (|out - ref| <= atol + rtol·|ref|):");
+  line(fmt::format("  terms of one sign (Σ|terms| = |result|): rtol = {:.3g} (deterministic), {:.3g} (probabilistic), "
+                   "atol = 0",
+                   rtol_deterministic, rtol_probabilistic));
+  line(fmt::format("  zero-mean unit-variance {}: no rtol is sound (cancellation makes |result| << Σ|terms|);\n"
+                   "    atol ≈ C·K·{:.3f} = {:.3g} (deterministic), {:.3g} (probabilistic) — or use the per-element "
+                   "bound: numfid check",
+                   products ? "a, b" : "x", mean_abs_term, atol_deterministic, atol_probabilistic));
+  return out;
+}
+
+}  // namespace numfid

@@ -6,6 +6,9 @@ include(CMakePackageConfigHelpers)
 
 set(NUMFID_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/numfid)
 set(NUMFID_INSTALL_PROFILESDIR ${CMAKE_INSTALL_DATADIR}/numfid/profiles)
+# The installed CLI's way from its own directory to the profiles ("../share/numfid/profiles"),
+# compiled into numfid::numerics (profile_directory(), numerics/CMakeLists.txt).
+file(RELATIVE_PATH NUMFID_PROFILES_FROM_BINDIR /prefix/${CMAKE_INSTALL_BINDIR} /prefix/${NUMFID_INSTALL_PROFILESDIR})
 
 # _numfid_find_dependency(DEP KEY_OUT CODE_OUT PC_OUT)
 #   For a third-party target DEP that an installed library links (PUBLIC or PRIVATE: a static

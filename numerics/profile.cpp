@@ -355,12 +355,13 @@ extern "C" __attribute__((weak)) const char* numfid_package_profile_directory();
 namespace {
 
 // <prefix>/share/numfid/profiles for a program running from <prefix>/bin (the installed CLI),
-// when that directory exists. /proc/self/exe resolves symbolic links to the real binary.
+// when that directory exists (NUMFID_PROFILES_FROM_BINDIR: the install layout's relative path).
+// /proc/self/exe resolves symbolic links to the real binary.
 std::optional<std::string> profiles_beside_executable() {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return std::nullopt;
-  const std::filesystem::path dir = exe.parent_path().parent_path() / "share" / "numfid" / "profiles";
+  const std::filesystem::path dir = (exe.parent_path() / NUMFID_PROFILES_FROM_BINDIR).lexically_normal();
   if (!std::filesystem::is_directory(dir, ec)) return std::nullopt;
   return dir.string();
 }

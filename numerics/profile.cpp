@@ -347,8 +347,35 @@ Profile load_profile(const std::string& path) {
   return std::move(l.p);
 }
 
+// Defined (weakly) only in programs linking the installed numfid package: it returns that
+// package's profile directory (cmake/numfid_package_profiles.cpp). Null elsewhere. (C linkage:
+// the global symbol, although declared in this namespace.)
+extern "C" __attribute__((weak)) const char* numfid_package_profile_directory();
+
+namespace {
+
+// <prefix>/share/numfid/profiles for a program running from <prefix>/bin (the installed CLI),
+// when that directory exists (NUMFID_PROFILES_FROM_BINDIR: the install layout's relative path).
+// /proc/self/exe resolves symbolic links to the real binary.
+std::optional<std::string> profiles_beside_executable() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return std::nullopt;
+  const std::filesystem::path dir = (exe.parent_path() / NUMFID_PROFILES_FROM_BINDIR).lexically_normal();
+  if (!std::filesystem::is_directory(dir, ec)) return std::nullopt;
+  return dir.string();
+}
+
+}  // namespace
+
+// Only the build tree (and add_subdirectory users) reach the compiled-in source path: the
+// installed CLI finds bin/../share/numfid/profiles, a program built against the installed CMake
+// package has the hook, and the build tree's bin/ has neither. (pkg-config users have no hook:
+// they set NUMFID_PROFILES to numfid.pc's `profilesdir`.)
 std::string profile_directory() {
   if (const char* env = std::getenv("NUMFID_PROFILES"); env && *env) return env;
+  if (auto dir = profiles_beside_executable()) return *dir;
+  if (numfid_package_profile_directory != nullptr) return numfid_package_profile_directory();
   return NUMFID_SOURCE_PROFILES;
 }
 

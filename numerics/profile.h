@@ -80,7 +80,9 @@ std::string variant_names(const Profile& p);
 /// Loads and validates one profile file.
 Profile load_profile(const std::string& path);
 
-/// The profile directory: $NUMFID_PROFILES if set, else the source tree's profiles/.
+/// The profile directory: $NUMFID_PROFILES if set, else an installed numfid's (beside the running
+/// program's bin/ as ../share/numfid/profiles, or the package the program was built against),
+/// else (build tree) the source tree's profiles/.
 std::string profile_directory();
 
 /// Names of the profiles in `dir` (file stems of *.yaml), sorted.

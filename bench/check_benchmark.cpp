@@ -1,4 +1,4 @@
-// The work of `numfid check matmul` (exact oracle, bound, judgement; no file I/O) on a
+// numfid::check_matmul, the work of `numfid check matmul` (exact oracle, bound, judgement; no file I/O), on a
 // 256×4096×256 bf16 matmul with fp32 accumulation and bf16 output, single thread, whole and
 // split into its parts.
 #include <benchmark/benchmark.h>
@@ -11,9 +11,7 @@
 #include <vector>
 
 #include "formats/convert.h"
-#include "numerics/emulate.h"
-#include "oracles/accumulator.h"
-#include "tolerances/verdict.h"
+#include "tolerances/check.h"
 
 namespace {
 
@@ -25,8 +23,8 @@ constexpr std::int64_t kM = 256, kK = 4096, kN = 256;
 /// accumulation in blocked(128) order stores it in bf16 (a legal output: the verdict's work
 /// is that of a passing check, every element judged in full).
 struct Problem {
-  std::vector<Bits> a, b, c;
-  numfid::Claim claim;
+  numfid::TensorData a, b, c;
+  numfid::ClaimSpec claim = numfid::parse_claim("--in bf16 --acc fp32 --out bf16");
 };
 
 const Problem& problem() {
@@ -38,40 +36,20 @@ const Problem& problem() {
       const float x = static_cast<float>(nd(g));
       return numfid::convert(numfid::fp32, numfid::bf16, Bits{std::bit_cast<std::uint32_t>(x)}).bits;
     };
-    for (std::int64_t i = 0; i < kM * kK; ++i) r.a.push_back(draw());
-    for (std::int64_t i = 0; i < kK * kN; ++i) r.b.push_back(draw());
-    numfid::ReductionModel m;
-    m.plan = *numfid::ReductionPlan::parse("blocked(128)");
-    m.output = &numfid::bf16;
-    r.c = numfid::emulate_matmul({&numfid::bf16, r.a, kM, kK}, {&numfid::bf16, r.b, kK, kN}, std::nullopt, m);
-    r.claim.input = &numfid::bf16;
-    r.claim.output = &numfid::bf16;
+    r.a = {&numfid::bf16, {kM, kK}, {}, "A"};
+    r.b = {&numfid::bf16, {kK, kN}, {}, "B"};
+    for (std::int64_t i = 0; i < kM * kK; ++i) r.a.values.push_back(draw());
+    for (std::int64_t i = 0; i < kK * kN; ++i) r.b.values.push_back(draw());
+    r.c = numfid::emulate_matmul(r.a, r.b, std::nullopt, numfid::parse_claim("--in bf16 --plan blocked(128) --out bf16"));
     return r;
   }();
   return p;
 }
 
-/// The oracle as cli/commands_check.cpp computes it: B transposed for contiguous columns, one
-/// exact long-accumulator dot product per element, rounded into the output format.
-std::vector<numfid::ReferenceElement> oracle(const Problem& p) {
-  std::vector<Bits> bt(static_cast<std::size_t>(kK * kN));
-  for (std::int64_t k = 0; k < kK; ++k)
-    for (std::int64_t j = 0; j < kN; ++j) bt[j * kK + k] = p.b[k * kN + j];
-  std::vector<numfid::ReferenceElement> ref(static_cast<std::size_t>(kM * kN));
-  numfid::LongAccumulator acc;
-  const std::span<const Bits> a(p.a), b(bt);
-  for (std::int64_t i = 0; i < kM; ++i)
-    for (std::int64_t j = 0; j < kN; ++j) {
-      acc.clear();
-      acc.add_dot(numfid::bf16, a.subspan(i * kK, kK), numfid::bf16, b.subspan(j * kK, kK));
-      ref[i * kN + j] = {acc.round(*p.claim.output).bits, acc.to_double(), acc.abs_sum_upper()};
-    }
-  return ref;
-}
-
-numfid::Verdict verdict(const Problem& p, std::span<const numfid::ReferenceElement> ref) {
-  const numfid::ReductionBound b = numfid::reduction_bound(p.claim, kK, false, 1 - 1e-6);
-  return numfid::judge(p.claim, b, p.c, ref, {kM, kN});
+numfid::MatmulCheckOptions no_prediction() {
+  numfid::MatmulCheckOptions o;
+  o.predict = false;  // the model line: measured by BM_CheckMatmulPredicted
+  return o;
 }
 
 void set_counters(benchmark::State& state) {
@@ -79,40 +57,54 @@ void set_counters(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(kM * kN * kK), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-/// oracle + bound + judge: what `numfid check matmul` spends after reading its files.
+/// numfid::check_matmul, the call `numfid check matmul` makes after reading its files
+/// (exact results, bound, judgement), without the model line (the claim names no model).
 void BM_CheckMatmul(benchmark::State& state) {
   const Problem& p = problem();
   for (auto _ : state) {
-    const std::vector<numfid::ReferenceElement> ref = oracle(p);
-    numfid::Verdict v = verdict(p, ref);
-    if (v.kind != numfid::TensorKind::consistent) state.SkipWithError("a legal output was not judged consistent");
-    benchmark::DoNotOptimize(v);
+    numfid::CheckResult r = numfid::check_matmul(p.a, p.b, p.c, p.claim, no_prediction());
+    if (r.verdict.kind != numfid::TensorKind::consistent) state.SkipWithError("a legal output was not judged consistent");
+    benchmark::DoNotOptimize(r);
   }
   set_counters(state);
 }
 BENCHMARK(BM_CheckMatmul)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
-/// The oracle alone (transpose, 65536 exact dot products of length 4096, roundings).
+/// The exact results alone (matmul_reference: transpose, 65536 exact dot products of length
+/// 4096).
 void BM_CheckMatmulOracle(benchmark::State& state) {
   const Problem& p = problem();
   for (auto _ : state) {
-    std::vector<numfid::ReferenceElement> ref = oracle(p);
-    benchmark::DoNotOptimize(ref.data());
+    numfid::MatmulReference ref = numfid::matmul_reference(p.a, p.b);
+    benchmark::DoNotOptimize(ref.elements.data());
   }
   set_counters(state);
 }
 BENCHMARK(BM_CheckMatmulOracle)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
-/// The bound and the judgement alone, on a precomputed oracle.
+/// The bound and the judgement alone, against exact results computed once.
 void BM_CheckMatmulJudge(benchmark::State& state) {
   const Problem& p = problem();
-  const std::vector<numfid::ReferenceElement> ref = oracle(p);
+  const numfid::MatmulReference ref = numfid::matmul_reference(p.a, p.b);
   for (auto _ : state) {
-    numfid::Verdict v = verdict(p, ref);
-    benchmark::DoNotOptimize(v);
+    numfid::CheckResult r = numfid::check_matmul(ref, p.c, p.claim, no_prediction());
+    benchmark::DoNotOptimize(r);
   }
 }
 BENCHMARK(BM_CheckMatmulJudge)->Unit(benchmark::kMillisecond);
+
+/// A check whose claim names a plan: the model's prediction of C is computed and compared too.
+void BM_CheckMatmulPredicted(benchmark::State& state) {
+  const Problem& p = problem();
+  const numfid::ClaimSpec claim = numfid::parse_claim("--in bf16 --plan blocked(128) --out bf16");
+  for (auto _ : state) {
+    numfid::CheckResult r = numfid::check_matmul(p.a, p.b, p.c, claim);
+    if (!r.model || r.model->equal != r.model->elements) state.SkipWithError("the plan did not predict its own output");
+    benchmark::DoNotOptimize(r);
+  }
+  set_counters(state);
+}
+BENCHMARK(BM_CheckMatmulPredicted)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 }  // namespace
 

@@ -24,6 +24,7 @@
 #include "formats/convert.h"
 #include "numerics/emulate.h"
 #include "oracles/accumulator.h"
+#include "tolerances/check.h"
 #include "tolerances/verdict.h"
 
 #if NUMFID_HAVE_OPENBLAS
@@ -154,34 +155,38 @@ Operands make_operands(const Slice& s) {
 
 // ------------------------------------------------------------------------------- oracle
 
-/// The exact results (exact long accumulator, oracles/accumulator.h; it agrees with MPFR bit
-/// for bit, tests/accumulator_test.cpp) and their correct roundings into each output format.
+/// The exact results, computed once per slice by the check pipeline's own reference
+/// (tolerances/check.h: the exact long accumulator, which agrees with MPFR bit for bit,
+/// tests/accumulator_test.cpp); every output of the slice is judged against it by
+/// check_matmul, the call `numfid check matmul` makes.
 struct Oracle {
+  MatmulReference ref;
   std::vector<double> exact, sum_abs;
-  std::map<const FormatSpec*, std::vector<Bits>> rounded;
-
-  std::vector<ReferenceElement> reference(const FormatSpec& out) const {
-    std::vector<ReferenceElement> r(exact.size());
-    const std::vector<Bits>& bits = rounded.at(&out);
-    for (std::size_t e = 0; e < r.size(); ++e) r[e] = {bits[e], exact[e], sum_abs[e]};
-    return r;
-  }
 };
 
 Oracle make_oracle(const Slice& s, const Operands& op) {
   Oracle o;
-  LongAccumulator acc;
-  const std::vector<const FormatSpec*> outs = outputs_for(*s.in);
-  for (const FormatSpec* f : outs) o.rounded[f] = {};
-  for (std::int64_t i = 0; i < s.m; ++i)
-    for (std::int64_t j = 0; j < s.n; ++j) {
-      acc.clear();
-      acc.add_dot_strided(*s.in, op.a.data() + i * s.k, 1, *s.in, op.b.data() + j, s.n, static_cast<std::size_t>(s.k));
-      o.exact.push_back(acc.to_double());
-      o.sum_abs.push_back(acc.abs_sum_upper());
-      for (const FormatSpec* f : outs) o.rounded[f].push_back(acc.round(*f).bits);
-    }
+  o.ref = matmul_reference(TensorData{s.in, {s.m, s.k}, op.a, "A"}, TensorData{s.in, {s.k, s.n}, op.b, "B"});
+  for (const ExactElement& e : o.ref.elements) {
+    o.exact.push_back(e.exact);
+    o.sum_abs.push_back(e.sum_abs);
+  }
   return o;
+}
+
+/// The claim of the corpus: inputs of the slice, fp32 accumulation (rne, any order), `out`.
+ClaimSpec corpus_claim(const Slice& s, const FormatSpec& out, bool probabilistic_defects = false) {
+  return parse_claim(fmt::format("--in {} --acc fp32 --out {}{}", s.in->name, out.name,
+                                 probabilistic_defects ? " --probabilistic-defects" : ""));
+}
+
+/// The library's check of output `c` (patterns of `out`) against the slice's exact results.
+CheckResult check(const Slice& s, const Oracle& o, const FormatSpec& out, std::span<const Bits> c,
+                  bool probabilistic_defects = false) {
+  MatmulCheckOptions opt;
+  opt.predict = false;
+  return check_matmul(o.ref, TensorData{&out, {s.m, s.n}, {c.begin(), c.end()}, "C"},
+                      corpus_claim(s, out, probabilistic_defects), opt);
 }
 
 // ------------------------------------------------------------------------------- outputs
@@ -450,17 +455,16 @@ struct LegalSpread {
 };
 
 Record judge_one(const Slice& s, const FormatSpec& out, const Oracle& o, std::span<const ReferenceElement> ref,
-                 const ReductionBound& b, std::string source, DefectKind kind, std::span<const Bits> c,
-                 const LegalSpread* spread) {
+                 std::string source, DefectKind kind, std::span<const Bits> c, const LegalSpread* spread) {
   Record r{s.name(), s.in, s.data, s.k, &out, std::move(source), kind.name, kind.signature, {}, {}, false, false, false, 0,
            0, 0, 0, 0, static_cast<std::int64_t>(c.size()), {}};
-  Claim claim;
+  CheckResult checked = check(s, o, out, c);
+  r.verdict = std::move(checked.verdict);
+  const ReductionBound& b = checked.bound;
+  r.kind_prob = check(s, o, out, c, true).verdict.kind;
+  Claim claim;  // the bound's claim, for the per-element probabilistic bound below
   claim.input = s.in;
   claim.output = &out;
-  r.verdict = judge(claim, b, c, ref, {s.m, s.n});
-  JudgeOptions prob;
-  prob.probabilistic_defects = true;
-  r.kind_prob = judge(claim, b, c, ref, {s.m, s.n}, prob).kind;
   const auto [rtol, atol] = torch_defaults(out);
   r.torch_pass = allclose(out, c, ref, rtol, atol);
   r.numpy_pass = allclose(out, c, ref, 1e-5, 1e-8);
@@ -502,12 +506,9 @@ std::vector<Record> run_slice(const Slice& s) {
   const std::vector<Bits>& sequential = legal.front().acc;
   const std::vector<DefectSum> defects = defective_sums(s, op, sequential);
   std::vector<Record> records;
-  Claim claim;
-  claim.input = s.in;
   for (const FormatSpec* out : outputs_for(*s.in)) {
-    claim.output = out;
-    const ReductionBound b = reduction_bound(claim, s.k, false, 1 - 1e-6);
-    const std::vector<ReferenceElement> ref = o.reference(*out);
+    std::vector<ReferenceElement> ref;
+    for (const ExactElement& e : o.ref.elements) ref.push_back({e.rounded(*out), e.exact, e.sum_abs});
     LegalSpread spread{std::vector<double>(ref.size()), std::vector<double>(ref.size(), INFINITY),
                        std::vector<double>(ref.size(), -INFINITY), std::vector<std::vector<Bits>>(ref.size())};
     for (const Computed& c : legal) {
@@ -520,11 +521,11 @@ std::vector<Record> run_slice(const Slice& s) {
         spread.high[e] = std::max(spread.high[e], v);
         spread.patterns[e].push_back(y[e]);
       }
-      records.push_back(judge_one(s, *out, o, ref, b, c.name, {"", ""}, y, nullptr));
+      records.push_back(judge_one(s, *out, o, ref, c.name, {"", ""}, y, nullptr));
     }
     const std::vector<Bits> seq_out = cast_all(fp32, *out, sequential);
     auto add = [&](DefectKind kind, std::string source, const std::vector<Bits>& y) {
-      records.push_back(judge_one(s, *out, o, ref, b, std::move(source), kind, y, &spread));
+      records.push_back(judge_one(s, *out, o, ref, std::move(source), kind, y, &spread));
     };
     for (const DefectSum& d : defects) add(d.kind, d.result.name, cast_all(*d.result.format, *out, d.result.acc));
     if (out != &fp32) add({"truncating output cast (rtz)", "bias"}, "output cast rtz", cast_all(fp32, *out, sequential, Rounding::rtz));
@@ -797,11 +798,11 @@ TEST(VerdictCorpus, ConstantProductsSequentialFp32IsNotDefect) {
   const Operands op = make_operands(s);
   const Oracle o = make_oracle(s, op);
   const std::vector<Bits> c = emulate(s, *s.in, op.a, op.b, ReductionPlan{}, fp32);
-  Claim claim;
+  const CheckResult checked = check(s, o, fp32, c);
+  const Verdict& v = checked.verdict;
+  const ReductionBound& b = checked.bound;
+  Claim claim;  // the bound's claim, for the element's bounds printed below
   claim.input = &bf16;
-  const std::vector<ReferenceElement> ref = o.reference(fp32);
-  const ReductionBound b = reduction_bound(claim, s.k, false, 1 - 1e-6);
-  const Verdict v = judge(claim, b, c, ref, {s.m, s.n});
   ASSERT_FALSE(v.worst.empty());
   const ElementReport& w = v.worst[0];
   const auto e = static_cast<std::size_t>(w.index);
@@ -817,9 +818,7 @@ TEST(VerdictCorpus, ConstantProductsSequentialFp32IsNotDefect) {
   EXPECT_EQ(v.kind, TensorKind::suspicious) << where;
   // The data really leave the probabilistic bound (else this test would not test the rule).
   EXPECT_GE(v.outside_probabilistic, v.chance_threshold) << where;
-  JudgeOptions opt;
-  opt.probabilistic_defects = true;
-  EXPECT_EQ(judge(claim, b, c, ref, {s.m, s.n}, opt).kind, TensorKind::defect) << where;
+  EXPECT_EQ(check(s, o, fp32, c, true).verdict.kind, TensorKind::defect) << where;
 }
 #endif
 

@@ -81,15 +81,18 @@ TEST_P(CliGolden, MatchesExpectedOutput) {
   // @CLIDATA@ names tests/cli/data (small malformed inputs).
   const std::string data = NUMFID_EXAMPLE_DATA, scratch = tmp.string(), profiles = NUMFID_PROFILE_DIR,
                     cli_data = NUMFID_CLI_DATA;
+  // @NUMFID@ names the binary, for a case that runs a second command (`emulate ... && @NUMFID@ check ...`).
   args = replace_all(replace_all(replace_all(args, "@DATA@", data), "@TMP@", scratch), "@CLIDATA@", cli_data);
+  args = replace_all(args, "@NUMFID@", quoted(NUMFID_BINARY));
   auto placeholders = [&](std::string text) {
     text = replace_all(replace_all(text, data, "@DATA@"), cli_data, "@CLIDATA@");
     return replace_all(replace_all(text, scratch, "@TMP@"), profiles, "@PROFILES@");
   };
   const fs::path in = fs::exists(dir / "stdin") ? dir / "stdin" : fs::path("/dev/null");
   std::ostringstream cmd;
-  cmd << quoted(NUMFID_BINARY) << ' ' << args << " < " << quoted(in) << " > " << quoted(tmp / "stdout") << " 2> "
-      << quoted(tmp / "stderr");
+  // Braces: the redirections apply to every command of a case (`emulate ... && @NUMFID@ check ...`).
+  cmd << "{ " << quoted(NUMFID_BINARY) << ' ' << args << "; } < " << quoted(in) << " > " << quoted(tmp / "stdout")
+      << " 2> " << quoted(tmp / "stderr");
   const std::string command = cmd.str();
   SCOPED_TRACE(testing::Message() << "numfid " << args);
   const int status = std::system(command.c_str());

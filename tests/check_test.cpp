@@ -1,0 +1,320 @@
+// The check pipeline as a library (tolerances/check.h): the claim text form, tensor views,
+// check_matmul / check_sum / check_rows / tolerance against outputs constructed to be legal or
+// defective, and emulation with the element-index stochastic stream.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "formats/convert.h"
+#include "formats/error.h"
+#include "numerics/profile.h"
+#include "tolerances/check.h"
+
+namespace numfid {
+namespace {
+
+using ::testing::HasSubstr;
+
+/// The message of the InputError that `f` throws ("" if none).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// ------------------------------------------------------------------- claim text
+
+TEST(ParseClaim, ReadsEveryOption) {
+  const ClaimSpec c = parse_claim(
+      "--in bf16 --in-b fp16 --acc fp32 --acc-rounding rtz --products-rounded --cast bf16 --cast-rounding stochastic "
+      "--plan 'blocked(128, pairwise)' --out fp16 --out-rounding rup --seed 18446744073709551615 --confidence 0.99 "
+      "--probabilistic-defects");
+  EXPECT_EQ(c.in, &bf16);
+  EXPECT_EQ(c.in_b, &fp16);
+  EXPECT_EQ(c.acc, &fp32);
+  EXPECT_EQ(c.acc_rounding, Rounding::rtz);
+  EXPECT_TRUE(c.products_rounded);
+  EXPECT_EQ(c.cast, &bf16);
+  EXPECT_EQ(c.cast_rounding, Rounding::stochastic);
+  ASSERT_TRUE(c.plan.has_value());
+  EXPECT_EQ(c.plan->text(), "blocked(128, pairwise)");
+  EXPECT_EQ(c.out, &fp16);
+  EXPECT_EQ(c.output_rounding(), Rounding::rup);
+  EXPECT_EQ(c.seed, 18446744073709551615u);
+  EXPECT_EQ(c.confidence, 0.99);
+  EXPECT_TRUE(c.probabilistic_defects);
+  EXPECT_FALSE(c.ulps.has_value());
+}
+
+TEST(ParseClaim, TextRoundTrips) {
+  for (const char* text : {"--in bf16 --acc fp32 --out bf16", "--in fp8_e4m3 --acc fp32 --plan 'blocked(128, pairwise)' --out bf16",
+                           "--in bf16 --profile trn2 --out bf16 --out-rounding stochastic --seed 7",
+                           "--in fp32 --acc fp32 --out fp32 --ulps 2", "--in fp32 --acc fp32 --out bf16 --compute fp32 --exp-ulps 1"}) {
+    SCOPED_TRACE(text);
+    const ClaimSpec c = parse_claim(text);
+    EXPECT_EQ(c.text(), text);
+    EXPECT_EQ(parse_claim(c.text()).text(), c.text());
+  }
+}
+
+TEST(ParseClaim, DefaultsAreAbsentNotSentinels) {
+  const ClaimSpec c = parse_claim("--in bf16 --out bf16");
+  EXPECT_FALSE(c.out_rounding.has_value());
+  EXPECT_FALSE(c.plan.has_value());
+  EXPECT_FALSE(c.ulps.has_value());
+  EXPECT_EQ(c.profile, nullptr);
+  EXPECT_EQ(c.output_rounding(), Rounding::rne);
+  // Under a profile, the output rounding left out is the profile's, not rne-by-default.
+  const ClaimSpec p = parse_claim("--in bf16 --out bf16 --profile trn2");
+  EXPECT_FALSE(p.out_rounding.has_value());
+  ASSERT_NE(p.profile, nullptr);
+  EXPECT_EQ(p.profile->name, "trn2");
+}
+
+TEST(ParseClaim, InlineValuesAndQuotes) {
+  EXPECT_EQ(parse_claim("--in=bf16 --out=\"bf16\" --plan=splitk(4)").text(), "--in bf16 --acc fp32 --plan splitk(4) --out bf16");
+}
+
+TEST(ParseClaim, ErrorsNameTheToken) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--in bf16 --out bf16 --acc fp99", "unknown format 'fp99'"},
+      {"--in bf16 --out bf16 --acc-rounding sideways", "--acc-rounding 'sideways': unknown rounding mode"},
+      {"--in bf16 --out bf16 --plan 'blocked(0)'", "--plan: plan 'blocked(0)': '0' is not a positive integer"},
+      {"--in bf16 --out bf16 --seed 18446744073709551616", "--seed '18446744073709551616' must be an integer in [0, 2^64 - 1]"},
+      {"--in bf16 --out bf16 --seed -1", "--seed '-1' must be an integer"},
+      {"--in bf16 --out bf16 --ulps nan", "--ulps 'nan' must be a positive number"},
+      {"--in bf16 --out bf16 --ulps -1", "--ulps '-1' must be a positive number"},
+      {"--in bf16 --out bf16 --confidence 1", "--confidence '1' must be a probability strictly between 0 and 1"},
+      {"--in bf16 --out bf16 --frobnicate", "claim: unknown option '--frobnicate'"},
+      {"--in bf16 --out bf16 bf16", "claim: unexpected token 'bf16'"},
+      {"--in bf16 --in fp16 --out bf16", "claim: --in given twice"},
+      {"--out bf16", "claim: --in F is required"},
+      {"--in bf16", "claim: --out F is required"},
+      {"--in bf16 --out", "claim: --out needs a value"},
+      {"--in bf16 --out bf16 --plan sequential --profile trn2", "--plan and --profile are exclusive"},
+      {"--in bf16 --out bf16 --ulps 1 --compute fp32", "--ulps and --compute are exclusive"},
+      {"--in bf16 --out bf16 --profile trn9", "unknown profile 'trn9'"},
+      {"--in bf16 --out bf16 --products-rounded=1", "--products-rounded is a flag"},
+      {"--in bf16 --out 'bf16", "unterminated quote"},
+  };
+  for (const auto& [text, message] : cases) {
+    SCOPED_TRACE(text);
+    EXPECT_THAT(error_of([&] { parse_claim(text); }), HasSubstr(message));
+  }
+}
+
+// ------------------------------------------------------------------- views
+
+TEST(View, FloatContainersHoldValuesOfTheDeclaredFormat) {
+  const std::vector<float> v{1.0f, -0x1.fep+1f, 0.0f};
+  const TensorData t = view(std::span<const float>(v), {3}, "bf16", "x");
+  EXPECT_EQ(t.format, &bf16);
+  ASSERT_EQ(t.values.size(), 3u);
+  EXPECT_EQ(t.values[0], Bits{0x3f80});
+  EXPECT_EQ(t.values[1], Bits{0xc07f});
+  EXPECT_EQ(t.values[2], Bits{0x0000});
+  const std::vector<float> bad{1.0f, 0x1.002p0f};
+  EXPECT_THAT(error_of([&] { view(std::span<const float>(bad), {2}, "bf16", "x"); }),
+              HasSubstr("x: element 1 = 1.00048828125 (0x1.002p+0) is not a bf16 value"));
+  EXPECT_THAT(error_of([&] { view(std::span<const float>(v), {2, 2}, "bf16", "x"); }),
+              HasSubstr("x: shape [2, 2] holds 4 elements, the data has 3"));
+  const std::vector<double> d{448.0, 464.0};
+  EXPECT_THAT(error_of([&] { view(std::span<const double>(d), {2}, "fp8_e4m3", "d"); }), HasSubstr("element 1 = 464"));
+}
+
+TEST(View, PatternsMustFitTheFormat) {
+  const std::vector<std::uint8_t> fp6{0x3f, 0x40};
+  EXPECT_THAT(error_of([&] { view(std::span<const std::uint8_t>(fp6), {2}, "fp6_e3m2", "w"); }),
+              HasSubstr("w: element 1 = 0x40 has bits outside the 6-bit fp6_e3m2 pattern"));
+  const std::vector<std::uint16_t> b{0x7fc0};
+  EXPECT_EQ(view(std::span<const std::uint16_t>(b), {1}, "bf16").values[0], Bits{0x7fc0});
+}
+
+// ------------------------------------------------------------------- check_matmul
+
+/// Small bf16 operands: A (M×K), B (K×N) from N(0, 1).
+struct Bf16Problem {
+  TensorData a, b;
+  Bf16Problem(std::int64_t m, std::int64_t k, std::int64_t n, std::uint64_t seed) {
+    std::mt19937_64 g(seed);
+    std::normal_distribution<float> nd(0, 1);
+    auto fill = [&](TensorData& t, std::vector<std::int64_t> shape, const char* name) {
+      t = {&bf16, std::move(shape), {}, name};
+      for (std::int64_t i = 0; i < t.element_count(); ++i)
+        t.values.push_back(convert(fp32, bf16, Bits{std::bit_cast<std::uint32_t>(nd(g))}).bits);
+    };
+    fill(a, {m, k}, "A");
+    fill(b, {k, n}, "B");
+  }
+};
+
+TEST(CheckMatmul, LegalOutputIsConsistentAndItsPlanPredictsIt) {
+  const Bf16Problem p(8, 512, 8, 1);
+  const ClaimSpec plan = parse_claim("--in bf16 --plan 'blocked(128)' --out bf16");
+  const TensorData c = emulate_matmul(p.a, p.b, std::nullopt, plan);
+  const CheckResult r = check_matmul(p.a, p.b, c, plan);
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+  EXPECT_EQ(r.exit_code(), 0);
+  ASSERT_TRUE(r.model.has_value());
+  EXPECT_EQ(r.model->equal, 64);
+  EXPECT_EQ(r.model->elements, 64);
+  EXPECT_EQ(r.predicted, c.values);
+  EXPECT_THAT(r.text(), HasSubstr("model: 64 of 64 elements equal the bit-exact output plan blocked(128) predicts"));
+  EXPECT_THAT(r.json(), HasSubstr("\"verdict\": \"consistent\""));
+}
+
+TEST(CheckMatmul, Bf16AccumulatorIsADefect) {
+  const Bf16Problem p(8, 1024, 8, 2);
+  const TensorData c = emulate_matmul(p.a, p.b, std::nullopt, parse_claim("--in bf16 --acc bf16 --plan sequential --out bf16"));
+  const CheckResult r = check_matmul(p.a, p.b, c, parse_claim("--in bf16 --acc fp32 --out bf16"));
+  EXPECT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
+  EXPECT_EQ(r.exit_code(), 1);
+  EXPECT_GT(r.verdict.counts[3], 0);
+  EXPECT_FALSE(r.model.has_value());  // the claim names no model
+}
+
+TEST(CheckMatmul, ReferenceComputedOnceJudgesManyOutputs) {
+  const Bf16Problem p(4, 256, 4, 3);
+  const MatmulReference ref = matmul_reference(p.a, p.b);
+  const ClaimSpec claim = parse_claim("--in bf16 --out bf16");
+  const TensorData good = emulate_matmul(p.a, p.b, std::nullopt, parse_claim("--in bf16 --plan pairwise --out bf16"));
+  const TensorData trunc =
+      emulate_matmul(p.a, p.b, std::nullopt, parse_claim("--in bf16 --plan pairwise --out bf16 --out-rounding rtz"));
+  const CheckResult a = check_matmul(ref, good, claim), b = check_matmul(p.a, p.b, good, claim);
+  EXPECT_EQ(a.text(), b.text());
+  EXPECT_EQ(check_matmul(ref, trunc, claim).verdict.kind == TensorKind::consistent,
+            check_matmul(p.a, p.b, trunc, claim).verdict.kind == TensorKind::consistent);
+}
+
+TEST(CheckMatmul, OperandsMustBeTheClaimsFormatsAndShapes) {
+  const Bf16Problem p(4, 16, 4, 4);
+  const TensorData c{&bf16, {4, 4}, std::vector<Bits>(16), "C"};
+  EXPECT_THAT(error_of([&] { check_matmul(p.a, p.b, c, parse_claim("--in fp16 --out bf16")); }),
+              HasSubstr("A A: holds bf16 values but the claim says fp16"));
+  const TensorData c2{&bf16, {4, 5}, std::vector<Bits>(20), "C"};
+  EXPECT_THAT(error_of([&] { check_matmul(p.a, p.b, c2, parse_claim("--in bf16 --out bf16")); }),
+              HasSubstr("shape mismatch: A (A) is [4, 16] (M x K) and B (B) is [16, 4] (K x N) give M x N = [4, 4], but C (C) is [4, 5]"));
+}
+
+TEST(CheckMatmul, CrossPlatformSumsBothBounds) {
+  const Bf16Problem p(4, 256, 4, 5);
+  const ClaimSpec trn = parse_claim("--in bf16 --out bf16 --profile trn2");
+  const ClaimSpec h100 = parse_claim("--in bf16 --out bf16 --profile nvidia-h100-tc");
+  MatmulCheckOptions o;
+  o.ref = emulate_matmul(p.a, p.b, std::nullopt, h100);
+  o.ref_claim = h100;
+  const CheckResult r = check_matmul(p.a, p.b, emulate_matmul(p.a, p.b, std::nullopt, trn), trn, o);
+  EXPECT_NE(r.verdict.kind, TensorKind::defect) << r.text();
+  ASSERT_FALSE(r.bound.derivation.empty());
+  EXPECT_THAT(r.bound.derivation[0], HasSubstr("cross-platform: target (profile trn2 (v1)) against reference"));
+}
+
+// ------------------------------------------------------------------- stochastic streams
+
+TEST(Emulate, StochasticCheckPredictsEmulateForEveryModel) {
+  const Bf16Problem p(6, 300, 5, 6);
+  for (const char* claim_text : {"--in bf16 --profile nvidia-h100-tc --out bf16 --out-rounding stochastic --seed 9",
+                                 "--in bf16 --profile trn2 --out bf16 --out-rounding stochastic --seed 9",
+                                 "--in bf16 --plan 'blocked(64)' --out bf16 --out-rounding stochastic --seed 9",
+                                 "--in bf16 --plan sequential --acc bf16 --acc-rounding stochastic --out bf16 --seed 9"}) {
+    SCOPED_TRACE(claim_text);
+    const ClaimSpec claim = parse_claim(claim_text);
+    const TensorData c = emulate_matmul(p.a, p.b, std::nullopt, claim);
+    const CheckResult r = check_matmul(p.a, p.b, c, claim);
+    ASSERT_TRUE(r.model.has_value());
+    EXPECT_EQ(r.model->equal, r.model->elements);
+    // Another seed draws other roundings: the prediction can fail.
+    ClaimSpec other = claim;
+    other.seed = 10;
+    EXPECT_LT(check_matmul(p.a, p.b, c, other).model->equal, r.model->elements);
+  }
+}
+
+TEST(Emulate, RowwiseDotGivesEachRowItsOwnStreamAndHonoursTheSeed) {
+  // 64 identical rows whose exact dot is not a bf16 value: with one stream for every row
+  // (the old Trainium dot path) all 64 results were equal.
+  const std::int64_t R = 64, K = 3;
+  TensorData a{&bf16, {R, K}, {}, "A"}, b{&bf16, {R, K}, {}, "B"};
+  for (std::int64_t r = 0; r < R; ++r)
+    for (const std::uint32_t x : {0x3f81u, 0x3f83u, 0x3c01u}) {  // 1 + 2^-7, 1 + 3·2^-7, about 2^-7
+      a.values.push_back(Bits{x});
+      b.values.push_back(Bits{0x3f81});
+    }
+  for (const char* profile : {"trn2", "nvidia-h100-tc"}) {
+    SCOPED_TRACE(profile);
+    const ClaimSpec c7 = parse_claim(fmt::format("--in bf16 --profile {} --out bf16 --out-rounding stochastic --seed 7", profile));
+    const TensorData d7 = emulate_dot(a, b, std::nullopt, c7);
+    ASSERT_EQ(d7.values.size(), static_cast<std::size_t>(R));
+    std::set<std::uint32_t> distinct;
+    for (const Bits x : d7.values) distinct.insert(x.raw);
+    EXPECT_EQ(distinct.size(), 2u) << "identical rows must round up or down independently";
+    EXPECT_EQ(emulate_dot(a, b, std::nullopt, c7).values, d7.values);  // reproducible
+    ClaimSpec c8 = c7;
+    c8.seed = 8;
+    EXPECT_NE(emulate_dot(a, b, std::nullopt, c8).values, d7.values) << "--seed must be honoured";
+  }
+}
+
+// ------------------------------------------------------------------- sum, rows, tolerance
+
+TEST(CheckSum, SequentialFp32SumIsConsistentBf16SumIsNot) {
+  const std::int64_t n = 2048;
+  TensorData x{&fp32, {2, n}, {}, "X"};
+  std::mt19937_64 g(11);
+  std::uniform_real_distribution<float> u(0.5f, 1.0f);
+  for (std::int64_t i = 0; i < 2 * n; ++i) x.values.push_back(Bits{std::bit_cast<std::uint32_t>(u(g))});
+  auto sum_in = [&](const FormatSpec& acc) {
+    TensorData c{&fp32, {2}, {}, "C"};
+    for (std::int64_t r = 0; r < 2; ++r) {
+      Bits s = zero(acc, false);
+      for (std::int64_t k = 0; k < n; ++k) {
+        const Bits t = convert(fp32, acc, x.values[static_cast<std::size_t>(r * n + k)]).bits;
+        s = convert(fp32, acc, Bits{std::bit_cast<std::uint32_t>(std::bit_cast<float>(convert(acc, fp32, s).bits.raw) +
+                                                                  std::bit_cast<float>(convert(acc, fp32, t).bits.raw))})
+                .bits;
+      }
+      c.values.push_back(convert(acc, fp32, s).bits);
+    }
+    return c;
+  };
+  const ClaimSpec claim = parse_claim("--in fp32 --acc fp32 --out fp32");
+  EXPECT_EQ(check_sum(x, sum_in(fp32), -1, claim).verdict.kind, TensorKind::consistent);
+  EXPECT_EQ(check_sum(x, sum_in(bf16), -1, claim).verdict.kind, TensorKind::defect);
+  EXPECT_THAT(error_of([&] { check_sum(x, sum_in(fp32), 2, claim); }), HasSubstr("--axis 2 out of range for shape [2, 2048]"));
+}
+
+TEST(CheckRows, NeedsAnAccuracyClaim) {
+  const TensorData x{&fp32, {1, 2}, {Bits{0}, Bits{0}}, "X"};
+  EXPECT_THAT(error_of([&] { check_rows(RowOp::exp, x, x, parse_claim("--in fp32 --out fp32")); }),
+              HasSubstr("check exp: give the claimed accuracy with --ulps N"));
+  // exp(0) = 1 exactly: an output of 0 is a defect, 1 is bit-exact.
+  const TensorData one{&fp32, {1, 2}, {Bits{0x3f800000}, Bits{0x3f800000}}, "C"};
+  EXPECT_EQ(check_rows(RowOp::exp, x, one, parse_claim("--in fp32 --out fp32 --ulps 1")).verdict.counts[0], 2);
+  EXPECT_EQ(check_rows(RowOp::exp, x, x, parse_claim("--in fp32 --out fp32 --ulps 1")).verdict.kind, TensorKind::defect);
+  EXPECT_EQ(find_row_op("gelu_tanh"), RowOp::gelu_tanh);
+  EXPECT_FALSE(find_row_op("gelu").has_value());
+}
+
+TEST(Tolerance, GammaOfTheAnyOrderBound) {
+  const ToleranceResult t = tolerance("matmul", 512, parse_claim("--in bf16 --acc fp32 --out bf16"));
+  // γ_511 = 511·2^-24 / (1 - 511·2^-24) (products of bf16 values are exact in fp32).
+  const double u = 0x1p-24, g = 511 * u / (1 - 511 * u);
+  EXPECT_DOUBLE_EQ(t.bound.deterministic, g);
+  EXPECT_EQ(t.bound.roundings, 511);
+  EXPECT_THAT(t.text(), HasSubstr("numfid tol matmul: K = 512"));
+  EXPECT_THAT(error_of([&] { tolerance("conv", 4, parse_claim("--in bf16 --out bf16")); }), HasSubstr("tol: unknown op 'conv'"));
+}
+
+}  // namespace
+}  // namespace numfid

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <fmt/format.h>
 
 namespace numfid {
@@ -21,7 +22,7 @@ std::string describe(const Claim& c) {
                            rounding_name(c.output_rounding));
   s += fmt::format(", acc {} {} (products {}), out {} {}", c.acc.format->name, rounding_name(c.acc.rounding),
                    c.acc.products_rounded ? "rounded" : "exact", c.output->name, rounding_name(c.output_rounding));
-  if (c.roundings_per_term > 0) s += fmt::format(", {} roundings per term (plan)", c.roundings_per_term);
+  if (c.roundings_per_term) s += fmt::format(", {} roundings per term (plan)", *c.roundings_per_term);
   return s;
 }
 
@@ -117,10 +118,10 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
                           : !fits ? (claim.terms_are_products ? " + 1 (a product does not fit the accumulator: its first rounding)"
                                                               : " + 1 (a term does not fit the accumulator: its first rounding)")
                                   : "";
-  if (claim.roundings_per_term > 0) {
-    b.roundings = claim.roundings_per_term + extra;
+  if (claim.roundings_per_term) {
+    b.roundings = *claim.roundings_per_term + extra;
     d.push_back(*extra_why ? fmt::format("n = {}{} = {} roundings on each term's path (the plan's own count)",
-                                         claim.roundings_per_term, extra_why, b.roundings)
+                                         *claim.roundings_per_term, extra_why, b.roundings)
                            : fmt::format("n = {} roundings on each term's path (the plan's own count)", b.roundings));
   } else {
     b.roundings = std::max<std::int64_t>(b.terms - 1, 0) + extra;
@@ -182,21 +183,23 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
 }
 
 ReductionBound ulps_bound(const Claim& claim) {
+  if (!claim.ulps) throw std::invalid_argument("ulps_bound: the claim states no accuracy in ulps");
+  const double ulps = *claim.ulps;
   ReductionBound b;
   b.confidence = 1;
   b.probabilistic_applies = false;
-  b.derivation.push_back(fmt::format("claim: each output within {} ulps of {} at the exact value{}", claim.ulps,
-                                     claim.output->name, claim.ulps == 0.5 ? " (correctly rounded)" : ""));
+  b.derivation.push_back(fmt::format("claim: each output within {} ulps of {} at the exact value{}", ulps,
+                                     claim.output->name, ulps == 0.5 ? " (correctly rounded)" : ""));
   b.derivation.push_back(fmt::format("bound = {} · ulp_{}(exact), ulp(x) = 2^(max(floor(log2|x|), {}) - {}); the "
                                      "same bound serves as deterministic and probabilistic (no reduction model)",
-                                     claim.ulps, claim.output->name, emin(*claim.output), claim.output->precision - 1));
+                                     ulps, claim.output->name, emin(*claim.output), claim.output->precision - 1));
   return b;
 }
 
 ElementBound element_bound(const ReductionBound& b, const Claim& claim, double exact, double sum_abs) {
   ElementBound e;
-  if (claim.ulps > 0) {
-    const double bound = claim.ulps * ulp_at(*claim.output, exact) + std::fabs(exact) * 0x1p-52;
+  if (claim.ulps) {
+    const double bound = *claim.ulps * ulp_at(*claim.output, exact) + std::fabs(exact) * 0x1p-52;
     e.deterministic = e.probabilistic = bound;
     e.output_rounding = 0;
     return e;

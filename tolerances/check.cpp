@@ -82,13 +82,13 @@ CheckResult finish(std::string op, const ClaimSetup& s, const ClaimSpec& spec, R
   r.op = std::move(op);
   const Claim& c = s.claim;
   const bool softmax_claim = s.order.rfind("softmax", 0) == 0;
-  r.claim_text = c.ulps > 0      ? fmt::format("out {} within {} ulps", c.output->name, c.ulps)
+  r.claim_text = c.ulps          ? fmt::format("out {} within {} ulps", c.output->name, *c.ulps)
                  : softmax_claim ? fmt::format("in {}, {}, out {} {}", c.input->name, s.order, c.output->name,
                                                rounding_name(c.output_rounding))
                                  : describe(c) + "; order: " + s.order;
   r.order = s.order;
   r.output = c.output;
-  r.output_rounding_ulps = c.ulps > 0 ? c.ulps
+  r.output_rounding_ulps = c.ulps ? *c.ulps
                            : (c.output_rounding == Rounding::rne || c.output_rounding == Rounding::rna) ? 0.5
                                                                                                          : 1.0;
   r.matrix = matrix;

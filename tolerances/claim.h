@@ -2,6 +2,8 @@
 // rounding), from which bounds are derived (bounds.h).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "formats/rounding.h"
@@ -24,17 +26,17 @@ struct Claim {
   AccumulatorClaim acc;
   const FormatSpec* output = &fp32;       ///< format of the stored result
   Rounding output_rounding = Rounding::rne;
-  /// Summation order: any order (the bound holds for every order), or a known number of
-  /// roundings on each term's path (a plan's own bound; 0 = any order).
-  std::int64_t roundings_per_term = 0;
+  /// Summation order: absent = any order (the bound holds for every order), or a known
+  /// number of roundings on each term's path (a plan's own bound).
+  std::optional<std::int64_t> roundings_per_term;
   /// A tensor-core block-FMA model computes the reduction (chained blocks over K): its own
   /// bound replaces the any-order one (acc is then unused). nullptr: a plain accumulator.
   const BlockFmaModel* block_fma = nullptr;
   /// The terms are products a·b (dot, matmul) rather than the input values themselves (sum).
   bool terms_are_products = true;
   /// Elementwise / normalisation ops: the claimed accuracy, |output - exact| <= ulps · ulp of
-  /// the output format at the exact value (0.5 = correctly rounded). 0 for reductions.
-  double ulps = 0;
+  /// the output format at the exact value (0.5 = correctly rounded). Absent for reductions.
+  std::optional<double> ulps;
 };
 
 /// Unit roundoff of a format under a rounding mode: 2^-p for round-to-nearest, 2^(1-p) for

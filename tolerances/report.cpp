@@ -159,7 +159,7 @@ ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& 
   t.mean_abs_term = products ? 2 / M_PI : std::sqrt(2 / M_PI);
   t.atol_deterministic = b.deterministic * kd * t.mean_abs_term;
   t.atol_probabilistic = b.probabilistic * kd * t.mean_abs_term;
-  nlohmann::json j = bound_json(b, c.ulps > 0 ? c.ulps : t.output_rounding_half ? 0.5 : 1.0);
+  nlohmann::json j = bound_json(b, c.ulps ? *c.ulps : t.output_rounding_half ? 0.5 : 1.0);
   j["op"] = t.op;
   j["k"] = k;
   j["claim"] = t.claim_text;

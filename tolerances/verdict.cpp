@@ -140,9 +140,9 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
     e.bits = out[i];
     e.value = to_double(f, out[i]);
     e.exact = ref[i].exact;
-    if (ref[i].det_bound >= 0) {
-      e.det_bound = ref[i].det_bound;
-      e.prob_bound = ref[i].prob_bound >= 0 ? ref[i].prob_bound : ref[i].det_bound;
+    if (ref[i].det_bound) {
+      e.det_bound = *ref[i].det_bound;
+      e.prob_bound = ref[i].prob_bound.value_or(*ref[i].det_bound);
     } else {
       const ElementBound eb = element_bound(b, claim, ref[i].exact, ref[i].sum_abs);
       e.det_bound = eb.deterministic;

@@ -18,10 +18,10 @@ struct ReferenceElement {
   Bits rounded;        ///< the exact result correctly rounded into the output format
   double exact = 0;    ///< the exact result rounded to double (±inf / NaN where the exact result is)
   double sum_abs = 0;  ///< Σ|terms| (rounded up)
-  /// Bounds given by the caller instead of derived from the claim (>= 0 to use them): a
-  /// cross-platform check judges against another platform's output with the sum of both
-  /// platforms' bounds.
-  double det_bound = -1, prob_bound = -1;
+  /// Bounds given by the caller instead of derived from the claim: a cross-platform check
+  /// judges against another platform's output with the sum of both platforms' bounds; a
+  /// softmax gives each element the bound of its own arithmetic. Absent: derived from the claim.
+  std::optional<double> det_bound = std::nullopt, prob_bound = std::nullopt;
 };
 
 /// Element classes, from best to worst.

@@ -34,6 +34,32 @@ bool same_nonfinite(const FormatSpec& f, Bits a, Bits b) {
   return x.cls == y.cls && x.negative == y.negative;
 }
 
+// Signature thresholds. Signatures are evidence printed beside the verdict, never the verdict
+// itself (that comes from the bounds alone), so their thresholds trade missed evidence against
+// evidence that legal data also shows; each is set with that in mind:
+
+/// Fewest elements over which a mean signed error is read as a bias: below ~30 samples the
+/// t statistic's null distribution is far from normal (heavy-tailed Student t).
+constexpr std::int64_t kBiasMinElements = 32;
+/// |t| beyond which the mean signed error is a bias: 6 standard errors, a false-alarm
+/// probability of about 2e-9 for a normal statistic (the verdict's own false-alarm level, 1e-9).
+constexpr double kBiasMinT = 6;
+/// |mean| (output ulps) below which a significant bias is too small to name: round-to-nearest
+/// outputs of structured data can show a consistent few-hundredths drift; a truncating cast
+/// shows about -0.5 (half an ulp toward zero on average).
+constexpr double kBiasMinMeanUlps = 0.1;
+/// Median excess error per Σ|terms| over √n·u beyond which partial sums are narrower than
+/// claimed: legal round-to-nearest accumulation stays near √n·u·(a small constant) at the
+/// median (Higham & Mary 2019); one bit fewer in the accumulator doubles u, bf16 instead of fp32
+/// multiplies it by 2^16 — 8× leaves room for the constant and catches 3 or more bits lost.
+constexpr double kNarrowAccumulatorFactor = 8;
+/// Elements whose bounding box must cover at most this fraction of the tensor for the
+/// exceedances to be "confined" (a tile, a row, a column) rather than spread over it.
+constexpr double kConfinedMaxAreaFraction = 0.5;
+/// Fewest elements for a single exceedance to be a "lone outlier" rather than a small tensor's
+/// one bad element among few.
+constexpr std::size_t kLoneOutlierMinElements = 16;
+
 void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std::span<const ElementReport> all,
                     std::span<const ReferenceElement> ref, Grid grid) {
   const FormatSpec& out = *claim.output;
@@ -49,11 +75,11 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
       sum2 += s * s;
       ++n;
     }
-    if (n >= 32) {
+    if (n >= kBiasMinElements) {
       const double mean = sum / static_cast<double>(n);
       const double var = std::max(sum2 / static_cast<double>(n) - mean * mean, 1e-300);
       const double t = mean / std::sqrt(var / static_cast<double>(n));
-      if (std::fabs(t) > 6 && std::fabs(mean) > 0.1)
+      if (std::fabs(t) > kBiasMinT && std::fabs(mean) > kBiasMinMeanUlps)
         v.signatures.push_back({"bias", fmt::format("mean signed error {:+.3f} output ulps ({} zero), t = {:.1f} over {} "
                                                     "elements; {} rounding averages ~0, truncation ~-0.5",
                                                     mean, mean < 0 ? "toward" : "away from", t, n,
@@ -76,7 +102,7 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
       std::nth_element(excess.begin(), mid, excess.end());
       const double median = *mid;
       const double u_eff = median / std::sqrt(static_cast<double>(b.roundings));
-      if (u_eff > 8 * b.u_acc) {
+      if (u_eff > kNarrowAccumulatorFactor * b.u_acc) {
         v.signatures.push_back(
             {"narrow-accumulator",
              fmt::format("median error beyond the output rounding = {:.3g}·Σ|terms| on every element alike, {:.0f}× "
@@ -101,7 +127,7 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
     }
     const std::int64_t area = (r1 - r0 + 1) * (c1 - c0 + 1);
     const std::int64_t total = grid.rows * grid.cols;
-    if (area * 2 <= total) {
+    if (static_cast<double>(area) <= kConfinedMaxAreaFraction * static_cast<double>(total)) {
       std::string where = r0 == r1 ? fmt::format("row {}", r0)
                           : c0 == c1 ? fmt::format("column {}", c0)
                                      : fmt::format("rows {}..{} × columns {}..{}", r0, r1, c0, c1);
@@ -111,7 +137,7 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
                                                                               static_cast<double>(total))});
     }
   }
-  if (bad.size() == 1 && all.size() >= 16) {
+  if (bad.size() == 1 && all.size() >= kLoneOutlierMinElements) {
     const ElementReport& e = *bad[0];
     v.signatures.push_back({"lone-outlier", fmt::format("only element {} (row {}, column {}) is outside the probabilistic "
                                                         "bound, by {:.3g}× its deterministic bound: a race or a single "

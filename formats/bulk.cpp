@@ -10,8 +10,10 @@
 #include <string>
 
 #include "formats/convert.h"
+#include "formats/platform.h"
 
-// The ISA-specific copies need GCC/Clang function attributes and x86's cpuid.
+// The ISA-specific copies need GCC/Clang function attributes; which of them the CPU can run
+// comes from formats/platform.h.
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define NUMFID_BULK_X86 1
 #define NUMFID_TARGET_AVX2 __attribute__((target("avx2")))
@@ -341,14 +343,10 @@ WidenParams make_widen_params(const FormatSpec& from, const RoundOptions& o) {
 }
 
 #if NUMFID_BULK_X86
-bool cpu_has_avx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
-}
+bool cpu_has_avx2() { return cpu_supports(CpuFeature::avx2); }
 bool cpu_has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2");
+  return cpu_supports(CpuFeature::avx512f) && cpu_supports(CpuFeature::avx512bw) &&
+         cpu_supports(CpuFeature::avx512vl) && cpu_supports(CpuFeature::avx2);
 }
 #endif
 

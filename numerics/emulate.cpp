@@ -11,6 +11,7 @@
 
 #include "formats/bulk.h"
 #include "formats/convert.h"
+#include "formats/platform.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define NUMFID_EMULATE_X86 1
@@ -577,6 +578,7 @@ void matmul_fp32(const float* a, const float* b, float* d, std::int64_t M, std::
 
 std::vector<Bits> emulate_matmul_on(BulkPath path, const MatrixView& a, const MatrixView& b,
                                     const std::optional<MatrixView>& c, const ReductionModel& m) {
+  const FpEnvGuard guard;  // formats/platform.h: the caller's DAZ/FTZ/rounding mode cannot reach the model
   if (!matmul_fast_path(m, *a.format, *b.format)) return generic_matmul(a, b, c, m);
   const DefaultFpEnv env;  // the conversions below use float arithmetic too
   const Kernel& kern = pick_kernel(path);
@@ -622,6 +624,7 @@ std::vector<Bits> emulate_matmul(const MatrixView& a, const MatrixView& b, const
 
 std::vector<Bits> emulate_dot_rows(const MatrixView& a, const MatrixView& b, const std::optional<MatrixView>& c,
                                    const ReductionModel& m) {
+  const FpEnvGuard guard;  // formats/platform.h: the caller's DAZ/FTZ/rounding mode cannot reach the model
   const std::int64_t R = a.rows, K = a.cols;
   std::vector<Bits> d(static_cast<std::size_t>(R));
   std::vector<Term> terms(static_cast<std::size_t>(K));
@@ -638,6 +641,7 @@ std::vector<Bits> emulate_dot_rows(const MatrixView& a, const MatrixView& b, con
 }
 
 std::vector<Bits> emulate_sum(const MatrixView& x, int axis, const ReductionModel& m) {
+  const FpEnvGuard guard;  // formats/platform.h: the caller's DAZ/FTZ/rounding mode cannot reach the model
   const std::int64_t outer = axis == 0 ? x.cols : x.rows;
   const std::int64_t len = axis == 0 ? x.rows : x.cols;
   std::vector<Bits> d(static_cast<std::size_t>(outer));

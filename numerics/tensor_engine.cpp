@@ -5,6 +5,7 @@
 
 #include "formats/arith.h"
 #include "formats/convert.h"
+#include "formats/platform.h"
 
 namespace numfid {
 
@@ -40,6 +41,7 @@ std::vector<Bits> cast_operands(const TensorEngineModel& te, const MatrixView& m
 
 std::vector<Bits> tensor_engine_matmul(const TensorEngineModel& te, const MatrixView& a_in, const MatrixView& b_in,
                                        const std::optional<MatrixView>& c) {
+  const FpEnvGuard guard;  // formats/platform.h: the caller's DAZ/FTZ/rounding mode cannot reach the model
   std::vector<Bits> as, bs;
   const FormatSpec* fa;
   const FormatSpec* fb;

@@ -6,3 +6,6 @@ numfid_add_test(rounding_test SOURCES rounding_test.cpp DEPS numfid::formats num
 # Every fp32 pattern into the narrower formats: hours of CPU (see the file's header).
 numfid_add_test(convert_exhaustive_test SOURCES convert_exhaustive_test.cpp DEPS numfid::formats numfid_test_support
   LABELS exhaustive TIMEOUT 14400)
+# formats/platform.h: CPU features and FpEnvGuard — oracles and models give the same bits
+# under a caller's DAZ|FTZ and rounding toward zero (the -ffast-math case). Under a second.
+numfid_add_test(platform_test SOURCES platform_test.cpp DEPS numfid::formats numfid::oracles numfid::numerics)

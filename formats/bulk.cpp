@@ -265,31 +265,30 @@ NarrowFn<Out> narrow_kernel(NarrowChoice c, BulkPath path) {
   return c.inf ? narrow_flush<F, false, true, Out>(c.flush, path) : narrow_flush<F, false, false, Out>(c.flush, path);
 }
 
-bool same(const FormatSpec& a, const FormatSpec& b) { return a.name == b.name; }
 
 /// The narrowing kernel for (to, rounding, path), or nullptr where there is none.
 NarrowFn<std::uint16_t> narrow16(const FormatSpec& to, NarrowChoice c, BulkPath path) {
-  if (same(to, bf16)) return narrow_kernel<bf16, std::uint16_t>(c, path);
-  if (same(to, fp16)) return narrow_kernel<fp16, std::uint16_t>(c, path);
+  if (to == bf16) return narrow_kernel<bf16, std::uint16_t>(c, path);
+  if (to == fp16) return narrow_kernel<fp16, std::uint16_t>(c, path);
   return nullptr;
 }
 NarrowFn<std::uint8_t> narrow8(const FormatSpec& to, NarrowChoice c, BulkPath path) {
-  if (same(to, fp8_e4m3)) return narrow_kernel<fp8_e4m3, std::uint8_t>(c, path);
-  if (same(to, fp8_e5m2)) return narrow_kernel<fp8_e5m2, std::uint8_t>(c, path);
-  if (same(to, fp8_e4m3fnuz)) return narrow_kernel<fp8_e4m3fnuz, std::uint8_t>(c, path);
-  if (same(to, fp8_e5m2fnuz)) return narrow_kernel<fp8_e5m2fnuz, std::uint8_t>(c, path);
+  if (to == fp8_e4m3) return narrow_kernel<fp8_e4m3, std::uint8_t>(c, path);
+  if (to == fp8_e5m2) return narrow_kernel<fp8_e5m2, std::uint8_t>(c, path);
+  if (to == fp8_e4m3fnuz) return narrow_kernel<fp8_e4m3fnuz, std::uint8_t>(c, path);
+  if (to == fp8_e5m2fnuz) return narrow_kernel<fp8_e5m2fnuz, std::uint8_t>(c, path);
   return nullptr;
 }
 WidenFn<std::uint16_t> widen16(const FormatSpec& from, BulkPath path) {
-  if (same(from, bf16)) return widen_for_path<bf16, std::uint16_t>(path);
-  if (same(from, fp16)) return widen_for_path<fp16, std::uint16_t>(path);
+  if (from == bf16) return widen_for_path<bf16, std::uint16_t>(path);
+  if (from == fp16) return widen_for_path<fp16, std::uint16_t>(path);
   return nullptr;
 }
 WidenFn<std::uint8_t> widen8(const FormatSpec& from, BulkPath path) {
-  if (same(from, fp8_e4m3)) return widen_for_path<fp8_e4m3, std::uint8_t>(path);
-  if (same(from, fp8_e5m2)) return widen_for_path<fp8_e5m2, std::uint8_t>(path);
-  if (same(from, fp8_e4m3fnuz)) return widen_for_path<fp8_e4m3fnuz, std::uint8_t>(path);
-  if (same(from, fp8_e5m2fnuz)) return widen_for_path<fp8_e5m2fnuz, std::uint8_t>(path);
+  if (from == fp8_e4m3) return widen_for_path<fp8_e4m3, std::uint8_t>(path);
+  if (from == fp8_e5m2) return widen_for_path<fp8_e5m2, std::uint8_t>(path);
+  if (from == fp8_e4m3fnuz) return widen_for_path<fp8_e4m3fnuz, std::uint8_t>(path);
+  if (from == fp8_e5m2fnuz) return widen_for_path<fp8_e5m2fnuz, std::uint8_t>(path);
   return nullptr;
 }
 
@@ -473,12 +472,12 @@ std::string_view bulk_path_name(BulkPath p) {
 
 bool bulk_is_fast(const FormatSpec& from, const FormatSpec& to, const RoundOptions& o) {
   using namespace detail;
-  if (same(from, fp32))
+  if (from == fp32)
     return narrow_rounding_fast(o) &&
            (narrow16(to, {}, BulkPath::portable) != nullptr ||
             narrow8(to, {}, BulkPath::portable) != nullptr);
   // Widening is exact: the rounding mode never matters.
-  return same(to, fp32) &&
+  return to == fp32 &&
          (widen16(from, BulkPath::portable) != nullptr || widen8(from, BulkPath::portable) != nullptr);
 }
 

@@ -98,17 +98,10 @@ struct TableDecoder {
 #endif
 };
 
-bool same_spec(const FormatSpec& a, const FormatSpec& b) {
-  return a.name == b.name && a.kind == b.kind && a.bits == b.bits && a.exponent_bits == b.exponent_bits &&
-         a.precision == b.precision && a.bias == b.bias && a.has_sign == b.has_sign &&
-         a.has_subnormals == b.has_subnormals && a.signed_zero == b.signed_zero && a.non_finite == b.non_finite &&
-         a.nan == b.nan && a.is_signed == b.is_signed;
-}
-
 /// Index of the format in numfid's table, or -1 for a spec that is not one of its rows.
 int table_row(const FormatSpec& f) {
   for (std::size_t i = 0; i < all_formats.size(); ++i)
-    if (all_formats[i] == &f || same_spec(*all_formats[i], f)) return static_cast<int>(i);
+    if (*all_formats[i] == f) return static_cast<int>(i);
   return -1;
 }
 

@@ -56,7 +56,7 @@ class FpEnvGuard {
   FpEnvGuard& operator=(FpEnvGuard&&) = delete;
 
  private:
-  std::fenv_t env_{};          ///< the caller's full environment (valid if env_saved_)
+  std::fenv_t env_;            ///< the caller's full environment (only written and read if env_saved_)
   std::uint64_t control_ = 0;  ///< the caller's MXCSR (x86) or FPCR + FPSR (AArch64)
   bool env_saved_ = false;     ///< env_ holds the caller's environment: fesetenv it back
 };

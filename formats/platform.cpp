@@ -5,6 +5,7 @@
 #include <array>
 
 #if defined(__GNUC__) && defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define NUMFID_PLATFORM_X86 1
 #else
@@ -28,7 +29,12 @@ bool detect(CpuFeature f) {
   // __builtin_cpu_supports needs a string literal: one call per feature.
   switch (f) {
     case CpuFeature::avx2: return __builtin_cpu_supports("avx2");
-    case CpuFeature::f16c: return __builtin_cpu_supports("f16c");
+    case CpuFeature::f16c: {
+      // Clang's __builtin_cpu_supports does not know "f16c": CPUID.1:ECX bit 29 (Intel SDM
+      // vol. 2A, CPUID), usable when the OS saves AVX state (which "avx" checks).
+      unsigned a = 0, b = 0, c = 0, d = 0;
+      return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0 && __builtin_cpu_supports("avx");
+    }
     case CpuFeature::fma: return __builtin_cpu_supports("fma");
     case CpuFeature::avx512f: return __builtin_cpu_supports("avx512f");
     case CpuFeature::avx512bw: return __builtin_cpu_supports("avx512bw");

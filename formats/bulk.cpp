@@ -10,8 +10,10 @@
 #include <string>
 
 #include "formats/convert.h"
+#include "formats/platform.h"
 
-// The ISA-specific copies need GCC/Clang function attributes and x86's cpuid.
+// The ISA-specific copies need GCC/Clang function attributes; which of them the CPU can run
+// comes from formats/platform.h.
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define NUMFID_BULK_X86 1
 #define NUMFID_TARGET_AVX2 __attribute__((target("avx2")))
@@ -263,31 +265,30 @@ NarrowFn<Out> narrow_kernel(NarrowChoice c, BulkPath path) {
   return c.inf ? narrow_flush<F, false, true, Out>(c.flush, path) : narrow_flush<F, false, false, Out>(c.flush, path);
 }
 
-bool same(const FormatSpec& a, const FormatSpec& b) { return a.name == b.name; }
 
 /// The narrowing kernel for (to, rounding, path), or nullptr where there is none.
 NarrowFn<std::uint16_t> narrow16(const FormatSpec& to, NarrowChoice c, BulkPath path) {
-  if (same(to, bf16)) return narrow_kernel<bf16, std::uint16_t>(c, path);
-  if (same(to, fp16)) return narrow_kernel<fp16, std::uint16_t>(c, path);
+  if (to == bf16) return narrow_kernel<bf16, std::uint16_t>(c, path);
+  if (to == fp16) return narrow_kernel<fp16, std::uint16_t>(c, path);
   return nullptr;
 }
 NarrowFn<std::uint8_t> narrow8(const FormatSpec& to, NarrowChoice c, BulkPath path) {
-  if (same(to, fp8_e4m3)) return narrow_kernel<fp8_e4m3, std::uint8_t>(c, path);
-  if (same(to, fp8_e5m2)) return narrow_kernel<fp8_e5m2, std::uint8_t>(c, path);
-  if (same(to, fp8_e4m3fnuz)) return narrow_kernel<fp8_e4m3fnuz, std::uint8_t>(c, path);
-  if (same(to, fp8_e5m2fnuz)) return narrow_kernel<fp8_e5m2fnuz, std::uint8_t>(c, path);
+  if (to == fp8_e4m3) return narrow_kernel<fp8_e4m3, std::uint8_t>(c, path);
+  if (to == fp8_e5m2) return narrow_kernel<fp8_e5m2, std::uint8_t>(c, path);
+  if (to == fp8_e4m3fnuz) return narrow_kernel<fp8_e4m3fnuz, std::uint8_t>(c, path);
+  if (to == fp8_e5m2fnuz) return narrow_kernel<fp8_e5m2fnuz, std::uint8_t>(c, path);
   return nullptr;
 }
 WidenFn<std::uint16_t> widen16(const FormatSpec& from, BulkPath path) {
-  if (same(from, bf16)) return widen_for_path<bf16, std::uint16_t>(path);
-  if (same(from, fp16)) return widen_for_path<fp16, std::uint16_t>(path);
+  if (from == bf16) return widen_for_path<bf16, std::uint16_t>(path);
+  if (from == fp16) return widen_for_path<fp16, std::uint16_t>(path);
   return nullptr;
 }
 WidenFn<std::uint8_t> widen8(const FormatSpec& from, BulkPath path) {
-  if (same(from, fp8_e4m3)) return widen_for_path<fp8_e4m3, std::uint8_t>(path);
-  if (same(from, fp8_e5m2)) return widen_for_path<fp8_e5m2, std::uint8_t>(path);
-  if (same(from, fp8_e4m3fnuz)) return widen_for_path<fp8_e4m3fnuz, std::uint8_t>(path);
-  if (same(from, fp8_e5m2fnuz)) return widen_for_path<fp8_e5m2fnuz, std::uint8_t>(path);
+  if (from == fp8_e4m3) return widen_for_path<fp8_e4m3, std::uint8_t>(path);
+  if (from == fp8_e5m2) return widen_for_path<fp8_e5m2, std::uint8_t>(path);
+  if (from == fp8_e4m3fnuz) return widen_for_path<fp8_e4m3fnuz, std::uint8_t>(path);
+  if (from == fp8_e5m2fnuz) return widen_for_path<fp8_e5m2fnuz, std::uint8_t>(path);
   return nullptr;
 }
 
@@ -341,14 +342,10 @@ WidenParams make_widen_params(const FormatSpec& from, const RoundOptions& o) {
 }
 
 #if NUMFID_BULK_X86
-bool cpu_has_avx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
-}
+bool cpu_has_avx2() { return cpu_supports(CpuFeature::avx2); }
 bool cpu_has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2");
+  return cpu_supports(CpuFeature::avx512f) && cpu_supports(CpuFeature::avx512bw) &&
+         cpu_supports(CpuFeature::avx512vl) && cpu_supports(CpuFeature::avx2);
 }
 #endif
 
@@ -475,12 +472,12 @@ std::string_view bulk_path_name(BulkPath p) {
 
 bool bulk_is_fast(const FormatSpec& from, const FormatSpec& to, const RoundOptions& o) {
   using namespace detail;
-  if (same(from, fp32))
+  if (from == fp32)
     return narrow_rounding_fast(o) &&
            (narrow16(to, {}, BulkPath::portable) != nullptr ||
             narrow8(to, {}, BulkPath::portable) != nullptr);
   // Widening is exact: the rounding mode never matters.
-  return same(to, fp32) &&
+  return to == fp32 &&
          (widen16(from, BulkPath::portable) != nullptr || widen8(from, BulkPath::portable) != nullptr);
 }
 

@@ -35,22 +35,39 @@ enum class NanEncoding : std::uint8_t {
 
 /// One number format as data. Values of a format are `Bits` (see value.h) interpreted
 /// through its spec.
+///
+/// Identity (STYLE.md rule 12): two specs are the same format iff every defining field is
+/// equal — the name and every numeric field (kind, widths, precision, bias, sign, subnormals,
+/// signed zero, non-finite behaviour, NaN encoding, integer signedness). Rows that agree in
+/// their numerics but carry different names are different formats (a tensor labelled
+/// `fp8_e4m3fnuz` is not one labelled otherwise, and each prints its own name). The
+/// provenance text is commentary, not identity: rewording a citation does not make a new
+/// format. Compare formats with `==`, never by address (a spec parsed or copied at run time
+/// is not the table's object) or by name alone.
 struct FormatSpec {
   std::string_view name;          ///< canonical numfid name
-  FormatKind kind;
-  int bits;                       ///< storage width in bits (tf32 = 19)
+  FormatKind kind = FormatKind::binary_float;
+  int bits = 0;                   ///< storage width in bits (tf32 = 19)
   // --- binary_float ---
-  int exponent_bits;              ///< width of the exponent field
-  int precision;                  ///< significand bits including the hidden bit (p)
-  int bias;                       ///< exponent bias
-  bool has_sign;                  ///< false for E8M0 (unsigned scale)
-  bool has_subnormals;            ///< false for E8M0 (exponent field 0 is 2^-127)
-  bool signed_zero;               ///< false for FNUZ formats (-0 is the NaN)
-  NonFinite non_finite;
-  NanEncoding nan;
+  int exponent_bits = 0;          ///< width of the exponent field
+  int precision = 0;              ///< significand bits including the hidden bit (p)
+  int bias = 0;                   ///< exponent bias
+  bool has_sign = false;          ///< false for E8M0 (unsigned scale)
+  bool has_subnormals = false;    ///< false for E8M0 (exponent field 0 is 2^-127)
+  bool signed_zero = false;       ///< false for FNUZ formats (-0 is the NaN)
+  NonFinite non_finite = NonFinite::finite_only;
+  NanEncoding nan = NanEncoding::none;
   // --- integer ---
-  bool is_signed;                 ///< integer formats: two's complement
-  std::string_view provenance;    ///< where the definition comes from
+  bool is_signed = false;         ///< integer formats: two's complement
+  std::string_view provenance;    ///< where the definition comes from (not part of the identity)
+
+  /// Same format: every defining field equal (see the identity rule above).
+  friend constexpr bool operator==(const FormatSpec& a, const FormatSpec& b) {
+    return a.name == b.name && a.kind == b.kind && a.bits == b.bits && a.exponent_bits == b.exponent_bits &&
+           a.precision == b.precision && a.bias == b.bias && a.has_sign == b.has_sign &&
+           a.has_subnormals == b.has_subnormals && a.signed_zero == b.signed_zero && a.non_finite == b.non_finite &&
+           a.nan == b.nan && a.is_signed == b.is_signed;
+  }
 };
 
 namespace detail {
@@ -120,42 +137,76 @@ constexpr std::uint32_t storage_mask(const FormatSpec& f) {
 // Graphcore/AMD FNUZ (arXiv 2206.02915, LLVM APFloat Float8E4M3FNUZ/Float8E5M2FNUZ);
 // OCP Microscaling (MX) v1.0 §5.3 (FP6 E3M2/E2M3, FP4 E2M1) and §5.4.1 (E8M0).
 
-inline constexpr FormatSpec fp32{"fp32", FormatKind::binary_float, 32, 8, 24, 127, true, true, true,
-                                 NonFinite::ieee, NanEncoding::ieee, false, "IEEE 754-2019 binary32"};
-inline constexpr FormatSpec fp16{"fp16", FormatKind::binary_float, 16, 5, 11, 15, true, true, true,
-                                 NonFinite::ieee, NanEncoding::ieee, false, "IEEE 754-2019 binary16"};
-inline constexpr FormatSpec bf16{"bf16", FormatKind::binary_float, 16, 8, 8, 127, true, true, true,
-                                 NonFinite::ieee, NanEncoding::ieee, false,
-                                 "bfloat16: the top 16 bits of binary32 (Google Brain)"};
-inline constexpr FormatSpec tf32{"tf32", FormatKind::binary_float, 19, 8, 11, 127, true, true, true,
-                                 NonFinite::ieee, NanEncoding::ieee, false,
-                                 "NVIDIA TensorFloat-32: 1+8+10 bits (A100 architecture whitepaper)"};
-inline constexpr FormatSpec fp8_e4m3{"fp8_e4m3", FormatKind::binary_float, 8, 4, 4, 7, true, true, true,
-                                     NonFinite::nan_only, NanEncoding::all_ones, false,
-                                     "OCP OFP8 v1.0 E4M3 (E4M3FN): no inf, NaN S.1111.111"};
-inline constexpr FormatSpec fp8_e5m2{"fp8_e5m2", FormatKind::binary_float, 8, 5, 3, 15, true, true, true,
-                                     NonFinite::ieee, NanEncoding::ieee, false, "OCP OFP8 v1.0 E5M2 (IEEE-like)"};
-inline constexpr FormatSpec fp8_e4m3fnuz{"fp8_e4m3fnuz", FormatKind::binary_float, 8, 4, 4, 8, true, true, false,
-                                         NonFinite::nan_only, NanEncoding::negative_zero, false,
-                                         "FNUZ E4M3, bias 8, NaN 0x80 (arXiv 2206.02915; LLVM Float8E4M3FNUZ)"};
-inline constexpr FormatSpec fp8_e5m2fnuz{"fp8_e5m2fnuz", FormatKind::binary_float, 8, 5, 3, 16, true, true, false,
-                                         NonFinite::nan_only, NanEncoding::negative_zero, false,
-                                         "FNUZ E5M2, bias 16, NaN 0x80 (arXiv 2206.02915; LLVM Float8E5M2FNUZ)"};
-inline constexpr FormatSpec fp6_e3m2{"fp6_e3m2", FormatKind::binary_float, 6, 3, 3, 3, true, true, true,
-                                     NonFinite::finite_only, NanEncoding::none, false, "OCP MX v1.0 §5.3.2 FP6 E3M2"};
-inline constexpr FormatSpec fp6_e2m3{"fp6_e2m3", FormatKind::binary_float, 6, 2, 4, 1, true, true, true,
-                                     NonFinite::finite_only, NanEncoding::none, false, "OCP MX v1.0 §5.3.2 FP6 E2M3"};
-inline constexpr FormatSpec fp4_e2m1{"fp4_e2m1", FormatKind::binary_float, 4, 2, 2, 1, true, true, true,
-                                     NonFinite::finite_only, NanEncoding::none, false, "OCP MX v1.0 §5.3.3 FP4 E2M1"};
-inline constexpr FormatSpec e8m0{"e8m0", FormatKind::binary_float, 8, 8, 1, 127, false, false, false,
-                                 NonFinite::nan_only, NanEncoding::all_ones, false,
-                                 "OCP MX v1.0 §5.4.1 E8M0 scale: 2^(E-127), NaN 0xFF, no zero, no sign"};
-inline constexpr FormatSpec int8{"int8", FormatKind::integer, 8, 0, 0, 0, true, false, false,
-                                 NonFinite::finite_only, NanEncoding::none, true, "two's complement 8-bit"};
-inline constexpr FormatSpec uint8{"uint8", FormatKind::integer, 8, 0, 0, 0, false, false, false,
-                                  NonFinite::finite_only, NanEncoding::none, false, "unsigned 8-bit"};
-inline constexpr FormatSpec int32{"int32", FormatKind::integer, 32, 0, 0, 0, true, false, false,
-                                  NonFinite::finite_only, NanEncoding::none, true, "two's complement 32-bit"};
+inline constexpr FormatSpec fp32{.name = "fp32", .kind = FormatKind::binary_float, .bits = 32,
+                                 .exponent_bits = 8, .precision = 24, .bias = 127,
+                                 .has_sign = true, .has_subnormals = true, .signed_zero = true,
+                                 .non_finite = NonFinite::ieee, .nan = NanEncoding::ieee,
+                                 .provenance = "IEEE 754-2019 binary32"};
+inline constexpr FormatSpec fp16{.name = "fp16", .kind = FormatKind::binary_float, .bits = 16,
+                                 .exponent_bits = 5, .precision = 11, .bias = 15,
+                                 .has_sign = true, .has_subnormals = true, .signed_zero = true,
+                                 .non_finite = NonFinite::ieee, .nan = NanEncoding::ieee,
+                                 .provenance = "IEEE 754-2019 binary16"};
+inline constexpr FormatSpec bf16{.name = "bf16", .kind = FormatKind::binary_float, .bits = 16,
+                                 .exponent_bits = 8, .precision = 8, .bias = 127,
+                                 .has_sign = true, .has_subnormals = true, .signed_zero = true,
+                                 .non_finite = NonFinite::ieee, .nan = NanEncoding::ieee,
+                                 .provenance = "bfloat16: the top 16 bits of binary32 (Google Brain)"};
+inline constexpr FormatSpec tf32{.name = "tf32", .kind = FormatKind::binary_float, .bits = 19,
+                                 .exponent_bits = 8, .precision = 11, .bias = 127,
+                                 .has_sign = true, .has_subnormals = true, .signed_zero = true,
+                                 .non_finite = NonFinite::ieee, .nan = NanEncoding::ieee,
+                                 .provenance = "NVIDIA TensorFloat-32: 1+8+10 bits (A100 architecture whitepaper)"};
+inline constexpr FormatSpec fp8_e4m3{.name = "fp8_e4m3", .kind = FormatKind::binary_float, .bits = 8,
+                                     .exponent_bits = 4, .precision = 4, .bias = 7,
+                                     .has_sign = true, .has_subnormals = true, .signed_zero = true,
+                                     .non_finite = NonFinite::nan_only, .nan = NanEncoding::all_ones,
+                                     .provenance = "OCP OFP8 v1.0 E4M3 (E4M3FN): no inf, NaN S.1111.111"};
+inline constexpr FormatSpec fp8_e5m2{.name = "fp8_e5m2", .kind = FormatKind::binary_float, .bits = 8,
+                                     .exponent_bits = 5, .precision = 3, .bias = 15,
+                                     .has_sign = true, .has_subnormals = true, .signed_zero = true,
+                                     .non_finite = NonFinite::ieee, .nan = NanEncoding::ieee,
+                                     .provenance = "OCP OFP8 v1.0 E5M2 (IEEE-like)"};
+inline constexpr FormatSpec fp8_e4m3fnuz{.name = "fp8_e4m3fnuz", .kind = FormatKind::binary_float, .bits = 8,
+                                         .exponent_bits = 4, .precision = 4, .bias = 8,
+                                         .has_sign = true, .has_subnormals = true, .signed_zero = false,
+                                         .non_finite = NonFinite::nan_only, .nan = NanEncoding::negative_zero,
+                                         .provenance = "FNUZ E4M3, bias 8, NaN 0x80 (arXiv 2206.02915; LLVM Float8E4M3FNUZ)"};
+inline constexpr FormatSpec fp8_e5m2fnuz{.name = "fp8_e5m2fnuz", .kind = FormatKind::binary_float, .bits = 8,
+                                         .exponent_bits = 5, .precision = 3, .bias = 16,
+                                         .has_sign = true, .has_subnormals = true, .signed_zero = false,
+                                         .non_finite = NonFinite::nan_only, .nan = NanEncoding::negative_zero,
+                                         .provenance = "FNUZ E5M2, bias 16, NaN 0x80 (arXiv 2206.02915; LLVM Float8E5M2FNUZ)"};
+inline constexpr FormatSpec fp6_e3m2{.name = "fp6_e3m2", .kind = FormatKind::binary_float, .bits = 6,
+                                     .exponent_bits = 3, .precision = 3, .bias = 3,
+                                     .has_sign = true, .has_subnormals = true, .signed_zero = true,
+                                     .non_finite = NonFinite::finite_only, .nan = NanEncoding::none,
+                                     .provenance = "OCP MX v1.0 §5.3.2 FP6 E3M2"};
+inline constexpr FormatSpec fp6_e2m3{.name = "fp6_e2m3", .kind = FormatKind::binary_float, .bits = 6,
+                                     .exponent_bits = 2, .precision = 4, .bias = 1,
+                                     .has_sign = true, .has_subnormals = true, .signed_zero = true,
+                                     .non_finite = NonFinite::finite_only, .nan = NanEncoding::none,
+                                     .provenance = "OCP MX v1.0 §5.3.2 FP6 E2M3"};
+inline constexpr FormatSpec fp4_e2m1{.name = "fp4_e2m1", .kind = FormatKind::binary_float, .bits = 4,
+                                     .exponent_bits = 2, .precision = 2, .bias = 1,
+                                     .has_sign = true, .has_subnormals = true, .signed_zero = true,
+                                     .non_finite = NonFinite::finite_only, .nan = NanEncoding::none,
+                                     .provenance = "OCP MX v1.0 §5.3.3 FP4 E2M1"};
+inline constexpr FormatSpec e8m0{.name = "e8m0", .kind = FormatKind::binary_float, .bits = 8,
+                                 .exponent_bits = 8, .precision = 1, .bias = 127,
+                                 .has_sign = false, .has_subnormals = false, .signed_zero = false,
+                                 .non_finite = NonFinite::nan_only, .nan = NanEncoding::all_ones,
+                                 .provenance = "OCP MX v1.0 §5.4.1 E8M0 scale: 2^(E-127), NaN 0xFF, no zero, no sign"};
+// Integers: the float fields keep their zero defaults.
+inline constexpr FormatSpec int8{.name = "int8", .kind = FormatKind::integer, .bits = 8, .has_sign = true,
+                                 .non_finite = NonFinite::finite_only, .nan = NanEncoding::none, .is_signed = true,
+                                 .provenance = "two's complement 8-bit"};
+inline constexpr FormatSpec uint8{.name = "uint8", .kind = FormatKind::integer, .bits = 8, .has_sign = false,
+                                  .non_finite = NonFinite::finite_only, .nan = NanEncoding::none, .is_signed = false,
+                                  .provenance = "unsigned 8-bit"};
+inline constexpr FormatSpec int32{.name = "int32", .kind = FormatKind::integer, .bits = 32, .has_sign = true,
+                                  .non_finite = NonFinite::finite_only, .nan = NanEncoding::none, .is_signed = true,
+                                  .provenance = "two's complement 32-bit"};
 
 // The limits quoted by the specs, derived from the rows above.
 static_assert(max_finite(fp32) == 0x1.fffffep127);
@@ -185,6 +236,31 @@ static_assert(max_finite(int8) == 127 && max_finite(uint8) == 255 && max_finite(
 inline constexpr std::array<const FormatSpec*, 15> all_formats{
     &fp32, &fp16, &bf16, &tf32, &fp8_e4m3, &fp8_e5m2, &fp8_e4m3fnuz, &fp8_e5m2fnuz,
     &fp6_e3m2, &fp6_e2m3, &fp4_e2m1, &e8m0, &int8, &uint8, &int32};
+
+namespace detail {
+/// True if no two rows of the table are the same format.
+constexpr bool rows_distinct() {
+  for (std::size_t i = 0; i < all_formats.size(); ++i)
+    for (std::size_t j = i + 1; j < all_formats.size(); ++j)
+      if (*all_formats[i] == *all_formats[j]) return false;
+  return true;
+}
+/// The rule: a copy is the same format; a changed defining field, name included, is not;
+/// a reworded provenance is.
+constexpr bool identity_rule_holds() {
+  FormatSpec copy = fp8_e4m3;
+  if (!(copy == fp8_e4m3)) return false;
+  copy.provenance = "reworded";
+  if (!(copy == fp8_e4m3)) return false;
+  copy.name = "fp8_e4m3_renamed";
+  if (copy == fp8_e4m3) return false;
+  copy = fp8_e4m3;
+  copy.bias = 8;
+  return !(copy == fp8_e4m3);
+}
+}  // namespace detail
+static_assert(detail::rows_distinct());
+static_assert(detail::identity_rule_holds());
 
 /// The aliases each format is known by elsewhere (ml_dtypes, PyTorch, NKI, numpy).
 std::span<const std::string_view> format_aliases(const FormatSpec& f);

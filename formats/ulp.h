@@ -33,7 +33,8 @@ std::optional<Bits> next_down(const FormatSpec& f, Bits x);
 /// Integer formats: 0 (spacing 1).
 std::optional<int> ulp_exponent(const FormatSpec& f, Bits x);
 
-/// ulp(x) as a double (exact: a power of two inside double's range); NaN for NaN.
+/// ulp(x) as a double (exact: a power of two inside double's normal range, so no caller's
+/// DAZ/FTZ or rounding mode can change it); NaN for NaN.
 double ulp(const FormatSpec& f, Bits x);
 
 /// Position of `x` in the increasing order of the format's distinct non-NaN values, zero at

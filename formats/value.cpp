@@ -170,7 +170,7 @@ std::string lower(std::string_view s) {
 
 std::span<const std::string_view> format_aliases(const FormatSpec& f) {
   for (const auto& [fmt, names] : alias_table()) {
-    if (fmt == &f) {
+    if (*fmt == f) {
       std::size_t n = 0;
       while (n < names.size() && !names[n].empty()) ++n;
       return {names.data(), n};

@@ -80,6 +80,8 @@ Bits zero(const FormatSpec& f, bool negative);
 
 /// The value as a double: exact for every format numfid has (at most 24-bit significands,
 /// exponents within double's range). NaN and ±inf map to their double counterparts.
+/// Needs no FpEnvGuard: every result is a normal double (|v| >= 2^-149), which std::ldexp
+/// builds exactly whatever the caller's DAZ/FTZ or rounding mode.
 double to_double(const FormatSpec& f, Bits b);
 
 /// Number of hex digits used to print a pattern of this format (tf32: 5).

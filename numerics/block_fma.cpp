@@ -10,6 +10,7 @@
 #include <bit>
 
 #include "formats/arith.h"
+#include "formats/platform.h"
 #include "formats/value.h"
 
 namespace numfid {
@@ -53,7 +54,7 @@ struct Codec {
         nan(in.nan),
         has_subnormals(in.has_subnormals),
         daz(daz_in),
-        same(&in == &dp || (in.precision == dp.precision && emin(in) == emin(dp))),
+        same(in == dp || (in.precision == dp.precision && emin(in) == emin(dp))),
         emin_dp(emin(dp)),
         frac_dp(dp.precision - 1) {}
 
@@ -326,12 +327,14 @@ std::string validate(const BlockFmaModel& m) {
 }
 
 Result block_fma(const BlockFmaModel& m, std::span<const Bits> a, std::span<const Bits> b, Bits c) {
+  const FpEnvGuard guard;  // formats/platform.h: the caller's DAZ/FTZ/rounding mode cannot reach the model
   const Context x(m);
   const auto n = static_cast<int>(std::min<std::size_t>({a.size(), b.size(), std::size_t{kMaxBlock}}));
   return block_impl(x, a.data(), b.data(), n, c);
 }
 
 Result block_fma_dot(const BlockFmaModel& m, std::span<const Bits> a, std::span<const Bits> b, Bits c) {
+  const FpEnvGuard guard;  // formats/platform.h: the caller's DAZ/FTZ/rounding mode cannot reach the model
   const Context x(m);
   const std::size_t k_total = std::min(a.size(), b.size());
   const auto ik = static_cast<std::size_t>(m.instruction_k);

@@ -2,6 +2,7 @@
 #include "numerics/block_fma_ops.h"
 
 #include "formats/convert.h"
+#include "formats/platform.h"
 
 namespace numfid {
 
@@ -15,6 +16,7 @@ Bits addend(const BlockFmaModel& m, const std::optional<MatrixView>& c, std::siz
 
 std::vector<Bits> block_fma_matmul(const BlockFmaModel& m, const MatrixView& a, const MatrixView& b,
                                    const std::optional<MatrixView>& c, const FormatSpec& out, RoundOptions o) {
+  const FpEnvGuard guard;  // formats/platform.h
   const std::int64_t M = a.rows, K = a.cols, N = b.cols;
   // Columns of B as rows: each dot reads two contiguous spans.
   std::vector<Bits> bt(b.data.size());
@@ -35,6 +37,7 @@ std::vector<Bits> block_fma_matmul(const BlockFmaModel& m, const MatrixView& a, 
 
 std::vector<Bits> block_fma_dot_rows(const BlockFmaModel& m, const MatrixView& a, const MatrixView& b,
                                      const std::optional<MatrixView>& c, const FormatSpec& out, RoundOptions o) {
+  const FpEnvGuard guard;  // formats/platform.h
   const std::int64_t R = a.rows, K = a.cols;
   std::vector<Bits> d(static_cast<std::size_t>(R));
   for (std::int64_t r = 0; r < R; ++r) {

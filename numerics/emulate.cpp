@@ -11,6 +11,7 @@
 
 #include "formats/bulk.h"
 #include "formats/convert.h"
+#include "formats/platform.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define NUMFID_EMULATE_X86 1
@@ -51,7 +52,7 @@ std::vector<Bits> emulate_matmul_on(BulkPath path, const MatrixView& a, const Ma
 
 namespace {
 
-bool same_format(const FormatSpec& x, const FormatSpec& y) { return x.name == y.name; }
+bool same_format(const FormatSpec& x, const FormatSpec& y) { return x == y; }  // the one identity rule (format_spec.h)
 
 Bits finish(const ReductionModel& m, Bits acc_value, std::uint64_t index) {
   RoundOptions o = m.output_rounding;
@@ -303,9 +304,9 @@ static_assert(kAvx2.nr <= kMaxNr && kAvx512.nr <= kMaxNr);
 
 bool cpu_has(BulkPath p) {
 #if NUMFID_EMULATE_X86
-  __builtin_cpu_init();
-  if (p == BulkPath::avx512) return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-  if (p == BulkPath::avx2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  // The one place that asks the CPU (formats/platform.h).
+  if (p == BulkPath::avx512) return cpu_supports(CpuFeature::avx512f) && cpu_supports(CpuFeature::fma);
+  if (p == BulkPath::avx2) return cpu_supports(CpuFeature::avx2) && cpu_supports(CpuFeature::fma);
 #endif
   return p == BulkPath::portable || p == BulkPath::automatic;
 }
@@ -323,25 +324,6 @@ const Kernel& pick_kernel(BulkPath path) {
   return kPortable;
 }
 
-/// Sets the floating-point environment the kernels assume (round to nearest, no FTZ/DAZ,
-/// exceptions masked) for its lifetime and then restores the caller's: a caller built with
-/// -ffast-math (crtfastmath sets MXCSR.FTZ/DAZ, Intel SDM vol. 1 §10.2.3) or one that changed
-/// the rounding mode must not change the emulated bits.
-class DefaultFpEnv {
- public:
-#if NUMFID_EMULATE_X86
-  DefaultFpEnv() : saved_(_mm_getcsr()) { _mm_setcsr(0x1f80); }
-  ~DefaultFpEnv() { _mm_setcsr(saved_); }
-#else
-  DefaultFpEnv() : saved_(static_cast<unsigned>(std::fegetround())) { std::fesetround(FE_TONEAREST); }
-  ~DefaultFpEnv() { std::fesetround(static_cast<int>(saved_)); }
-#endif
-  DefaultFpEnv(const DefaultFpEnv&) = delete;
-  DefaultFpEnv& operator=(const DefaultFpEnv&) = delete;
-
- private:
-  unsigned saved_;
-};
 
 /// The steps of a plan (see matmul_fp32), each at most `kc` long.
 std::vector<Step> schedule(std::int64_t K, std::int64_t tile, bool addend_in_d, std::int64_t kc, bool* uses_p) {
@@ -558,7 +540,7 @@ void run_fast(const Kernel& kern, const float* a, RowFn&& b_row, float* d, std::
   job.Np = Np;
   job.steps = steps.data();
   job.n_steps = steps.size();
-  const DefaultFpEnv env;
+  const FpEnvGuard env;
   kern.run(job);
 }
 
@@ -577,8 +559,9 @@ void matmul_fp32(const float* a, const float* b, float* d, std::int64_t M, std::
 
 std::vector<Bits> emulate_matmul_on(BulkPath path, const MatrixView& a, const MatrixView& b,
                                     const std::optional<MatrixView>& c, const ReductionModel& m) {
+  const FpEnvGuard guard;  // formats/platform.h: the caller's DAZ/FTZ/rounding mode cannot reach the model
   if (!matmul_fast_path(m, *a.format, *b.format)) return generic_matmul(a, b, c, m);
-  const DefaultFpEnv env;  // the conversions below use float arithmetic too
+  const FpEnvGuard env;  // the conversions below use float arithmetic too
   const Kernel& kern = pick_kernel(path);
   const std::int64_t M = a.rows, K = a.cols, N = b.cols;
   std::vector<Bits> d(static_cast<std::size_t>(M * N));
@@ -622,6 +605,7 @@ std::vector<Bits> emulate_matmul(const MatrixView& a, const MatrixView& b, const
 
 std::vector<Bits> emulate_dot_rows(const MatrixView& a, const MatrixView& b, const std::optional<MatrixView>& c,
                                    const ReductionModel& m) {
+  const FpEnvGuard guard;  // formats/platform.h: the caller's DAZ/FTZ/rounding mode cannot reach the model
   const std::int64_t R = a.rows, K = a.cols;
   std::vector<Bits> d(static_cast<std::size_t>(R));
   std::vector<Term> terms(static_cast<std::size_t>(K));
@@ -638,6 +622,7 @@ std::vector<Bits> emulate_dot_rows(const MatrixView& a, const MatrixView& b, con
 }
 
 std::vector<Bits> emulate_sum(const MatrixView& x, int axis, const ReductionModel& m) {
+  const FpEnvGuard guard;  // formats/platform.h: the caller's DAZ/FTZ/rounding mode cannot reach the model
   const std::int64_t outer = axis == 0 ? x.cols : x.rows;
   const std::int64_t len = axis == 0 ? x.rows : x.cols;
   std::vector<Bits> d(static_cast<std::size_t>(outer));

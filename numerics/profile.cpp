@@ -322,7 +322,7 @@ struct Loader {
 
 const BlockFmaModel* block_fma_for(const Profile& p, const FormatSpec& in, const FormatSpec& out) {
   for (const BlockFmaVariant& v : p.variants)
-    if (v.model.input == &in && v.model.output == &out) return &v.model;
+    if (*v.model.input == in && *v.model.output == out) return &v.model;
   return nullptr;
 }
 

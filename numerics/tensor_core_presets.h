@@ -630,7 +630,7 @@ constexpr const TensorCorePreset* find_tensor_core_preset(std::string_view devic
                                                           const FormatSpec& output) {
   const auto lower = [](char ch) { return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch; };
   for (const TensorCorePreset& p : tensor_core_presets) {
-    if (p.model.input != &input || p.model.output != &output || p.device.size() != device.size()) continue;
+    if (*p.model.input != input || *p.model.output != output || p.device.size() != device.size()) continue;
     bool same = true;
     for (std::size_t i = 0; i < device.size(); ++i) same = same && lower(device[i]) == lower(p.device[i]);
     if (same) return &p;

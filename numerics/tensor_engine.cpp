@@ -5,6 +5,7 @@
 
 #include "formats/arith.h"
 #include "formats/convert.h"
+#include "formats/platform.h"
 
 namespace numfid {
 
@@ -24,7 +25,7 @@ namespace {
 std::vector<Bits> cast_operands(const TensorEngineModel& te, const MatrixView& m, std::vector<Bits>& store,
                                 const FormatSpec*& fmt) {
   fmt = m.format;
-  if (!te.autocast || te.autocast == m.format) return {};
+  if (!te.autocast || *te.autocast == *m.format) return {};
   RoundOptions o;
   o.rounding = te.autocast_rounding;
   o.seed = te.array_acc.rounding.seed;  // the run's seed (emulate --seed), as every other rounding of the model
@@ -83,7 +84,7 @@ Bits te_element(const TensorEngineModel& te, const FormatSpec& fa, std::span<con
     const Bits tile = reduce(inner, te.array_acc, col, std::nullopt, (stream << 20) ^ (instr << 8) ^ 0xff);
     // Into PSUM (program order): the first instruction writes, the others accumulate.
     Bits t = tile;
-    if (te.array_acc.format != te.psum.format) {
+    if (*te.array_acc.format != *te.psum.format) {
       RoundOptions o = te.psum.rounding;
       o.stream = stream;
       t = convert(*te.array_acc.format, *te.psum.format, tile, o).bits;
@@ -106,6 +107,7 @@ Bits te_element(const TensorEngineModel& te, const FormatSpec& fa, std::span<con
 
 std::vector<Bits> tensor_engine_matmul(const TensorEngineModel& te, const MatrixView& a_in, const MatrixView& b_in,
                                        const std::optional<MatrixView>& c) {
+  const FpEnvGuard guard;  // formats/platform.h: the caller's DAZ/FTZ/rounding mode cannot reach the model
   std::vector<Bits> as, bs;
   const FormatSpec* fa;
   const FormatSpec* fb;
@@ -128,6 +130,7 @@ std::vector<Bits> tensor_engine_matmul(const TensorEngineModel& te, const Matrix
 
 std::vector<Bits> tensor_engine_dot_rows(const TensorEngineModel& te, const MatrixView& a_in, const MatrixView& b_in,
                                          const std::optional<MatrixView>& c) {
+  const FpEnvGuard guard;  // formats/platform.h: the caller's DAZ/FTZ/rounding mode cannot reach the model
   std::vector<Bits> as, bs;
   const FormatSpec* fa;
   const FormatSpec* fb;

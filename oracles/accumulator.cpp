@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "formats/platform.h"
+
 // The 4-wide path needs GCC/Clang target attributes and x86 intrinsics; it is compiled for
 // AVX2 + F16C and chosen at run time (as formats/bulk.cpp does), so the baseline build still
 // runs everywhere.
@@ -96,17 +98,10 @@ struct TableDecoder {
 #endif
 };
 
-bool same_spec(const FormatSpec& a, const FormatSpec& b) {
-  return a.name == b.name && a.kind == b.kind && a.bits == b.bits && a.exponent_bits == b.exponent_bits &&
-         a.precision == b.precision && a.bias == b.bias && a.has_sign == b.has_sign &&
-         a.has_subnormals == b.has_subnormals && a.signed_zero == b.signed_zero && a.non_finite == b.non_finite &&
-         a.nan == b.nan && a.is_signed == b.is_signed;
-}
-
 /// Index of the format in numfid's table, or -1 for a spec that is not one of its rows.
 int table_row(const FormatSpec& f) {
   for (std::size_t i = 0; i < all_formats.size(); ++i)
-    if (all_formats[i] == &f || same_spec(*all_formats[i], f)) return static_cast<int>(i);
+    if (*all_formats[i] == f) return static_cast<int>(i);
   return -1;
 }
 
@@ -174,7 +169,7 @@ bool g_force_scalar = false;
 
 #if NUMFID_ACC_X86
 bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  static const bool yes = cpu_supports(CpuFeature::avx2) && cpu_supports(CpuFeature::f16c);
   return yes && !g_force_scalar;
 }
 
@@ -399,6 +394,7 @@ void LongAccumulator::add_product(const FormatSpec& fa, Bits a, const FormatSpec
 }
 
 void LongAccumulator::add_sum(const FormatSpec& f, std::span<const Bits> x, bool daz) {
+  const FpEnvGuard guard;  // decoding and products are native double arithmetic
   if (x.empty()) return;
   if (dispatch(f, x.data(), 1, nullptr, nullptr, 0, x.size(), daz)) {
     terms_ += x.size();
@@ -418,6 +414,7 @@ void LongAccumulator::add_dot(const FormatSpec& fa, std::span<const Bits> a, con
 void LongAccumulator::add_dot_strided(const FormatSpec& fa, const Bits* a, std::ptrdiff_t stride_a,
                                       const FormatSpec& fb, const Bits* b, std::ptrdiff_t stride_b, std::size_t n,
                                       bool daz) {
+  const FpEnvGuard guard;  // decoding and products are native double arithmetic
   if (n == 0) return;
   if (dispatch(fa, a, stride_a, &fb, b, stride_b, n, daz)) {
     terms_ += n;
@@ -467,6 +464,7 @@ void LongAccumulator::add_product_exact(const FormatSpec& fa, Bits a, const Form
 }
 
 void LongAccumulator::add_exact(bool negative, uint128 magnitude, int exponent) {
+  const FpEnvGuard guard;  // decoding and products are native double arithmetic
   ++terms_;
   if (magnitude == 0) {
     ++(negative ? neg_zeros_ : pos_zeros_);
@@ -586,12 +584,14 @@ Unrounded LongAccumulator::abs_sum() const {
 }
 
 double LongAccumulator::abs_sum_upper() const {
+  const FpEnvGuard guard;  // decoding and products are native double arithmetic
   if (nan_input_ || invalid_) return __builtin_nan("");
   if (pos_inf_ || neg_inf_) return __builtin_inf();
   return to_double_rounded(abs_sum(), true);
 }
 
 double LongAccumulator::to_double() const {
+  const FpEnvGuard guard;  // decoding and products are native double arithmetic
   if (is_nan()) return __builtin_nan("");
   if (const int s = infinity_sign(); s != 0) return s > 0 ? __builtin_inf() : -__builtin_inf();
   return to_double_rounded(value(), false);

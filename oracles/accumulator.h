@@ -39,7 +39,8 @@ namespace numfid {
 /// Inputs from a FormatSpec that is not a row of numfid's table (format_spec.h) and integer
 /// formats are accepted through a slower exact path; the register precondition (magnitudes
 /// between 2^-1011 and 2^909) is checked there and violations throw std::out_of_range.
-/// Assumes the CPU's flush-to-zero/denormals-are-zero modes are off (the C++ default).
+/// The adding and reading functions hold an FpEnvGuard (formats/platform.h): a caller's
+/// flush-to-zero/denormals-are-zero modes or rounding direction do not change any result.
 class LongAccumulator {
  public:
   /// Terms one register copy may take before its carries are propagated: each addition adds

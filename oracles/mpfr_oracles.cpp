@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 
+#include "formats/platform.h"
+
 namespace numfid {
 
 namespace {
@@ -909,6 +911,7 @@ Result round_exact(const FormatSpec& f, const ExactValue& v, const RoundOptions&
 
 OracleValue oracle_dot(const FormatSpec& fa, std::span<const Bits> a, const FormatSpec& fb, std::span<const Bits> b,
                        const FormatSpec& out, const RoundOptions& o, std::optional<ScalarRef> addend) {
+  const FpEnvGuard guard;
   if (a.size() != b.size())
     throw std::invalid_argument("oracle_dot: lengths differ (" + std::to_string(a.size()) + " vs " +
                                 std::to_string(b.size()) + ")");
@@ -918,12 +921,14 @@ OracleValue oracle_dot(const FormatSpec& fa, std::span<const Bits> a, const Form
 }
 
 OracleValue oracle_sum(const FormatSpec& f, std::span<const Bits> x, const FormatSpec& out, const RoundOptions& o) {
+  const FpEnvGuard guard;
   WideExponents wide;
   return rounded(exact_dot(f, x.data(), 1, nullptr, nullptr, 0, x.size(), std::nullopt, o.daz), out, o);
 }
 
 std::vector<OracleValue> oracle_matmul(const MatrixRef& a, const MatrixRef& b, const FormatSpec& out,
                                        const RoundOptions& o, std::optional<MatrixRef> c) {
+  const FpEnvGuard guard;
   check_matrix(a, "oracle_matmul A");
   check_matrix(b, "oracle_matmul B");
   if (a.cols != b.rows)
@@ -950,21 +955,25 @@ std::vector<OracleValue> oracle_matmul(const MatrixRef& a, const MatrixRef& b, c
 }
 
 std::vector<OracleValue> oracle_softmax(const MatrixRef& x, const FormatSpec& out, const RoundOptions& o) {
+  const FpEnvGuard guard;
   return softmax_like(x, out, o, false);
 }
 
 std::vector<OracleValue> oracle_log_softmax(const MatrixRef& x, const FormatSpec& out, const RoundOptions& o) {
+  const FpEnvGuard guard;
   return softmax_like(x, out, o, true);
 }
 
 std::vector<OracleValue> oracle_layernorm(const MatrixRef& x, double eps, std::optional<VectorRef> gamma,
                                           std::optional<VectorRef> beta, const FormatSpec& out,
                                           const RoundOptions& o) {
+  const FpEnvGuard guard;
   return norm_rows(x, eps, gamma, beta, out, o, false);
 }
 
 std::vector<OracleValue> oracle_rmsnorm(const MatrixRef& x, double eps, std::optional<VectorRef> gamma,
                                         const FormatSpec& out, const RoundOptions& o) {
+  const FpEnvGuard guard;
   return norm_rows(x, eps, gamma, std::nullopt, out, o, true);
 }
 
@@ -994,12 +1003,14 @@ std::optional<UnaryFn> parse_unary_fn(std::string_view s) {
 }
 
 OracleValue oracle_unary(UnaryFn fn, const FormatSpec& in, Bits x, const FormatSpec& out, const RoundOptions& o) {
+  const FpEnvGuard guard;
   WideExponents wide;
   return rounded(exact_unary(fn, in, x, o.daz), out, o);
 }
 
 std::vector<OracleValue> oracle_unary(UnaryFn fn, const FormatSpec& in, std::span<const Bits> x,
                                       const FormatSpec& out, const RoundOptions& o) {
+  const FpEnvGuard guard;
   WideExponents wide;
   std::vector<OracleValue> result;
   result.reserve(x.size());

@@ -77,6 +77,8 @@ struct ScalarRef {
   Bits bits;
 };
 
+// Every op runs under an FpEnvGuard (formats/platform.h): the caller's DAZ/FTZ or rounding
+// direction cannot change a result.
 // Every op reads its inputs with o.daz (subnormals as signed zeros) and rounds its outputs
 // with `o`; element i of a vector result (row-major) rounds with stream o.stream + i, as
 // numfid's bulk conversions do. Shape errors throw std::invalid_argument.

@@ -7,12 +7,16 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <cfenv>
 #include <cstdint>
 #include <random>
 #include <set>
 #include <vector>
 
 #include "formats/convert.h"
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 #include "formats/error.h"
 #include "numerics/profile.h"
 #include "tolerances/check.h"
@@ -315,6 +319,44 @@ TEST(Tolerance, GammaOfTheAnyOrderBound) {
   EXPECT_THAT(t.text(), HasSubstr("numfid tol matmul: K = 512"));
   EXPECT_THAT(error_of([&] { tolerance("conv", 4, parse_claim("--in bf16 --out bf16")); }), HasSubstr("tol: unknown op 'conv'"));
 }
+
+// ------------------------------------------------------------------- floating-point environment
+
+#if defined(__x86_64__) || defined(__i386__)
+/// A consumer's test binary built with -ffast-math runs with MXCSR DAZ|FTZ set (crtfastmath);
+/// another may have changed the rounding mode. Neither may change a verdict or an emulated bit.
+TEST(CheckEnvironment, DazFtzAndRoundingModeOfTheCallerChangeNothing) {
+  // Operands whose products and partial sums are subnormal in fp32 (2^-70 · 2^-70 = 2^-140).
+  TensorData a{&bf16, {4, 64}, {}, "A"}, b{&bf16, {64, 4}, {}, "B"};
+  std::mt19937_64 g(12);
+  for (int i = 0; i < 256; ++i) {
+    a.values.push_back(Bits{static_cast<std::uint32_t>(0x1c80 + (g() % 0x7f)) | (g() % 2 ? 0x8000u : 0u)});  // ~2^-70
+    b.values.push_back(Bits{static_cast<std::uint32_t>(0x1c80 + (g() % 0x7f))});
+  }
+  const ClaimSpec claim = parse_claim("--in bf16 --plan sequential --out fp32 --out-rounding stochastic --seed 3");
+  const auto run = [&] {
+    const TensorData c = emulate_matmul(a, b, std::nullopt, claim);
+    const CheckResult r = check_matmul(a, b, c, claim);
+    return std::make_pair(c.values, r.text() + r.json());
+  };
+  const auto want = run();
+  // The data really are in the subnormal range: some outputs are non-zero subnormals.
+  int subnormal = 0;
+  for (const Bits x : want.first) subnormal += classify(fp32, x) == FpClass::subnormal;
+  ASSERT_GT(subnormal, 0);
+  const unsigned saved = _mm_getcsr();
+  const int saved_round = std::fegetround();
+  _mm_setcsr(saved | 0x8040u);  // FTZ (bit 15) | DAZ (bit 6)
+  std::fesetround(FE_TOWARDZERO);
+  const auto got = run();
+  const unsigned inside = _mm_getcsr();
+  std::fesetround(saved_round);
+  _mm_setcsr(saved);
+  EXPECT_EQ((inside & 0x8040u), 0x8040u) << "the caller's environment must be restored after the calls";
+  EXPECT_EQ(got.first, want.first);
+  EXPECT_EQ(got.second, want.second);
+}
+#endif
 
 }  // namespace
 }  // namespace numfid

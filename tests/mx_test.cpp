@@ -216,16 +216,16 @@ struct ElementTable {
 
 ElementTable make_table(const MxFormat& f) {
   ElementTable t;
-  if (f.element == &int8) {
+  if (*f.element == int8) {
     t.is_int = true;
     for (std::uint32_t c = 0; c <= 127; ++c) t.values.emplace_back(std::ldexp(c, -6), c);
   } else {
     NaiveElement n{};
-    if (f.element == &fp8_e4m3) n = {4, 3, 7, true, false};
-    if (f.element == &fp8_e5m2) n = {5, 2, 15, false, true};
-    if (f.element == &fp6_e3m2) n = {3, 2, 3, false, false};
-    if (f.element == &fp6_e2m3) n = {2, 3, 1, false, false};
-    if (f.element == &fp4_e2m1) n = {2, 1, 1, false, false};
+    if (*f.element == fp8_e4m3) n = {4, 3, 7, true, false};
+    if (*f.element == fp8_e5m2) n = {5, 2, 15, false, true};
+    if (*f.element == fp6_e3m2) n = {3, 2, 3, false, false};
+    if (*f.element == fp6_e2m3) n = {2, 3, 1, false, false};
+    if (*f.element == fp4_e2m1) n = {2, 1, 1, false, false};
     t.sign_bit = 1u << (n.ebits + n.mbits);
     for (std::uint32_t raw = 0; raw < t.sign_bit; ++raw) {
       const double v = naive_element_value(n, raw);

@@ -14,6 +14,7 @@
 #include "formats/convert.h"
 #include "numerics/profile.h"
 #include "numerics/tensor_core_presets.h"
+#include "tests/tensor_core_vectors.h"
 
 namespace numfid {
 namespace {
@@ -115,57 +116,53 @@ TEST(Profiles, NvidiaProfilesAgreeWithThePresets) {
   EXPECT_EQ(seen, tensor_core_presets.size());
 }
 
-std::vector<std::vector<std::uint32_t>> read_words(const std::filesystem::path& path, bool binary) {
-  std::ifstream f(path);
-  std::vector<std::vector<std::uint32_t>> rows;
-  std::string line;
-  while (std::getline(f, line)) {
-    std::istringstream ws(line);
-    std::vector<std::uint32_t> row;
-    std::string w;
-    while (ws >> w) row.push_back(static_cast<std::uint32_t>(std::stoul(w, nullptr, binary ? 2 : 16)));
-    if (!row.empty()) rows.push_back(row);
-  }
-  return rows;
-}
-
-// The recorded vectors, run through the models as loaded from the YAML profiles.
-TEST(Profiles, NvidiaProfilesReproduceRecordedVectors) {
-  const std::filesystem::path root = NUMFID_TENSOR_CORE_VECTORS;
-  if (!std::filesystem::exists(root)) GTEST_SKIP() << "no recorded vectors at " << root;
+/// The recorded vectors, run through the models as loaded from the YAML profiles, on one copy
+/// of the data (tests/tensor_core_vectors.h).
+void expect_profiles_reproduce(test::VectorSet set) {
+  const std::filesystem::path root = test::vectors_root(set);
   int sets = 0;
   for (const auto& name : list_profiles()) {
     if (name.rfind("nvidia-", 0) != 0) continue;
     const Profile p = find_profile(name);
     for (const BlockFmaVariant& v : p.variants) {
       const BlockFmaModel& m = v.model;
-      const std::string in = m.input == &fp8_e4m3 ? "E4M3" : m.input == &fp8_e5m2 ? "E5M2" : std::string(m.input->name);
-      const std::filesystem::path dir = root / p.device / in;
-      const std::string tag = p.device + "_";
-      const auto a = read_words(dir / ("a_" + tag + in + ".txt"), false);
-      const auto b = read_words(dir / ("b_" + tag + in + ".txt"), false);
-      const auto c = read_words(dir / ("c_" + tag + "fp32.txt"), true);
-      const auto d = read_words(dir / ("d_" + tag + std::string(m.output->name) + ".txt"), true);
+      const test::DataFiles f = test::files_of(root, p.device, *m.input, *m.output);
+      const test::Recorded r = test::load(f);
       SCOPED_TRACE(v.name);
-      ASSERT_EQ(a.size(), 5000u);
-      ASSERT_EQ(d.size(), 5000u);
-      // README: H100 fp8 wgmma (fp32 results) ran with a zero accumulator.
-      const bool zero_c = p.device == "H100" && (m.input == &fp8_e4m3 || m.input == &fp8_e5m2) && m.output == &fp32;
+      ASSERT_TRUE(test::record_count_ok(set, r)) << f.d << ": a " << r.a.size() << ", d " << r.d.size() << " lines";
       int bad = 0;
-      for (std::size_t i = 0; i < a.size(); ++i) {
+      for (std::size_t i = 0; i < r.a.size(); ++i) {
         std::vector<Bits> av, bv;
-        for (std::uint32_t w : a[i]) av.push_back(convert(fp32, *m.input, Bits{w}).bits);
-        for (std::uint32_t w : b[i]) bv.push_back(convert(fp32, *m.input, Bits{w}).bits);
-        const Bits ci = zero_c ? Bits{0} : convert(fp32, *m.output, Bits{c[i][0]}).bits;
+        for (std::uint32_t w : r.a[i]) av.push_back(convert(fp32, *m.input, Bits{w}).bits);
+        for (std::uint32_t w : r.b[i]) bv.push_back(convert(fp32, *m.input, Bits{w}).bits);
+        const Bits ci = f.ignore_c ? Bits{0} : convert(fp32, *m.output, Bits{r.c[i]}).bits;
         const Bits got = block_fma_dot(m, av, bv, ci).bits;
-        const Bits want = convert(fp32, *m.output, Bits{d[i][0]}).bits;
-        if (!(got == want) && ++bad <= 3) ADD_FAILURE() << "case " << i << ": model " << to_hex(*m.output, got) << " hardware " << to_hex(*m.output, want);
+        const Bits want = convert(fp32, *m.output, Bits{r.d[i]}).bits;
+        if (!(got == want) && ++bad <= 3)
+          ADD_FAILURE() << "record " << r.record[i] << ": model " << to_hex(*m.output, got) << " hardware "
+                        << to_hex(*m.output, want);
       }
       EXPECT_EQ(bad, 0) << "mismatches of " << v.name;
       ++sets;
     }
   }
   EXPECT_EQ(sets, 40);
+}
+
+// The subset in the repository: a fresh clone checks the profiles against hardware.
+TEST(Profiles, NvidiaProfilesReproduceRecordedVectors) {
+  ASSERT_TRUE(std::filesystem::is_directory(test::vectors_root(test::VectorSet::subset)))
+      << "the in-repository vectors are missing: " << test::vectors_root(test::VectorSet::subset);
+  expect_profiles_reproduce(test::VectorSet::subset);
+}
+
+// All 5000 records of every data set, where the full data is available.
+TEST(Profiles, NvidiaProfilesReproduceFullRecordedVectors) {
+  const std::filesystem::path root = test::vectors_root(test::VectorSet::full);
+  if (!std::filesystem::is_directory(root))
+    GTEST_SKIP() << "full recorded tensor-core vectors not found at " << root
+                 << " (set NUMFID_TENSOR_CORE_VECTORS, or place them at ../shared/data/tensor-core-vectors)";
+  expect_profiles_reproduce(test::VectorSet::full);
 }
 
 // ------------------------------------------------------------------- Tensor Engine

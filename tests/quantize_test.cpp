@@ -167,7 +167,7 @@ const std::vector<ScaleCase>& sweep_scales() {
 }
 
 double scale_value(const ScaleCase& s) {
-  return s.format == &fp32 ? fp32_value(s.raw) : fp32_value(s.raw << 16);
+  return *s.format == fp32 ? fp32_value(s.raw) : fp32_value(s.raw << 16);
 }
 
 std::string describe(const FormatSpec& f, Bits b, double v) {

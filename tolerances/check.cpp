@@ -9,6 +9,7 @@
 
 #include "formats/convert.h"
 #include "formats/error.h"
+#include "formats/platform.h"
 #include "numerics/profile.h"
 #include "oracles/accumulator.h"
 #include "oracles/mpfr_oracles.h"
@@ -116,7 +117,7 @@ ReferenceElement reference(const OracleValue& v) {
 }
 
 void expect_format(const TensorData& t, const FormatSpec& f, std::string_view what) {
-  if (t.format != &f)  // one FormatSpec row per format
+  if (*t.format != f)  // the one identity rule (formats/format_spec.h)
     throw InputError(fmt::format("{} {}: holds {} values but the claim says {}", what, t.name, t.format->name, f.name));
 }
 
@@ -173,6 +174,7 @@ Bits ExactElement::rounded(const FormatSpec& out) const {
 }
 
 MatmulReference matmul_reference(const TensorData& A, const TensorData& B, const std::optional<TensorData>& addend) {
+  const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   MatmulReference r;
   r.dims = matmul_dims(detail::shape_of(A), detail::shape_of(B));
   const std::int64_t M = r.dims.m, K = r.dims.k, N = r.dims.n;
@@ -216,6 +218,7 @@ CheckResult check_matmul(const TensorData& A, const TensorData& B, const TensorD
 
 CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const ClaimSpec& claim,
                          const MatmulCheckOptions& opt) {
+  const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   const TensorData& A = mr.a;
   const TensorData& B = mr.b;
   const FormatSpec& fout = *claim.out;
@@ -272,6 +275,7 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
 }
 
 CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, const ClaimSpec& claim, int worst) {
+  const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   const FormatSpec& fin = *claim.in;
   const FormatSpec& fout = *claim.out;
   expect_format(X, fin, "X");
@@ -303,6 +307,7 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
 
 CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const ClaimSpec& claim,
                        const RowCheckOptions& opt) {
+  const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   const std::string_view name = row_op_name(op);
   const bool derived = op == RowOp::softmax && !claim.ulps && claim.compute;
   if (!claim.ulps && !derived)

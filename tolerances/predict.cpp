@@ -5,6 +5,7 @@
 
 #include "formats/convert.h"
 #include "formats/error.h"
+#include "formats/platform.h"
 #include "numerics/block_fma_ops.h"
 #include "numerics/profile.h"
 #include "tolerances/check_detail.h"
@@ -34,7 +35,7 @@ const BlockFmaModel& block_model(const Profile& p, const FormatSpec& in, const F
 /// The operand's values in `to`: unchanged when already there, else cast element by element
 /// (`rounding`, stream = flat index, the claim's seed).
 std::vector<Bits> cast_values(const TensorData& t, const FormatSpec& to, Rounding rounding, std::uint64_t seed) {
-  if (t.format == &to) return t.values;
+  if (*t.format == to) return t.values;
   RoundOptions o;
   o.rounding = rounding;
   o.seed = seed;
@@ -66,6 +67,7 @@ ReductionModel plan_model(const ClaimSpec& c) {
 
 std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c, const ClaimSpec& claim,
                       bool dot) {
+  const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change an emulated bit
   if (!claim.plan && !claim.profile) throw InputError("give exactly one of --plan P or --profile NAME");
   const FormatSpec& fa = *a.format;
   const FormatSpec& fb = *b.format;
@@ -75,7 +77,7 @@ std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optio
   if (c) cv = MatrixView{c->format, c->values, M, N};
   const Profile* p = claim.profile.get();
   if (p && p->model == ProfileModel::block_fma) {
-    if (&fa != &fb) throw InputError("a tensor-core profile takes A and B of one format");
+    if (fa != fb) throw InputError("a tensor-core profile takes A and B of one format");
     // The unit's input: the operands' format, or the claim's --cast (applied first).
     const FormatSpec& in = claim.cast ? *claim.cast : fa;
     const BlockFmaModel& m = block_model(*p, in, fout);
@@ -107,7 +109,7 @@ std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optio
 }
 
 void expect_format(const TensorData& t, const FormatSpec& f, std::string_view what) {
-  if (t.format != &f)  // one FormatSpec row per format
+  if (*t.format != f)  // the one identity rule (formats/format_spec.h)
     throw InputError(fmt::format("{} {}: holds {} values but the claim says {}", what, t.name, t.format->name, f.name));
 }
 

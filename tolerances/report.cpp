@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/error.h"
+#include "formats/platform.h"
 #include "tolerances/check_detail.h"
 
 namespace numfid {
@@ -122,6 +123,7 @@ ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& 
   if (op != "matmul" && op != "dot" && op != "sum")
     throw InputError(fmt::format("tol: unknown op '{}' (matmul, dot or sum)", op));
   if (k <= 0) throw InputError("--k: the reduction length K must be a positive integer");
+  const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a bound
   const bool products = op != "sum";
   const detail::ClaimSetup s = detail::make_claim(claim, k, opt.addend, products);
   ReductionBound b = reduction_bound(s.claim, k, opt.addend, claim.confidence);

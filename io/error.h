@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace numfid {
 
@@ -13,5 +14,11 @@ class InputError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// `s` with control bytes (< 0x20, 0x7f, and the C1 controls U+0080..U+009F as UTF-8) and
+/// the backslash written as \xNN, so that a name read from a file (a safetensors tensor
+/// name with NUL, newline or an ANSI escape) cannot break a message's line or drive the
+/// terminal. Other bytes, UTF-8 included, are kept.
+std::string printable(std::string_view s);
 
 }  // namespace numfid

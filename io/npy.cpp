@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "io/atomic_file.h"
 #include "io/detail.h"
 #include "io/error.h"
 
@@ -448,7 +449,7 @@ std::vector<std::byte> encode_npy(const Tensor& t, const NpyWriteOptions& o) {
 void write_npy(const std::filesystem::path& path, const Tensor& t, const NpyWriteOptions& o) {
   const std::vector<std::byte> header = header_bytes(t, o);
   const std::span<const std::byte> pieces[] = {header, t.data};
-  detail::write_file_atomically(path, pieces);
+  write_file_atomically(path, pieces);
 }
 
 }  // namespace numfid

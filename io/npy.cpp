@@ -263,8 +263,9 @@ NpyHeader interpret_header(const PyValue& h, const std::string& source) {
     if (slot == nullptr)
       throw InputError(fmt::format("{}: malformed header: unexpected key '{}' (a .npy header has exactly 'descr', "
                                    "'fortran_order' and 'shape')",
-                                   source, key));
-    if (*slot != nullptr) throw InputError(fmt::format("{}: malformed header: duplicate key '{}'", source, key));
+                                   source, escaped(key)));
+    if (*slot != nullptr)
+      throw InputError(fmt::format("{}: malformed header: duplicate key '{}'", source, escaped(key)));
     *slot = &value;
   }
   for (auto [p, name] : {std::pair{descr, "descr"}, {fortran, "fortran_order"}, {shape, "shape"}})

@@ -107,6 +107,10 @@ TEST(PlanText, RoundingCountsDoNotOverflow) {
   EXPECT_EQ(n("strided(1048576)", kmax), (std::int64_t{1} << 43) - 1 + 20);
   EXPECT_EQ(n("blocked(1)", kmax, true), kmax);
   EXPECT_EQ(n("blocked(1099511627776, numpy)", 16384), 1 + 6 + 18);
+  // 2^40 halves 33 times down to 128 (fuzz_plan: the unmemoised recursion ran for minutes).
+  EXPECT_EQ(n("blocked(1099511627776, numpy)", std::int64_t{1} << 40), 33 + 18);
+  // depth(801104857690) = 49 (a memoised Python transcription of numpy_depth), 3597911 tiles
+  EXPECT_EQ(n("blocked(801104857690, numpy)", 0x2800000000100001), 49 + 3597911 - 1);
 }
 
 TEST(PlanText, ACountOfAPlanWithoutAParameterThrows) {

@@ -324,10 +324,11 @@ TEST(SafetensorsErrors, ControlBytesInNamesAreEscaped) {
   EXPECT_EQ(parse_safetensors(u8, "a\nb").shape, (std::vector<std::int64_t>{1}));
 }
 
-// 100 000 tensors: nlohmann's callback parser took over 60 s (quadratic); the SAX check and
-// DOM parse are linear (well under a second here; the bound leaves room for sanitizers).
+// 50 000 tensors: nlohmann's callback parser took 31 s for 32 000 (quadratic: over a minute
+// here); the SAX check and DOM parse are linear (0.3 s; 2 s under ASan; the bound leaves room
+// for a loaded machine).
 TEST(Safetensors, AHeaderOfManyTensorsParsesInLinearTime) {
-  constexpr int n = 100'000;
+  constexpr int n = 50'000;
   std::string h = "{";
   for (int i = 0; i < n; ++i)
     h += fmt::format(R"({}"t{:06}":{{"dtype":"U8","shape":[1],"data_offsets":[{},{}]}})", i ? "," : "", i, i, i + 1);
@@ -338,13 +339,13 @@ TEST(Safetensors, AHeaderOfManyTensorsParsesInLinearTime) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(names.size(), static_cast<std::size_t>(n));
   EXPECT_EQ(names.front(), "t000000");
-  EXPECT_EQ(names.back(), "t099999");
+  EXPECT_EQ(names.back(), "t049999");
   EXPECT_LT(seconds, 15.0);
   // The duplicate check still covers every key of a large object.
   h.back() = ',';
-  h += R"("t050000":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
+  h += R"("t025000":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
   expect_input_error([&] { (void)safetensors_names(st_image(h, Bytes(n)), "many.safetensors"); },
-                     "many.safetensors: malformed header: duplicate key \"t050000\"");
+                     "many.safetensors: malformed header: duplicate key \"t025000\"");
 }
 
 TEST(SafetensorsErrors, FileErrors) {

@@ -161,6 +161,14 @@ bool looks_like_pattern(std::string_view t) {
 }
 
 ParsedValue parse_value(std::string_view text) {
+  // `shown` is the literal as messages print it: control and non-ASCII bytes as \xNN, so that
+  // a literal holding an ANSI escape or a newline cannot break the one-line message.
+  std::string shown;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f) shown += fmt::format("\\x{:02x}", u);
+    else shown += c;
+  }
   std::string_view body = text;
   bool neg = false;
   if (!body.empty() && (body[0] == '+' || body[0] == '-')) {
@@ -170,8 +178,8 @@ ParsedValue parse_value(std::string_view text) {
   if (iequals(body, "inf") || iequals(body, "infinity")) return {ParsedValue::Kind::infinite, neg, {}};
   if (iequals(body, "nan")) return {ParsedValue::Kind::nan, neg, {}};
   if (body.size() >= 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X'))
-    return parse_hex_float(neg, body.substr(2), text);
-  return parse_decimal(neg, body, text);
+    return parse_hex_float(neg, body.substr(2), shown);
+  return parse_decimal(neg, body, shown);
 }
 
 std::string hex_float(bool negative, std::uint64_t significand, int exponent) {

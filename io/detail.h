@@ -1,5 +1,5 @@
 // Internals shared by the io readers and writers: little-endian loads, checked sizes,
-// read-only memory maps and all-or-nothing file writes.
+// read-only memory maps (the atomic writer: io/atomic_file.h).
 #pragma once
 
 #include <cstddef>
@@ -41,11 +41,13 @@ class MappedFile {
   std::size_t size_;
 };
 
-/// Writes the concatenation of `pieces` to `path` all or nothing: the bytes go to a new
-/// temporary file in the same directory (so that rename(2) is atomic: POSIX requires both
-/// names on one file system), are flushed with fsync(2), and the file is renamed over
-/// `path`. On any failure the temporary file is removed, `path` is left as it was, and
-/// InputError says what failed.
-void write_file_atomically(const std::filesystem::path& path, std::span<const std::span<const std::byte>> pieces);
+/// Test hooks of the atomic writer (tests/io_test.cpp; null in normal use): the six-character
+/// suffix of the next temporary name (to plant files at a name it will try), and a call made
+/// right after the temporary file was created and registered (to deliver a signal there).
+struct AtomicWriteHooks {
+  std::string (*suffix)() = nullptr;
+  void (*after_create)(const std::filesystem::path& tmp) = nullptr;
+};
+extern AtomicWriteHooks atomic_write_hooks;
 
 }  // namespace numfid::detail

@@ -1,6 +1,19 @@
 // InputError, the one exception type for bad input, is declared in formats/error.h (the
 // lowest layer, so that the check pipeline in tolerances/ throws it too); io keeps this
-// header for its includers.
+// header for its includers, and the escaping of untrusted names in messages.
 #pragma once
 
+#include <string>
+#include <string_view>
+
 #include "formats/error.h"
+
+namespace numfid {
+
+/// `s` with control bytes (< 0x20, 0x7f, and the C1 controls U+0080..U+009F as UTF-8) and
+/// the backslash written as \xNN, so that a name read from a file (a safetensors tensor
+/// name with NUL, newline or an ANSI escape) cannot break a message's line or drive the
+/// terminal. Other bytes, UTF-8 included, are kept.
+std::string printable(std::string_view s);
+
+}  // namespace numfid

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "io/atomic_file.h"
 #include "io/detail.h"
 #include "io/error.h"
 
@@ -262,8 +263,9 @@ NpyHeader interpret_header(const PyValue& h, const std::string& source) {
     if (slot == nullptr)
       throw InputError(fmt::format("{}: malformed header: unexpected key '{}' (a .npy header has exactly 'descr', "
                                    "'fortran_order' and 'shape')",
-                                   source, key));
-    if (*slot != nullptr) throw InputError(fmt::format("{}: malformed header: duplicate key '{}'", source, key));
+                                   source, escaped(key)));
+    if (*slot != nullptr)
+      throw InputError(fmt::format("{}: malformed header: duplicate key '{}'", source, escaped(key)));
     *slot = &value;
   }
   for (auto [p, name] : {std::pair{descr, "descr"}, {fortran, "fortran_order"}, {shape, "shape"}})
@@ -448,7 +450,7 @@ std::vector<std::byte> encode_npy(const Tensor& t, const NpyWriteOptions& o) {
 void write_npy(const std::filesystem::path& path, const Tensor& t, const NpyWriteOptions& o) {
   const std::vector<std::byte> header = header_bytes(t, o);
   const std::span<const std::byte> pieces[] = {header, t.data};
-  detail::write_file_atomically(path, pieces);
+  write_file_atomically(path, pieces);
 }
 
 }  // namespace numfid

@@ -1,5 +1,7 @@
-// safetensors reader and writer; the JSON header is parsed by nlohmann-json with a callback
-// that bounds nesting and rejects duplicate keys (which a DOM parse would silently merge).
+// safetensors reader and writer; the JSON header is first checked by a SAX pass that bounds
+// nesting and rejects duplicate keys (which a DOM parse would silently merge), then parsed
+// into a DOM: both linear in the header's size (nlohmann's callback parser is quadratic in
+// the members of an object: it scans the parent for discarded values at every object end).
 #include "io/safetensors.h"
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "io/atomic_file.h"
 #include "io/detail.h"
 #include "io/error.h"
 
@@ -74,38 +77,69 @@ std::string names_list(const std::vector<Entry>& entries) {
   std::sort(names.begin(), names.end());
   constexpr std::size_t shown = 20;
   std::string out;
-  for (std::size_t i = 0; i < names.size() && i < shown; ++i) out += fmt::format("{}'{}'", i ? ", " : "", names[i]);
+  for (std::size_t i = 0; i < names.size() && i < shown; ++i)
+    out += fmt::format("{}'{}'", i ? ", " : "", printable(names[i]));
   if (names.size() > shown) out += fmt::format(" and {} more", names.size() - shown);
   return out;
 }
 
-json parse_json(std::string_view text, const std::string& source) {
-  std::vector<std::set<std::string>> keys;  // one set per open object
-  const json::parser_callback_t cb = [&](int depth, json::parse_event_t ev, json& parsed) {
-    switch (ev) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (depth >= max_json_depth)
-          throw InputError(fmt::format("{}: malformed header: JSON nested deeper than {} levels", source,
-                                       max_json_depth));
-        if (ev == json::parse_event_t::object_start) keys.emplace_back();
-        break;
-      case json::parse_event_t::object_end:
-        if (!keys.empty()) keys.pop_back();
-        break;
-      case json::parse_event_t::key:
-        if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
-          throw InputError(fmt::format("{}: malformed header: duplicate key \"{}\"", source, parsed.get<std::string>()));
-        break;
-      default:
-        break;
-    }
+/// The SAX pass: syntax (nlohmann's own messages), nesting depth and duplicate keys, in the
+/// order they occur in the text; builds nothing.
+class HeaderChecker final : public nlohmann::json_sax<json> {
+ public:
+  explicit HeaderChecker(const std::string& source) : source_(source) {}
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open();
+    keys_.emplace_back();
     return true;
-  };
+  }
+  bool key(string_t& k) override {
+    if (!keys_.empty() && !keys_.back().insert(k).second)
+      throw InputError(fmt::format("{}: malformed header: duplicate key \"{}\"", source_, printable(k)));
+    return true;
+  }
+  bool end_object() override {
+    keys_.pop_back();
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    open();
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    throw InputError(fmt::format("{}: malformed header: {}", source_, printable(e.what())));
+  }
+
+ private:
+  void open() {
+    if (depth_ >= max_json_depth)
+      throw InputError(fmt::format("{}: malformed header: JSON nested deeper than {} levels", source_, max_json_depth));
+    ++depth_;
+  }
+  const std::string& source_;
+  int depth_ = 0;
+  std::vector<std::set<std::string>> keys_;  // one set per open object
+};
+
+json parse_json(std::string_view text, const std::string& source) {
+  HeaderChecker checker(source);
+  json::sax_parse(text.begin(), text.end(), &checker);
   try {
-    return json::parse(text.begin(), text.end(), cb);
-  } catch (const json::exception& e) {
-    throw InputError(fmt::format("{}: malformed header: {}", source, e.what()));
+    return json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {  // (the SAX pass has seen every syntax error already)
+    throw InputError(fmt::format("{}: malformed header: {}", source, printable(e.what())));
   }
 }
 
@@ -113,7 +147,7 @@ std::uint64_t offset_value(const json& v, const std::string& source, const std::
   if (!v.is_number_unsigned())
     throw InputError(fmt::format("{}: malformed header: tensor '{}': data_offsets must hold two non-negative "
                                  "integers, got {}",
-                                 source, name, v.dump()));
+                                 source, printable(name), printable(v.dump())));
   return v.get<std::uint64_t>();
 }
 
@@ -147,7 +181,7 @@ Header parse_header(std::span<const std::byte> bytes, const std::string& source)
     const json& info = item.value();
     if (name == metadata_key) continue;
     auto bad = [&](std::string_view what) {
-      throw InputError(fmt::format("{}: malformed header: tensor '{}': {}", source, name, what));
+      throw InputError(fmt::format("{}: malformed header: tensor '{}': {}", source, printable(name), what));
     };
     if (!info.is_object()) bad("its entry must be an object");
     const auto dtype = info.find("dtype");
@@ -189,7 +223,7 @@ Header parse_header(std::span<const std::byte> bytes, const std::string& source)
     const Entry& b = h.entries[i];
     if (b.begin < a.end)
       throw InputError(fmt::format("{}: malformed header: the data of tensors '{}' [{}, {}] and '{}' [{}, {}] overlap",
-                                   source, a.name, a.begin, a.end, b.name, b.begin, b.end));
+                                   source, printable(a.name), a.begin, a.end, printable(b.name), b.begin, b.end));
   }
   return h;
 }
@@ -208,16 +242,16 @@ Tensor select(std::span<const std::byte> bytes, std::string_view name, const std
     for (const Entry& e : h.entries)
       if (e.name == name) found = &e;
     if (found == nullptr)
-      throw InputError(fmt::format("{}: no tensor named '{}'; the file holds {}", source, name,
+      throw InputError(fmt::format("{}: no tensor named '{}'; the file holds {}", source, printable(name),
                                    h.entries.empty() ? std::string("no tensors") : names_list(h.entries)));
   }
   const Entry& e = *found;
-  const std::string where = fmt::format("{}: tensor '{}'", source, e.name);
+  const std::string where = fmt::format("{}: tensor '{}'", source, printable(e.name));
   const DtypeRow* row = find_dtype(e.dtype);
   if (row == nullptr || !row->type)
     throw InputError(fmt::format("{}: unsupported dtype \"{}\" (supported: F32, F16, BF16, F8_E4M3, F8_E5M2, I8, U8, "
                                  "I32, F64, I16, U16, U32)",
-                                 where, e.dtype));
+                                 where, printable(e.dtype)));
   Tensor t;
   t.source = where;
   t.dtype_desc = e.dtype;
@@ -249,7 +283,7 @@ std::vector<std::byte> header_bytes(std::span<const NamedTensor> tensors,
                                    "bits are); read it with a declared format and store that",
                                    t.source, t.dtype_desc));
     if (nt.name == metadata_key || j.contains(nt.name))
-      throw InputError(fmt::format("{}: tensor name '{}' is {}", t.source, nt.name,
+      throw InputError(fmt::format("{}: tensor name '{}' is {}", t.source, printable(nt.name),
                                    nt.name == metadata_key ? "reserved" : "used twice"));
     const std::optional<std::uint64_t> need = detail::checked_byte_count(t.shape, element_size(t.type));
     if (!need || *need != t.data.size())
@@ -306,7 +340,7 @@ void write_safetensors(const std::filesystem::path& path, std::span<const NamedT
   const std::vector<std::byte> header = header_bytes(tensors, metadata);
   std::vector<std::span<const std::byte>> pieces{header};
   for (const NamedTensor& nt : tensors) pieces.push_back(nt.tensor.data);
-  detail::write_file_atomically(path, pieces);
+  write_file_atomically(path, pieces);
 }
 
 }  // namespace numfid

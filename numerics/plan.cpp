@@ -4,6 +4,8 @@
 #include <bit>
 #include <charconv>
 #include <fmt/format.h>
+#include <map>
+#include <stdexcept>
 
 #include "formats/arith.h"
 #include "formats/convert.h"
@@ -18,29 +20,40 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-std::optional<std::int64_t> parse_positive(std::string_view s) {
+/// A positive integer, or why not: nullopt with *too_large set when it is all digits but
+/// beyond int64 (from_chars: result_out_of_range).
+std::optional<std::int64_t> parse_positive(std::string_view s, bool* too_large) {
   s = trim(s);
   std::int64_t v = 0;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  *too_large = !s.empty() && s.front() != '-' && ec == std::errc::result_out_of_range && p == s.data() + s.size();
   if (ec != std::errc{} || p != s.data() + s.size() || v <= 0) return std::nullopt;
   return v;
 }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return ceil_div_nonnegative(a, b); }
 
-std::int64_t ceil_log2(std::int64_t n) {
-  std::int64_t d = 0;
-  while ((std::int64_t{1} << d) < n) ++d;
+/// ceil(log2 n) for n >= 1 (bit_width: no shift past 63 bits).
+std::int64_t ceil_log2(std::int64_t n) { return n <= 1 ? 0 : std::bit_width(static_cast<std::uint64_t>(n - 1)); }
+
+/// Roundings on the longest path of numpy's pairwise_sum over n terms (see InnerOrder::numpy).
+/// The two halves of a split differ by less than 16 terms, so each level of the recursion has
+/// a handful of distinct sizes: memoised, the count costs O(log n) even for n = 2^40 (the plain
+/// recursion visits n/128 leaves: minutes, found by fuzz_plan).
+std::int64_t numpy_depth(std::int64_t n, std::map<std::int64_t, std::int64_t>& memo) {
+  if (n < 8) return std::max<std::int64_t>(n - 1, 0);  // +0 + a0 is exact
+  if (n <= 128) return (n / 8 - 1) + 3 + n % 8;
+  if (const auto it = memo.find(n); it != memo.end()) return it->second;
+  std::int64_t n2 = n / 2;
+  n2 -= n2 % 8;
+  const std::int64_t d = 1 + std::max(numpy_depth(n2, memo), numpy_depth(n - n2, memo));
+  memo.emplace(n, d);
   return d;
 }
 
-/// Roundings on the longest path of numpy's pairwise_sum over n terms (see InnerOrder::numpy).
 std::int64_t numpy_depth(std::int64_t n) {
-  if (n < 8) return std::max<std::int64_t>(n - 1, 0);  // +0 + a0 is exact
-  if (n <= 128) return (n / 8 - 1) + 3 + n % 8;
-  std::int64_t n2 = n / 2;
-  n2 -= n2 % 8;
-  return 1 + std::max(numpy_depth(n2), numpy_depth(n - n2));
+  std::map<std::int64_t, std::int64_t> memo;
+  return numpy_depth(n, memo);
 }
 
 }  // namespace
@@ -51,6 +64,9 @@ std::optional<ReductionPlan> ReductionPlan::parse(std::string_view text, std::st
     return std::nullopt;
   };
   const std::string_view t = trim(text);
+  const std::string valid =
+      "sequential, reverse, pairwise, numpy, blocked(T), blocked(T, pairwise), blocked(T, numpy), splitk(S), strided(L)";
+  if (t.empty()) return fail(fmt::format("empty plan text (valid: {})", valid));
   const std::size_t open = t.find('(');
   const std::string_view name = trim(t.substr(0, open));
   std::vector<std::string_view> args;
@@ -64,8 +80,6 @@ std::optional<ReductionPlan> ReductionPlan::parse(std::string_view text, std::st
       inner.remove_prefix(comma + 1);
     }
   }
-  const std::string valid =
-      "sequential, reverse, pairwise, numpy, blocked(T), blocked(T, pairwise), blocked(T, numpy), splitk(S), strided(L)";
   ReductionPlan p;
   if (name == "numpy") {  // np.add.reduce on a contiguous float array: 8192-element buffers, each pairwise
     if (!args.empty()) return fail(fmt::format("plan '{}': numpy takes no parameter", text));
@@ -81,10 +95,16 @@ std::optional<ReductionPlan> ReductionPlan::parse(std::string_view text, std::st
     if (args.empty() || args.size() > max_args)
       return fail(fmt::format("plan '{}': {} takes {} parameter{}", text, name, max_args == 2 ? "1 or 2" : "1",
                               max_args == 2 ? "s" : ""));
-    const auto v = parse_positive(args[0]);
+    p.kind = name == "blocked" ? PlanKind::blocked : name == "splitk" ? PlanKind::splitk : PlanKind::strided;
+    const std::int64_t limit = p.kind == PlanKind::strided ? max_plan_lanes : max_plan_parameter;
+    const std::string_view limit_text = p.kind == PlanKind::strided ? "2^20" : "2^40";
+    bool too_large = false;
+    const auto v = parse_positive(args[0], &too_large);
+    if (too_large || (v && *v > limit))
+      return fail(fmt::format("plan '{}': '{}' is larger than the largest {} {} ({})", text, args[0],
+                              p.kind == PlanKind::strided ? "lane count" : "plan parameter", limit, limit_text));
     if (!v) return fail(fmt::format("plan '{}': '{}' is not a positive integer", text, args[0]));
     p.param = *v;
-    p.kind = name == "blocked" ? PlanKind::blocked : name == "splitk" ? PlanKind::splitk : PlanKind::strided;
     if (p.kind == PlanKind::strided && !std::has_single_bit(static_cast<std::uint64_t>(p.param)))
       return fail(fmt::format("plan '{}': the lane count must be a power of two", text));
     if (args.size() == 2) {
@@ -117,6 +137,8 @@ std::string ReductionPlan::text() const {
 std::int64_t ReductionPlan::roundings(std::int64_t n, bool has_addend) const {
   if (n <= 0) return 0;
   const std::int64_t a = has_addend ? 1 : 0;
+  if ((kind == PlanKind::blocked || kind == PlanKind::splitk || kind == PlanKind::strided) && param < 1)
+    throw std::invalid_argument(fmt::format("plan {}: the parameter must be positive", text()));
   switch (kind) {
     case PlanKind::sequential:
     case PlanKind::reverse:

@@ -35,6 +35,17 @@ enum class InnerOrder : std::uint8_t {
   numpy,
 };
 
+/// The largest parameter T, S of `blocked(T)` and `splitk(S)` (and of a profile's tile_k):
+/// 2^40, far beyond any K that fits in memory, and small enough that every count derived from
+/// it (T + K/T, 2T, K + T) fits in 64 bits. Larger values are refused by the parser.
+inline constexpr std::int64_t max_plan_parameter = std::int64_t{1} << 40;
+/// The largest lane count L of `strided(L)`: 2^20. The evaluator holds one partial sum per
+/// lane (a grid-stride loop of a million threads is the largest pattern modelled).
+inline constexpr std::int64_t max_plan_lanes = std::int64_t{1} << 20;
+
+/// ceil(a / b) for a >= 0, b > 0 without the overflow of (a + b - 1) / b.
+constexpr std::int64_t ceil_div_nonnegative(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
 /// A summation order as data.
 struct ReductionPlan {
   PlanKind kind = PlanKind::sequential;
@@ -42,12 +53,16 @@ struct ReductionPlan {
   InnerOrder inner = InnerOrder::sequential;  ///< blocked(T, pairwise|numpy): order inside each tile
 
   /// Parses the text form; on failure returns nullopt and sets *error to what is wrong.
+  /// An empty text is an error (no plan means "any order", which is said by giving none);
+  /// parameters above max_plan_parameter (lanes above max_plan_lanes) are refused.
   static std::optional<ReductionPlan> parse(std::string_view text, std::string* error = nullptr);
   /// The canonical text form.
   std::string text() const;
   /// The largest number of roundings on any term's path when summing `n` terms (+ an addend
   /// that starts the sum): the plan's own error-bound count. Sequential: n - 1 (+1);
   /// pairwise: ceil(log2 n) (+1); blocked(T): (T - 1) + (ceil(n/T) - 1) (+1); and so on.
+  /// Exact for every n >= 0 (no overflow); a parameter below 1 (a plan not made by parse)
+  /// throws std::invalid_argument.
   std::int64_t roundings(std::int64_t n, bool has_addend) const;
   friend bool operator==(const ReductionPlan&, const ReductionPlan&) = default;
 };

@@ -2,11 +2,21 @@
 // provenance required on every field.
 #include "numerics/profile.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
+#include <map>
 #include <set>
 
 namespace numfid {
@@ -27,9 +37,40 @@ struct Loader {
   std::string path;
   Profile p;
 
-  [[noreturn]] void fail(const YAML::Node& n, const std::string& msg) const {
-    const YAML::Mark m = n.Mark();
-    throw ProfileError(fmt::format("{}:{}: {}", path, m.line >= 0 ? m.line + 1 : 0, msg));
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& msg) const { fail_at(n.Mark(), msg); }
+
+  [[noreturn]] void fail_at(const YAML::Mark& m, const std::string& msg) const {
+    if (m.line < 0) throw ProfileError(fmt::format("{}: {}", path, msg));
+    throw ProfileError(fmt::format("{}:{}: {}", path, m.line + 1, msg));
+  }
+
+  /// The text of a scalar node; anything else (a mapping, a list, null) is an error naming
+  /// `what` (instead of yaml-cpp's "bad conversion").
+  std::string text(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsScalar()) fail(n, fmt::format("{} must be a single value", what));
+    return n.Scalar();
+  }
+
+  /// Every mapping of the document: keys are scalars and appear once (yaml-cpp 0.7 keeps
+  /// both of a duplicated key and operator[] returns the first: a silent "first wins");
+  /// nesting and the number of nodes (aliases repeat a subtree) are bounded.
+  static constexpr int max_depth = 16;        // a profile nests 5 deep (variants: list, map, field, value list)
+  static constexpr long max_nodes = 100'000;  // the largest shipped profile has a few hundred
+  void check_structure(const YAML::Node& n, int depth, long& nodes) const {
+    if (++nodes > max_nodes)
+      fail(n, fmt::format("more than {} YAML nodes (aliases expanding a subtree?)", max_nodes));
+    if (depth > max_depth) fail(n, fmt::format("nested deeper than {} levels", max_depth));
+    if (n.IsMap()) {
+      std::map<std::string, int> seen;  // key -> line (1-based)
+      for (const auto& kv : n) {
+        if (!kv.first.IsScalar()) fail(kv.first, "a key must be a plain value, not a mapping or a list");
+        const auto [at, fresh] = seen.emplace(kv.first.Scalar(), kv.first.Mark().line + 1);
+        if (!fresh) fail(kv.first, fmt::format("duplicate key '{}' (first at line {})", kv.first.Scalar(), at->second));
+        check_structure(kv.second, depth + 1, nodes);
+      }
+    } else if (n.IsSequence()) {
+      for (const auto& x : n) check_structure(x, depth + 1, nodes);
+    }
   }
 
   static std::string join(const std::vector<std::string>& v) {
@@ -41,7 +82,7 @@ struct Loader {
   void check_keys(const YAML::Node& map, const std::vector<std::string>& allowed, const std::string& where) const {
     if (!map.IsMap()) fail(map, fmt::format("{} must be a mapping", where));
     for (const auto& kv : map) {
-      const std::string k = kv.first.as<std::string>();
+      const std::string k = text(kv.first, "a key");
       if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
         fail(kv.first, fmt::format("unknown key '{}' in {} (valid: {})", k, where, join(allowed)));
     }
@@ -62,9 +103,9 @@ struct Loader {
     f.line = n.Mark().line + 1;
     const YAML::Node v = n["value"];
     if (v.IsSequence()) {
-      for (const auto& x : v) f.value += (f.value.empty() ? "" : ", ") + x.as<std::string>();
+      for (const auto& x : v) f.value += (f.value.empty() ? "" : ", ") + text(x, fmt::format("{}.{}: a list item", sname, key));
     } else if (v.IsScalar()) {
-      f.value = v.as<std::string>();
+      f.value = v.Scalar();
     } else {
       fail(v, fmt::format("{}.{}: value must be a scalar or a list", sname, key));
     }
@@ -75,7 +116,7 @@ struct Loader {
                               std::pair{"assumed", Provenance::Kind::assumed}}) {
       if (n[name]) {
         ++kinds;
-        f.provenance = {kind, n[name].as<std::string>()};
+        f.provenance = {kind, text(n[name], fmt::format("{}.{}: the {} provenance", sname, key, name))};
         if (f.provenance.text.empty()) fail(n[name], fmt::format("{}.{}: empty {} provenance", sname, key, name));
       }
     }
@@ -109,26 +150,37 @@ struct Loader {
     fail(section[key], fmt::format("{}.{}: '{}' is not true or false", sname, key, v));
   }
 
-  std::int64_t integer(const YAML::Node& section, const std::string& sname, const std::string& key) {
+  /// A whole-text decimal integer; nullopt with *too_large set when it is all digits but
+  /// past 64 bits.
+  static std::optional<std::int64_t> parse_int(const std::string& v, bool* too_large) {
+    std::int64_t x = 0;
+    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+    *too_large = ec == std::errc::result_out_of_range && p == v.data() + v.size();
+    if (ec != std::errc{} || p != v.data() + v.size()) return std::nullopt;
+    return x;
+  }
+
+  /// A positive integer field at most `max` (`max_text` says what the limit is).
+  std::int64_t integer(const YAML::Node& section, const std::string& sname, const std::string& key,
+                       std::int64_t max = INT_MAX, std::string_view max_text = "2^31 - 1") {
     const std::string v = field(section, sname, key, true);
-    try {
-      std::size_t used = 0;
-      const long long x = std::stoll(v, &used);
-      if (used == v.size() && x > 0) return x;
-    } catch (const std::exception&) {
-    }
+    bool too_large = false;
+    const auto x = parse_int(v, &too_large);
+    if ((x && *x > max) || (too_large && v.front() != '-'))
+      fail(section[key], fmt::format("{}.{}: '{}' is larger than {} ({})", sname, key, v, max, max_text));
+    if (x && *x > 0) return *x;
     fail(section[key], fmt::format("{}.{}: '{}' is not a positive integer", sname, key, v));
   }
 
+  /// An integer field in [min, 2^31 - 1].
   std::int64_t signed_integer(const YAML::Node& section, const std::string& sname, const std::string& key,
                               std::int64_t min) {
     const std::string v = field(section, sname, key, true);
-    try {
-      std::size_t used = 0;
-      const long long x = std::stoll(v, &used);
-      if (used == v.size() && x >= min) return x;
-    } catch (const std::exception&) {
-    }
+    bool too_large = false;
+    const auto x = parse_int(v, &too_large);
+    if ((x && *x > INT_MAX) || (too_large && v.front() != '-'))
+      fail(section[key], fmt::format("{}.{}: '{}' is larger than {} (2^31 - 1)", sname, key, v, INT_MAX));
+    if (x && *x >= min) return *x;
     fail(section[key], fmt::format("{}.{}: '{}' is not an integer >= {}", sname, key, v, min));
   }
 
@@ -154,8 +206,8 @@ struct Loader {
                "a block_fma variant");
     if (!v["name"] || !v["name"].IsScalar()) fail(v, "a block_fma variant needs a name");
     BlockFmaVariant bv;
-    bv.name = v["name"].as<std::string>();
-    bv.instruction = v["instruction"] ? v["instruction"].as<std::string>() : "";
+    bv.name = v["name"].Scalar();
+    bv.instruction = v["instruction"] ? text(v["instruction"], "a block_fma variant's instruction") : "";
     const std::string sn = "block_fma[" + bv.name + "]";
     BlockFmaModel& m = bv.model;
     m.input = format(v, sn, "input", false);
@@ -198,22 +250,98 @@ struct Loader {
     return a;
   }
 
-  void load() {
-    YAML::Node root;
-    try {
-      root = YAML::LoadFile(path);
-    } catch (const YAML::BadFile&) {
-      throw ProfileError(fmt::format("{}: cannot open profile", path));
-    } catch (const YAML::Exception& e) {
-      throw ProfileError(fmt::format("{}:{}: {}", path, e.mark.line + 1, e.msg));
+  /// The file's bytes: a regular file (a FIFO is opened without blocking and refused, a
+  /// directory refused) of at most max_profile_bytes.
+  std::string read() const {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw ProfileError(fmt::format("{}: cannot open profile: {}", path, std::strerror(errno)));
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) throw ProfileError(fmt::format("{}: cannot open profile: {}", path, std::strerror(errno)));
+    if (S_ISDIR(st.st_mode)) throw ProfileError(fmt::format("{}: cannot open profile: it is a directory", path));
+    if (!S_ISREG(st.st_mode)) throw ProfileError(fmt::format("{}: cannot open profile: not a regular file", path));
+    if (static_cast<std::uint64_t>(st.st_size) > max_profile_bytes)
+      throw ProfileError(fmt::format("{}: {} bytes: larger than a profile can be ({} bytes)", path, st.st_size,
+                                     max_profile_bytes));
+    std::string bytes;
+    char buf[65536];
+    while (true) {
+      const ssize_t got = ::read(fd, buf, sizeof buf);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) throw ProfileError(fmt::format("{}: cannot read profile: {}", path, std::strerror(errno)));
+      if (got == 0) break;
+      bytes.append(buf, static_cast<std::size_t>(got));
+      if (bytes.size() > max_profile_bytes)
+        throw ProfileError(fmt::format("{}: larger than a profile can be ({} bytes)", path, max_profile_bytes));
     }
+    return bytes;
+  }
+
+  /// The 0-based line at which [ and { (outside quotes and comments) nest deeper than
+  /// max_depth, or -1 (block nesting: no line is named).
+  static int flow_too_deep_line(std::string_view yaml) {
+    int depth = 0, line = 0;
+    char quote = 0;
+    bool comment = false;
+    for (std::size_t i = 0; i < yaml.size(); ++i) {
+      const char c = yaml[i];
+      if (c == '\n') {
+        ++line;
+        comment = false;
+        continue;
+      }
+      if (comment) continue;
+      if (quote) {
+        if (c == quote) quote = 0;
+        continue;
+      }
+      if (c == '"' || c == '\'') quote = c;
+      else if (c == '#' && (i == 0 || yaml[i - 1] == ' ' || yaml[i - 1] == '\t')) comment = true;
+      else if (c == '[' || c == '{') {
+        if (++depth > max_depth) return line;
+      } else if ((c == ']' || c == '}') && depth > 0) --depth;
+    }
+    return -1;
+  }
+
+  void load(const std::string& yaml) {
+    if (yaml.size() > max_profile_bytes)
+      throw ProfileError(fmt::format("{}: larger than a profile can be ({} bytes)", path, max_profile_bytes));
+    std::vector<YAML::Node> docs;
+    try {
+      docs = YAML::LoadAll(yaml);
+    } catch (const YAML::DeepRecursion&) {
+      // Its message says "bad file" and its mark is where the scanner stopped reading ahead
+      // (the end of the text): name the line where the flow brackets open too deep instead.
+      YAML::Mark m;
+      m.line = flow_too_deep_line(yaml);
+      fail_at(m, fmt::format("nested deeper than {} levels", max_depth));
+    } catch (const YAML::Exception& e) {
+      fail_at(e.mark, e.msg);
+    }
+    if (docs.empty() || docs[0].IsNull()) throw ProfileError(fmt::format("{}: empty profile", path));
+    if (docs.size() > 1) fail(docs[1], "a second YAML document (a profile is one document)");
+    const YAML::Node root = docs[0];
+    long nodes = 0;
+    check_structure(root, 0, nodes);
+    try {
+      load_root(root);
+    } catch (const YAML::Exception& e) {  // a value of an unexpected kind not caught above
+      fail_at(e.mark, fmt::format("unexpected YAML value: {}", e.msg));
+    }
+  }
+
+  void load_root(const YAML::Node& root) {
     check_keys(root,
                {"name", "version", "summary", "model", "input_cast", "plan", "accumulator", "tensor_engine",
                 "block_fma", "output", "elementwise"},
                "the profile");
     for (const char* k : {"name", "version", "summary", "model"})
       if (!root[k] || !root[k].IsScalar()) fail(root, fmt::format("missing top-level '{}'", k));
-    p.name = root["name"].as<std::string>();
+    p.name = root["name"].Scalar();
     const std::string stem = std::filesystem::path(path).stem().string();
     if (p.name != stem) fail(root["name"], fmt::format("name '{}' does not match the file name '{}'", p.name, stem));
     try {
@@ -222,8 +350,8 @@ struct Loader {
       fail(root["version"], "version must be an integer");
     }
     if (p.version < 1) fail(root["version"], "version must be >= 1");
-    p.summary = root["summary"].as<std::string>();
-    const std::string model = root["model"].as<std::string>();
+    p.summary = root["summary"].Scalar();
+    const std::string model = root["model"].Scalar();
     if (model == "plan") p.model = ProfileModel::plan;
     else if (model == "tensor-engine") p.model = ProfileModel::tensor_engine;
     else if (model == "block-fma") p.model = ProfileModel::block_fma;
@@ -243,13 +371,13 @@ struct Loader {
                      "log_softmax", "layernorm", "rmsnorm"},
                  "elementwise");
       for (const auto& kv : s) {
-        const std::string fn = kv.first.as<std::string>();
+        const std::string fn = kv.first.Scalar();
         const std::string v = field(s, "elementwise", fn, true);
-        try {
-          p.elementwise_ulps[fn] = std::stod(v);
-        } catch (const std::exception&) {
-          fail(kv.second, fmt::format("elementwise.{}: '{}' is not a number of ulps", fn, v));
-        }
+        double ulps = 0;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), ulps);
+        if (ec != std::errc{} || end != v.data() + v.size() || !std::isfinite(ulps) || ulps < 0)
+          fail(kv.second, fmt::format("elementwise.{}: '{}' is not a number of ulps (a finite number >= 0)", fn, v));
+        p.elementwise_ulps[fn] = ulps;
       }
     }
     const bool needs_acc = p.model != ProfileModel::block_fma;
@@ -272,21 +400,22 @@ struct Loader {
         const YAML::Node s = root["tensor_engine"];
         if (!s) fail(root, "model 'tensor-engine' needs a 'tensor_engine' section");
         check_keys(s, {"tile_k", "double_row", "inner_order", "psum_format", "psum_rounding"}, "tensor_engine");
-        p.te.tile_k = integer(s, "tensor_engine", "tile_k");
+        p.te.tile_k = integer(s, "tensor_engine", "tile_k", max_plan_parameter, "the largest plan parameter, 2^40");
         const std::string order = field(s, "tensor_engine", "inner_order", true);
         if (order != "sequential" && order != "pairwise")
           fail(s["inner_order"], fmt::format("tensor_engine.inner_order: '{}' must be sequential or pairwise", order));
         p.te.inner_order = order == "pairwise" ? PlanKind::pairwise : PlanKind::sequential;
         if (s["double_row"]) {
+          field(s, "tensor_engine", "double_row", false);  // (checks that it is a {value, provenance} mapping)
           const YAML::Node v = s["double_row"]["value"];
-          field(s, "tensor_engine", "double_row", false);
           if (v && v.IsSequence()) {
             for (const auto& x : v) {
-              const FormatSpec* f = find_format(x.as<std::string>());
-              if (!f) fail(x, fmt::format("tensor_engine.double_row: unknown format '{}'", x.as<std::string>()));
+              const std::string name = text(x, "tensor_engine.double_row: a list item");
+              const FormatSpec* f = find_format(name);
+              if (!f) fail(x, fmt::format("tensor_engine.double_row: unknown format '{}'", name));
               p.double_row_formats.push_back(f);
             }
-          } else if (!v || v.as<std::string>() != "none") {
+          } else if (!v || !v.IsScalar() || v.Scalar() != "none") {
             fail(s["double_row"], "tensor_engine.double_row: value must be 'none' or a list of formats");
           }
         }
@@ -343,7 +472,14 @@ TensorEngineModel tensor_engine_for(const Profile& p, const FormatSpec& in) {
 Profile load_profile(const std::string& path) {
   Loader l{path, {}};
   l.p.path = path;
-  l.load();
+  l.load(l.read());
+  return std::move(l.p);
+}
+
+Profile load_profile_text(const std::string& text, const std::string& path) {
+  Loader l{path, {}};
+  l.p.path = path;
+  l.load(text);
   return std::move(l.p);
 }
 

@@ -3,6 +3,7 @@
 // measured data set, or assumed + why). Loaded with yaml-cpp and validated strictly.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -77,8 +78,20 @@ const BlockFmaModel* block_fma_for(const Profile& p, const FormatSpec& in, const
 /// "fp16->fp32, bf16->fp32, ..." for messages.
 std::string variant_names(const Profile& p);
 
-/// Loads and validates one profile file.
+/// The largest profile file read (1 MiB; the shipped ones are a few KiB): a larger file is a
+/// ProfileError, not an allocation.
+inline constexpr std::size_t max_profile_bytes = std::size_t{1} << 20;
+
+/// Loads and validates one profile file. Everything wrong with it is a ProfileError naming
+/// file:line: not a regular file, larger than max_profile_bytes, YAML syntax, nesting deeper
+/// than yaml-cpp's limit, a second document, a duplicate key in any mapping, unknown keys,
+/// values of the wrong kind, integers out of range (tile_k at most max_plan_parameter, the
+/// block_fma sizes at most 2^31 - 1), elementwise ulps that are not finite and >= 0.
 Profile load_profile(const std::string& path);
+
+/// The same for a profile held in memory; `path` is used in messages and for the name check
+/// (its stem must equal the profile's name). The entry point of the profile fuzz target.
+Profile load_profile_text(const std::string& text, const std::string& path);
 
 /// The profile directory: $NUMFID_PROFILES if set, else an installed numfid's (beside the running
 /// program's bin/ as ../share/numfid/profiles, or the package the program was built against),

@@ -430,6 +430,9 @@ std::vector<BadCase> bad_cases() {
       {"missing shape", h("{'descr': '<f4', 'fortran_order': False}"), "malformed header: no 'shape' key"},
       {"extra key", h("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'x': 1}"),
        "malformed header: unexpected key 'x'"},
+      {"control bytes in a key", h("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'a\x1b[2J\x01': 1}"),
+       "x.npy: malformed header: unexpected key 'a\\x1b[2J\\x01' (a .npy header has exactly 'descr', "
+       "'fortran_order' and 'shape')"},
       {"duplicate key", h("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (6,)}"),
        "malformed header: duplicate key 'descr'"},
       {"fortran_order not bool", h("{'descr': '<f4', 'fortran_order': 0, 'shape': (6,)}"),

@@ -59,6 +59,66 @@ TEST(PlanText, RoundingCounts) {
   EXPECT_EQ(n("blocked(8192, numpy)", 16384), 1 + 6 + 18);  // two buffers; 8192 halves 6 times to 128
 }
 
+// Plan parameters are bounded (max_plan_parameter = 2^40, lanes 2^20) and every count is
+// exact up to K = 2^63 - 1: splitk(2^63 - 1) used to overflow ceil_div and divide by zero.
+TEST(PlanText, RefusesParametersBeyondTheLimitWithTheMessage) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"splitk(9223372036854775807)",
+       "plan 'splitk(9223372036854775807)': '9223372036854775807' is larger than the largest plan parameter "
+       "1099511627776 (2^40)"},
+      {"blocked(1099511627777)",
+       "plan 'blocked(1099511627777)': '1099511627777' is larger than the largest plan parameter 1099511627776 "
+       "(2^40)"},
+      {"blocked(99999999999999999999999, pairwise)",
+       "plan 'blocked(99999999999999999999999, pairwise)': '99999999999999999999999' is larger than the largest "
+       "plan parameter 1099511627776 (2^40)"},
+      {"strided(2097152)", "plan 'strided(2097152)': '2097152' is larger than the largest lane count 1048576 (2^20)"},
+      {"splitk(-9223372036854775809)", "plan 'splitk(-9223372036854775809)': '-9223372036854775809' is not a positive integer"},
+      {"blocked()", "plan 'blocked()': '' is not a positive integer"},
+      {"", "empty plan text (valid: sequential, reverse, pairwise, numpy, blocked(T), blocked(T, pairwise), "
+           "blocked(T, numpy), splitk(S), strided(L))"},
+      {" \t ", "empty plan text (valid: sequential, reverse, pairwise, numpy, blocked(T), blocked(T, pairwise), "
+              "blocked(T, numpy), splitk(S), strided(L))"},
+  };
+  for (const auto& [text, why] : bad) {
+    std::string err;
+    EXPECT_FALSE(ReductionPlan::parse(text, &err)) << text;
+    EXPECT_EQ(err, why) << text;
+  }
+  EXPECT_EQ(ReductionPlan::parse("blocked(1099511627776)")->param, max_plan_parameter);
+  EXPECT_EQ(ReductionPlan::parse("strided(1048576)")->param, max_plan_lanes);
+}
+
+TEST(PlanText, RoundingCountsDoNotOverflow) {
+  constexpr std::int64_t kmax = INT64_MAX;  // 2^63 - 1
+  auto n = [](const char* t, std::int64_t k, bool c = false) { return ReductionPlan::parse(t)->roundings(k, c); };
+  EXPECT_EQ(n("splitk(1099511627776)", 16), 15);  // one term per chunk: the chunk sums are added in order
+  EXPECT_EQ(n("splitk(1099511627776)", 16, true), 16);
+  EXPECT_EQ(n("blocked(1099511627776)", 16), 15);
+  EXPECT_EQ(n("sequential", kmax, true), kmax);
+  EXPECT_EQ(n("pairwise", kmax), 63);
+  EXPECT_EQ(n("pairwise", (std::int64_t{1} << 62) + 1), 63);
+  EXPECT_EQ(n("pairwise", std::int64_t{1} << 62), 62);
+  // ceil((2^63 - 1) / 2^40) = 2^23 tiles of 2^40
+  EXPECT_EQ(n("blocked(1099511627776)", kmax), (std::int64_t{1} << 40) - 1 + (std::int64_t{1} << 23) - 1);
+  // chunks of ceil((2^63 - 1) / 2^40) = 2^23 terms, ceil((2^63 - 1) / 2^23) = 2^40 of them
+  EXPECT_EQ(n("splitk(1099511627776)", kmax), (std::int64_t{1} << 23) - 1 + (std::int64_t{1} << 40) - 1);
+  EXPECT_EQ(n("splitk(3)", kmax), 3074457345618258602 + 2);  // chunks of ceil((2^63 - 1) / 3) = 3074457345618258603
+  EXPECT_EQ(n("strided(1048576)", kmax), (std::int64_t{1} << 43) - 1 + 20);
+  EXPECT_EQ(n("blocked(1)", kmax, true), kmax);
+  EXPECT_EQ(n("blocked(1099511627776, numpy)", 16384), 1 + 6 + 18);
+  // 2^40 halves 33 times down to 128 (fuzz_plan: the unmemoised recursion ran for minutes).
+  EXPECT_EQ(n("blocked(1099511627776, numpy)", std::int64_t{1} << 40), 33 + 18);
+  // depth(801104857690) = 49 (a memoised Python transcription of numpy_depth), 3597911 tiles
+  EXPECT_EQ(n("blocked(801104857690, numpy)", 0x2800000000100001), 49 + 3597911 - 1);
+}
+
+TEST(PlanText, ACountOfAPlanWithoutAParameterThrows) {
+  const ReductionPlan p{PlanKind::splitk, 0};
+  EXPECT_THROW((void)p.roundings(16, false), std::invalid_argument);
+  EXPECT_EQ((ReductionPlan{PlanKind::sequential, 0}.roundings(16, false)), 15);
+}
+
 // numpy's float32 np.sum recorded by scripts/record-numpy-sums.py (numpy 1.24.2): the
 // `numpy` plan must reproduce every result bit for bit.
 std::uint64_t splitmix64(std::uint64_t& state) {

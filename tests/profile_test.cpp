@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include "formats/convert.h"
 #include "numerics/profile.h"
@@ -87,6 +88,180 @@ TEST(Profiles, BadFilesAreRejectedWithFileAndLine) {
     }
   }
   EXPECT_THROW(find_profile("no-such-profile"), ProfileError);
+}
+
+// Hardening (issue 8): every bad profile is a ProfileError naming file:line, compared in full.
+std::string shipped_text(const std::string& name) {
+  std::ifstream f(std::filesystem::path(profile_directory()) / (name + ".yaml"));
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+/// `text` with the first `from` replaced by `to` (the test fails if `from` is absent).
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const std::size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+/// The 1-based line of the first `needle` in `text`.
+int line_of(const std::string& text, const std::string& needle) {
+  const std::size_t at = text.find(needle);
+  EXPECT_NE(at, std::string::npos) << needle;
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+}
+
+std::string load_error(const std::string& path) {
+  try {
+    load_profile(path);
+  } catch (const ProfileError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(ProfileHardening, BadValuesAreRefusedWithFileLineAndReason) {
+  const std::string head = "name: bad\nversion: 1\nsummary: x\nmodel: plan\n";
+  const std::string plan = "plan:\n  order: {value: sequential, assumed: because}\n";
+  const std::string acc = "accumulator:\n  format: {value: fp32, assumed: a}\n  rounding: {value: rne, assumed: a}\n";
+  const std::string ok = head + plan + acc;
+  const std::pair<std::string, std::string> cases[] = {
+      {ok + "version: 2\n", "10: duplicate key 'version' (first at line 2)"},
+      {head + "plan:\n  order: {value: sequential, assumed: because, assumed: again}\n" + acc,
+       "6: duplicate key 'assumed' (first at line 6)"},
+      {head + plan + "accumulator:\n  format: {value: fp32, assumed: a}\n  format: {value: bf16, assumed: b}\n",
+       "9: duplicate key 'format' (first at line 8)"},
+      {ok + "---\nname: bad\n", "11: a second YAML document (a profile is one document)"},
+      {ok + "elementwise:\n  exp: {value: nan, assumed: a}\n",
+       "11: elementwise.exp: 'nan' is not a number of ulps (a finite number >= 0)"},
+      {ok + "elementwise:\n  exp: {value: -1, assumed: a}\n",
+       "11: elementwise.exp: '-1' is not a number of ulps (a finite number >= 0)"},
+      {ok + "elementwise:\n  log: {value: 2abc, assumed: a}\n",
+       "11: elementwise.log: '2abc' is not a number of ulps (a finite number >= 0)"},
+      {ok + "elementwise:\n  exp: {value: 1e999, assumed: a}\n",
+       "11: elementwise.exp: '1e999' is not a number of ulps (a finite number >= 0)"},
+      {head + "plan:\n  order: {value: sequential, assumed: {why: b}}\n" + acc,
+       "6: plan.order: the assumed provenance must be a single value"},
+      {head + "plan:\n  order: {value: [sequential, {a: b}], assumed: c}\n" + acc,
+       "6: plan.order: a list item must be a single value"},
+      {head + "plan:\n  order: {value: 'splitk(9223372036854775807)', assumed: x}\n" + acc,
+       "6: plan.order: plan 'splitk(9223372036854775807)': '9223372036854775807' is larger than the largest plan "
+       "parameter 1099511627776 (2^40)"},
+      {head + "plan:\n  order: {value: '', assumed: x}\n" + acc,
+       "6: plan.order: empty plan text (valid: sequential, reverse, pairwise, numpy, blocked(T), blocked(T, pairwise), "
+       "blocked(T, numpy), splitk(S), strided(L))"},
+      {ok + "output: " + std::string(40, '[') + std::string(40, ']') + "\n",
+       "10: nested deeper than 16 levels"},
+      {ok + "output: " + std::string(100000, '[') + "\n", "10: nested deeper than 16 levels"},  // yaml-cpp's own limit
+      {ok + "output: " + std::string(100000, '{') + "\n", "10: nested deeper than 16 levels"},
+      {ok + "? [a, b]\n: c\n", "10: a key must be a plain value, not a mapping or a list"},
+  };
+  for (const auto& [body, want] : cases) {
+    const std::string path = write_temp("bad", body);
+    EXPECT_EQ(load_error(path), path + ":" + want) << body;
+    // The in-memory entry point (the fuzz target's) says the same.
+    try {
+      load_profile_text(body, path);
+      ADD_FAILURE() << "accepted from memory:\n" << body;
+    } catch (const ProfileError& e) {
+      EXPECT_EQ(std::string(e.what()), path + ":" + want);
+    }
+  }
+  // Block nesting past yaml-cpp's own limit: no line to name, still a clear message.
+  const std::string deep = write_temp("bad", ok + "output:\n" + [] {
+    std::string t;
+    for (int i = 0; i < 3000; ++i) t += "- ";
+    return t + "x\n";
+  }());
+  EXPECT_EQ(load_error(deep), deep + ": nested deeper than 16 levels");
+  const std::string empty = write_temp("bad", "");
+  EXPECT_EQ(load_error(empty), empty + ": empty profile");
+  EXPECT_EQ(load_error(write_temp("bad", "# only a comment\n")), empty + ": empty profile");
+  EXPECT_NO_THROW(load_profile(write_temp("bad", ok)));
+  EXPECT_EQ(load_profile(write_temp("bad", ok + "elementwise:\n  exp: {value: 0.5, assumed: a}\n")).elementwise_ulps.at("exp"), 0.5);
+}
+
+TEST(ProfileHardening, AliasesCannotExpandBeyondTheNodeLimit) {
+  // "Billion laughs": nine levels of nine aliases would be 9^9 nodes when walked.
+  std::string body = "name: bad\nversion: 1\nsummary: x\nmodel: plan\nx0: &a0 [l, l, l, l, l, l, l, l, l]\n";
+  for (int i = 1; i < 9; ++i) {
+    body += fmt::format("x{}: &a{} [", i, i);
+    for (int j = 0; j < 9; ++j) body += fmt::format("{}*a{}", j ? ", " : "", i - 1);
+    body += "]\n";
+  }
+  const std::string path = write_temp("bad", body);
+  const std::string e = load_error(path);
+  EXPECT_EQ(e.substr(0, path.size() + 1), path + ":");
+  EXPECT_NE(e.find(": more than 100000 YAML nodes (aliases expanding a subtree?)"), std::string::npos) << e;
+}
+
+TEST(ProfileHardening, IntegersPast32BitsAreRefusedNotTruncated) {
+  const std::string h100 = shipped_text("nvidia-h100-tc");
+  const auto dir = std::filesystem::temp_directory_path() / "numfid_profile_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "nvidia-h100-tc.yaml").string();
+  const std::pair<std::string, std::string> cases[] = {
+      {"4294967312", "block_fma[H100 fp16->fp32].block_size: '4294967312' is larger than 2147483647 (2^31 - 1)"},
+      {"2147483648", "block_fma[H100 fp16->fp32].block_size: '2147483648' is larger than 2147483647 (2^31 - 1)"},
+      {"99999999999999999999", "block_fma[H100 fp16->fp32].block_size: '99999999999999999999' is larger than "
+                               "2147483647 (2^31 - 1)"},
+      {"-99999999999999999999", "block_fma[H100 fp16->fp32].block_size: '-99999999999999999999' is not a positive integer"},
+  };
+  for (const auto& [value, want] : cases) {
+    const std::string body = replaced(h100, "block_size:\n        value: 16", "block_size:\n        value: " + value);
+    std::ofstream(path) << body;
+    EXPECT_EQ(load_error(path), fmt::format("{}:{}: {}", path, line_of(body, "value: " + value), want));
+  }
+  const std::string body =
+      replaced(h100, "extra_alignment_bits:\n        value: 2", "extra_alignment_bits:\n        value: 4294967298");
+  std::ofstream(path) << body;
+  EXPECT_EQ(load_error(path), fmt::format("{}:{}: block_fma[H100 fp16->fp32].extra_alignment_bits: '4294967298' is "
+                                          "larger than 2147483647 (2^31 - 1)",
+                                          path, line_of(body, "value: 4294967298")));
+}
+
+TEST(ProfileHardening, TileKIsBoundedAndCountsLikeTheBlockedPlan) {
+  const std::string trn1 = shipped_text("trn1");
+  const auto dir = std::filesystem::temp_directory_path() / "numfid_profile_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "trn1.yaml").string();
+  std::string body = replaced(trn1, "value: 128", "value: 9223372036854775807");
+  std::ofstream(path) << body;
+  EXPECT_EQ(load_error(path), fmt::format("{}:{}: tensor_engine.tile_k: '9223372036854775807' is larger than "
+                                          "1099511627776 (the largest plan parameter, 2^40)",
+                                          path, line_of(body, "value: 9223372036854775807")));
+  // At the limit the profile's count is the blocked plan's: K = 16 fits one tile, 15 roundings.
+  body = replaced(trn1, "value: 128", "value: 1099511627776");
+  std::ofstream(path) << body;
+  const Profile p = load_profile(path);
+  EXPECT_EQ(p.te.tile_k, max_plan_parameter);
+  EXPECT_EQ(p.reduction.plan.roundings(16, false), 15);
+  EXPECT_EQ(tensor_engine_for(p, bf16).roundings(16, false), 15);
+  EXPECT_EQ(ReductionPlan::parse("blocked(1099511627776)")->roundings(16, false), 15);
+  EXPECT_EQ(tensor_engine_for(p, bf16).roundings(16, true), 16);
+}
+
+TEST(ProfileHardening, FilesThatAreNotRegularAreRefusedWithoutBlocking) {
+  const auto dir = std::filesystem::temp_directory_path() / "numfid_profile_test";
+  std::filesystem::create_directories(dir);
+  const auto d = dir / "x.yaml";
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directory(d);
+  EXPECT_EQ(load_error(d.string()), d.string() + ": cannot open profile: it is a directory");
+  const auto fifo = dir / "fifo.yaml";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(load_error(fifo.string()), fifo.string() + ": cannot open profile: not a regular file");
+  std::filesystem::remove(fifo);
+  EXPECT_EQ(load_error((dir / "absent.yaml").string()),
+            (dir / "absent.yaml").string() + ": cannot open profile: No such file or directory");
+  // A directory of profiles with a broken one: listing names it, loading it names file:line.
+  const std::string big = write_temp("big", std::string(max_profile_bytes + 1, '#'));
+  EXPECT_EQ(load_error(big), fmt::format("{}: {} bytes: larger than a profile can be ({} bytes)", big,
+                                         max_profile_bytes + 1, max_profile_bytes));
+  std::filesystem::remove_all(d);
 }
 
 // ------------------------------------------------------------------- NVIDIA block FMA

@@ -189,6 +189,24 @@ TEST(ValueText, SpecialLiteralsAndOutOfRange) {
   }
 }
 
+// Control bytes of a bad literal are escaped in the message (found by fuzz_value: an ANSI
+// escape reached the terminal raw).
+TEST(ValueText, MessagesEscapeControlBytes) {
+  auto message = [](std::string_view text) -> std::string {
+    try {
+      (void)parse_value(text);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(message("1\x1b[2J"), "'1\\x1b[2J' is not a number (decimal like 0.1, -1e-3, 448; hex float like 0x1p-9; "
+                                  "inf; nan; or a bit pattern like 0x7e)");
+  EXPECT_EQ(message("0x1\n"), "'0x1\\x0a': a hex float needs a binary exponent (e.g. 0x1.8p-3); a bit pattern "
+                              "takes no sign, point or exponent");
+  EXPECT_EQ(message("1e\xff"), "'1e\\xff': malformed exponent");
+}
+
 TEST(ValueText, ExactPrinting) {
   EXPECT_EQ(hex_float(fp8_e4m3, Bits{0x7e}), "0x1.cp+8");
   EXPECT_EQ(exact_decimal(fp8_e4m3, Bits{0x7e}), "448");

@@ -1,0 +1,35 @@
+// libFuzzer target: the YAML profile loader on arbitrary text (see docs/io.md, "Fuzzing").
+// Every input is a Profile or a ProfileError; anything else escaping (yaml-cpp's own
+// exceptions, std::out_of_range, ...), a sanitizer report or a failed check is a finding.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "fuzz/fuzz_common.h"
+#include "numerics/profile.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace numfid;
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  Profile p;
+  try {
+    p = load_profile_text(text, "fuzz.yaml");  // seeds say `name: fuzz`
+  } catch (const ProfileError&) {
+    return 0;
+  }
+  // An accepted profile is usable: its counts are defined for every K (no overflow, no
+  // division by zero) and its plan's text reads back as the same plan.
+  fuzz::require(p.name == "fuzz" && p.version >= 1);
+  for (std::int64_t k : {std::int64_t{1}, std::int64_t{16}, std::int64_t{1} << 20, std::int64_t{1} << 40}) {
+    fuzz::require(p.reduction.plan.roundings(k, false) >= 0);
+    if (p.model == ProfileModel::tensor_engine) {
+      fuzz::require(p.te.tile_k >= 1 && p.te.tile_k <= max_plan_parameter);
+      fuzz::require(tensor_engine_for(p, bf16).roundings(k, false) >= 0);
+    }
+  }
+  const auto again = ReductionPlan::parse(p.reduction.plan.text());
+  fuzz::require(again && *again == p.reduction.plan);
+  for (const auto& [fn, ulps] : p.elementwise_ulps) fuzz::require(ulps >= 0 && ulps < 1e308);
+  for (const BlockFmaVariant& v : p.variants) fuzz::require(v.model.block_size >= 1 && v.model.instruction_k >= 1);
+  return 0;
+}

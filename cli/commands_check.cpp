@@ -13,7 +13,8 @@ namespace numfid::cli {
 
 namespace {
 
-/// Prints the report, writes the JSON (all or nothing), returns the exit code.
+/// Writes the JSON (all or nothing) and then prints the report: a JSON that cannot be written
+/// is an input error (exit 2) before any verdict is printed. Returns the exit code.
 int report(const CheckResult& r, const std::string& json_path) {
   if (!json_path.empty()) write_text_output(json_path, r.json(), "--json");
   fmt::print("{}", r.text());
@@ -30,6 +31,7 @@ struct MatmulArgs {
 
 int run_check_matmul(const MatmulArgs& m) {
   const ClaimSpec claim = m.claim.parse();
+  if (!m.json.empty()) check_output(m.json, "--json");
   if (!m.ref.empty() && m.ref_profile.empty())
     throw UsageError("--ref needs --ref-profile (the platform that produced the reference)");
   const FormatSpec& fa = *claim.in;
@@ -57,6 +59,7 @@ struct SumArgs {
 
 int run_check_sum(const SumArgs& a) {
   const ClaimSpec claim = a.claim.parse();
+  if (!a.json.empty()) check_output(a.json, "--json");
   const TensorData X = load_operand(a.x, *claim.in, "--x"), C = load_operand(a.c, *claim.out, "--c");
   return report(check_sum(X, C, a.axis, claim, a.worst), a.json);
 }
@@ -73,6 +76,7 @@ struct RowArgs {
 
 int run_check_rows(const RowArgs& a) {
   const ClaimSpec claim = a.claim.parse();
+  if (!a.json.empty()) check_output(a.json, "--json");
   const FormatSpec& fin = *claim.in;
   const TensorData X = load_operand(a.x, fin, "--x"), C = load_operand(a.c, *claim.out, "--c");
   RowCheckOptions o;

@@ -22,6 +22,7 @@ int run_emulate(const EmulateArgs& e, bool dot) {
   if (!claim.plan == !claim.profile) throw UsageError("give exactly one of --plan P or --profile NAME");
   if (!e.output.ends_with(".npy") && !e.output.ends_with(".safetensors"))
     throw UsageError(fmt::format("--output {}: the file name must end in .npy or .safetensors", e.output));
+  check_output(e.output, "--output");
   const FormatSpec& fa = *claim.in;
   const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
   const TensorData A = load_operand(e.a, fa, "--a"), B = load_operand(e.b, fb, "--b");
@@ -54,15 +55,21 @@ int run_profiles(const std::string& action, const std::string& name) {
   if (action.empty() || action == "list") {
     const auto names = list_profiles(dir);
     if (names.empty()) throw UsageError(fmt::format("no profiles in {} (set NUMFID_PROFILES)", dir));
-    fmt::print("{:<22} {:<14} {}\n", "profile", "model", "summary");
+    // Every profile is loaded before anything is printed: a broken one is an error, not a
+    // table cut short.
+    std::vector<Profile> loaded;
     for (const auto& n : names) {
       try {
-        const Profile p = load_profile(dir + "/" + n + ".yaml");
-        const char* model = p.model == ProfileModel::plan ? "plan" : p.model == ProfileModel::tensor_engine ? "tensor-engine" : "block-fma";
-        fmt::print("{:<22} {:<14} {}\n", n, model, p.summary);
+        loaded.push_back(load_profile(dir + "/" + n + ".yaml"));
       } catch (const ProfileError& e) {
         throw UsageError(e.what());
       }
+    }
+    fmt::print("{:<22} {:<14} {}\n", "profile", "model", "summary");
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const Profile& p = loaded[i];
+      const char* model = p.model == ProfileModel::plan ? "plan" : p.model == ProfileModel::tensor_engine ? "tensor-engine" : "block-fma";
+      fmt::print("{:<22} {:<14} {}\n", names[i], model, p.summary);
     }
     return exit_ok;
   }

@@ -1,10 +1,9 @@
 // Tensor operands and outputs shared by check, tol and emulate.
-#include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "cli/commands_verdict.h"
+#include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/tensor_io.h"
 
@@ -30,17 +29,20 @@ TensorData load_operand(const std::string& spec, const FormatSpec& declared, con
   }
 }
 
-void write_text_output(const std::string& json_path, const std::string& text, const char* what) {
-  // All or nothing: write beside the target, then rename.
-  const std::filesystem::path path(json_path);
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) throw UsageError(fmt::format("{} {}: cannot write", what, json_path));
-    f << text;
-    if (!f) throw UsageError(fmt::format("{} {}: write failed", what, json_path));
+void check_output(const std::string& path, const char* what) {
+  try {
+    check_output_path(path);
+  } catch (const InputError& e) {
+    throw UsageError(fmt::format("{}: {}", what, e.what()));
   }
-  std::filesystem::rename(tmp, path);
+}
+
+void write_text_output(const std::string& path, const std::string& text, const char* what) {
+  try {
+    write_file_atomically(path, std::string_view(text));  // io/atomic_file.h: all or nothing
+  } catch (const InputError& e) {
+    throw UsageError(fmt::format("{}: {}", what, e.what()));
+  }
 }
 
 }  // namespace numfid::cli

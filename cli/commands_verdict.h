@@ -15,8 +15,12 @@ namespace numfid::cli {
 /// name is `spec`.
 TensorData load_operand(const std::string& spec, const FormatSpec& declared, const char* what);
 
-/// Writes `text` to `path` all or nothing (temporary file + rename); UsageError naming
-/// `what` (the option) otherwise.
+/// Checks before any work that `path` can be written (io/atomic_file.h check_output_path);
+/// UsageError naming `what` (the option) otherwise.
+void check_output(const std::string& path, const char* what);
+
+/// Writes `text` to `path` all or nothing (io/atomic_file.h); UsageError naming `what` (the
+/// option) otherwise.
 void write_text_output(const std::string& path, const std::string& text, const char* what);
 
 /// `numfid check OP ...`: is an output consistent with its claimed arithmetic?

@@ -1,7 +1,9 @@
 // numfid command-line entry point: CLI11 parsing, dispatch to the subcommands, and the exit
 // codes of the CLI contract (0 ok, 1 numerical defect, 2 usage or input error).
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -69,7 +71,16 @@ int main(int argc, char** argv) {
   }
   try {
     for (const Command& c : commands)
-      if (c.app->parsed()) return c.run();
+      if (c.app->parsed()) {
+        const int rc = c.run();
+        // What was printed must have reached standard output (stdout on a full disk or a
+        // closed pipe): else the result is lost and the run failed (exit 2), whatever it found.
+        if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+          fmt::print(stderr, "numfid: writing to standard output failed ({})\n", std::strerror(errno));
+          return exit_usage;
+        }
+        return rc;
+      }
   } catch (const UsageError& e) {
     std::fflush(stdout);
     fmt::print(stderr, "numfid: {}\n", e.what());

@@ -36,8 +36,12 @@ int run_check_matmul(const MatmulArgs& m) {
     throw UsageError("--ref needs --ref-profile (the platform that produced the reference)");
   const FormatSpec& fa = *claim.in;
   const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
-  const TensorData A = load_operand(m.a, fa, "--a"), B = load_operand(m.b, fb, "--b"),
-                   C = load_operand(m.c, *claim.out, "--c");
+  // Shapes from the headers first: a wrong-shaped operand is refused before any value is read.
+  const Tensor ta = read_operand(m.a, "--a"), tb = read_operand(m.b, "--b"), tc = read_operand(m.c, "--c");
+  const ShapeRef sc{tc.shape, tc.source};
+  matmul_dims({ta.shape, ta.source}, {tb.shape, tb.source}, &sc);
+  const TensorData A = operand_values(ta, fa, "--a"), B = operand_values(tb, fb, "--b"),
+                   C = operand_values(tc, *claim.out, "--c");
   MatmulCheckOptions o;
   o.worst = m.worst;
   if (!m.addend.empty()) o.addend = load_operand(m.addend, m.addend_format.empty() ? *claim.acc : format_named(m.addend_format), "--addend");

@@ -25,11 +25,19 @@ int run_emulate(const EmulateArgs& e, bool dot) {
   check_output(e.output, "--output");
   const FormatSpec& fa = *claim.in;
   const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
-  const TensorData A = load_operand(e.a, fa, "--a"), B = load_operand(e.b, fb, "--b");
+  // Shapes from the headers first: a wrong-shaped operand is refused before any value is read.
+  const Tensor ta = read_operand(e.a, "--a"), tb = read_operand(e.b, "--b");
+  std::optional<Tensor> tc;
+  if (!e.c.empty()) tc = read_operand(e.c, "--c");
+  const ShapeRef sa{ta.shape, ta.source}, sb{tb.shape, tb.source};
+  const ShapeRef sc = tc ? ShapeRef{tc->shape, tc->source} : ShapeRef{};
+  if (dot) rowwise_dot_dims(sa, sb, tc ? &sc : nullptr);
+  else matmul_dims(sa, sb, tc ? &sc : nullptr);
+  const TensorData A = operand_values(ta, fa, "--a"), B = operand_values(tb, fb, "--b");
   std::optional<TensorData> C;
   // C's values: --c-format, else the accumulator's (fp32 under a profile).
-  if (!e.c.empty())
-    C = load_operand(e.c, !e.c_format.empty() ? format_named(e.c_format) : claim.profile ? fp32 : *claim.acc, "--c");
+  if (tc)
+    C = operand_values(*tc, !e.c_format.empty() ? format_named(e.c_format) : claim.profile ? fp32 : *claim.acc, "--c");
   const TensorData d = dot ? emulate_dot(A, B, C, claim) : emulate_matmul(A, B, C, claim);
   try {
     write_tensor(e.output, make_tensor(*d.format, d.shape, d.values));

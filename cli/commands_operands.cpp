@@ -9,7 +9,7 @@
 
 namespace numfid::cli {
 
-TensorData load_operand(const std::string& spec, const FormatSpec& declared, const char* what) {
+Tensor read_operand(const std::string& spec, const char* what) {
   std::string path = spec, name;
   const std::size_t colon = spec.rfind(':');
   if (colon != std::string::npos && spec.substr(0, colon).ends_with(".safetensors")) {
@@ -17,7 +17,14 @@ TensorData load_operand(const std::string& spec, const FormatSpec& declared, con
     name = spec.substr(colon + 1);
   }
   try {
-    const Tensor t = read_tensor(path, name);
+    return read_tensor(path, name);
+  } catch (const InputError& e) {
+    throw UsageError(fmt::format("{}: {}", what, e.what()));
+  }
+}
+
+TensorData operand_values(const Tensor& t, const FormatSpec& declared, const char* what) {
+  try {
     TensorData o;
     o.format = &declared;
     o.shape = t.shape;
@@ -27,6 +34,10 @@ TensorData load_operand(const std::string& spec, const FormatSpec& declared, con
   } catch (const InputError& e) {
     throw UsageError(fmt::format("{}: {}", what, e.what()));
   }
+}
+
+TensorData load_operand(const std::string& spec, const FormatSpec& declared, const char* what) {
+  return operand_values(read_operand(spec, what), declared, what);
 }
 
 void check_output(const std::string& path, const char* what) {

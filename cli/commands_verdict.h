@@ -6,9 +6,18 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "io/tensor.h"
 #include "tolerances/check.h"
 
 namespace numfid::cli {
+
+/// Reads operand `spec` (FILE.npy or FILE.safetensors:NAME): its header and a memory map, no
+/// value converted yet (shapes are checked before the values are touched). Input errors
+/// become UsageError prefixed with `what` (the option, e.g. "--a").
+Tensor read_operand(const std::string& spec, const char* what);
+
+/// The values of `t` as patterns of `declared` (each exactly representable).
+TensorData operand_values(const Tensor& t, const FormatSpec& declared, const char* what);
 
 /// Reads operand `spec` (FILE.npy or FILE.safetensors:NAME) declared as `declared`; input
 /// errors become UsageError prefixed with `what` (the option, e.g. "--a"). The TensorData's

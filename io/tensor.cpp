@@ -345,42 +345,4 @@ std::vector<double> values_as_double(const Tensor& t, const FormatSpec& declared
   return out;
 }
 
-namespace {
-std::string operand(std::string_view role, const Tensor& t) {
-  return fmt::format("{} ({}) is {}", role, t.source, shape_string(t.shape));
-}
-}  // namespace
-
-MatmulShape check_matmul_shapes(const Tensor& a, const Tensor& b, const Tensor* c) {
-  if (a.shape.size() != 2)
-    throw InputError(fmt::format("shape mismatch: {}, but A must be a matrix (M x K)", operand("A", a)));
-  if (b.shape.size() != 2)
-    throw InputError(fmt::format("shape mismatch: {}, but B must be a matrix (K x N)", operand("B", b)));
-  const MatmulShape s{a.shape[0], a.shape[1], b.shape[1]};
-  if (b.shape[0] != s.k)
-    throw InputError(fmt::format("shape mismatch: {} (M x K) and {} (K x N): K differs ({} vs {})", operand("A", a),
-                                 operand("B", b), s.k, b.shape[0]));
-  if (c != nullptr && (c->shape.size() != 2 || c->shape[0] != s.m || c->shape[1] != s.n))
-    throw InputError(fmt::format("shape mismatch: {} (M x K) and {} (K x N) give M x N = [{}, {}], but {}",
-                                 operand("A", a), operand("B", b), s.m, s.n, operand("C", *c)));
-  return s;
-}
-
-MatmulShape check_rowwise_dot_shapes(const Tensor& a, const Tensor& b, const Tensor* c) {
-  if (a.shape.size() != 2)
-    throw InputError(fmt::format("shape mismatch: {}, but A must be a matrix (R x K)", operand("A", a)));
-  if (b.shape != a.shape)
-    throw InputError(fmt::format("shape mismatch: {} and {}; a row-wise dot needs equal shapes (R x K)",
-                                 operand("A", a), operand("B", b)));
-  const MatmulShape s{a.shape[0], a.shape[1], 1};
-  if (c != nullptr) {
-    const bool ok = (c->shape.size() == 1 && c->shape[0] == s.m) ||
-                    (c->shape.size() == 2 && c->shape[0] == s.m && c->shape[1] == 1);
-    if (!ok)
-      throw InputError(fmt::format("shape mismatch: {} (R x K), but {}; it needs R = {} elements ([{}] or [{}, 1])",
-                                   operand("A", a), operand("C", *c), s.m, s.m, s.m));
-  }
-  return s;
-}
-
 }  // namespace numfid

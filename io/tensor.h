@@ -102,19 +102,4 @@ std::vector<double> values_as_double(const Tensor& t);
 /// tensor_values(t, declared) decoded to doubles (exact).
 std::vector<double> values_as_double(const Tensor& t, const FormatSpec& declared);
 
-/// Dimensions of a matrix product C (M x N) = A (M x K) * B (K x N).
-struct MatmulShape {
-  std::int64_t m = 0;
-  std::int64_t k = 0;
-  std::int64_t n = 0;
-};
-
-/// Checks that A is M x K, B is K x N and (if given) C is M x N; throws InputError naming
-/// the shapes (and files) otherwise.
-MatmulShape check_matmul_shapes(const Tensor& a, const Tensor& b, const Tensor* c = nullptr);
-
-/// Checks the operands of a row-wise dot (`numfid emulate dot`): A and B are R x K and
-/// C (if given) has R elements (shape [R] or [R, 1]). Returns {R, K, 1}.
-MatmulShape check_rowwise_dot_shapes(const Tensor& a, const Tensor& b, const Tensor* c = nullptr);
-
 }  // namespace numfid

@@ -62,9 +62,10 @@ TEST(ParseClaim, ReadsEveryOption) {
 }
 
 TEST(ParseClaim, TextRoundTrips) {
-  for (const char* text : {"--in bf16 --acc fp32 --out bf16", "--in fp8_e4m3 --acc fp32 --plan 'blocked(128, pairwise)' --out bf16",
+  for (const char* text : {"--in bf16 --out bf16", "--in bf16 --acc bf16 --acc-rounding stochastic --out bf16 --seed 3",
+                           "--in fp8_e4m3 --plan 'blocked(128, pairwise)' --out bf16",
                            "--in bf16 --profile trn2 --out bf16 --out-rounding stochastic --seed 7",
-                           "--in fp32 --acc fp32 --out fp32 --ulps 2", "--in fp32 --acc fp32 --out bf16 --compute fp32 --exp-ulps 1"}) {
+                           "--in fp32 --out fp32 --ulps 2", "--in fp32 --out bf16 --compute fp32 --exp-ulps 1"}) {
     SCOPED_TRACE(text);
     const ClaimSpec c = parse_claim(text);
     EXPECT_EQ(c.text(), text);
@@ -87,7 +88,7 @@ TEST(ParseClaim, DefaultsAreAbsentNotSentinels) {
 }
 
 TEST(ParseClaim, InlineValuesAndQuotes) {
-  EXPECT_EQ(parse_claim("--in=bf16 --out=\"bf16\" --plan=splitk(4)").text(), "--in bf16 --acc fp32 --plan splitk(4) --out bf16");
+  EXPECT_EQ(parse_claim("--in=bf16 --out=\"bf16\" --plan=splitk(4)").text(), "--in bf16 --plan splitk(4) --out bf16");
 }
 
 TEST(ParseClaim, ErrorsNameTheToken) {
@@ -116,6 +117,29 @@ TEST(ParseClaim, ErrorsNameTheToken) {
     SCOPED_TRACE(text);
     EXPECT_THAT(error_of([&] { parse_claim(text); }), HasSubstr(message));
   }
+}
+
+// ------------------------------------------------------------------- shapes
+
+TEST(Shapes, MatmulAndRowwiseDot) {
+  const std::vector<std::int64_t> a{2, 3}, b{3, 4}, c{2, 4}, v{3}, r{2};
+  const ShapeRef A{a, "a.npy"}, B{b, "b.npy"}, C{c, "c.npy"}, V{v, "v.npy"}, R{r, "r.npy"}, A_as_c{a, "a.npy"};
+  const MatmulDims s = matmul_dims(A, B, &C);
+  EXPECT_EQ(s.m, 2);
+  EXPECT_EQ(s.k, 3);
+  EXPECT_EQ(s.n, 4);
+  EXPECT_EQ(error_of([&] { matmul_dims(A, A); }),
+            "shape mismatch: A (a.npy) is [2, 3] (M x K) and B (a.npy) is [2, 3] (K x N): K differs (3 vs 2)");
+  EXPECT_EQ(error_of([&] { matmul_dims(A, B, &A_as_c); }),
+            "shape mismatch: A (a.npy) is [2, 3] (M x K) and B (b.npy) is [3, 4] (K x N) give M x N = [2, 4], "
+            "but C (a.npy) is [2, 3]");
+  EXPECT_EQ(error_of([&] { matmul_dims(V, B); }), "shape mismatch: A (v.npy) is [3], but A must be a matrix (M x K)");
+  EXPECT_EQ(error_of([&] { matmul_dims(A, V); }), "shape mismatch: B (v.npy) is [3], but B must be a matrix (K x N)");
+  EXPECT_EQ(rowwise_dot_dims(A, A, &R).m, 2);
+  EXPECT_EQ(error_of([&] { rowwise_dot_dims(A, B); }),
+            "shape mismatch: A (a.npy) is [2, 3] and B (b.npy) is [3, 4]; a row-wise dot needs equal shapes (R x K)");
+  EXPECT_THAT(error_of([&] { rowwise_dot_dims(A, A, &V); }),
+              HasSubstr("but C (v.npy) is [3]; it needs R = 2 elements ([2] or [2, 1])"));
 }
 
 // ------------------------------------------------------------------- views

@@ -314,32 +314,6 @@ TEST(Shapes, Strings) {
   EXPECT_EQ(index_string(s, 17), "[1, 1, 1]");
 }
 
-TEST(Shapes, MatmulAndRowwiseDot) {
-  const Tensor a = make_tensor(ElementType::F32, {2, 3}, Bytes(24), "a.npy");
-  const Tensor b = make_tensor(ElementType::F32, {3, 4}, Bytes(48), "b.npy");
-  const Tensor c = make_tensor(ElementType::F32, {2, 4}, Bytes(32), "c.npy");
-  const MatmulShape s = check_matmul_shapes(a, b, &c);
-  EXPECT_EQ(s.m, 2);
-  EXPECT_EQ(s.k, 3);
-  EXPECT_EQ(s.n, 4);
-  expect_input_error([&] { (void)check_matmul_shapes(a, a); },
-                     "shape mismatch: A (a.npy) is [2, 3] (M x K) and B (a.npy) is [2, 3] (K x N): K differs (3 vs 2)");
-  expect_input_error([&] { (void)check_matmul_shapes(a, b, &a); },
-                     "shape mismatch: A (a.npy) is [2, 3] (M x K) and B (b.npy) is [3, 4] (K x N) give M x N = [2, 4], "
-                     "but C (a.npy) is [2, 3]");
-  const Tensor v = make_tensor(ElementType::F32, {3}, Bytes(12), "v.npy");
-  expect_input_error([&] { (void)check_matmul_shapes(v, b); },
-                     "shape mismatch: A (v.npy) is [3], but A must be a matrix (M x K)");
-  expect_input_error([&] { (void)check_matmul_shapes(a, v); },
-                     "shape mismatch: B (v.npy) is [3], but B must be a matrix (K x N)");
-  const Tensor r = make_tensor(ElementType::F32, {2}, Bytes(8), "r.npy");
-  EXPECT_EQ(check_rowwise_dot_shapes(a, a, &r).m, 2);
-  expect_input_error([&] { (void)check_rowwise_dot_shapes(a, b); },
-                     "shape mismatch: A (a.npy) is [2, 3] and B (b.npy) is [3, 4]; a row-wise dot needs equal shapes");
-  expect_input_error([&] { (void)check_rowwise_dot_shapes(a, a, &v); },
-                     "but C (v.npy) is [3]; it needs R = 2 elements ([2] or [2, 1])");
-}
-
 // ---------------------------------------------------------------------------------------
 // All-or-nothing writes.
 

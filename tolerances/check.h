@@ -104,7 +104,8 @@ struct ClaimSpec {
 
   /// The output rounding in force (the given one, the profile's, or rne).
   Rounding output_rounding() const;
-  /// The claim in its text form (canonical order, only what differs from the defaults).
+  /// The claim in its text form (canonical order, only what differs from the defaults:
+  /// `--acc fp32` is left out).
   std::string text() const;
 };
 

@@ -205,7 +205,7 @@ std::string ClaimSpec::text() const {
     if (cast_rounding != Rounding::rne) add("--cast-rounding", rounding_name(cast_rounding));
   }
   if (!profile) {
-    add("--acc", acc->name);
+    if (*acc != fp32) add("--acc", acc->name);  // the default is left out: row-op commands take no --acc
     if (acc_rounding != Rounding::rne) add("--acc-rounding", rounding_name(acc_rounding));
     if (products_rounded) add("--products-rounded");
     if (acc_ftz) add("--ftz");

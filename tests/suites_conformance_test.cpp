@@ -1,0 +1,175 @@
+// numfid::gtest conformance suites: instantiated on a correct CPU bf16 GEMM and softmax (every
+// case passes, every required mutant is caught), and run on defective kernels, whose cases must
+// fail with the defect's signature; the generated cases are seeded and reproducible.
+#include <numfid/gtest.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "suites_kernels.h"
+
+namespace {
+
+namespace k = numfid_test_kernels;
+namespace nt = numfid::testing;
+using ::testing::HasSubstr;
+
+constexpr std::int64_t kTile = 16;
+constexpr const char* kClaim = "--in bf16 --acc fp32 --out bf16";
+constexpr const char* kSoftmaxClaim = "--in bf16 --out bf16 --compute fp32";
+
+numfid::TensorData good_gemm(const numfid::TensorData& a, const numfid::TensorData& b) {
+  return k::gemm_tensor(a, b, kTile);
+}
+numfid::TensorData good_softmax(const numfid::TensorData& x) { return k::softmax_tensor(x); }
+
+// The suites as a kernel project instantiates them (small tile and large K: seconds on 2 cores).
+NUMFID_MATMUL_CONFORMANCE(TiledGemm, good_gemm, kClaim, .tile = kTile, .large_k = 1024);
+NUMFID_SOFTMAX_CONFORMANCE(Softmax, good_softmax, kSoftmaxClaim, .tile = kTile, .large_row = 1024);
+// The defaults (tile 128, K = 4096), with the kernel's own tile 128.
+numfid::TensorData good_gemm_128(const numfid::TensorData& a, const numfid::TensorData& b) {
+  return k::gemm_tensor(a, b, 128);
+}
+NUMFID_MATMUL_CONFORMANCE(TiledGemmDefaults, good_gemm_128, kClaim);
+NUMFID_SOFTMAX_CONFORMANCE(SoftmaxDefaults, good_softmax, kSoftmaxClaim);
+
+nt::MatmulCase matmul_case(std::string_view name) {
+  for (const nt::MatmulCase& c : nt::matmul_cases({.tile = kTile, .large_k = 1024}))
+    if (c.name == name) return c;
+  throw std::runtime_error("no case " + std::string(name));
+}
+
+TEST(MatmulConformance, CasesCoverTheShapesAndData) {
+  const std::vector<nt::MatmulCase> cases = nt::matmul_cases({.tile = kTile, .large_k = 1024});
+  std::set<std::string> names;
+  std::set<std::int64_t> ks;
+  std::set<nt::DataKind> kinds;
+  bool m1 = false, n1 = false;
+  for (const nt::MatmulCase& c : cases) {
+    names.insert(c.name);
+    ks.insert(c.k);
+    kinds.insert(c.data);
+    m1 = m1 || c.m == 1;
+    n1 = n1 || c.n == 1;
+  }
+  EXPECT_EQ(names.size(), cases.size()) << "case names are unique";
+  for (const std::int64_t K : {std::int64_t{1}, kTile - 1, kTile, kTile + 1, 2 * kTile + 3, std::int64_t{1024}})
+    EXPECT_TRUE(ks.contains(K)) << K;
+  EXPECT_TRUE(m1 && n1);
+  EXPECT_EQ(kinds.size(), 8u);
+}
+
+TEST(MatmulConformance, OperandsAreSeededAndReproducible) {
+  const numfid::ClaimSpec claim = numfid::parse_claim(kClaim);
+  const nt::MatmulCase c = matmul_case("random_m4_k17_n4");
+  EXPECT_EQ(nt::matmul_operands(c, claim).a.values, nt::matmul_operands(c, claim).a.values);
+  nt::MatmulCase other = c;
+  other.seed += 1;
+  EXPECT_NE(nt::matmul_operands(c, claim).a.values, nt::matmul_operands(other, claim).a.values);
+  // A different suite seed gives different case seeds.
+  EXPECT_NE(nt::matmul_cases({.tile = kTile, .seed = 1})[0].seed, nt::matmul_cases({.tile = kTile, .seed = 2})[0].seed);
+}
+
+TEST(MatmulConformance, EveryCaseHasARequiredMutantAndCatchesIt) {
+  for (const nt::MatmulCase& c : nt::matmul_cases({.tile = kTile, .large_k = 1024})) {
+    SCOPED_TRACE(c.name);
+    const nt::ConformanceReport r = nt::evaluate_matmul_case(good_gemm, kClaim, c);
+    int required = 0;
+    for (const nt::MutantResult& m : r.mutants) required += m.required;
+    EXPECT_GE(required, 1);
+    EXPECT_EQ(r.blind(), "");
+  }
+}
+
+TEST(MatmulConformance, RandomLargeKRequiresEveryMutant) {
+  const nt::ConformanceReport r = nt::evaluate_matmul_case(good_gemm, kClaim, matmul_case("random_m4_k35_n5"));
+  std::set<std::string> required;
+  for (const nt::MutantResult& m : r.mutants)
+    if (m.required) required.insert(m.name);
+  EXPECT_EQ(required, (std::set<std::string>{"one-element-off", "bf16-partial-sums", "dropped-k-tile", "truncating-output"}) );
+}
+
+struct Defective {
+  k::GemmDefect defect;
+  const char* case_name;
+  const char* signature;
+};
+
+TEST(MatmulConformance, DefectiveKernelsFailWithTheirSignature) {
+  for (const Defective d : {Defective{k::GemmDefect::bf16_accumulator, "random_m2_k1024_n3", "narrow-accumulator"},
+                            Defective{k::GemmDefect::truncating_output, "random_m8_k1_n8", "bias"},
+                            Defective{k::GemmDefect::skips_last_tile, "random_m4_k17_n4", "DEFECT"}}) {
+    SCOPED_TRACE(d.case_name);
+    auto kernel = [&](const numfid::TensorData& a, const numfid::TensorData& b) {
+      return k::gemm_tensor(a, b, kTile, d.defect);
+    };
+    const nt::MatmulCase c = matmul_case(d.case_name);
+    const nt::ConformanceReport r = nt::evaluate_matmul_case(kernel, kClaim, c);
+    EXPECT_THAT(r.kernel, nt::IsDefect());
+    ::testing::TestPartResultArray results;
+    {
+      ::testing::ScopedFakeTestPartResultReporter reporter(
+          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
+      nt::run_matmul_case(kernel, kClaim, c);
+    }
+    ASSERT_EQ(results.size(), 1) << "only the kernel's verdict fails, not the sensitivity check";
+    const std::string m = results.GetTestPartResult(0).message();
+    EXPECT_THAT(m, HasSubstr("DEFECT"));
+    EXPECT_THAT(m, HasSubstr(d.signature));
+  }
+}
+
+TEST(MatmulConformance, FailuresNameTheCaseAndSeed) {
+  auto broken = [](const numfid::TensorData& a, const numfid::TensorData& b) {
+    return k::gemm_tensor(a, b, kTile, k::GemmDefect::truncating_output);
+  };
+  const nt::MatmulCase c = matmul_case("random_m8_k1_n8");
+  ::testing::TestPartResultArray results;
+  {
+    ::testing::ScopedFakeTestPartResultReporter reporter(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
+    nt::run_matmul_case(broken, kClaim, c);
+  }
+  ASSERT_EQ(results.size(), 1);
+  EXPECT_THAT(results.GetTestPartResult(0).message(),
+              HasSubstr(fmt::format("matmul case random_m8_k1_n8 (M=8, K=1, N=8, data random, tile 16, seed {:#x})", c.seed)));
+}
+
+TEST(MatmulConformance, BlindReportNamesTheMutant) {
+  nt::ConformanceReport r;
+  nt::MutantResult m;
+  m.name = "dropped-k-tile";
+  m.what = "terms k = 16..16 left out";
+  m.required = true;
+  m.rule = "K = 17 > tile 16";
+  m.result.verdict.reason = "all elements are bit-exact";
+  r.mutants.push_back(m);
+  EXPECT_EQ(r.blind(), "  mutant dropped-k-tile (terms k = 16..16 left out) passed: all elements are bit-exact — "
+                       "required because K = 17 > tile 16\n");
+  r.mutants[0].result.verdict.kind = numfid::TensorKind::defect;
+  EXPECT_EQ(r.blind(), "");
+  r.mutants[0].result.verdict.kind = numfid::TensorKind::consistent;
+  r.mutants[0].required = false;
+  EXPECT_EQ(r.blind(), "");
+}
+
+TEST(SoftmaxConformance, NaiveSoftmaxFailsOnLargeLogits) {
+  nt::SoftmaxCase c;
+  for (const nt::SoftmaxCase& s : nt::softmax_cases({.tile = kTile}))
+    if (s.data == nt::DataKind::near_overflow) c = s;
+  ASSERT_FALSE(c.name.empty());
+  auto naive = [](const numfid::TensorData& x) { return k::softmax_tensor(x, true); };
+  const nt::ConformanceReport r = nt::evaluate_softmax_case(naive, kSoftmaxClaim, c);
+  EXPECT_THAT(r.kernel, nt::IsDefect());
+  EXPECT_THAT(r.kernel, nt::HasSignature("non-finite"));
+  const nt::ConformanceReport ok = nt::evaluate_softmax_case(good_softmax, kSoftmaxClaim, c);
+  EXPECT_THAT(ok.kernel, nt::IsConsistent());
+  EXPECT_EQ(ok.blind(), "");
+}
+
+}  // namespace

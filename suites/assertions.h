@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,6 +31,9 @@ struct Checked {
   std::vector<std::string> extra_args;  ///< options that are not tensors ("--axis", "1")
   std::string claim_text;               ///< ClaimSpec::text(): what the CLI parses back
 };
+
+/// The verdict line and the operands' names (never their data).
+void PrintTo(const Checked& c, std::ostream* os);
 
 /// numfid::check_matmul, keeping the operands for a reproduction. The claim as a ClaimSpec or
 /// in its text form ("--in bf16 --acc fp32 --out bf16").

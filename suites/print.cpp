@@ -1,6 +1,8 @@
 // PrintTo for numfid's value types and the decoded form of a bit pattern.
 #include "suites/print.h"
 
+#include "suites/assertions.h"
+
 #include <fmt/format.h>
 
 #include "io/tensor.h"
@@ -29,6 +31,13 @@ void PrintTo(const ClaimSpec& c, std::ostream* os) {
 }
 
 namespace testing {
+
+void PrintTo(const Checked& c, std::ostream* os) {
+  numfid::PrintTo(c.result, os);
+  *os << " (numfid " << c.command << ":";
+  for (const auto& [option, t] : c.operands) *os << " " << option << " " << t.format->name << " " << shape_string(t.shape);
+  *os << ")";
+}
 
 std::string describe_bits(const FormatSpec& f, Bits b) {
   const std::string hex = to_hex(f, b);

@@ -297,6 +297,13 @@ TEST(NumfidGtest, PrintTo) {
   EXPECT_EQ(::testing::PrintToString(good), "CheckResult matmul: CONSISTENT — " + good.verdict.reason);
   EXPECT_EQ(::testing::PrintToString(numfid::parse_claim("--in bf16 --acc fp32 --out bf16")),
             "ClaimSpec{--in bf16 --acc fp32 --out bf16}");
+  const Operands o = operands(2, 8, 3);
+  const std::vector<std::uint16_t> c = k::gemm(o.a, o.b, o.M, o.K, o.N, 4);
+  const numfid::testing::Checked checked = numfid::testing::check_matmul(
+      numfid::view(std::span<const float>(o.a), {o.M, o.K}, "bf16"), numfid::view(std::span<const float>(o.b), {o.K, o.N}, "bf16"),
+      numfid::view(std::span<const std::uint16_t>(c), {o.M, o.N}, "bf16"), "--in bf16 --acc fp32 --out bf16");
+  EXPECT_EQ(::testing::PrintToString(checked), "CheckResult matmul: CONSISTENT — " + checked.result.verdict.reason +
+                                                   " (numfid check matmul: --a bf16 [2, 8] --b bf16 [8, 3] --c bf16 [2, 3])");
 }
 
 // ------------------------------------------------------------------- determinism

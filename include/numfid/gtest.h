@@ -5,6 +5,7 @@
 
 #include "tolerances/check.h"
 
+#include "suites/adapters.h"
 #include "suites/assertions.h"
 #include "suites/bits_eq.h"
 #include "suites/conformance.h"

@@ -104,34 +104,48 @@ ConformanceReport evaluate_matmul_case(const MatmulKernel& kernel, std::string_v
 /// every required mutant is caught. At most these two failures, each naming the case and seed.
 void run_matmul_case(const MatmulKernel& kernel, std::string_view claim, const MatmulCase& c);
 
-/// Options of the softmax suite.
-struct SoftmaxSuiteOptions {
+/// Options of the row-op suites (softmax, log_softmax, layernorm, rmsnorm, elementwise functions).
+struct RowSuiteOptions {
   std::int64_t tile = 128;       ///< row lengths tile - 1, tile, tile + 1
   std::uint64_t seed = kDefaultSeed;
   std::int64_t large_row = 4096; ///< the long-row case (2 rows)
+  double eps = 1e-5;             ///< layernorm / rmsnorm: the epsilon the kernel adds to the variance
 };
+using SoftmaxSuiteOptions = RowSuiteOptions;
 
-/// One generated softmax case: `rows` rows of length `cols` (softmax over the last axis).
-struct SoftmaxCase {
+/// One generated row-op case: `rows` rows of length `cols` (the op works along the last axis).
+struct RowCase {
   std::string name;
+  RowOp op = RowOp::softmax;
   std::int64_t rows = 0, cols = 0;
   DataKind data = DataKind::random;
   std::uint64_t seed = 0;
+  double eps = 1e-5;
 };
-void PrintTo(const SoftmaxCase& c, std::ostream* os);
+using SoftmaxCase = RowCase;
+void PrintTo(const RowCase& c, std::ostream* os);
 
 /// Row lengths 1, 7, tile - 1, tile, tile + 1 and large_row on random data; near_overflow,
-/// all_equal, masked, nonfinite and wide_exponent on 4 rows of tile + 1.
-std::vector<SoftmaxCase> softmax_cases(const SoftmaxSuiteOptions& o);
-std::string softmax_case_name(const ::testing::TestParamInfo<SoftmaxCase>& info);
+/// all_equal, masked (softmax and log_softmax only), nonfinite and wide_exponent on 4 rows of
+/// tile + 1.
+std::vector<RowCase> row_cases(RowOp op, const RowSuiteOptions& o);
+inline std::vector<RowCase> softmax_cases(const RowSuiteOptions& o) { return row_cases(RowOp::softmax, o); }
+std::string row_case_name(const ::testing::TestParamInfo<RowCase>& info);
 
-/// The kernel under test: Y = softmax(X) along the last axis, X in --in, Y in --out.
+/// The kernel under test: Y = op(X) along the last axis, X in --in, Y (same shape) in --out.
+/// (layernorm / rmsnorm without scale and shift: gamma = 1, beta = 0.)
 using RowKernel = std::function<TensorData(const TensorData& x)>;
 
 /// The generated input of a case (format claim.in, shape {rows, cols}).
-TensorData softmax_input(const SoftmaxCase& c, const ClaimSpec& claim);
-ConformanceReport evaluate_softmax_case(const RowKernel& kernel, std::string_view claim, const SoftmaxCase& c);
-void run_softmax_case(const RowKernel& kernel, std::string_view claim, const SoftmaxCase& c);
+TensorData row_input(const RowCase& c, const ClaimSpec& claim);
+ConformanceReport evaluate_row_case(const RowKernel& kernel, std::string_view claim, const RowCase& c);
+void run_row_case(const RowKernel& kernel, std::string_view claim, const RowCase& c);
+inline ConformanceReport evaluate_softmax_case(const RowKernel& kernel, std::string_view claim, const RowCase& c) {
+  return evaluate_row_case(kernel, claim, c);
+}
+inline void run_softmax_case(const RowKernel& kernel, std::string_view claim, const RowCase& c) {
+  run_row_case(kernel, claim, c);
+}
 
 }  // namespace numfid::testing
 
@@ -146,12 +160,17 @@ void run_softmax_case(const RowKernel& kernel, std::string_view claim, const Sof
       ::testing::ValuesIn(::numfid::testing::matmul_cases(::numfid::testing::MatmulSuiteOptions{__VA_ARGS__})), \
       ::numfid::testing::matmul_case_name)
 
-/// A softmax conformance suite; `adapter`: numfid::TensorData(const numfid::TensorData& x),
-/// options: SoftmaxSuiteOptions' designated initialisers.
-#define NUMFID_SOFTMAX_CONFORMANCE(Suite, adapter, claim, ...)                                                     \
-  class Suite : public ::testing::TestWithParam<::numfid::testing::SoftmaxCase> {};                               \
-  TEST_P(Suite, Conforms) { ::numfid::testing::run_softmax_case(adapter, claim, GetParam()); }                      \
+/// A row-op conformance suite: `op` a numfid::RowOp (numfid::RowOp::rmsnorm, ...), `adapter`
+/// numfid::TensorData(const numfid::TensorData& x), options: RowSuiteOptions' designated
+/// initialisers. The claim gives the accuracy (--ulps N, or softmax's --compute F).
+#define NUMFID_ROWS_CONFORMANCE(Suite, op, adapter, claim, ...)                                                    \
+  class Suite : public ::testing::TestWithParam<::numfid::testing::RowCase> {};                                   \
+  TEST_P(Suite, Conforms) { ::numfid::testing::run_row_case(adapter, claim, GetParam()); }                          \
   INSTANTIATE_TEST_SUITE_P(                                                                                       \
       Numfid, Suite,                                                                                              \
-      ::testing::ValuesIn(::numfid::testing::softmax_cases(::numfid::testing::SoftmaxSuiteOptions{__VA_ARGS__})), \
-      ::numfid::testing::softmax_case_name)
+      ::testing::ValuesIn(::numfid::testing::row_cases(op, ::numfid::testing::RowSuiteOptions{__VA_ARGS__})),     \
+      ::numfid::testing::row_case_name)
+
+/// A softmax conformance suite (NUMFID_ROWS_CONFORMANCE with numfid::RowOp::softmax).
+#define NUMFID_SOFTMAX_CONFORMANCE(Suite, adapter, claim, ...) \
+  NUMFID_ROWS_CONFORMANCE(Suite, ::numfid::RowOp::softmax, adapter, claim __VA_OPT__(, ) __VA_ARGS__)

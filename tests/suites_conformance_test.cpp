@@ -38,6 +38,14 @@ numfid::TensorData good_gemm_128(const numfid::TensorData& a, const numfid::Tens
 NUMFID_MATMUL_CONFORMANCE(TiledGemmDefaults, good_gemm_128, kClaim);
 NUMFID_SOFTMAX_CONFORMANCE(SoftmaxDefaults, good_softmax, kSoftmaxClaim);
 
+// The other row ops through NUMFID_ROWS_CONFORMANCE.
+numfid::TensorData good_rmsnorm(const numfid::TensorData& x) { return k::rmsnorm_tensor(x); }
+numfid::TensorData good_exp(const numfid::TensorData& x) { return k::exp_tensor(x); }
+NUMFID_ROWS_CONFORMANCE(RmsNorm, numfid::RowOp::rmsnorm, good_rmsnorm, "--in bf16 --out bf16 --ulps 1", .tile = kTile,
+                        .large_row = 1024);
+NUMFID_ROWS_CONFORMANCE(Exp, numfid::RowOp::exp, good_exp, "--in bf16 --out bf16 --ulps 1", .tile = kTile,
+                        .large_row = 256);
+
 nt::MatmulCase matmul_case(std::string_view name) {
   for (const nt::MatmulCase& c : nt::matmul_cases({.tile = kTile, .large_k = 1024}))
     if (c.name == name) return c;
@@ -170,6 +178,28 @@ TEST(SoftmaxConformance, NaiveSoftmaxFailsOnLargeLogits) {
   const nt::ConformanceReport ok = nt::evaluate_softmax_case(good_softmax, kSoftmaxClaim, c);
   EXPECT_THAT(ok.kernel, nt::IsConsistent());
   EXPECT_EQ(ok.blind(), "");
+}
+
+TEST(RowConformance, Fp32SquaresRmsNormFailsNearOverflow) {
+  nt::RowCase c;
+  for (const nt::RowCase& r : nt::row_cases(numfid::RowOp::rmsnorm, {.tile = kTile}))
+    if (r.data == nt::DataKind::near_overflow) c = r;
+  ASSERT_FALSE(c.name.empty());
+  auto fp32 = [](const numfid::TensorData& x) { return k::rmsnorm_tensor(x, true); };
+  const nt::ConformanceReport r = nt::evaluate_row_case(fp32, "--in bf16 --out bf16 --ulps 1", c);
+  EXPECT_THAT(r.kernel, nt::IsDefect());
+  EXPECT_THAT(nt::evaluate_row_case(good_rmsnorm, "--in bf16 --out bf16 --ulps 1", c).kernel, nt::IsConsistent());
+  // No masked case outside softmax / log_softmax.
+  for (const nt::RowCase& x : nt::row_cases(numfid::RowOp::rmsnorm, {.tile = kTile})) EXPECT_NE(x.data, nt::DataKind::masked);
+}
+
+TEST(RowConformance, LooseClaimRequiresNoMutant) {
+  // 100 ulps of bf16 (about 0.8 relative) cannot see a 1/8 change: the rule says so rather than
+  // failing; the kernel's verdict is still judged.
+  const nt::ConformanceReport r =
+      nt::evaluate_row_case(good_exp, "--in bf16 --out bf16 --ulps 100", nt::row_cases(numfid::RowOp::exp, {.tile = kTile})[1]);
+  for (const nt::MutantResult& m : r.mutants) EXPECT_FALSE(m.required) << m.name;
+  EXPECT_EQ(r.blind(), "");
 }
 
 }  // namespace

@@ -77,4 +77,35 @@ inline numfid::TensorData softmax_tensor(const numfid::TensorData& x, bool naive
   return numfid::view(std::span<const std::uint16_t>(y), x.shape, "bf16", "Y");
 }
 
+/// Row RMSNorm y = x / sqrt(mean(x²) + eps) of bf16 values, bf16 RNE out: in double (correct
+/// for every bf16 input), or with the sum of squares in fp32 (overflows above 2^64).
+inline numfid::TensorData rmsnorm_tensor(const numfid::TensorData& x, bool fp32_squares = false, double eps = 1e-5) {
+  const std::int64_t cols = x.shape.back(), rows = static_cast<std::int64_t>(x.values.size()) / cols;
+  std::vector<std::uint16_t> y(x.values.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    auto at = [&](std::int64_t j) { return static_cast<std::size_t>(r * cols + j); };
+    double ss = 0;
+    float ss32 = 0;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const float v = bf16_value(static_cast<std::uint16_t>(x.values[at(j)].raw));
+      ss += static_cast<double>(v) * v;
+      ss32 += v * v;
+    }
+    // A row holding inf or NaN is NaN throughout, as numfid's oracle defines it.
+    const double scale = std::isfinite(ss) ? 1 / std::sqrt((fp32_squares ? static_cast<double>(ss32) : ss) /
+                                                               static_cast<double>(cols) + eps)
+                                           : NAN;
+    for (std::int64_t j = 0; j < cols; ++j)
+      y[at(j)] = bf16_rne(static_cast<float>(bf16_value(static_cast<std::uint16_t>(x.values[at(j)].raw)) * scale));
+  }
+  return numfid::view(std::span<const std::uint16_t>(y), x.shape, "bf16", "Y");
+}
+
+/// Elementwise exp of bf16 values through fp32 std::exp, bf16 RNE out.
+inline numfid::TensorData exp_tensor(const numfid::TensorData& x) {
+  std::vector<std::uint16_t> y;
+  for (const numfid::Bits v : x.values) y.push_back(bf16_rne(std::exp(bf16_value(static_cast<std::uint16_t>(v.raw)))));
+  return numfid::view(std::span<const std::uint16_t>(y), x.shape, "bf16", "Y");
+}
+
 }  // namespace numfid_test_kernels

@@ -7,10 +7,13 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "formats/error.h"
 #include "suites_kernels.h"
 
 namespace {
@@ -178,6 +181,61 @@ TEST(SoftmaxConformance, NaiveSoftmaxFailsOnLargeLogits) {
   const nt::ConformanceReport ok = nt::evaluate_softmax_case(good_softmax, kSoftmaxClaim, c);
   EXPECT_THAT(ok.kernel, nt::IsConsistent());
   EXPECT_EQ(ok.blind(), "");
+}
+
+// Casts: fp32 -> bf16 (the neighbourhood of every bf16 value) and bf16 -> fp32 (exhaustive).
+numfid::TensorData cast_to_bf16(const numfid::TensorData& x) {
+  std::vector<std::uint16_t> y;
+  for (const numfid::Bits b : x.values) y.push_back(k::bf16_rne(std::bit_cast<float>(b.raw)));
+  return numfid::view(std::span<const std::uint16_t>(y), x.shape, "bf16");
+}
+numfid::TensorData truncate_to_bf16(const numfid::TensorData& x) {
+  std::vector<std::uint16_t> y;
+  for (const numfid::Bits b : x.values) y.push_back(k::bf16_rtz(std::bit_cast<float>(b.raw)));
+  return numfid::view(std::span<const std::uint16_t>(y), x.shape, "bf16");
+}
+numfid::TensorData widen_bf16(const numfid::TensorData& x) {
+  std::vector<std::uint32_t> y;
+  for (const numfid::Bits b : x.values) y.push_back(b.raw << 16);
+  return numfid::view(std::span<const std::uint32_t>(y), x.shape, "fp32");
+}
+NUMFID_CAST_CONFORMANCE(Fp32ToBf16, cast_to_bf16, "fp32", "bf16", .chunks = 4);
+NUMFID_CAST_CONFORMANCE(Bf16ToFp32, widen_bf16, "bf16", "fp32", .chunks = 2);
+
+TEST(CastConformance, ChunksCoverEveryPatternOnce) {
+  std::vector<int> seen(65536, 0);
+  for (const nt::CastCase& c : nt::cast_cases("bf16", "fp32", {.chunks = 7}))
+    for (const numfid::Bits b : nt::cast_input(c).values) ++seen[b.raw];
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), 65536);
+  // fp32 -> bf16: every bf16 pattern's value is an input (with its tie and neighbours).
+  std::set<std::uint32_t> inputs;
+  for (const nt::CastCase& c : nt::cast_cases("fp32", "bf16", {.chunks = 3}))
+    for (const numfid::Bits b : nt::cast_input(c).values) inputs.insert(b.raw);
+  for (std::uint32_t p = 0; p < 65536; ++p)
+    if ((p & 0x7f80u) != 0x7f80u || (p & 0x7fu) == 0) {
+      ASSERT_TRUE(inputs.contains(p << 16)) << p;
+    }
+  EXPECT_TRUE(inputs.contains(0x3f808000u));  // 1 + 2^-8: the tie between bf16 1 and 1 + 2^-7
+  EXPECT_THROW(nt::cast_cases("fp32", "tf32", {}), numfid::InputError);
+}
+
+TEST(CastConformance, TruncatingCastFailsNamingTheInputs) {
+  const nt::CastCase c = nt::cast_cases("fp32", "bf16", {.chunks = 4})[1];
+  ::testing::TestPartResultArray results;
+  {
+    ::testing::ScopedFakeTestPartResultReporter reporter(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
+    nt::run_cast_case(truncate_to_bf16, c);
+  }
+  ASSERT_EQ(results.size(), 1);
+  const std::string m = results.GetTestPartResult(0).message();
+  EXPECT_THAT(m, HasSubstr("the cast differs from numfid's correctly rounded fp32 -> bf16 (rne) in "));
+  EXPECT_THAT(m, HasSubstr("; the first 8:"));
+  // The first mismatch of chunk 2 (bf16 patterns 0x4000..): the tie above 2 rounds to even (2),
+  // so the first difference is one fp32 ulp above that tie: 0x40008001 -> 0x4001, truncated 0x4000.
+  EXPECT_THAT(m, HasSubstr("input 0x40008001 (+2.00781274: sign 0, exponent 0x80, significand 0x8001)\n"
+                           "      expected 0x4001 (+2.015625: sign 0, exponent 0x80, significand 0x1)\n"
+                           "      got      0x4000 (+2: sign 0, exponent 0x80, significand 0x0)"));
 }
 
 TEST(RowConformance, Fp32SquaresRmsNormFailsNearOverflow) {

@@ -8,6 +8,7 @@
 #include "suites/adapters.h"
 #include "suites/assertions.h"
 #include "suites/bits_eq.h"
+#include "suites/cast_conformance.h"
 #include "suites/conformance.h"
 #include "suites/determinism.h"
 #include "suites/matchers.h"

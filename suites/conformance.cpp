@@ -259,6 +259,123 @@ bool in(DataKind d, std::initializer_list<DataKind> set) { return std::find(set.
 
 }  // namespace
 
+namespace {
+
+/// What differs between the matmul and the sum suites: how an output is judged, and the
+/// operands the mutants are computed from.
+struct Reduction {
+  const MatmulCase& c;
+  const ClaimSpec& claim;
+  const MatmulOperands& ops;  ///< A (M×K) and B (K×N; for a sum, a column of ones)
+  std::function<CheckResult(const TensorData& out)> judge;
+  bool products = true;       ///< the terms are products a·b (matmul), else the values themselves (sum)
+};
+
+/// The mutants of a matmul-like reduction's output `out` (see docs/gtest.md for the rules).
+void add_reduction_mutants(ConformanceReport& rep, const Reduction& r, const MatmulReference& ref, const TensorData& out) {
+  const MatmulCase& c = r.c;
+  const ClaimSpec& claim = r.claim;
+  const FormatSpec& fo = *claim.out;
+  const auto cells = static_cast<std::size_t>(c.m * c.n);
+  std::vector<double> exact(cells), sum_abs(cells);
+  for (std::size_t i = 0; i < cells; ++i) exact[i] = ref.elements[i].exact, sum_abs[i] = ref.elements[i].sum_abs;
+  const int p_acc = claim.profile ? 0 : claim.acc->precision;
+  // Significant bits of one term: a product of two values, or a sum's value itself.
+  const int term_bits = r.products ? r.ops.a.format->precision + r.ops.b.format->precision : r.ops.a.format->precision;
+  auto add = [&](std::string name, std::string what, bool required, std::string rule, const TensorData& mutant) {
+    rep.mutants.push_back({std::move(name), std::move(what), required, std::move(rule), r.judge(mutant)});
+  };
+
+  // 1. One element moved beyond twice its deterministic bound (+ 4 ulps): always required.
+  if (const auto i = best_conditioned(exact, sum_abs)) {
+    const ReductionBound& b = rep.kernel.result.bound;
+    const double det = b.deterministic * sum_abs[*i] + b.absolute +
+                       rep.kernel.result.output_rounding_ulps * ulp_at(fo, exact[*i]);
+    TensorData m = out;
+    m.values[*i] = away_from(fo, exact[*i], 2 * det + 4 * ulp_at(fo, exact[*i]));
+    add("one-element-off",
+        fmt::format("element {} set to {}, exact {:.9g}", index_string(m.shape, static_cast<std::int64_t>(*i)),
+                    to_hex(fo, m.values[*i]), exact[*i]),
+        true, "an element beyond twice its deterministic bound is a defect under every claim", m);
+  }
+  // 2. Partial sums held in bf16 (sequential), emulated from the operands.
+  if (p_acc > bf16.precision) {
+    ClaimSpec narrow = claim;
+    narrow.acc = &bf16;
+    narrow.acc_rounding = Rounding::rne;
+    narrow.plan = ReductionPlan{};
+    narrow.out_rounding = claim.output_rounding();
+    TensorData m = emulate_matmul(r.ops.a, r.ops.b, std::nullopt, narrow);
+    m.shape = out.shape;
+    // Cancelling terms t, -t that fit bf16 (a sum's bf16 values, products of fp8 values) keep
+    // bf16 partial sums exact; wider ones (products of bf16 values) do not.
+    const bool req = p_acc >= 2 * bf16.precision && fo.precision >= bf16.precision && c.k >= 32 &&
+                     (in(c.data, {DataKind::random, DataKind::wide_exponent, DataKind::near_overflow}) ||
+                      (c.data == DataKind::cancel && term_bits > bf16.precision));
+    add("bf16-partial-sums", "every partial sum rounded to bf16, sequential order", req,
+        req ? fmt::format("the claimed {} accumulator has >= 2x bf16's precision, K = {} >= 32 and the data ({}) has "
+                          "no structure that keeps bf16 sums exact",
+                          claim.acc->name, c.k, data_kind_name(c.data))
+            : std::string("not required: K < 32, a narrow claimed accumulator or output, or data (equal, tied, "
+                          "cancelling values) whose bf16 sums stay exact"),
+        m);
+  }
+  // 3. The last K tile dropped (an off-by-one tile loop): exact result of the remaining terms.
+  if (c.k > c.tile) {
+    const std::int64_t start = ((c.k - 1) / c.tile) * c.tile;
+    TensorData a0 = r.ops.a;
+    for (std::int64_t i = 0; i < c.m; ++i)
+      for (std::int64_t k = start; k < c.k; ++k) a0.values[static_cast<std::size_t>(i * c.k + k)] = zero(*a0.format, false);
+    const MatmulReference dropped = matmul_reference(a0, r.ops.b);
+    TensorData m = out;
+    for (std::size_t i = 0; i < cells; ++i) m.values[i] = dropped.elements[i].rounded(fo);
+    // Not on cancelling data: the dropped terms are mostly pairs that cancel each other, and
+    // what remains can be smaller than the any-order bound on the large Σ|terms|.
+    const bool req = in(c.data, {DataKind::random, DataKind::wide_exponent, DataKind::near_overflow, DataKind::all_equal});
+    add("dropped-k-tile", fmt::format("terms k = {}..{} left out", start, c.k - 1), req,
+        req ? fmt::format("K = {} > tile {} and the dropped terms are non-zero ({} data)", c.k, c.tile,
+                          data_kind_name(c.data))
+            : std::string("not required: the data's dropped terms may be zero or cancel"),
+        m);
+  }
+  // 4. The output cast truncating instead of rounding to nearest.
+  if (nearest(claim.output_rounding())) {
+    TensorData m = out;
+    RoundOptions rtz;
+    rtz.rounding = Rounding::rtz;
+    for (std::size_t i = 0; i < cells; ++i) {
+      const ExactElement& e = ref.elements[i];
+      m.values[i] = (e.nan || e.infinite != 0) ? e.rounded(fo) : round_to(fo, e.value, rtz).bits;
+    }
+    // The exact results must carry more bits than the output: a single term of a sum (K = 1)
+    // is an input value, and a product of two narrow values may fit the output exactly.
+    const bool req = p_acc >= fo.precision + 8 && cells >= 16 && (c.k >= 2 || term_bits > fo.precision) &&
+                     in(c.data, {DataKind::random, DataKind::wide_exponent, DataKind::near_overflow});
+    add("truncating-output", "the exact result truncated (rtz) into the output format", req,
+        req ? fmt::format("the {} accumulator is >= 8 bits wider than the {} output, so about half of the {} elements "
+                          "err by more than the half-ulp the claimed rounding allows",
+                          claim.acc->name, fo.name, cells)
+            : std::string("not required: fewer than 16 elements, structured data, exact results that fit the output, "
+                      "or an accumulator too narrow"),
+        m);
+  }
+}
+
+void expect_conforms(const ConformanceReport& rep) {
+  SCOPED_TRACE(rep.case_text);
+  // The mutants' fate goes into the XML output (--gtest_output=xml) as a property of the test.
+  ::testing::Test::RecordProperty("numfid_mutants", rep.summary());
+  const Checked& kernel_output = rep.kernel;
+  EXPECT_NUMFID_CONSISTENT(kernel_output);
+  const std::string blind = rep.blind();
+  if (!blind.empty())
+    ADD_FAILURE() << "numfid sensitivity self-check: this case is blind to defects it must catch (" << rep.case_text
+                  << "):\n"
+                  << blind;
+}
+
+}  // namespace
+
 ConformanceReport evaluate_matmul_case(const MatmulKernel& kernel, std::string_view claim_text, const MatmulCase& c) {
   const ClaimSpec claim = parse_claim(claim_text);
   const MatmulOperands ops = matmul_operands(c, claim);
@@ -274,97 +391,78 @@ ConformanceReport evaluate_matmul_case(const MatmulKernel& kernel, std::string_v
   const MatmulReference ref = matmul_reference(ops.a, ops.b);
   MatmulCheckOptions judge_only;
   judge_only.predict = false;
-  rep.kernel = Checked{numfid::check_matmul(ref, out, claim), "check matmul", {{"--a", ops.a}, {"--b", ops.b}, {"--c", out}}, {},
-                       claim_text_of(claim)};
-
-  const auto cells = static_cast<std::size_t>(c.m * c.n);
-  std::vector<double> exact(cells), sum_abs(cells);
-  for (std::size_t i = 0; i < cells; ++i) exact[i] = ref.elements[i].exact, sum_abs[i] = ref.elements[i].sum_abs;
-  const int p_acc = claim.profile ? 0 : claim.acc->precision;
-  auto add = [&](std::string name, std::string what, bool required, std::string rule, const TensorData& mutant) {
-    rep.mutants.push_back({std::move(name), std::move(what), required, std::move(rule),
-                           numfid::check_matmul(ref, mutant, claim, judge_only)});
-  };
-
-  // 1. One element moved beyond twice its deterministic bound (+ 4 ulps): always required.
-  if (const auto i = best_conditioned(exact, sum_abs)) {
-    const ReductionBound& b = rep.kernel.result.bound;
-    const double det = b.deterministic * sum_abs[*i] + b.absolute +
-                       rep.kernel.result.output_rounding_ulps * ulp_at(fo, exact[*i]);
-    TensorData m = out;
-    m.values[*i] = away_from(fo, exact[*i], 2 * det + 4 * ulp_at(fo, exact[*i]));
-    add("one-element-off", fmt::format("element {} set to {}, exact {:.9g}", index_string(m.shape, static_cast<std::int64_t>(*i)),
-                                       to_hex(fo, m.values[*i]), exact[*i]),
-        true, "an element beyond twice its deterministic bound is a defect under every claim", m);
-  }
-  // 2. Partial sums held in bf16 (sequential), emulated from the operands.
-  if (p_acc > bf16.precision) {
-    ClaimSpec narrow = claim;
-    narrow.acc = &bf16;
-    narrow.acc_rounding = Rounding::rne;
-    narrow.plan = ReductionPlan{};
-    narrow.out_rounding = claim.output_rounding();
-    TensorData m = emulate_matmul(ops.a, ops.b, std::nullopt, narrow);
-    const bool req = p_acc >= 2 * bf16.precision && fo.precision >= bf16.precision && c.k >= 32 &&
-                     in(c.data, {DataKind::random, DataKind::wide_exponent, DataKind::near_overflow, DataKind::cancel});
-    add("bf16-partial-sums", "every partial sum rounded to bf16, sequential order", req,
-        req ? fmt::format("the claimed {} accumulator has >= 2x bf16's precision, K = {} >= 32 and the data ({}) has "
-                          "no structure that keeps bf16 sums exact",
-                          claim.acc->name, c.k, data_kind_name(c.data))
-            : std::string("not required: K < 32, a narrow claimed accumulator or output, or structured data"),
-        m);
-  }
-  // 3. The last K tile dropped (an off-by-one tile loop): exact result of the remaining terms.
-  if (c.k > c.tile) {
-    const std::int64_t start = ((c.k - 1) / c.tile) * c.tile;
-    TensorData a0 = ops.a;
-    for (std::int64_t i = 0; i < c.m; ++i)
-      for (std::int64_t k = start; k < c.k; ++k) a0.values[static_cast<std::size_t>(i * c.k + k)] = zero(*a0.format, false);
-    const MatmulReference dropped = matmul_reference(a0, ops.b);
-    TensorData m = out;
-    for (std::size_t i = 0; i < cells; ++i) m.values[i] = dropped.elements[i].rounded(fo);
-    // Not on cancelling data: the dropped terms are mostly pairs that cancel each other, and
-    // what remains can be smaller than the any-order bound on the large Σ|terms|.
-    const bool req = in(c.data, {DataKind::random, DataKind::wide_exponent, DataKind::near_overflow, DataKind::all_equal});
-    add("dropped-k-tile", fmt::format("terms k = {}..{} left out", start, c.k - 1), req,
-        req ? fmt::format("K = {} > tile {} and the dropped terms are non-zero ({} data)", c.k, c.tile,
-                          data_kind_name(c.data))
-            : std::string("not required: the data's dropped terms may be zero"),
-        m);
-  }
-  // 4. The output cast truncating instead of rounding to nearest.
-  if (nearest(claim.output_rounding())) {
-    TensorData m = out;
-    RoundOptions rtz;
-    rtz.rounding = Rounding::rtz;
-    for (std::size_t i = 0; i < cells; ++i) {
-      const ExactElement& e = ref.elements[i];
-      m.values[i] = (e.nan || e.infinite != 0) ? e.rounded(fo) : round_to(fo, e.value, rtz).bits;
-    }
-    const bool req = p_acc >= fo.precision + 8 && cells >= 16 &&
-                     in(c.data, {DataKind::random, DataKind::wide_exponent, DataKind::near_overflow});
-    add("truncating-output", "the exact result truncated (rtz) into the output format", req,
-        req ? fmt::format("the {} accumulator is >= 8 bits wider than the {} output, so about half of the {} elements "
-                          "err by more than the half-ulp the claimed rounding allows",
-                          claim.acc->name, fo.name, cells)
-            : std::string("not required: fewer than 16 elements, structured data, or an accumulator too narrow"),
-        m);
-  }
+  rep.kernel = Checked{numfid::check_matmul(ref, out, claim), "check matmul", {{"--a", ops.a}, {"--b", ops.b}, {"--c", out}},
+                       {}, claim_text_of(claim)};
+  add_reduction_mutants(rep, {c, claim, ops, [&](const TensorData& m) { return numfid::check_matmul(ref, m, claim, judge_only); }},
+                        ref, out);
   return rep;
 }
 
 void run_matmul_case(const MatmulKernel& kernel, std::string_view claim, const MatmulCase& c) {
-  const ConformanceReport rep = evaluate_matmul_case(kernel, claim, c);
-  SCOPED_TRACE(rep.case_text);
-  // The mutants' fate goes into the XML output (--gtest_output=xml) as a property of the test.
-  ::testing::Test::RecordProperty("numfid_mutants", rep.summary());
-  const Checked& kernel_output = rep.kernel;
-  EXPECT_NUMFID_CONSISTENT(kernel_output);
-  const std::string blind = rep.blind();
-  if (!blind.empty())
-    ADD_FAILURE() << "numfid sensitivity self-check: this case is blind to defects it must catch (" << rep.case_text
-                  << "):\n"
-                  << blind;
+  expect_conforms(evaluate_matmul_case(kernel, claim, c));
+}
+
+// ------------------------------------------------------------------- sum
+
+std::vector<MatmulCase> sum_cases(const MatmulSuiteOptions& o) {
+  const std::int64_t t = std::max<std::int64_t>(o.tile, 2);
+  std::vector<MatmulCase> cases;
+  auto add = [&](std::int64_t rows, std::int64_t k, DataKind d) {
+    MatmulCase c;
+    c.m = rows, c.k = k, c.n = 1, c.data = d, c.tile = t;
+    c.seed = case_seed(o.seed, cases.size());
+    c.name = fmt::format("{}_rows{}_k{}", data_kind_name(d), rows, k);
+    cases.push_back(std::move(c));
+  };
+  for (const std::int64_t k : {std::int64_t{1}, t - 1, t, t + 1, 2 * t + 3}) add(16, k, DataKind::random);
+  add(2, std::max(o.large_k, std::int64_t{1}), DataKind::random);
+  add(1, t + 5, DataKind::random);
+  for (const DataKind d : {DataKind::cancel, DataKind::wide_exponent, DataKind::subnormal, DataKind::near_overflow,
+                           DataKind::ties, DataKind::nonfinite, DataKind::all_equal})
+    add(16, 2 * t + 3, d);
+  return cases;
+}
+
+TensorData sum_input(const MatmulCase& c, const ClaimSpec& claim) {
+  if (claim.in == nullptr || claim.out == nullptr) throw InputError("sum conformance: the claim needs --in and --out");
+  TensorData x = matmul_operands(c, claim).a;
+  x.name = std::string("X");
+  if (c.data == DataKind::near_overflow) {
+    // Σ|x| about a quarter of the output's (and the accumulator's) largest value.
+    const FormatSpec& f = *claim.in;
+    const double top = std::min(max_finite(*claim.out), claim.acc ? max_finite(*claim.acc) : max_finite(*claim.out)) / 4;
+    const int e = std::min(static_cast<int>(std::floor(std::log2(top / static_cast<double>(c.k)))), emax(f) - 1);
+    Rng rng{c.seed ^ 0x5bd1e995u};
+    for (Bits& v : x.values) v = to_format(f, rng.uniform(-1, 1) * pow2(e));
+  }
+  return x;
+}
+
+ConformanceReport evaluate_sum_case(const RowKernel& kernel, std::string_view claim_text, const MatmulCase& c) {
+  const ClaimSpec claim = parse_claim(claim_text);
+  const FormatSpec& fo = *claim.out;
+  const FormatSpec& fin = *claim.in;
+  MatmulOperands ops{sum_input(c, claim), {}};
+  // The sum as A·1: B a column of ones, so that the reference and the mutants reuse matmul's.
+  ops.b = TensorData{&fin, {c.k, 1}, std::vector<Bits>(static_cast<std::size_t>(c.k), to_format(fin, 1.0)), "ones"};
+  ConformanceReport rep;
+  rep.case_text = fmt::format("sum case {} (rows={}, K={}, data {}, tile {}, seed {:#x}), claim {}", c.name, c.m, c.k,
+                              data_kind_name(c.data), c.tile, c.seed, claim_text_of(claim));
+  TensorData out = kernel(ops.a);
+  out.name = "kernel output";
+  if (out.format->name != fo.name || out.values.size() != static_cast<std::size_t>(c.m))
+    throw InputError(fmt::format("{}: the kernel returned {} {}, the claim says {} [{}]", rep.case_text,
+                                 out.format->name, shape_string(out.shape), fo.name, c.m));
+  out.shape = {c.m};
+  rep.kernel = testing::check_sum(ops.a, out, -1, claim);
+  const MatmulReference ref = matmul_reference(ops.a, ops.b);
+  add_reduction_mutants(rep, {c, claim, ops, [&](const TensorData& m) { return numfid::check_sum(ops.a, m, -1, claim); }, false},
+                        ref, out);
+  return rep;
+}
+
+void run_sum_case(const RowKernel& kernel, std::string_view claim, const MatmulCase& c) {
+  expect_conforms(evaluate_sum_case(kernel, claim, c));
 }
 
 // ------------------------------------------------------------------- row ops
@@ -510,16 +608,7 @@ ConformanceReport evaluate_row_case(const RowKernel& kernel, std::string_view cl
 }
 
 void run_row_case(const RowKernel& kernel, std::string_view claim, const RowCase& c) {
-  const ConformanceReport rep = evaluate_row_case(kernel, claim, c);
-  SCOPED_TRACE(rep.case_text);
-  ::testing::Test::RecordProperty("numfid_mutants", rep.summary());
-  const Checked& kernel_output = rep.kernel;
-  EXPECT_NUMFID_CONSISTENT(kernel_output);
-  const std::string blind = rep.blind();
-  if (!blind.empty())
-    ADD_FAILURE() << "numfid sensitivity self-check: this case is blind to defects it must catch (" << rep.case_text
-                  << "):\n"
-                  << blind;
+  expect_conforms(evaluate_row_case(kernel, claim, c));
 }
 
 }  // namespace numfid::testing

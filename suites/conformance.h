@@ -104,6 +104,22 @@ ConformanceReport evaluate_matmul_case(const MatmulKernel& kernel, std::string_v
 /// every required mutant is caught. At most these two failures, each naming the case and seed.
 void run_matmul_case(const MatmulKernel& kernel, std::string_view claim, const MatmulCase& c);
 
+/// The cases of a sum suite (X: rows × K, summed along K), as MatmulCases with N = 1: every
+/// length (K = 1, tile ± 1, tile, 2·tile + 3 on 16 rows, large K on 2 rows, one row of
+/// tile + 5) on random data, and every other data kind on 16 × (2·tile + 3).
+std::vector<MatmulCase> sum_cases(const MatmulSuiteOptions& o);
+/// The generated X of a sum case (format claim.in, shape {rows, K}).
+TensorData sum_input(const MatmulCase& c, const ClaimSpec& claim);
+
+/// The kernel under test for the row-wise ops and the sum: X in --in -> Y in --out
+/// (row ops: the same shape; sum: one value per row, shape {rows}).
+using RowKernel = std::function<TensorData(const TensorData& x)>;
+
+/// A sum case: the kernel sums each row of X; judged by check_sum, with the matmul mutants
+/// (computed as X·1).
+ConformanceReport evaluate_sum_case(const RowKernel& kernel, std::string_view claim, const MatmulCase& c);
+void run_sum_case(const RowKernel& kernel, std::string_view claim, const MatmulCase& c);
+
 /// Options of the row-op suites (softmax, log_softmax, layernorm, rmsnorm, elementwise functions).
 struct RowSuiteOptions {
   std::int64_t tile = 128;       ///< row lengths tile - 1, tile, tile + 1
@@ -132,9 +148,8 @@ std::vector<RowCase> row_cases(RowOp op, const RowSuiteOptions& o);
 inline std::vector<RowCase> softmax_cases(const RowSuiteOptions& o) { return row_cases(RowOp::softmax, o); }
 std::string row_case_name(const ::testing::TestParamInfo<RowCase>& info);
 
-/// The kernel under test: Y = op(X) along the last axis, X in --in, Y (same shape) in --out.
-/// (layernorm / rmsnorm without scale and shift: gamma = 1, beta = 0.)
-using RowKernel = std::function<TensorData(const TensorData& x)>;
+// Row ops' kernels are RowKernels: Y = op(X) along the last axis, Y the same shape as X
+// (layernorm / rmsnorm without scale and shift: gamma = 1, beta = 0).
 
 /// The generated input of a case (format claim.in, shape {rows, cols}).
 TensorData row_input(const RowCase& c, const ClaimSpec& claim);
@@ -158,6 +173,16 @@ inline void run_softmax_case(const RowKernel& kernel, std::string_view claim, co
   INSTANTIATE_TEST_SUITE_P(                                                                                      \
       Numfid, Suite,                                                                                             \
       ::testing::ValuesIn(::numfid::testing::matmul_cases(::numfid::testing::MatmulSuiteOptions{__VA_ARGS__})), \
+      ::numfid::testing::matmul_case_name)
+
+/// A sum (dot with ones) conformance suite: `adapter` numfid::TensorData(const numfid::TensorData& x)
+/// returning the row sums of x (rows × K) as [rows]; options: MatmulSuiteOptions'.
+#define NUMFID_SUM_CONFORMANCE(Suite, adapter, claim, ...)                                                    \
+  class Suite : public ::testing::TestWithParam<::numfid::testing::MatmulCase> {};                           \
+  TEST_P(Suite, Conforms) { ::numfid::testing::run_sum_case(adapter, claim, GetParam()); }                      \
+  INSTANTIATE_TEST_SUITE_P(                                                                                  \
+      Numfid, Suite,                                                                                         \
+      ::testing::ValuesIn(::numfid::testing::sum_cases(::numfid::testing::MatmulSuiteOptions{__VA_ARGS__})), \
       ::numfid::testing::matmul_case_name)
 
 /// A row-op conformance suite: `op` a numfid::RowOp (numfid::RowOp::rmsnorm, ...), `adapter`

@@ -41,6 +41,24 @@ numfid::TensorData good_gemm_128(const numfid::TensorData& a, const numfid::Tens
 NUMFID_MATMUL_CONFORMANCE(TiledGemmDefaults, good_gemm_128, kClaim);
 NUMFID_SOFTMAX_CONFORMANCE(SoftmaxDefaults, good_softmax, kSoftmaxClaim);
 
+// Other formats: the kernel is numfid's own model of a blocked fp32 accumulation (a legal
+// computation under the claim), so every case must pass and every required mutant be caught.
+numfid::TensorData emulated_fp8_gemm(const numfid::TensorData& a, const numfid::TensorData& b) {
+  return numfid::emulate_matmul(a, b, std::nullopt,
+                                numfid::parse_claim("--in fp8_e4m3 --acc fp32 --out fp16 --plan 'blocked(16)'"));
+}
+NUMFID_MATMUL_CONFORMANCE(EmulatedFp8Gemm, emulated_fp8_gemm, "--in fp8_e4m3 --acc fp32 --out fp16", .tile = kTile,
+                          .large_k = 512);
+numfid::TensorData emulated_fp16_gemm(const numfid::TensorData& a, const numfid::TensorData& b) {
+  return numfid::emulate_matmul(a, b, std::nullopt, numfid::parse_claim("--in fp16 --acc fp32 --out fp32 --plan pairwise"));
+}
+NUMFID_MATMUL_CONFORMANCE(EmulatedFp16Gemm, emulated_fp16_gemm, "--in fp16 --acc fp32 --out fp32", .tile = kTile,
+                          .large_k = 512);
+
+// Sums (the GEMM's loop with B = ones).
+numfid::TensorData good_sum(const numfid::TensorData& x) { return k::sum_tensor(x, kTile); }
+NUMFID_SUM_CONFORMANCE(TiledSum, good_sum, kClaim, .tile = kTile, .large_k = 1024);
+
 // The other row ops through NUMFID_ROWS_CONFORMANCE.
 numfid::TensorData good_rmsnorm(const numfid::TensorData& x) { return k::rmsnorm_tensor(x); }
 numfid::TensorData good_exp(const numfid::TensorData& x) { return k::exp_tensor(x); }
@@ -236,6 +254,20 @@ TEST(CastConformance, TruncatingCastFailsNamingTheInputs) {
   EXPECT_THAT(m, HasSubstr("input 0x40008001 (+2.00781274: sign 0, exponent 0x80, significand 0x8001)\n"
                            "      expected 0x4001 (+2.015625: sign 0, exponent 0x80, significand 0x1)\n"
                            "      got      0x4000 (+2: sign 0, exponent 0x80, significand 0x0)"));
+}
+
+TEST(SumConformance, DefectiveSumsFailWithTheirSignature) {
+  const std::vector<nt::MatmulCase> cases = nt::sum_cases({.tile = kTile, .large_k = 1024});
+  EXPECT_EQ(cases.size(), 14u);
+  auto bf16_acc = [](const numfid::TensorData& x) { return k::sum_tensor(x, kTile, k::GemmDefect::bf16_accumulator); };
+  const nt::ConformanceReport r = nt::evaluate_sum_case(bf16_acc, kClaim, cases[5]);  // random_rows2_k1024
+  EXPECT_EQ(cases[5].name, "random_rows2_k1024");
+  EXPECT_THAT(r.kernel, nt::IsDefect());
+  auto truncating = [](const numfid::TensorData& x) { return k::sum_tensor(x, kTile, k::GemmDefect::truncating_output); };
+  const nt::ConformanceReport t = nt::evaluate_sum_case(truncating, kClaim, cases[4]);  // random_rows16_k35
+  EXPECT_THAT(t.kernel, nt::IsDefect());
+  EXPECT_EQ(t.kernel.command, "check sum");
+  EXPECT_EQ(t.kernel.extra_args, (std::vector<std::string>{"--axis", "-1"}));
 }
 
 TEST(RowConformance, Fp32SquaresRmsNormFailsNearOverflow) {

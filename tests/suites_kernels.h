@@ -77,6 +77,15 @@ inline numfid::TensorData softmax_tensor(const numfid::TensorData& x, bool naive
   return numfid::view(std::span<const std::uint16_t>(y), x.shape, "bf16", "Y");
 }
 
+/// Row sums of a rows×K bf16 tensor: the GEMM with B a column of ones (same tiles, same defects).
+inline numfid::TensorData sum_tensor(const numfid::TensorData& x, std::int64_t tile, GemmDefect d = GemmDefect::none) {
+  const std::int64_t rows = x.shape[0], k = x.shape[1];
+  std::vector<float> xf, ones(static_cast<std::size_t>(k), 1.0f);
+  for (const numfid::Bits v : x.values) xf.push_back(bf16_value(static_cast<std::uint16_t>(v.raw)));
+  const std::vector<std::uint16_t> c = gemm(xf, ones, rows, k, 1, tile, d);
+  return numfid::view(std::span<const std::uint16_t>(c), {rows}, "bf16", "S");
+}
+
 /// Row RMSNorm y = x / sqrt(mean(x²) + eps) of bf16 values, bf16 RNE out: in double (correct
 /// for every bf16 input), or with the sum of squares in fp32 (overflows above 2^64).
 inline numfid::TensorData rmsnorm_tensor(const numfid::TensorData& x, bool fp32_squares = false, double eps = 1e-5) {

@@ -64,6 +64,12 @@ numfid::TensorData good_rmsnorm(const numfid::TensorData& x) { return k::rmsnorm
 numfid::TensorData good_exp(const numfid::TensorData& x) { return k::exp_tensor(x); }
 NUMFID_ROWS_CONFORMANCE(RmsNorm, numfid::RowOp::rmsnorm, good_rmsnorm, "--in bf16 --out bf16 --ulps 1", .tile = kTile,
                         .large_row = 1024);
+numfid::TensorData good_layernorm(const numfid::TensorData& x) { return k::layernorm_tensor(x); }
+numfid::TensorData good_log_softmax(const numfid::TensorData& x) { return k::log_softmax_tensor(x); }
+NUMFID_ROWS_CONFORMANCE(LayerNorm, numfid::RowOp::layernorm, good_layernorm, "--in bf16 --out bf16 --ulps 1",
+                        .tile = kTile, .large_row = 1024);
+NUMFID_ROWS_CONFORMANCE(LogSoftmax, numfid::RowOp::log_softmax, good_log_softmax, "--in bf16 --out bf16 --ulps 1",
+                        .tile = kTile, .large_row = 1024);
 NUMFID_ROWS_CONFORMANCE(Exp, numfid::RowOp::exp, good_exp, "--in bf16 --out bf16 --ulps 1", .tile = kTile,
                         .large_row = 256);
 

@@ -110,6 +110,45 @@ inline numfid::TensorData rmsnorm_tensor(const numfid::TensorData& x, bool fp32_
   return numfid::view(std::span<const std::uint16_t>(y), x.shape, "bf16", "Y");
 }
 
+/// Row LayerNorm (x - mean) / sqrt(var + eps) of bf16 values in double, bf16 RNE out; a row
+/// holding inf or NaN is NaN throughout.
+inline numfid::TensorData layernorm_tensor(const numfid::TensorData& x, double eps = 1e-5) {
+  const std::int64_t cols = x.shape.back(), rows = static_cast<std::int64_t>(x.values.size()) / cols;
+  std::vector<std::uint16_t> y(x.values.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    auto v = [&](std::int64_t j) {
+      return static_cast<double>(bf16_value(static_cast<std::uint16_t>(x.values[static_cast<std::size_t>(r * cols + j)].raw)));
+    };
+    double mean = 0, var = 0;
+    for (std::int64_t j = 0; j < cols; ++j) mean += v(j);
+    mean /= static_cast<double>(cols);
+    for (std::int64_t j = 0; j < cols; ++j) var += (v(j) - mean) * (v(j) - mean);
+    var /= static_cast<double>(cols);
+    const double scale = std::isfinite(var) ? 1 / std::sqrt(var + eps) : NAN;
+    for (std::int64_t j = 0; j < cols; ++j)
+      y[static_cast<std::size_t>(r * cols + j)] = bf16_rne(static_cast<float>((v(j) - mean) * scale));
+  }
+  return numfid::view(std::span<const std::uint16_t>(y), x.shape, "bf16", "Y");
+}
+
+/// Row log-softmax of bf16 values in double (max subtracted), bf16 RNE out.
+inline numfid::TensorData log_softmax_tensor(const numfid::TensorData& x) {
+  const std::int64_t cols = x.shape.back(), rows = static_cast<std::int64_t>(x.values.size()) / cols;
+  std::vector<std::uint16_t> y(x.values.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    auto v = [&](std::int64_t j) {
+      return static_cast<double>(bf16_value(static_cast<std::uint16_t>(x.values[static_cast<std::size_t>(r * cols + j)].raw)));
+    };
+    double mx = -INFINITY;
+    for (std::int64_t j = 0; j < cols; ++j) mx = std::fmax(mx, v(j));
+    double sum = 0;
+    for (std::int64_t j = 0; j < cols; ++j) sum += std::exp(v(j) - mx);
+    for (std::int64_t j = 0; j < cols; ++j)
+      y[static_cast<std::size_t>(r * cols + j)] = bf16_rne(static_cast<float>(v(j) - mx - std::log(sum)));
+  }
+  return numfid::view(std::span<const std::uint16_t>(y), x.shape, "bf16", "Y");
+}
+
 /// Elementwise exp of bf16 values through fp32 std::exp, bf16 RNE out.
 inline numfid::TensorData exp_tensor(const numfid::TensorData& x) {
   std::vector<std::uint16_t> y;

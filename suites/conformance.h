@@ -9,9 +9,10 @@
 // --gtest_filter, sharding and XML output work as usual. A case generates seeded operands,
 // runs the kernel, judges its output with the check pipeline, and then judges mutants of that
 // output (sensitivity self-check): a mutant the case must catch and does not is a failure that
-// says the case is blind to it. Which mutant must be caught is decided per case by the rules in
-// docs/gtest.md ("What the conformance suites generate"), never a test that cannot fail: the
-// one-element mutant is always required.
+// says the case is blind to it. Which mutant must be caught is decided per case, from the case
+// and the claim, by the rules in docs/gtest.md ("The sensitivity self-check"): a matmul or sum
+// case always requires its one-element mutant (moved beyond twice its deterministic bound), a
+// row-op case does under a claim tight enough to see a change of 1/8.
 #pragma once
 
 #include <cstdint>

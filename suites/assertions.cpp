@@ -57,6 +57,20 @@ std::filesystem::path dump_folder(const char* root) {
 
 std::string claim_text_of(const ClaimSpec& c) { return trimmed(c.text()); }
 
+/// The claim text of a row op for the CLI: ClaimSpec::text() always writes the accumulator
+/// ("--acc fp32"), which `numfid check softmax` and the other row commands reject as a
+/// reduction-only option; it says nothing about a row op, so it is left out there.
+std::string row_claim_text_of(const ClaimSpec& c) {
+  std::string t = claim_text_of(c);
+  const std::string acc = fmt::format("--acc {}", c.acc ? c.acc->name : "");
+  if (const auto at = t.find(acc); at != std::string::npos) {
+    t.erase(at, acc.size());
+    if (at < t.size() && t[at] == ' ') t.erase(at, 1);
+    else if (at > 0 && t[at - 1] == ' ') t.erase(at - 1, 1);
+  }
+  return t;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------- checking helpers
@@ -89,7 +103,7 @@ Checked check_sum(const TensorData& x, const TensorData& c, int axis, std::strin
 Checked check_rows(RowOp op, const TensorData& x, const TensorData& c, const ClaimSpec& claim,
                    const RowCheckOptions& opt) {
   Checked k{numfid::check_rows(op, x, c, claim, opt), fmt::format("check {}", row_op_name(op)), {{"--x", x}, {"--c", c}},
-            {}, claim_text_of(claim)};
+            {}, row_claim_text_of(claim)};
   if (op == RowOp::layernorm || op == RowOp::rmsnorm) k.extra_args = {"--eps", fmt::format("{}", opt.eps)};
   if (opt.gamma) k.operands.emplace_back("--gamma", *opt.gamma);
   if (opt.beta) k.operands.emplace_back("--beta", *opt.beta);

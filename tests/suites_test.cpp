@@ -157,6 +157,19 @@ TEST(NumfidGtest, DefectiveKernelPassesExpectDefect) {
   EXPECT_NUMFID_DEFECT(check(operands(8, 256, 8), k::GemmDefect::bf16_accumulator));
 }
 
+TEST(NumfidGtest, SuspiciousIsNotADefect) {
+  // The CLI's contract: suspicious (evidence, not proof) exits 0; the assertions follow it.
+  numfid::CheckResult r;
+  r.op = "matmul";
+  r.verdict.kind = numfid::TensorKind::suspicious;
+  r.verdict.reason = "3 of 64 elements lie outside the probabilistic bound";
+  EXPECT_NUMFID_CONSISTENT(r);
+  EXPECT_THAT(r, numfid::testing::IsConsistent());
+  const Failures f = capture([&] { EXPECT_NUMFID_DEFECT(r); });
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_THAT(f.all(), HasSubstr("but it is SUSPICIOUS.\nnumfid matmul: SUSPICIOUS — 3 of 64 elements lie outside"));
+}
+
 TEST(NumfidGtest, AssertIsFatal) {
   const numfid::CheckResult r = check(operands(8, 256, 8), k::GemmDefect::bf16_accumulator);
   bool after = false;
@@ -242,6 +255,36 @@ TEST_F(DumpDir, WritesOperandsAndTheCommandLine) {
   ASSERT_TRUE(WIFEXITED(status)) << run;
   EXPECT_EQ(WEXITSTATUS(status), 1) << run;
 #endif
+}
+
+TEST_F(DumpDir, RowOpsAndSumsReproduceToo) {
+  // A softmax without max subtraction on large logits (exp overflows: NaN rows), and a sum
+  // accumulated in bf16: each dumped command gives the CLI's defect exit code.
+  std::vector<float> logits;
+  for (int i = 0; i < 32; ++i) logits.push_back(static_cast<float>(100 + i));
+  const numfid::TensorData X = numfid::view(std::span<const float>(logits), {2, 16}, "bf16", "X");
+  const numfid::TensorData Y = k::softmax_tensor(X, true);
+  const numfid::testing::Checked soft =
+      numfid::testing::check_rows(numfid::RowOp::softmax, X, Y, "--in bf16 --out bf16 --compute fp32");
+  const Operands o = operands(16, 256, 1);
+  const numfid::TensorData S = numfid::view(std::span<const float>(o.a), {16, 256}, "bf16", "S");
+  const numfid::TensorData T = k::sum_tensor(S, 16, k::GemmDefect::bf16_accumulator);
+  const numfid::testing::Checked sum = numfid::testing::check_sum(S, T, -1, "--in bf16 --acc fp32 --out bf16");
+  for (const numfid::testing::Checked* c : {&soft, &sum}) {
+    const Failures f = capture([&] { EXPECT_NUMFID_CONSISTENT(*c); });
+    ASSERT_EQ(f.size(), 1u);
+    const std::string m = f.all();
+    const auto at = m.find("    numfid " + c->command + " ");
+    ASSERT_NE(at, std::string::npos) << m;
+    const std::string cmd = m.substr(at + 4, m.find('\n', at) - at - 4);
+    EXPECT_THAT(cmd, HasSubstr(c->claim_text));
+#ifdef NUMFID_CLI
+    const std::string run = std::string(NUMFID_CLI) + cmd.substr(std::string("numfid").size()) + " > /dev/null";
+    const int status = std::system(run.c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << run;
+    EXPECT_EQ(WEXITSTATUS(status), 1) << run;
+#endif
+  }
 }
 
 TEST_F(DumpDir, PlainCheckResultSaysNoOperandsWereKept) {

@@ -239,7 +239,7 @@ TEST_F(DumpDir, WritesOperandsAndTheCommandLine) {
   const std::string m = f.all();
   const std::filesystem::path folder = dir_ / "DumpDir.WritesOperandsAndTheCommandLine-0";
   EXPECT_THAT(m, HasSubstr("operands written to " + folder.string()));
-  const std::string cmd = fmt::format("numfid check matmul --a {0}/a.npy --b {0}/b.npy --c {0}/c.npy --in bf16 --acc fp32 --out bf16",
+  const std::string cmd = fmt::format("numfid check matmul --a {0}/a.npy --b {0}/b.npy --c {0}/c.npy --in bf16 --out bf16",
                                       folder.string());
   EXPECT_THAT(m, HasSubstr(cmd));
   // The files hold the operands bit for bit, read back as the CLI reads them.
@@ -339,7 +339,7 @@ TEST(NumfidGtest, PrintTo) {
   const numfid::CheckResult good = check(operands(8, 64, 8), k::GemmDefect::none);
   EXPECT_EQ(::testing::PrintToString(good), "CheckResult matmul: CONSISTENT — " + good.verdict.reason);
   EXPECT_EQ(::testing::PrintToString(numfid::parse_claim("--in bf16 --acc fp32 --out bf16")),
-            "ClaimSpec{--in bf16 --acc fp32 --out bf16}");
+            "ClaimSpec{--in bf16 --out bf16}");
   const Operands o = operands(2, 8, 3);
   const std::vector<std::uint16_t> c = k::gemm(o.a, o.b, o.M, o.K, o.N, 4);
   const numfid::testing::Checked checked = numfid::testing::check_matmul(

@@ -16,7 +16,7 @@ std::int64_t TensorEngineModel::roundings(std::int64_t k, bool has_addend) const
   const std::int64_t rows = double_row ? (in_tile + 1) / 2 : in_tile;
   std::int64_t inner = inner_order == PlanKind::pairwise ? std::bit_width(static_cast<std::uint64_t>(rows - 1)) : rows - 1;
   if (double_row) inner += 1;  // the pair sum
-  const std::int64_t instructions = (k + per - 1) / per;
+  const std::int64_t instructions = ceil_div_nonnegative(k, per);  // k + per - 1 overflows near 2^63
   return inner + instructions - 1 + (has_addend ? 1 : 0);
 }
 

@@ -1,4 +1,4 @@
-# Emulated bf16 GEMM (numerics/emulate.cpp fast path) next to OpenBLAS cblas_sgemm on the same
+# Emulated bf16 GEMM (numerics/emulate_gemm.cpp fast path) next to OpenBLAS cblas_sgemm on the same
 # shape (figures: docs/performance.md). OpenBLAS is a bench-only dependency, found through its
 # pkg-config file (Debian libopenblas-dev; FindBLAS would not give the cblas.h include path).
 pkg_check_modules(OPENBLAS IMPORTED_TARGET openblas)

@@ -111,6 +111,9 @@ function(numfid_package)
   foreach(lib IN LISTS libs)
     get_target_property(folder ${lib} NUMFID_HEADER_FOLDER)
     file(GLOB headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${folder}/*.h)
+    # Internal headers (detail.h, *_detail.h: shared by a library's own sources, some with
+    # MPFR types) are not part of the package; no public header includes them.
+    list(FILTER headers EXCLUDE REGEX "(^|/)([a-z_]+_)?detail\\.h$")
     install(FILES ${headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/numfid/${folder})
   endforeach()
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/numfid/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/numfid

@@ -103,18 +103,27 @@ Bits te_element(const TensorEngineModel& te, const FormatSpec& fa, std::span<con
   return convert(*te.psum.format, *te.output, *run, o).bits;
 }
 
+/// An operand as the array sees it: after the compiler's auto-cast, if any.
+struct Operand {
+  std::vector<Bits> store;
+  const FormatSpec* format = nullptr;
+  std::span<const Bits> data;
+  Operand(const TensorEngineModel& te, const MatrixView& m) {
+    cast_operands(te, m, store, format);
+    data = store.empty() ? m.data : std::span<const Bits>(store);
+  }
+  Operand(const Operand&) = delete;  // `data` may point into `store`
+  Operand& operator=(const Operand&) = delete;
+};
+
 }  // namespace
 
 std::vector<Bits> tensor_engine_matmul(const TensorEngineModel& te, const MatrixView& a_in, const MatrixView& b_in,
                                        const std::optional<MatrixView>& c) {
   const FpEnvGuard guard;  // formats/platform.h: the caller's DAZ/FTZ/rounding mode cannot reach the model
-  std::vector<Bits> as, bs;
-  const FormatSpec* fa;
-  const FormatSpec* fb;
-  cast_operands(te, a_in, as, fa);
-  cast_operands(te, b_in, bs, fb);
-  const std::span<const Bits> a = as.empty() ? a_in.data : std::span<const Bits>(as);
-  const std::span<const Bits> b = bs.empty() ? b_in.data : std::span<const Bits>(bs);
+  const Operand A(te, a_in), B(te, b_in);
+  const FormatSpec *fa = A.format, *fb = B.format;
+  const std::span<const Bits> a = A.data, b = B.data;
   const std::int64_t M = a_in.rows, K = a_in.cols, N = b_in.cols;
   std::vector<Bits> d(static_cast<std::size_t>(M * N));
   std::vector<Term> products, terms;
@@ -131,13 +140,9 @@ std::vector<Bits> tensor_engine_matmul(const TensorEngineModel& te, const Matrix
 std::vector<Bits> tensor_engine_dot_rows(const TensorEngineModel& te, const MatrixView& a_in, const MatrixView& b_in,
                                          const std::optional<MatrixView>& c) {
   const FpEnvGuard guard;  // formats/platform.h: the caller's DAZ/FTZ/rounding mode cannot reach the model
-  std::vector<Bits> as, bs;
-  const FormatSpec* fa;
-  const FormatSpec* fb;
-  cast_operands(te, a_in, as, fa);
-  cast_operands(te, b_in, bs, fb);
-  const std::span<const Bits> a = as.empty() ? a_in.data : std::span<const Bits>(as);
-  const std::span<const Bits> b = bs.empty() ? b_in.data : std::span<const Bits>(bs);
+  const Operand A(te, a_in), B(te, b_in);
+  const FormatSpec *fa = A.format, *fb = B.format;
+  const std::span<const Bits> a = A.data, b = B.data;
   const std::int64_t R = a_in.rows, K = a_in.cols;
   std::vector<Bits> d(static_cast<std::size_t>(R));
   std::vector<Term> products, terms;

@@ -24,6 +24,7 @@ int report(const CheckResult& r, const std::string& json_path) {
 // ------------------------------------------------------------------- check matmul
 
 struct MatmulArgs {
+  bool dot = false;  ///< `check dot`: row-wise D[r] = C[r] + Σ_k A[r,k]·B[r,k]
   ClaimOptions claim;
   std::string a, b, c, addend, addend_format, json, ref, ref_profile;
   int worst = 8;
@@ -39,7 +40,8 @@ int run_check_matmul(const MatmulArgs& m) {
   // Shapes from the headers first: a wrong-shaped operand is refused before any value is read.
   const Tensor ta = read_operand(m.a, "--a"), tb = read_operand(m.b, "--b"), tc = read_operand(m.c, "--c");
   const ShapeRef sc{tc.shape, tc.source};
-  matmul_dims({ta.shape, ta.source}, {tb.shape, tb.source}, &sc);
+  if (m.dot) rowwise_dot_dims({ta.shape, ta.source}, {tb.shape, tb.source}, &sc);
+  else matmul_dims({ta.shape, ta.source}, {tb.shape, tb.source}, &sc);
   const TensorData A = operand_values(ta, fa, "--a"), B = operand_values(tb, fb, "--b"),
                    C = operand_values(tc, *claim.out, "--c");
   MatmulCheckOptions o;
@@ -49,7 +51,7 @@ int run_check_matmul(const MatmulArgs& m) {
     o.ref = load_operand(m.ref, *claim.out, "--ref");
     o.ref_claim = m.claim.parse({{"--profile", m.ref_profile}, {"--plan", ""}});
   }
-  return report(check_matmul(A, B, C, claim, o), m.json);
+  return report(m.dot ? check_dot(A, B, C, claim, o) : check_matmul(A, B, C, claim, o), m.json);
 }
 
 // ------------------------------------------------------------------- check sum
@@ -120,6 +122,8 @@ Command add_check_command(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("check", "is an output consistent with its claimed arithmetic? (exit 0 consistent, 1 defect, 2 input error)");
   app->require_subcommand(1);
   auto mm = std::make_shared<MatmulArgs>();
+  auto dt = std::make_shared<MatmulArgs>();
+  dt->dot = true;
   auto sum = std::make_shared<SumArgs>();
   auto rows = std::make_shared<RowArgs>();
   CLI::App* m = app->add_subcommand("matmul", "C = A·B (+ addend), A: M×K, B: K×N, C: M×N");
@@ -133,6 +137,17 @@ Command add_check_command(CLI::App& parent) {
   m->add_option("--json", mm->json, "also write the verdict as JSON");
   m->add_option("--worst", mm->worst, "elements to list")->capture_default_str();
   mm->claim.declare(*m, ClaimKind::reduction);
+  CLI::App* d = app->add_subcommand("dot", "row-wise D[r] = C[r] + Σ_k A[r,k]·B[r,k], A and B: R×K, D: R (as `emulate dot`)");
+  d->add_option("--a", dt->a, "A (.npy or FILE.safetensors:NAME)")->required();
+  d->add_option("--b", dt->b, "B")->required();
+  d->add_option("--c", dt->c, "the output to judge (R elements)")->required();
+  d->add_option("--addend", dt->addend, "the addend the kernel added (R elements)");
+  d->add_option("--addend-format", dt->addend_format, "format of the addend (default: the accumulator's)");
+  d->add_option("--ref", dt->ref, "judge D against this reference output of another platform instead of the exact result");
+  d->add_option("--ref-profile", dt->ref_profile, "the profile of the platform that produced --ref");
+  d->add_option("--json", dt->json, "also write the verdict as JSON");
+  d->add_option("--worst", dt->worst, "elements to list")->capture_default_str();
+  dt->claim.declare(*d, ClaimKind::reduction);
   CLI::App* s = app->add_subcommand("sum", "C = sum of X along an axis");
   s->add_option("--x", sum->x, "X")->required();
   s->add_option("--c", sum->c, "the output to judge")->required();
@@ -164,6 +179,7 @@ Command add_check_command(CLI::App& parent) {
   }
   return {app, [=]() {
             if (m->parsed()) return run_check_matmul(*mm);
+            if (d->parsed()) return run_check_matmul(*dt);
             if (s->parsed()) return run_check_sum(*sum);
             for (const auto& [r, op] : row_apps)
               if (r->parsed()) {

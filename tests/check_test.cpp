@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cfenv>
 #include <cstdint>
@@ -292,6 +293,30 @@ TEST(Emulate, RowwiseDotGivesEachRowItsOwnStreamAndHonoursTheSeed) {
     c8.seed = 8;
     EXPECT_NE(emulate_dot(a, b, std::nullopt, c8).values, d7.values) << "--seed must be honoured";
   }
+}
+
+TEST(CheckDot, JudgesTheRowwiseDotThatEmulateComputes) {
+  const Bf16Problem p(16, 384, 16, 21);
+  TensorData b = p.a;
+  std::reverse(b.values.begin(), b.values.end());  // another 16×384 operand
+  b.name = "B";
+  for (const char* text : {"--in bf16 --profile trn2 --out bf16 --out-rounding stochastic --seed 4",
+                           "--in bf16 --profile nvidia-h100-tc --out fp32", "--in bf16 --plan pairwise --out bf16"}) {
+    SCOPED_TRACE(text);
+    const ClaimSpec claim = parse_claim(text);
+    const TensorData d = emulate_dot(p.a, b, std::nullopt, claim);
+    const CheckResult r = check_dot(p.a, b, d, claim);
+    EXPECT_NE(r.verdict.kind, TensorKind::defect) << r.text();
+    EXPECT_EQ(r.op, "dot");
+    ASSERT_TRUE(r.model.has_value());
+    EXPECT_EQ(r.model->equal, 16);
+  }
+  // Partial sums in bf16 against an fp32 claim: a defect.
+  const TensorData bad = emulate_dot(p.a, b, std::nullopt, parse_claim("--in bf16 --acc bf16 --plan sequential --out bf16"));
+  EXPECT_EQ(check_dot(p.a, b, bad, parse_claim("--in bf16 --out bf16")).verdict.kind, TensorKind::defect);
+  const TensorData wrong{&bf16, {15}, std::vector<Bits>(15), "D"};
+  EXPECT_THAT(error_of([&] { check_dot(p.a, b, wrong, parse_claim("--in bf16 --out bf16")); }),
+              HasSubstr("it needs R = 16 elements ([16] or [16, 1])"));
 }
 
 // ------------------------------------------------------------------- sum, rows, tolerance

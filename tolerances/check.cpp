@@ -206,6 +206,46 @@ MatmulReference matmul_reference(const TensorData& A, const TensorData& B, const
   return r;
 }
 
+MatmulReference dot_reference(const TensorData& A, const TensorData& B, const std::optional<TensorData>& addend) {
+  const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change an exact value
+  MatmulReference r;
+  const ShapeRef ds = addend ? detail::shape_of(*addend) : ShapeRef{};
+  r.dims = rowwise_dot_dims(detail::shape_of(A), detail::shape_of(B), addend ? &ds : nullptr);
+  r.rowwise_dot = true;
+  const std::int64_t R = r.dims.m, K = r.dims.k;
+  r.elements.resize(static_cast<std::size_t>(R));
+  LongAccumulator acc;
+  for (std::int64_t i = 0; i < R; ++i) {
+    const auto row = [&](const TensorData& t) {
+      return std::span<const Bits>(t.values).subspan(static_cast<std::size_t>(i * K), static_cast<std::size_t>(K));
+    };
+    acc.clear();
+    acc.add_dot(*A.format, row(A), *B.format, row(B));
+    if (addend) acc.add(*addend->format, addend->values[static_cast<std::size_t>(i)]);
+    ExactElement& e = r.elements[static_cast<std::size_t>(i)];
+    e.nan = acc.is_nan();
+    e.invalid = acc.is_invalid();
+    e.infinite = static_cast<std::int8_t>(acc.infinity_sign());
+    e.value = acc.value();
+    e.exact = acc.to_double();
+    e.sum_abs = acc.abs_sum_upper();
+  }
+  r.a = A;
+  r.b = B;
+  r.addend = addend;
+  return r;
+}
+
+CheckResult check_dot(const TensorData& A, const TensorData& B, const TensorData& D, const ClaimSpec& claim,
+                      const MatmulCheckOptions& opt) {
+  expect_format(A, *claim.in, "A");
+  expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
+  expect_format(D, *claim.out, "C");
+  const ShapeRef ds = detail::shape_of(D);
+  rowwise_dot_dims(detail::shape_of(A), detail::shape_of(B), &ds);
+  return check_matmul(dot_reference(A, B, opt.addend), D, claim, opt);
+}
+
 CheckResult check_matmul(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& claim,
                          const MatmulCheckOptions& opt) {
   expect_format(A, *claim.in, "A");
@@ -226,7 +266,8 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
   expect_format(C, fout, "C");
   const ShapeRef cs = detail::shape_of(C);
-  matmul_dims(detail::shape_of(A), detail::shape_of(B), &cs);
+  if (mr.rowwise_dot) rowwise_dot_dims(detail::shape_of(A), detail::shape_of(B), &cs);
+  else matmul_dims(detail::shape_of(A), detail::shape_of(B), &cs);
   const TensorData* D = mr.addend ? &*mr.addend : nullptr;
   const std::int64_t M = mr.dims.m, K = mr.dims.k, N = mr.dims.n;
   const ClaimSetup s = detail::make_claim(claim, K, D != nullptr, true);
@@ -257,11 +298,11 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
     b.confidence = 1 - 2 * (1 - claim.confidence);  // both probabilistic bounds hold (union bound)
   }
   Verdict v = judge(s.claim, b, C.values, ref, {M, N}, detail::judge_options(claim, opt.worst, true));
-  CheckResult r = detail::finish("matmul", s, claim, std::move(b), std::move(v), true);
+  CheckResult r = detail::finish(mr.rowwise_dot ? "dot" : "matmul", s, claim, std::move(b), std::move(v), !mr.rowwise_dot);
   // Where the claim names a model numfid can run, say how much of C it predicts bit for bit:
   // the same function as `emulate`, so a stochastic output is predicted with its own streams.
   if (opt.predict && !opt.ref && detail::prediction_is_cheap(claim, s, M, K, N)) {
-    TensorData predicted = emulate_matmul(A, B, mr.addend, claim);
+    TensorData predicted = mr.rowwise_dot ? emulate_dot(A, B, mr.addend, claim) : emulate_matmul(A, B, mr.addend, claim);
     ModelMatch mm;
     mm.elements = static_cast<std::int64_t>(predicted.values.size());
     for (std::size_t e = 0; e < predicted.values.size(); ++e) mm.equal += predicted.values[e] == C.values[e] ? 1 : 0;

@@ -197,19 +197,29 @@ struct ExactElement {
 struct MatmulReference {
   TensorData a, b;
   std::optional<TensorData> addend;
-  MatmulDims dims;
+  MatmulDims dims;                     ///< {M, K, N}; a row-wise dot: {R, K, 1}
+  bool rowwise_dot = false;            ///< D[r] = C[r] + Σ_k A[r,k]·B[r,k] (A, B: R×K)
   std::vector<ExactElement> elements;  ///< M×N, row-major
 };
 
 /// The exact results of A (M×K) · B (K×N) (+ addend, M×N). Shapes: InputError naming them.
 MatmulReference matmul_reference(const TensorData& a, const TensorData& b, const std::optional<TensorData>& addend = {});
 
+/// The exact results of the row-wise dot D[r] = addend[r] + Σ_k A[r,k]·B[r,k] (A, B: R×K).
+MatmulReference dot_reference(const TensorData& a, const TensorData& b, const std::optional<TensorData>& addend = {});
+
+/// Is D (R elements) consistent with the row-wise dot of A and B (R×K each, + addend) under
+/// `claim`? What `numfid emulate dot` computes, judged as `check_matmul` judges a matmul.
+CheckResult check_dot(const TensorData& a, const TensorData& b, const TensorData& d, const ClaimSpec& claim,
+                      const MatmulCheckOptions& opt = {});
+
 /// Is C (M×N) consistent with A (M×K) · B (K×N) (+ addend) under `claim`? Shapes must agree
 /// (InputError naming them); a.format, b.format, c.format must be the claim's formats.
 /// `opt.addend` is the addend.
 CheckResult check_matmul(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,
                          const MatmulCheckOptions& opt = {});
-/// The same against exact results computed before (opt.addend is ignored: the reference's).
+/// The same against exact results computed before (opt.addend is ignored: the reference's);
+/// a reference of a row-wise dot judges a row-wise dot.
 CheckResult check_matmul(const MatmulReference& ref, const TensorData& c, const ClaimSpec& claim,
                          const MatmulCheckOptions& opt = {});
 

@@ -269,6 +269,7 @@ struct Reduction {
   const MatmulOperands& ops;  ///< A (M×K) and B (K×N; for a sum, a column of ones)
   std::function<CheckResult(const TensorData& out)> judge;
   bool products = true;       ///< the terms are products a·b (matmul), else the values themselves (sum)
+  bool rowwise_dot = false;   ///< A and B are both R×K, D[r] = Σ_k A[r,k]·B[r,k] (the dot suite)
 };
 
 /// The mutants of a matmul-like reduction's output `out` (see docs/gtest.md for the rules).
@@ -305,7 +306,8 @@ void add_reduction_mutants(ConformanceReport& rep, const Reduction& r, const Mat
     narrow.acc_rounding = Rounding::rne;
     narrow.plan = ReductionPlan{};
     narrow.out_rounding = claim.output_rounding();
-    TensorData m = emulate_matmul(r.ops.a, r.ops.b, std::nullopt, narrow);
+    TensorData m = r.rowwise_dot ? emulate_dot(r.ops.a, r.ops.b, std::nullopt, narrow)
+                                 : emulate_matmul(r.ops.a, r.ops.b, std::nullopt, narrow);
     m.shape = out.shape;
     // Cancelling terms t, -t that fit bf16 (a sum's bf16 values, products of fp8 values) keep
     // bf16 partial sums exact; wider ones (products of bf16 values) do not.
@@ -326,7 +328,7 @@ void add_reduction_mutants(ConformanceReport& rep, const Reduction& r, const Mat
     TensorData a0 = r.ops.a;
     for (std::int64_t i = 0; i < c.m; ++i)
       for (std::int64_t k = start; k < c.k; ++k) a0.values[static_cast<std::size_t>(i * c.k + k)] = zero(*a0.format, false);
-    const MatmulReference dropped = matmul_reference(a0, r.ops.b);
+    const MatmulReference dropped = r.rowwise_dot ? dot_reference(a0, r.ops.b) : matmul_reference(a0, r.ops.b);
     TensorData m = out;
     for (std::size_t i = 0; i < cells; ++i) m.values[i] = dropped.elements[i].rounded(fo);
     // Not on cancelling data: the dropped terms are mostly pairs that cancel each other, and
@@ -463,6 +465,56 @@ ConformanceReport evaluate_sum_case(const RowKernel& kernel, std::string_view cl
 
 void run_sum_case(const RowKernel& kernel, std::string_view claim, const MatmulCase& c) {
   expect_conforms(evaluate_sum_case(kernel, claim, c));
+}
+
+// ------------------------------------------------------------------- row-wise dot
+
+MatmulOperands dot_operands(const MatmulCase& c, const ClaimSpec& claim) {
+  // The operands of the square product A (R×K) · B (K×R), B transposed: row r of the dot is
+  // the diagonal element (r, r) of that product, with the same data structure (cancelling
+  // pairs, ties, ...) as every element of a matmul case.
+  MatmulCase square = c;
+  square.n = c.m;
+  MatmulOperands ops = matmul_operands(square, claim);
+  TensorData bt = ops.b;
+  bt.shape = {c.m, c.k};
+  for (std::int64_t r = 0; r < c.m; ++r)
+    for (std::int64_t k = 0; k < c.k; ++k)
+      bt.values[static_cast<std::size_t>(r * c.k + k)] = ops.b.values[static_cast<std::size_t>(k * c.m + r)];
+  ops.b = std::move(bt);
+  return ops;
+}
+
+ConformanceReport evaluate_dot_case(const MatmulKernel& kernel, std::string_view claim_text, const MatmulCase& c) {
+  const ClaimSpec claim = parse_claim(claim_text);
+  const MatmulOperands ops = dot_operands(c, claim);
+  const FormatSpec& fo = *claim.out;
+  ConformanceReport rep;
+  rep.case_text = fmt::format("dot case {} (rows={}, K={}, data {}, tile {}, seed {:#x}), claim {}", c.name, c.m, c.k,
+                              data_kind_name(c.data), c.tile, c.seed, claim_text_of(claim));
+  TensorData out = kernel(ops.a, ops.b);
+  out.name = "kernel output";
+  if (out.format->name != fo.name || out.values.size() != static_cast<std::size_t>(c.m))
+    throw InputError(fmt::format("{}: the kernel returned {} {}, the claim says {} [{}]", rep.case_text,
+                                 out.format->name, shape_string(out.shape), fo.name, c.m));
+  out.shape = {c.m};
+  // One exact reference per case; the kernel's output and every mutant are judged against it.
+  const MatmulReference ref = dot_reference(ops.a, ops.b);
+  MatmulCheckOptions judge_only;
+  judge_only.predict = false;
+  rep.kernel = Checked{numfid::check_matmul(ref, out, claim), "check dot", {{"--a", ops.a}, {"--b", ops.b}, {"--c", out}},
+                       {}, claim_text_of(claim)};
+  MatmulCase as_matmul = c;
+  as_matmul.n = 1;  // one output per row
+  add_reduction_mutants(rep,
+                        {as_matmul, claim, ops, [&](const TensorData& m) { return numfid::check_matmul(ref, m, claim, judge_only); },
+                         true, true},
+                        ref, out);
+  return rep;
+}
+
+void run_dot_case(const MatmulKernel& kernel, std::string_view claim, const MatmulCase& c) {
+  expect_conforms(evaluate_dot_case(kernel, claim, c));
 }
 
 // ------------------------------------------------------------------- row ops

@@ -112,6 +112,15 @@ std::vector<MatmulCase> sum_cases(const MatmulSuiteOptions& o);
 /// The generated X of a sum case (format claim.in, shape {rows, K}).
 TensorData sum_input(const MatmulCase& c, const ClaimSpec& claim);
 
+/// The cases of a row-wise dot suite are sum_cases' (rows × K). The generated A and B (both
+/// rows × K, the claim's --in / --in-b formats): row r of the dot is element (r, r) of a
+/// square matmul case's product, so the data kinds keep their structure.
+MatmulOperands dot_operands(const MatmulCase& c, const ClaimSpec& claim);
+/// A row-wise dot case: the kernel (a MatmulKernel taking A and B, both rows × K) returns
+/// D[r] = Σ_k A[r,k]·B[r,k] as [rows]; judged by check_dot, with the matmul mutants.
+ConformanceReport evaluate_dot_case(const MatmulKernel& kernel, std::string_view claim, const MatmulCase& c);
+void run_dot_case(const MatmulKernel& kernel, std::string_view claim, const MatmulCase& c);
+
 /// The kernel under test for the row-wise ops and the sum: X in --in -> Y in --out
 /// (row ops: the same shape; sum: one value per row, shape {rows}).
 using RowKernel = std::function<TensorData(const TensorData& x)>;
@@ -181,6 +190,17 @@ inline void run_softmax_case(const RowKernel& kernel, std::string_view claim, co
 #define NUMFID_SUM_CONFORMANCE(Suite, adapter, claim, ...)                                                    \
   class Suite : public ::testing::TestWithParam<::numfid::testing::MatmulCase> {};                           \
   TEST_P(Suite, Conforms) { ::numfid::testing::run_sum_case(adapter, claim, GetParam()); }                      \
+  INSTANTIATE_TEST_SUITE_P(                                                                                  \
+      Numfid, Suite,                                                                                         \
+      ::testing::ValuesIn(::numfid::testing::sum_cases(::numfid::testing::MatmulSuiteOptions{__VA_ARGS__})), \
+      ::numfid::testing::matmul_case_name)
+
+/// A row-wise dot conformance suite: `adapter` numfid::TensorData(const numfid::TensorData& a,
+/// const numfid::TensorData& b) with A and B both rows × K, returning D[r] = Σ_k A[r,k]·B[r,k]
+/// as [rows]; options: MatmulSuiteOptions'.
+#define NUMFID_DOT_CONFORMANCE(Suite, adapter, claim, ...)                                                    \
+  class Suite : public ::testing::TestWithParam<::numfid::testing::MatmulCase> {};                           \
+  TEST_P(Suite, Conforms) { ::numfid::testing::run_dot_case(adapter, claim, GetParam()); }                      \
   INSTANTIATE_TEST_SUITE_P(                                                                                  \
       Numfid, Suite,                                                                                         \
       ::testing::ValuesIn(::numfid::testing::sum_cases(::numfid::testing::MatmulSuiteOptions{__VA_ARGS__})), \

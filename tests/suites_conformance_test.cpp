@@ -59,6 +59,17 @@ NUMFID_MATMUL_CONFORMANCE(EmulatedFp16Gemm, emulated_fp16_gemm, "--in fp16 --acc
 numfid::TensorData good_sum(const numfid::TensorData& x) { return k::sum_tensor(x, kTile); }
 NUMFID_SUM_CONFORMANCE(TiledSum, good_sum, kClaim, .tile = kTile, .large_k = 1024);
 
+// Row-wise dots (what `numfid emulate dot` computes): a tiled CPU dot, and numfid's own
+// Trainium model of it (a legal computation under the claim).
+numfid::TensorData good_dot(const numfid::TensorData& a, const numfid::TensorData& b) {
+  return numfid::emulate_dot(a, b, std::nullopt, numfid::parse_claim("--in bf16 --acc fp32 --out bf16 --plan 'blocked(16)'"));
+}
+NUMFID_DOT_CONFORMANCE(TiledDot, good_dot, kClaim, .tile = kTile, .large_k = 1024);
+numfid::TensorData trn2_dot(const numfid::TensorData& a, const numfid::TensorData& b) {
+  return numfid::emulate_dot(a, b, std::nullopt, numfid::parse_claim("--in bf16 --out bf16 --profile trn2"));
+}
+NUMFID_DOT_CONFORMANCE(Trn2Dot, trn2_dot, kClaim, .tile = 128, .large_k = 1024);
+
 // The other row ops through NUMFID_ROWS_CONFORMANCE.
 numfid::TensorData good_rmsnorm(const numfid::TensorData& x) { return k::rmsnorm_tensor(x); }
 numfid::TensorData good_exp(const numfid::TensorData& x) { return k::exp_tensor(x); }
@@ -274,6 +285,32 @@ TEST(SumConformance, DefectiveSumsFailWithTheirSignature) {
   EXPECT_THAT(t.kernel, nt::IsDefect());
   EXPECT_EQ(t.kernel.command, "check sum");
   EXPECT_EQ(t.kernel.extra_args, (std::vector<std::string>{"--axis", "-1"}));
+}
+
+TEST(DotConformance, DefectiveDotsFailAndEveryCaseRequiresAMutant) {
+  const std::vector<nt::MatmulCase> cases = nt::sum_cases({.tile = kTile, .large_k = 1024});
+  auto bf16_acc = [](const numfid::TensorData& a, const numfid::TensorData& b) {
+    return numfid::emulate_dot(a, b, std::nullopt, numfid::parse_claim("--in bf16 --acc bf16 --plan sequential --out bf16"));
+  };
+  const nt::ConformanceReport r = nt::evaluate_dot_case(bf16_acc, kClaim, cases[5]);  // random_rows2_k1024
+  EXPECT_THAT(r.kernel, nt::IsDefect());
+  EXPECT_EQ(r.kernel.command, "check dot");
+  auto truncating = [](const numfid::TensorData& a, const numfid::TensorData& b) {
+    return numfid::emulate_dot(a, b, std::nullopt,
+                               numfid::parse_claim("--in bf16 --plan sequential --out bf16 --out-rounding rtz"));
+  };
+  EXPECT_THAT(nt::evaluate_dot_case(truncating, kClaim, cases[4]).kernel, nt::IsDefect());  // random_rows16_k35
+  // The operands are R×K both, and row r is the diagonal of the square case's product.
+  const numfid::ClaimSpec claim = numfid::parse_claim(kClaim);
+  const nt::MatmulOperands ops = nt::dot_operands(cases[4], claim);
+  EXPECT_EQ(ops.a.shape, (std::vector<std::int64_t>{16, 35}));
+  EXPECT_EQ(ops.b.shape, (std::vector<std::int64_t>{16, 35}));
+  for (const nt::MatmulCase& c : cases) {
+    const nt::ConformanceReport g = nt::evaluate_dot_case(good_dot, kClaim, c);
+    bool required = false;
+    for (const nt::MutantResult& m : g.mutants) required = required || m.required;
+    EXPECT_TRUE(required) << c.name << ": a case that requires no mutant cannot fail";
+  }
 }
 
 TEST(RowConformance, Fp32SquaresRmsNormFailsNearOverflow) {

@@ -1,6 +1,7 @@
-// The check pipeline as a library (tolerances/check.h): the claim text form, tensor views,
-// check_matmul / check_sum / check_rows / tolerance against outputs constructed to be legal or
-// defective, and emulation with the element-index stochastic stream.
+// The check pipeline as a library (tolerances/check.h): shapes, check_matmul / check_dot /
+// check_sum / check_rows / tolerance against outputs constructed to be legal or defective,
+// emulation with the element-index stochastic stream, and the caller's floating-point
+// environment. (The claim text form and views: claim_text_test.cpp.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -38,88 +39,6 @@ std::string error_of(F&& f) {
   return "";
 }
 
-// ------------------------------------------------------------------- claim text
-
-TEST(ParseClaim, ReadsEveryOption) {
-  const ClaimSpec c = parse_claim(
-      "--in bf16 --in-b fp16 --acc fp32 --acc-rounding rtz --products-rounded --cast bf16 --cast-rounding stochastic "
-      "--plan 'blocked(128, pairwise)' --out fp16 --out-rounding rup --seed 18446744073709551615 --confidence 0.99 "
-      "--probabilistic-defects");
-  EXPECT_EQ(c.in, &bf16);
-  EXPECT_EQ(c.in_b, &fp16);
-  EXPECT_EQ(c.acc, &fp32);
-  EXPECT_EQ(c.acc_rounding, Rounding::rtz);
-  EXPECT_TRUE(c.products_rounded);
-  EXPECT_EQ(c.cast, &bf16);
-  EXPECT_EQ(c.cast_rounding, Rounding::stochastic);
-  ASSERT_TRUE(c.plan.has_value());
-  EXPECT_EQ(c.plan->text(), "blocked(128, pairwise)");
-  EXPECT_EQ(c.out, &fp16);
-  EXPECT_EQ(c.output_rounding(), Rounding::rup);
-  EXPECT_EQ(c.seed, 18446744073709551615u);
-  EXPECT_EQ(c.confidence, 0.99);
-  EXPECT_TRUE(c.probabilistic_defects);
-  EXPECT_FALSE(c.ulps.has_value());
-}
-
-TEST(ParseClaim, TextRoundTrips) {
-  for (const char* text : {"--in bf16 --out bf16", "--in bf16 --acc bf16 --acc-rounding stochastic --out bf16 --seed 3",
-                           "--in fp8_e4m3 --plan 'blocked(128, pairwise)' --out bf16",
-                           "--in bf16 --profile trn2 --out bf16 --out-rounding stochastic --seed 7",
-                           "--in fp32 --out fp32 --ulps 2", "--in fp32 --out bf16 --compute fp32 --exp-ulps 1"}) {
-    SCOPED_TRACE(text);
-    const ClaimSpec c = parse_claim(text);
-    EXPECT_EQ(c.text(), text);
-    EXPECT_EQ(parse_claim(c.text()).text(), c.text());
-  }
-}
-
-TEST(ParseClaim, DefaultsAreAbsentNotSentinels) {
-  const ClaimSpec c = parse_claim("--in bf16 --out bf16");
-  EXPECT_FALSE(c.out_rounding.has_value());
-  EXPECT_FALSE(c.plan.has_value());
-  EXPECT_FALSE(c.ulps.has_value());
-  EXPECT_EQ(c.profile, nullptr);
-  EXPECT_EQ(c.output_rounding(), Rounding::rne);
-  // Under a profile, the output rounding left out is the profile's, not rne-by-default.
-  const ClaimSpec p = parse_claim("--in bf16 --out bf16 --profile trn2");
-  EXPECT_FALSE(p.out_rounding.has_value());
-  ASSERT_NE(p.profile, nullptr);
-  EXPECT_EQ(p.profile->name, "trn2");
-}
-
-TEST(ParseClaim, InlineValuesAndQuotes) {
-  EXPECT_EQ(parse_claim("--in=bf16 --out=\"bf16\" --plan=splitk(4)").text(), "--in bf16 --plan splitk(4) --out bf16");
-}
-
-TEST(ParseClaim, ErrorsNameTheToken) {
-  const std::pair<const char*, const char*> cases[] = {
-      {"--in bf16 --out bf16 --acc fp99", "unknown format 'fp99'"},
-      {"--in bf16 --out bf16 --acc-rounding sideways", "--acc-rounding 'sideways': unknown rounding mode"},
-      {"--in bf16 --out bf16 --plan 'blocked(0)'", "--plan: plan 'blocked(0)': '0' is not a positive integer"},
-      {"--in bf16 --out bf16 --seed 18446744073709551616", "--seed '18446744073709551616' must be an integer in [0, 2^64 - 1]"},
-      {"--in bf16 --out bf16 --seed -1", "--seed '-1' must be an integer"},
-      {"--in bf16 --out bf16 --ulps nan", "--ulps 'nan' must be a positive number"},
-      {"--in bf16 --out bf16 --ulps -1", "--ulps '-1' must be a positive number"},
-      {"--in bf16 --out bf16 --confidence 1", "--confidence '1' must be a probability strictly between 0 and 1"},
-      {"--in bf16 --out bf16 --frobnicate", "claim: unknown option '--frobnicate'"},
-      {"--in bf16 --out bf16 bf16", "claim: unexpected token 'bf16'"},
-      {"--in bf16 --in fp16 --out bf16", "claim: --in given twice"},
-      {"--out bf16", "claim: --in F is required"},
-      {"--in bf16", "claim: --out F is required"},
-      {"--in bf16 --out", "claim: --out needs a value"},
-      {"--in bf16 --out bf16 --plan sequential --profile trn2", "--plan and --profile are exclusive"},
-      {"--in bf16 --out bf16 --ulps 1 --compute fp32", "--ulps and --compute are exclusive"},
-      {"--in bf16 --out bf16 --profile trn9", "unknown profile 'trn9'"},
-      {"--in bf16 --out bf16 --products-rounded=1", "--products-rounded is a flag"},
-      {"--in bf16 --out 'bf16", "unterminated quote"},
-  };
-  for (const auto& [text, message] : cases) {
-    SCOPED_TRACE(text);
-    EXPECT_THAT(error_of([&] { parse_claim(text); }), HasSubstr(message));
-  }
-}
-
 // ------------------------------------------------------------------- shapes
 
 TEST(Shapes, MatmulAndRowwiseDot) {
@@ -141,33 +60,6 @@ TEST(Shapes, MatmulAndRowwiseDot) {
             "shape mismatch: A (a.npy) is [2, 3] and B (b.npy) is [3, 4]; a row-wise dot needs equal shapes (R x K)");
   EXPECT_THAT(error_of([&] { rowwise_dot_dims(A, A, &V); }),
               HasSubstr("but C (v.npy) is [3]; it needs R = 2 elements ([2] or [2, 1])"));
-}
-
-// ------------------------------------------------------------------- views
-
-TEST(View, FloatContainersHoldValuesOfTheDeclaredFormat) {
-  const std::vector<float> v{1.0f, -0x1.fep+1f, 0.0f};
-  const TensorData t = view(std::span<const float>(v), {3}, "bf16", "x");
-  EXPECT_EQ(t.format, &bf16);
-  ASSERT_EQ(t.values.size(), 3u);
-  EXPECT_EQ(t.values[0], Bits{0x3f80});
-  EXPECT_EQ(t.values[1], Bits{0xc07f});
-  EXPECT_EQ(t.values[2], Bits{0x0000});
-  const std::vector<float> bad{1.0f, 0x1.002p0f};
-  EXPECT_THAT(error_of([&] { view(std::span<const float>(bad), {2}, "bf16", "x"); }),
-              HasSubstr("x: element 1 = 1.00048828125 (0x1.002p+0) is not a bf16 value"));
-  EXPECT_THAT(error_of([&] { view(std::span<const float>(v), {2, 2}, "bf16", "x"); }),
-              HasSubstr("x: shape [2, 2] holds 4 elements, the data has 3"));
-  const std::vector<double> d{448.0, 464.0};
-  EXPECT_THAT(error_of([&] { view(std::span<const double>(d), {2}, "fp8_e4m3", "d"); }), HasSubstr("element 1 = 464"));
-}
-
-TEST(View, PatternsMustFitTheFormat) {
-  const std::vector<std::uint8_t> fp6{0x3f, 0x40};
-  EXPECT_THAT(error_of([&] { view(std::span<const std::uint8_t>(fp6), {2}, "fp6_e3m2", "w"); }),
-              HasSubstr("w: element 1 = 0x40 has bits outside the 6-bit fp6_e3m2 pattern"));
-  const std::vector<std::uint16_t> b{0x7fc0};
-  EXPECT_EQ(view(std::span<const std::uint16_t>(b), {1}, "bf16").values[0], Bits{0x7fc0});
 }
 
 // ------------------------------------------------------------------- check_matmul

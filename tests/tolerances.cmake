@@ -1,3 +1,5 @@
 numfid_add_test(tolerances_test SOURCES tolerances_test.cpp DEPS numfid::tolerances)
 # The check pipeline as a library (tolerances/check.h).
 numfid_add_test(check_test SOURCES check_test.cpp DEPS numfid::tolerances fmt::fmt)
+# The claim text form and tensor views (tolerances/claim_text.cpp).
+numfid_add_test(claim_text_test SOURCES claim_text_test.cpp DEPS numfid::tolerances fmt::fmt)

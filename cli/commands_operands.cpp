@@ -10,14 +10,9 @@
 namespace numfid::cli {
 
 Tensor read_operand(const std::string& spec, const char* what) {
-  std::string path = spec, name;
-  const std::size_t colon = spec.rfind(':');
-  if (colon != std::string::npos && spec.substr(0, colon).ends_with(".safetensors")) {
-    path = spec.substr(0, colon);
-    name = spec.substr(colon + 1);
-  }
+  const TensorSpec ts = parse_tensor_spec(spec);
   try {
-    return read_tensor(path, name);
+    return read_tensor(ts.path, ts.name);
   } catch (const InputError& e) {
     throw UsageError(fmt::format("{}: {}", what, e.what()));
   }

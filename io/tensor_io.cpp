@@ -34,4 +34,11 @@ void write_tensor(const std::filesystem::path& path, const Tensor& t, std::strin
   throw InputError(fmt::format("{}: unknown output type '{}' (use .npy or .safetensors)", path.string(), ext));
 }
 
+TensorSpec parse_tensor_spec(std::string_view spec) {
+  const std::size_t colon = spec.rfind(':');
+  if (colon != std::string_view::npos && spec.substr(0, colon).ends_with(".safetensors"))
+    return {std::filesystem::path(spec.substr(0, colon)), std::string(spec.substr(colon + 1))};
+  return {std::filesystem::path(spec), {}};
+}
+
 }  // namespace numfid

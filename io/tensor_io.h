@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <string_view>
 
 #include "io/npy.h"
@@ -15,6 +16,15 @@ namespace numfid {
 /// (anything else). `name` selects a tensor of a safetensors file (see read_safetensors);
 /// for a .npy file it must be empty.
 Tensor read_tensor(const std::filesystem::path& path, std::string_view name = {});
+
+/// An operand as named on a command line or in a gate file: FILE (.npy or safetensors) or
+/// FILE.safetensors:NAME (the tensor NAME of a safetensors file).
+struct TensorSpec {
+  std::filesystem::path path;
+  std::string name;  ///< empty: the file's only tensor (or a .npy file)
+};
+/// Splits "FILE.safetensors:NAME" at its last ':'; any other text is a file name.
+TensorSpec parse_tensor_spec(std::string_view spec);
 
 /// Writes `t` as .npy (extension ".npy", options `o`) or safetensors (extension
 /// ".safetensors", the tensor named `name`, "tensor" if empty); any other extension is an

@@ -2,10 +2,11 @@
 // provenance required on every field.
 #include "numerics/profile.h"
 
+#include "numerics/yaml_strict.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -49,28 +50,6 @@ struct Loader {
   std::string text(const YAML::Node& n, const std::string& what) const {
     if (!n.IsScalar()) fail(n, fmt::format("{} must be a single value", what));
     return n.Scalar();
-  }
-
-  /// Every mapping of the document: keys are scalars and appear once (yaml-cpp 0.7 keeps
-  /// both of a duplicated key and operator[] returns the first: a silent "first wins");
-  /// nesting and the number of nodes (aliases repeat a subtree) are bounded.
-  static constexpr int max_depth = 16;        // a profile nests 5 deep (variants: list, map, field, value list)
-  static constexpr long max_nodes = 100'000;  // the largest shipped profile has a few hundred
-  void check_structure(const YAML::Node& n, int depth, long& nodes) const {
-    if (++nodes > max_nodes)
-      fail(n, fmt::format("more than {} YAML nodes (aliases expanding a subtree?)", max_nodes));
-    if (depth > max_depth) fail(n, fmt::format("nested deeper than {} levels", max_depth));
-    if (n.IsMap()) {
-      std::map<std::string, int> seen;  // key -> line (1-based)
-      for (const auto& kv : n) {
-        if (!kv.first.IsScalar()) fail(kv.first, "a key must be a plain value, not a mapping or a list");
-        const auto [at, fresh] = seen.emplace(kv.first.Scalar(), kv.first.Mark().line + 1);
-        if (!fresh) fail(kv.first, fmt::format("duplicate key '{}' (first at line {})", kv.first.Scalar(), at->second));
-        check_structure(kv.second, depth + 1, nodes);
-      }
-    } else if (n.IsSequence()) {
-      for (const auto& x : n) check_structure(x, depth + 1, nodes);
-    }
   }
 
   static std::string join(const std::vector<std::string>& v) {
@@ -280,53 +259,18 @@ struct Loader {
     return bytes;
   }
 
-  /// The 0-based line at which [ and { (outside quotes and comments) nest deeper than
-  /// max_depth, or -1 (block nesting: no line is named).
-  static int flow_too_deep_line(std::string_view yaml) {
-    int depth = 0, line = 0;
-    char quote = 0;
-    bool comment = false;
-    for (std::size_t i = 0; i < yaml.size(); ++i) {
-      const char c = yaml[i];
-      if (c == '\n') {
-        ++line;
-        comment = false;
-        continue;
-      }
-      if (comment) continue;
-      if (quote) {
-        if (c == quote) quote = 0;
-        continue;
-      }
-      if (c == '"' || c == '\'') quote = c;
-      else if (c == '#' && (i == 0 || yaml[i - 1] == ' ' || yaml[i - 1] == '\t')) comment = true;
-      else if (c == '[' || c == '{') {
-        if (++depth > max_depth) return line;
-      } else if ((c == ']' || c == '}') && depth > 0) --depth;
-    }
-    return -1;
-  }
-
   void load(const std::string& yaml) {
     if (yaml.size() > max_profile_bytes)
       throw ProfileError(fmt::format("{}: larger than a profile can be ({} bytes)", path, max_profile_bytes));
-    std::vector<YAML::Node> docs;
-    try {
-      docs = YAML::LoadAll(yaml);
-    } catch (const YAML::DeepRecursion&) {
-      // Its message says "bad file" and its mark is where the scanner stopped reading ahead
-      // (the end of the text): name the line where the flow brackets open too deep instead.
-      YAML::Mark m;
-      m.line = flow_too_deep_line(yaml);
-      fail_at(m, fmt::format("nested deeper than {} levels", max_depth));
-    } catch (const YAML::Exception& e) {
-      fail_at(e.mark, e.msg);
-    }
-    if (docs.empty() || docs[0].IsNull()) throw ProfileError(fmt::format("{}: empty profile", path));
-    if (docs.size() > 1) fail(docs[1], "a second YAML document (a profile is one document)");
-    const YAML::Node root = docs[0];
-    long nodes = 0;
-    check_structure(root, 0, nodes);
+    // A profile nests 5 deep (variants: list, map, field, value list); the largest shipped
+    // one has a few hundred nodes.
+    const detail::StrictYamlRules rules{.max_depth = 16, .max_nodes = 100'000, .document = "profile",
+                                        .fail = [this](int line, const std::string& msg) {
+                                          YAML::Mark m;
+                                          m.line = line;
+                                          fail_at(m, msg);
+                                        }};
+    const YAML::Node root = detail::load_strict_yaml(yaml, rules);
     try {
       load_root(root);
     } catch (const YAML::Exception& e) {  // a value of an unexpected kind not caught above

@@ -1,0 +1,91 @@
+// Strict loading of one YAML document (numerics/yaml_strict.h), factored out of the profile
+// loader so that gate files get the same rules and messages.
+#include "numerics/yaml_strict.h"
+
+#include <yaml-cpp/depthguard.h>
+
+#include <fmt/format.h>
+#include <map>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+namespace numfid::detail {
+
+void strict_yaml_fail(const StrictYamlRules& rules, const YAML::Mark& mark, const std::string& msg) {
+  rules.fail(mark.line < 0 ? -1 : mark.line, msg);
+  throw std::logic_error("StrictYamlRules::fail returned");  // the contract says it throws
+}
+
+namespace {
+
+void check_structure(const StrictYamlRules& rules, const YAML::Node& n, int depth, long& nodes) {
+  if (++nodes > rules.max_nodes)
+    strict_yaml_fail(rules, n.Mark(), fmt::format("more than {} YAML nodes (aliases expanding a subtree?)", rules.max_nodes));
+  if (depth > rules.max_depth) strict_yaml_fail(rules, n.Mark(), fmt::format("nested deeper than {} levels", rules.max_depth));
+  if (n.IsMap()) {
+    std::map<std::string, int> seen;  // key -> line (1-based)
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar()) strict_yaml_fail(rules, kv.first.Mark(), "a key must be a plain value, not a mapping or a list");
+      const auto [at, fresh] = seen.emplace(kv.first.Scalar(), kv.first.Mark().line + 1);
+      if (!fresh)
+        strict_yaml_fail(rules, kv.first.Mark(),
+                         fmt::format("duplicate key '{}' (first at line {})", kv.first.Scalar(), at->second));
+      check_structure(rules, kv.second, depth + 1, nodes);
+    }
+  } else if (n.IsSequence()) {
+    for (const auto& x : n) check_structure(rules, x, depth + 1, nodes);
+  }
+}
+
+/// The 0-based line at which [ and { (outside quotes and comments) nest deeper than
+/// max_depth, or -1 (block nesting: no line is named).
+int flow_too_deep_line(std::string_view yaml, int max_depth) {
+  int depth = 0, line = 0;
+  char quote = 0;
+  bool comment = false;
+  for (std::size_t i = 0; i < yaml.size(); ++i) {
+    const char c = yaml[i];
+    if (c == '\n') {
+      ++line;
+      comment = false;
+      continue;
+    }
+    if (comment) continue;
+    if (quote) {
+      if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '"' || c == '\'') quote = c;
+    else if (c == '#' && (i == 0 || yaml[i - 1] == ' ' || yaml[i - 1] == '\t')) comment = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return line;
+    } else if ((c == ']' || c == '}') && depth > 0) --depth;
+  }
+  return -1;
+}
+
+}  // namespace
+
+YAML::Node load_strict_yaml(const std::string& yaml, const StrictYamlRules& rules) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(yaml);
+  } catch (const YAML::DeepRecursion&) {
+    // Its message says "bad file" and its mark is where the scanner stopped reading ahead
+    // (the end of the text): name the line where the flow brackets open too deep instead.
+    YAML::Mark m;
+    m.line = flow_too_deep_line(yaml, rules.max_depth);
+    strict_yaml_fail(rules, m, fmt::format("nested deeper than {} levels", rules.max_depth));
+  } catch (const YAML::Exception& e) {
+    strict_yaml_fail(rules, e.mark, e.msg);
+  }
+  if (docs.empty() || docs[0].IsNull()) strict_yaml_fail(rules, YAML::Mark::null_mark(), fmt::format("empty {}", rules.document));
+  if (docs.size() > 1)
+    strict_yaml_fail(rules, docs[1].Mark(), fmt::format("a second YAML document (a {} is one document)", rules.document));
+  long nodes = 0;
+  check_structure(rules, docs[0], 0, nodes);
+  return docs[0];
+}
+
+}  // namespace numfid::detail

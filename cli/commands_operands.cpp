@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands_verdict.h"
+#include "gates/gate.h"
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/tensor_io.h"
@@ -20,12 +21,7 @@ Tensor read_operand(const std::string& spec, const char* what) {
 
 TensorData operand_values(const Tensor& t, const FormatSpec& declared, const char* what) {
   try {
-    TensorData o;
-    o.format = &declared;
-    o.shape = t.shape;
-    o.values = tensor_values(t, declared);
-    o.name = t.source;
-    return o;
+    return tensor_data(t, declared);  // gates/gate.h: the one Tensor -> TensorData conversion
   } catch (const InputError& e) {
     throw UsageError(fmt::format("{}: {}", what, e.what()));
   }

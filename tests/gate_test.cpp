@@ -1,0 +1,286 @@
+// Tests of gates/gate.h: the strict gate-file loader (every error with its FILE:LINE message),
+// runs over the example data (examples/README.md: c_sequential_fp32acc.npy is legal and
+// c_bf16acc.npy a defect under --in bf16 --acc fp32 --out bf16), per-case errors, and the
+// JUnit and JSON reports. Each case's verdict is compared with the check pipeline called
+// directly on the same operands (the gate must add nothing and lose nothing).
+#include "gates/gate.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "io/error.h"
+#include "io/tensor_io.h"
+
+namespace numfid {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path example_data = NUMFID_EXAMPLE_DATA;
+constexpr const char* claim_text = "--in bf16 --acc fp32 --out bf16";
+
+/// A temporary directory holding data/ (copies of the example operands), removed at the end.
+class GateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           fmt::format("numfid_gate_test_{}_{}", ::getpid(), ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "data");
+    for (const char* f : {"a.npy", "b.npy", "c_sequential_fp32acc.npy", "c_bf16acc.npy"})
+      fs::copy_file(example_data / f, dir_ / "data" / f);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  /// Writes `yaml` as DIR/gate.yaml; returns its path.
+  std::string write(const std::string& yaml, const std::string& name = "gate.yaml") const {
+    const fs::path p = dir_ / name;
+    std::ofstream(p) << yaml;
+    return p.string();
+  }
+
+  /// The message load_gate throws for `yaml` ("" if it loads).
+  std::string load_error(const std::string& yaml) const {
+    try {
+      load_gate(write(yaml));
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  /// check_matmul called directly on data/a.npy, data/b.npy and data/C.
+  CheckResult direct(const std::string& c) const {
+    const ClaimSpec claim = parse_claim(claim_text);
+    const auto load = [&](const std::string& f, const FormatSpec& fmt) { return tensor_data(read_tensor(dir_ / "data" / f), fmt); };
+    return check_matmul(load("a.npy", *claim.in), load("b.npy", *claim.in), load(c, *claim.out), claim);
+  }
+
+  fs::path dir_;
+};
+
+/// A matmul case over data/ (relative paths: resolved against the gate file's directory).
+std::string matmul_case(const std::string& name, const std::string& c) {
+  return fmt::format("  - name: {}\n    op: matmul\n    a: data/a.npy\n    b: data/b.npy\n    c: data/{}\n", name, c);
+}
+
+std::string gate_with(const std::string& cases) { return fmt::format("version: 1\ndefaults:\n  claim: {}\ncases:\n{}", claim_text, cases); }
+
+TEST_F(GateTest, LegalOutputsPass) {
+  const Gate g = load_gate(write(gate_with(matmul_case("legal", "c_sequential_fp32acc.npy") +
+                                           matmul_case("legal_again", "c_sequential_fp32acc.npy") +
+                                           "    claim: --in bf16 --out bf16 --profile cpu-sequential\n")));
+  ASSERT_EQ(g.cases.size(), 2u);
+  EXPECT_EQ(g.cases[0].line, 5);
+  EXPECT_EQ(g.cases[0].claim, claim_text);  // from defaults.claim
+  EXPECT_EQ(g.cases[1].claim, "--in bf16 --out bf16 --profile cpu-sequential");
+  EXPECT_EQ(g.cases[0].a, (dir_ / "data" / "a.npy").string());
+  const GateResult r = run_gate(g);
+  const CheckResult want = direct("c_sequential_fp32acc.npy");
+  ASSERT_EQ(want.verdict.kind, TensorKind::consistent);  // examples/README.md: legal
+  ASSERT_TRUE(r.cases[0].check.has_value()) << r.cases[0].error;
+  EXPECT_EQ(r.cases[0].status(), "consistent");
+  EXPECT_EQ(r.cases[0].reason(), want.verdict.reason);
+  EXPECT_EQ(r.cases[0].check->verdict.max_error_ulps, want.verdict.max_error_ulps);
+  ASSERT_TRUE(r.cases[1].check.has_value()) << r.cases[1].error;
+  EXPECT_NE(r.cases[1].status(), "defect");
+  EXPECT_EQ(r.cases[1].claim, parse_claim("--in bf16 --out bf16 --profile cpu-sequential").text());
+  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_EQ(r.count("consistent") + r.count("suspicious"), 2);
+}
+
+TEST_F(GateTest, DefectFailsTheGateAndIsReported) {
+  const std::string path = write(gate_with(matmul_case("legal", "c_sequential_fp32acc.npy") + matmul_case("bf16acc", "c_bf16acc.npy")));
+  const GateResult r = run_gate(load_gate(path));
+  const CheckResult want = direct("c_bf16acc.npy");
+  ASSERT_EQ(want.verdict.kind, TensorKind::defect);  // examples/README.md: a defect
+  ASSERT_EQ(r.cases.size(), 2u);
+  EXPECT_EQ(r.cases[1].status(), "defect");
+  EXPECT_EQ(r.cases[1].reason(), want.verdict.reason);
+  EXPECT_EQ(r.exit_code(), 1);
+  EXPECT_EQ(r.text(), fmt::format("consistent  legal: {}\ndefect      bf16acc: {}\n"
+                                  "gate {}: 2 cases: 1 consistent, 0 suspicious, 1 defect, 0 error (exit 1)\n",
+                                  r.cases[0].reason(), want.verdict.reason, path));
+}
+
+TEST_F(GateTest, AMissingFileIsThatCasesErrorAndTheOthersRun) {
+  const std::string yaml = gate_with(matmul_case("legal", "c_sequential_fp32acc.npy") + matmul_case("missing", "nope.npy"));
+  const std::string path = write(yaml);
+  const GateResult r = run_gate(load_gate(path));
+  ASSERT_EQ(r.cases.size(), 2u);
+  EXPECT_EQ(r.cases[0].status(), "consistent");
+  EXPECT_EQ(r.cases[1].status(), "error");
+  EXPECT_FALSE(r.cases[1].check.has_value());
+  std::string io_message;  // what io says about the file itself
+  try {
+    read_tensor(dir_ / "data" / "nope.npy");
+  } catch (const InputError& e) {
+    io_message = e.what();
+  }
+  ASSERT_FALSE(io_message.empty());
+  EXPECT_EQ(r.cases[1].error, fmt::format("{}:10: case 'missing': {}", path, io_message));
+  EXPECT_EQ(r.exit_code(), 2);  // an error and no defect
+  // With a defect as well, the defect decides: exit 1.
+  const GateResult both = run_gate(load_gate(write(yaml + matmul_case("bf16acc", "c_bf16acc.npy"))));
+  EXPECT_EQ(both.count("error"), 1);
+  EXPECT_EQ(both.count("defect"), 1);
+  EXPECT_EQ(both.exit_code(), 1);
+}
+
+TEST_F(GateTest, ABadClaimIsThatCasesErrorAtTheClaimsLine) {
+  const std::string bad = "--in bf17 --out bf16";
+  std::string claim_message;
+  try {
+    parse_claim(bad);
+  } catch (const InputError& e) {
+    claim_message = e.what();
+  }
+  ASSERT_FALSE(claim_message.empty());
+  const std::string path = write(gate_with(matmul_case("bad_claim", "c_sequential_fp32acc.npy") + "    claim: " + bad + "\n" +
+                                           matmul_case("legal", "c_sequential_fp32acc.npy")));
+  const GateResult r = run_gate(load_gate(path));
+  EXPECT_EQ(r.cases[0].error, fmt::format("{}:10: case 'bad_claim': claim: {}", path, claim_message));
+  EXPECT_EQ(r.cases[1].status(), "consistent");
+  EXPECT_EQ(r.exit_code(), 2);
+}
+
+TEST_F(GateTest, CrossPlatformCaseUsesRefAndRefClaim) {
+  const std::string claim = "--in bf16 --out bf16 --profile cpu-sequential";
+  const std::string path = write(gate_with(matmul_case("port", "c_sequential_fp32acc.npy") + "    claim: " + claim +
+                                           "\n    ref: data/c_sequential_fp32acc.npy\n    ref_claim: " + claim + "\n"));
+  const GateResult r = run_gate(load_gate(path));
+  ASSERT_TRUE(r.cases[0].check.has_value()) << r.cases[0].error;
+  const ClaimSpec spec = parse_claim(claim);
+  const auto load = [&](const char* f, const FormatSpec& fmt) { return tensor_data(read_tensor(dir_ / "data" / f), fmt); };
+  MatmulCheckOptions o;
+  o.ref = load("c_sequential_fp32acc.npy", *spec.out);
+  o.ref_claim = spec;
+  const CheckResult want = check_matmul(load("a.npy", *spec.in), load("b.npy", *spec.in), load("c_sequential_fp32acc.npy", *spec.out), spec, o);
+  EXPECT_EQ(r.cases[0].check->json(), want.json());
+  // Judged against the reference, not the exact result: the claim text says so.
+  EXPECT_NE(r.cases[0].check->json(), check_matmul(load("a.npy", *spec.in), load("b.npy", *spec.in),
+                                                   load("c_sequential_fp32acc.npy", *spec.out), spec).json());
+}
+
+TEST_F(GateTest, JUnitAndJsonReports) {
+  const std::string path = write(gate_with(matmul_case("legal", "c_sequential_fp32acc.npy") + matmul_case("bf16acc", "c_bf16acc.npy") +
+                                           matmul_case("missing", "nope.npy")));
+  const GateResult r = run_gate(load_gate(path));
+  const nlohmann::json j = nlohmann::json::parse(r.json());
+  EXPECT_EQ(j["gate"], path);
+  EXPECT_EQ(j["exit_code"], 1);
+  EXPECT_EQ(j["summary"], (nlohmann::json{{"cases", 3}, {"consistent", 1}, {"suspicious", 0}, {"defect", 1}, {"error", 1}}));
+  ASSERT_EQ(j["cases"].size(), 3u);
+  const char* statuses[] = {"consistent", "defect", "error"};
+  for (std::size_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    const nlohmann::json& k = j["cases"][i];
+    EXPECT_EQ(k["name"], r.cases[i].name);
+    EXPECT_EQ(k["status"], statuses[i]);
+    EXPECT_EQ(k["reason"], r.cases[i].reason());
+    EXPECT_EQ(k["op"], "matmul");
+    EXPECT_EQ(k["claim"], parse_claim(claim_text).text());
+    if (r.cases[i].check) {
+      EXPECT_EQ(k["check"], nlohmann::json::parse(r.cases[i].check->json()));
+      EXPECT_EQ(k["max_error_ulps"], r.cases[i].check->verdict.max_error_ulps);
+      EXPECT_FALSE(k.contains("error"));
+    } else {
+      EXPECT_EQ(k["error"], r.cases[i].error);
+      EXPECT_FALSE(k.contains("check"));
+    }
+  }
+  const std::string x = r.junit();
+  EXPECT_TRUE(x.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"numfid gate\" tests=\"3\" failures=\"1\" errors=\"1\""))
+      << x;
+  EXPECT_NE(x.find("<testcase name=\"legal\" classname=\"gate\""), std::string::npos) << x;
+  EXPECT_NE(x.find(fmt::format("<failure message=\"{}\" type=\"defect\">", r.cases[1].reason())), std::string::npos) << x;
+  std::string error_attr;  // the error message as an XML attribute: its quotes escaped
+  for (const char ch : r.cases[2].error) error_attr += ch == '\'' ? std::string("&apos;") : std::string(1, ch);
+  EXPECT_NE(x.find(fmt::format("<error message=\"{}\" type=\"error\"/>", error_attr)), std::string::npos) << x;
+  EXPECT_NE(x.find(fmt::format("<property name=\"max_error_ulps\" value=\"{}\"/>", r.cases[1].check->verdict.max_error_ulps)),
+            std::string::npos) << x;
+  EXPECT_NE(x.find("<property name=\"verdict\" value=\"defect\"/>"), std::string::npos) << x;
+  // One <failure> and one <error>, none for the passing case.
+  EXPECT_EQ(x.find("<failure", x.find("<failure") + 1), std::string::npos);
+  EXPECT_EQ(x.find("<error", x.find("<error") + 1), std::string::npos);
+}
+
+TEST_F(GateTest, JUnitEscapesNames) {
+  const GateResult r = run_gate(load_gate(write(gate_with(matmul_case("\"a<b>&c'\"", "nope.npy")))));
+  EXPECT_NE(r.junit().find("<testcase name=\"a&lt;b&gt;&amp;c&apos;\""), std::string::npos) << r.junit();
+}
+
+/// Every way a gate file is refused, with its exact FILE:LINE message.
+TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
+  const std::string p = (dir_ / "gate.yaml").string();
+  const std::string legal = matmul_case("legal", "c_sequential_fp32acc.npy");
+  struct Case {
+    std::string what, yaml, message;
+  };
+  const std::vector<Case> cases{
+      {"unknown top-level key", "version: 1\nextra: 3\ncases:\n" + legal,
+       p + ":2: unknown key 'extra' in the gate file (valid: version, defaults, cases)"},
+      {"unknown case key", gate_with(legal + "    baseline: true\n"),
+       p + ":10: unknown key 'baseline' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, axis, eps)"},
+      {"unknown defaults key", "version: 1\ndefaults:\n  worst: 3\ncases:\n" + legal,
+       p + ":3: unknown key 'worst' in defaults (valid: claim)"},
+      {"duplicate key", gate_with(legal + "    a: data/b.npy\n"), p + ":10: duplicate key 'a' (first at line 7)"},
+      {"duplicate case name", gate_with(legal + legal), p + ":10: duplicate case name 'legal' (first at line 5)"},
+      {"missing operand", gate_with("  - name: nob\n    op: matmul\n    a: data/a.npy\n    c: data/c.npy\n"),
+       p + ":5: case 'nob' (op matmul): missing 'b'"},
+      {"operand of another op", gate_with(legal + "    x: data/a.npy\n"), p + ":10: case 'legal': 'x' does not apply to op matmul"},
+      {"eps on softmax", gate_with("  - name: s\n    op: softmax\n    x: x.npy\n    c: c.npy\n    eps: 1e-5\n"),
+       p + ":9: case 's': 'eps' does not apply to op softmax"},
+      {"unknown op", gate_with("  - name: g\n    op: gemm\n"),
+       p + ":6: case 'g': unknown op 'gemm' (valid: matmul, dot, sum, softmax, log_softmax, layernorm, rmsnorm, exp, log, tanh, "
+           "sigmoid, silu, gelu_erf, gelu_tanh, reciprocal, rsqrt)"},
+      {"name is a list", gate_with("  - name: [a, b]\n    op: matmul\n"), p + ":5: name must be a single value"},
+      {"operand is a mapping", gate_with("  - name: m\n    op: matmul\n    a: {file: a.npy}\n    b: b.npy\n    c: c.npy\n"),
+       p + ":7: case 'm': a must be a single value"},
+      {"axis not an integer", gate_with("  - name: s\n    op: sum\n    x: x.npy\n    c: c.npy\n    axis: last\n"),
+       p + ":9: case 's': axis must be an integer"},
+      {"eps not a number", gate_with("  - name: n\n    op: rmsnorm\n    x: x.npy\n    c: c.npy\n    eps: small\n"),
+       p + ":9: case 'n': eps must be a number"},
+      {"no claim", "version: 1\ncases:\n" + legal, p + ":3: case 'legal': no 'claim' and no defaults.claim"},
+      {"ref without ref_claim", gate_with(legal + "    ref: data/c_bf16acc.npy\n"),
+       p + ":10: case 'legal': 'ref' needs 'ref_claim' (the claim of the platform that produced it)"},
+      {"second document", gate_with(legal) + "---\nversion: 1\n", p + ":11: a second YAML document (a gate file is one document)"},
+      {"version 2", "version: 2\ncases:\n" + legal, p + ":1: version must be 1 (the only gate-file version), not '2'"},
+      {"no version", "cases:\n" + legal, p + ":1: missing 'version' (write version: 1)"},
+      {"cases not a list", "version: 1\ncases: {}\n", p + ":2: cases must be a non-empty list"},
+      {"case not a mapping", gate_with("  - matmul\n"), p + ":5: a case must be a mapping"},
+      {"empty file", "# nothing\n", p + ": empty gate file"},
+      {"not a mapping", "- 1\n", p + ":1: the gate file must be a mapping"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    EXPECT_EQ(load_error(c.yaml), c.message);
+  }
+  EXPECT_EQ(load_error(gate_with(legal)), "");  // the base case itself loads
+}
+
+TEST_F(GateTest, AMissingGateFileIsAnInputError) {
+  const std::string p = (dir_ / "absent.yaml").string();
+  try {
+    load_gate(p);
+    FAIL() << "loaded";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), p + ": cannot open the gate file");
+  }
+}
+
+TEST_F(GateTest, SafetensorsOperandNamesArePathRelative) {
+  const Gate g = load_gate(write(gate_with("  - name: st\n    op: matmul\n    a: data/w.safetensors:A\n    b: /abs/b.npy\n    c: data/c.npy\n")));
+  EXPECT_EQ(g.cases[0].a, (dir_ / "data" / "w.safetensors").string() + ":A");
+  EXPECT_EQ(g.cases[0].b, "/abs/b.npy");
+}
+
+}  // namespace
+}  // namespace numfid

@@ -77,7 +77,7 @@ struct GateLoader {
     const std::string s = text(n, what);
     if (s.empty()) fail(n, fmt::format("{} must name a file", what));
     TensorSpec spec = parse_tensor_spec(s);
-    if (spec.path.is_relative()) spec.path = dir / spec.path;
+    if (spec.path.is_relative()) spec.path = (dir / spec.path).lexically_normal();
     return spec.name.empty() ? spec.path.string() : fmt::format("{}:{}", spec.path.string(), spec.name);
   }
 

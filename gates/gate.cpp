@@ -43,6 +43,8 @@ struct GateLoader {
   std::filesystem::path dir;  // operands are relative to the gate file's directory
   detail::StrictYamlRules rules;
 
+  GateLoader(const GateLoader&) = delete;  // rules.fail holds `this`
+  GateLoader& operator=(const GateLoader&) = delete;
   explicit GateLoader(const std::filesystem::path& p)
       : path(p.string()), dir(p.parent_path()) {
     // A gate nests 3 deep (cases: list, mapping, value); a gate of thousands of cases has

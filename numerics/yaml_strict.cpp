@@ -3,9 +3,13 @@
 #include "numerics/yaml_strict.h"
 
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 #include <fmt/format.h>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -65,12 +69,51 @@ int flow_too_deep_line(std::string_view yaml, int max_depth) {
   return -1;
 }
 
+/// Records where each document's root node starts: the documents are counted with the
+/// event parser before any is built, because yaml-cpp 0.7's LoadAll never returns on some
+/// malformed text (a document starting with ',': the parser reports an empty document
+/// without consuming the token, forever; jbeder/yaml-cpp#1040, fixed by #1319 in 0.8).
+struct DocumentRoots : YAML::EventHandler {
+  std::vector<YAML::Mark> roots;  // one per document
+  bool in_document = false, root_seen = false;
+  void root(const YAML::Mark& m) {
+    if (in_document && !root_seen) roots.push_back(m);
+    root_seen = true;
+  }
+  void OnDocumentStart(const YAML::Mark&) override { in_document = true, root_seen = false; }
+  void OnDocumentEnd() override { in_document = false; }
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { root(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { root(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { root(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { root(m); }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { root(m); }
+  void OnMapEnd() override {}
+};
+
+/// Checks that `yaml` holds at most one document: the second's root is an error at its line,
+/// and so is a document that does not advance (the yaml-cpp 0.7 loop above).
+void check_one_document(const std::string& yaml, const StrictYamlRules& rules) {
+  std::istringstream in(yaml);
+  YAML::Parser parser(in);
+  DocumentRoots h;
+  for (int documents = 1; parser.HandleNextDocument(h); ++documents) {
+    if (documents < 2) continue;
+    // A second document (each iteration is one: the loop ends here whatever yaml-cpp does).
+    const YAML::Mark at = h.roots.size() >= 2 ? h.roots[1] : h.roots.empty() ? YAML::Mark::null_mark() : h.roots.back();
+    if (h.roots.size() >= 2 && h.roots[1].pos == h.roots[0].pos)
+      strict_yaml_fail(rules, at, "cannot be parsed (a token that starts no value: a stray ',' or similar?)");
+    strict_yaml_fail(rules, at, fmt::format("a second YAML document (a {} is one document)", rules.document));
+  }
+}
+
 }  // namespace
 
 YAML::Node load_strict_yaml(const std::string& yaml, const StrictYamlRules& rules) {
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(yaml);
+    check_one_document(yaml, rules);
+    docs.push_back(YAML::Load(yaml));
   } catch (const YAML::DeepRecursion&) {
     // Its message says "bad file" and its mark is where the scanner stopped reading ahead
     // (the end of the text): name the line where the flow brackets open too deep instead.
@@ -81,8 +124,6 @@ YAML::Node load_strict_yaml(const std::string& yaml, const StrictYamlRules& rule
     strict_yaml_fail(rules, e.mark, e.msg);
   }
   if (docs.empty() || docs[0].IsNull()) strict_yaml_fail(rules, YAML::Mark::null_mark(), fmt::format("empty {}", rules.document));
-  if (docs.size() > 1)
-    strict_yaml_fail(rules, docs[1].Mark(), fmt::format("a second YAML document (a {} is one document)", rules.document));
   long nodes = 0;
   check_structure(rules, docs[0], 0, nodes);
   return docs[0];

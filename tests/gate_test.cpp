@@ -257,6 +257,9 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
       {"cases not a list", "version: 1\ncases: {}\n", p + ":2: cases must be a non-empty list"},
       {"case not a mapping", gate_with("  - matmul\n"), p + ":5: a case must be a mapping"},
       {"empty file", "# nothing\n", p + ": empty gate file"},
+      // yaml-cpp 0.7's LoadAll never returns on this (jbeder/yaml-cpp#1040; found by fuzz_gate).
+      {"stray comma", ",\n'", p + ":1: cannot be parsed (a token that starts no value: a stray ',' or similar?)"},
+      {"stray comma after a document", gate_with(legal) + ",\n", p + ":10: end of map not found"},
       {"not a mapping", "- 1\n", p + ":1: the gate file must be a mapping"},
   };
   for (const Case& c : cases) {

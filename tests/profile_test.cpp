@@ -77,6 +77,9 @@ TEST(Profiles, BadFilesAreRejectedWithFileAndLine) {
       {head + plan, "missing section 'accumulator'"},
       {"name: other\nversion: 1\nsummary: x\nmodel: plan\n" + plan + acc, "name 'other' does not match the file name 'bad'"},
       {head + plan + acc + "output: [1, 2\n", "bad.yaml:"},
+      // yaml-cpp 0.7's LoadAll never returns on this (jbeder/yaml-cpp#1040): refused, not a hang.
+      {",\n'", "bad.yaml:1: cannot be parsed (a token that starts no value: a stray ',' or similar?)"},
+      {head + plan + acc + "---\nname: bad\n", "bad.yaml:11: a second YAML document (a profile is one document)"},
   };
   for (const auto& [body, want] : cases) {
     const std::string path = write_temp("bad", body);

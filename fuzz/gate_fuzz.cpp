@@ -1,0 +1,36 @@
+// libFuzzer target: the gate-file loader (gates/gate.h) on arbitrary text (docs/gate.md).
+// Every input is a Gate or an InputError; anything else escaping (yaml-cpp's own exceptions,
+// std::out_of_range, ...), a sanitizer report or a failed check is a finding.
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "formats/error.h"
+#include "fuzz/fuzz_common.h"
+#include "gates/gate.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace numfid;
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  Gate g;
+  try {
+    g = load_gate_text(text, "fuzz/gate.yaml");
+  } catch (const InputError&) {
+    return 0;
+  }
+  // An accepted gate has cases with unique non-empty names, a known op, a claim, and the
+  // operands its op needs.
+  fuzz::require(g.version == 1 && !g.cases.empty());
+  std::set<std::string> names;
+  for (const GateCase& c : g.cases) {
+    fuzz::require(!c.name.empty() && names.insert(c.name).second);
+    fuzz::require(c.line >= 1 && c.claim_line >= 1);
+    const bool reduction = c.op == "matmul" || c.op == "dot";
+    fuzz::require(reduction || c.op == "sum" || find_row_op(c.op).has_value());
+    fuzz::require(c.c.has_value());
+    fuzz::require(reduction ? c.a && c.b && !c.x : c.x && !c.a && !c.b);
+    fuzz::require(c.ref.has_value() == c.ref_claim.has_value());
+  }
+  return 0;
+}

@@ -1,5 +1,5 @@
-// Gate files: strict loading (numerics/yaml_strict.h, as profiles), the run through the check
-// pipeline, and the text, JUnit and JSON reports.
+// Gate files: strict loading (numerics/yaml_strict_detail.h, shared with profiles), the run
+// through the check pipeline, and the text, JUnit and JSON reports.
 #include "gates/gate.h"
 
 #include <yaml-cpp/yaml.h>
@@ -17,7 +17,7 @@
 #include "io/error.h"
 #include "io/tensor_io.h"
 #include "numerics/profile.h"
-#include "numerics/yaml_strict.h"
+#include "numerics/yaml_strict_detail.h"
 
 namespace numfid {
 

@@ -2,7 +2,7 @@
 // provenance required on every field.
 #include "numerics/profile.h"
 
-#include "numerics/yaml_strict.h"
+#include "numerics/yaml_strict_detail.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

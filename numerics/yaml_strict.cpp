@@ -1,6 +1,6 @@
-// Strict loading of one YAML document (numerics/yaml_strict.h), factored out of the profile
+// Strict loading of one YAML document (numerics/yaml_strict_detail.h), factored out of the profile
 // loader so that gate files get the same rules and messages.
-#include "numerics/yaml_strict.h"
+#include "numerics/yaml_strict_detail.h"
 
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>

@@ -1,6 +1,6 @@
 // Strict loading of one YAML document with yaml-cpp 0.7: what the profile loader and the
 // gate-file loader share (one document, keys once, bounded nesting and size, file:line).
-// Internal: included only by sources that link yaml-cpp themselves.
+// Internal (*_detail.h: not installed): included only by sources that link yaml-cpp themselves.
 #pragma once
 
 #include <functional>

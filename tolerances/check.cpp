@@ -173,6 +173,20 @@ Bits ExactElement::rounded(const FormatSpec& out) const {
   return round_to(out, value, RoundOptions{}).bits;
 }
 
+namespace {
+/// What the long accumulator holds, kept for rounding into any output format later.
+ExactElement exact_element(const LongAccumulator& acc) {
+  ExactElement e;
+  e.nan = acc.is_nan();
+  e.invalid = acc.is_invalid();
+  e.infinite = static_cast<std::int8_t>(acc.infinity_sign());
+  e.value = acc.value();
+  e.exact = acc.to_double();
+  e.sum_abs = acc.abs_sum_upper();
+  return e;
+}
+}  // namespace
+
 MatmulReference matmul_reference(const TensorData& A, const TensorData& B, const std::optional<TensorData>& addend) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   MatmulReference r;
@@ -192,13 +206,7 @@ MatmulReference matmul_reference(const TensorData& A, const TensorData& B, const
       acc.add_dot(*A.format, std::span<const Bits>(A.values).subspan(static_cast<std::size_t>(i * K), static_cast<std::size_t>(K)),
                   *B.format, std::span<const Bits>(bt).subspan(static_cast<std::size_t>(j * K), static_cast<std::size_t>(K)));
       if (addend) acc.add(*addend->format, addend->values[static_cast<std::size_t>(i * N + j)]);
-      ExactElement& e = r.elements[static_cast<std::size_t>(i * N + j)];
-      e.nan = acc.is_nan();
-      e.invalid = acc.is_invalid();
-      e.infinite = static_cast<std::int8_t>(acc.infinity_sign());
-      e.value = acc.value();
-      e.exact = acc.to_double();
-      e.sum_abs = acc.abs_sum_upper();
+      r.elements[static_cast<std::size_t>(i * N + j)] = exact_element(acc);
     }
   r.a = A;
   r.b = B;
@@ -222,13 +230,7 @@ MatmulReference dot_reference(const TensorData& A, const TensorData& B, const st
     acc.clear();
     acc.add_dot(*A.format, row(A), *B.format, row(B));
     if (addend) acc.add(*addend->format, addend->values[static_cast<std::size_t>(i)]);
-    ExactElement& e = r.elements[static_cast<std::size_t>(i)];
-    e.nan = acc.is_nan();
-    e.invalid = acc.is_invalid();
-    e.infinite = static_cast<std::int8_t>(acc.infinity_sign());
-    e.value = acc.value();
-    e.exact = acc.to_double();
-    e.sum_abs = acc.abs_sum_upper();
+    r.elements[static_cast<std::size_t>(i)] = exact_element(acc);
   }
   r.a = A;
   r.b = B;

@@ -99,9 +99,22 @@ CheckResult finish(std::string op, const ClaimSetup& s, const ClaimSpec& spec, R
   return r;
 }
 
+void expect_format(const TensorData& t, const FormatSpec& f, std::string_view what) {
+  if (*t.format != f)  // the one identity rule (formats/format_spec.h)
+    throw InputError(fmt::format("{} {}: holds {} values but the claim says {}", what, t.name, t.format->name, f.name));
+}
+
+std::string shape_text(std::span<const std::int64_t> shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
+  return s + "]";
+}
+
 }  // namespace detail
 
 using detail::ClaimSetup;
+using detail::expect_format;
+using detail::shape_text;
 
 namespace {
 
@@ -116,22 +129,12 @@ ReferenceElement reference(const OracleValue& v) {
   return {v.result.bits, exact, v.exact.abs_sum};
 }
 
-void expect_format(const TensorData& t, const FormatSpec& f, std::string_view what) {
-  if (*t.format != f)  // the one identity rule (formats/format_spec.h)
-    throw InputError(fmt::format("{} {}: holds {} values but the claim says {}", what, t.name, t.format->name, f.name));
-}
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
-  return s + "]";
-}
 
 }  // namespace
 
 namespace {
 std::string operand(std::string_view role, ShapeRef t) {
-  return fmt::format("{} ({}) is {}", role, t.name, shape_text({t.shape.begin(), t.shape.end()}));
+  return fmt::format("{} ({}) is {}", role, t.name, shape_text(t.shape));
 }
 }  // namespace
 

@@ -2,7 +2,9 @@
 // report.cpp): the claim as the bounds see it, and the shapes of a matmul.
 #pragma once
 
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "tolerances/check.h"
 
@@ -22,6 +24,12 @@ JudgeOptions judge_options(const ClaimSpec& claim, int worst, bool reduction);
 
 /// Assembles a CheckResult from the pieces.
 CheckResult finish(std::string op, const ClaimSetup& s, const ClaimSpec& spec, ReductionBound b, Verdict v, bool matrix);
+
+/// InputError unless `t` holds values of `f` (`what` names its role: "A", "--ref", ...).
+void expect_format(const TensorData& t, const FormatSpec& f, std::string_view what);
+
+/// "[2, 3]".
+std::string shape_text(std::span<const std::int64_t> shape);
 
 /// The shapes of tensors in memory.
 inline ShapeRef shape_of(const TensorData& t) { return {t.shape, t.name}; }

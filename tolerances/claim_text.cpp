@@ -12,6 +12,7 @@
 #include "formats/exact.h"
 #include "numerics/profile.h"
 #include "tolerances/check.h"
+#include "tolerances/check_detail.h"
 
 namespace numfid {
 
@@ -235,11 +236,8 @@ std::int64_t TensorData::element_count() const {
 
 namespace {
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
-  return s + "]";
-}
+
+using detail::shape_text;
 
 TensorData start(std::vector<std::int64_t> shape, std::string_view format, std::string name, std::size_t size) {
   TensorData t;

@@ -108,12 +108,10 @@ std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optio
   return emulate_matmul({&ca, as, M, K}, {&cb, bs, K, N}, cv, m);
 }
 
-void expect_format(const TensorData& t, const FormatSpec& f, std::string_view what) {
-  if (*t.format != f)  // the one identity rule (formats/format_spec.h)
-    throw InputError(fmt::format("{} {}: holds {} values but the claim says {}", what, t.name, t.format->name, f.name));
-}
 
 }  // namespace
+
+using detail::expect_format;
 
 TensorData emulate_matmul(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
                           const ClaimSpec& claim) {

@@ -25,12 +25,6 @@ namespace {
 
 constexpr std::size_t max_gate_bytes = 16u << 20;  // a gate lists checks, not data
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
 /// The ops a case may name: matmul, dot, sum and every RowOp.
 std::vector<std::string> op_names() {
   std::vector<std::string> v{"matmul", "dot", "sum"};
@@ -60,18 +54,10 @@ struct GateLoader {
     detail::strict_yaml_fail(rules, n.Mark(), msg);
   }
 
-  std::string text(const YAML::Node& n, const std::string& what) const {
-    if (!n.IsScalar()) fail(n, fmt::format("{} must be a single value", what));
-    return n.Scalar();
-  }
+  std::string text(const YAML::Node& n, const std::string& what) const { return detail::strict_yaml_text(rules, n, what); }
 
   void check_keys(const YAML::Node& map, const std::vector<std::string>& allowed, const std::string& where) const {
-    if (!map.IsMap()) fail(map, fmt::format("{} must be a mapping", where));
-    for (const auto& kv : map) {
-      const std::string k = text(kv.first, "a key");
-      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
-        fail(kv.first, fmt::format("unknown key '{}' in {} (valid: {})", k, where, join(allowed)));
-    }
+    detail::strict_yaml_check_keys(rules, map, allowed, where);
   }
 
   /// An operand: a non-empty path, resolved against the gate file's directory.
@@ -96,7 +82,7 @@ struct GateLoader {
     c.op = text(n["op"], fmt::format("{}: op", where));
     const std::vector<std::string> ops = op_names();
     if (std::find(ops.begin(), ops.end(), c.op) == ops.end())
-      fail(n["op"], fmt::format("{}: unknown op '{}' (valid: {})", where, printable(c.op), join(ops)));
+      fail(n["op"], fmt::format("{}: unknown op '{}' (valid: {})", where, printable(c.op), detail::join_names(ops)));
     const bool reduction = c.op == "matmul" || c.op == "dot";
     const std::optional<RowOp> row = find_row_op(c.op);
     const bool norm = row == RowOp::layernorm || row == RowOp::rmsnorm;

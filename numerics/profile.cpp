@@ -45,26 +45,21 @@ struct Loader {
     throw ProfileError(fmt::format("{}:{}: {}", path, m.line + 1, msg));
   }
 
-  /// The text of a scalar node; anything else (a mapping, a list, null) is an error naming
-  /// `what` (instead of yaml-cpp's "bad conversion").
-  std::string text(const YAML::Node& n, const std::string& what) const {
-    if (!n.IsScalar()) fail(n, fmt::format("{} must be a single value", what));
-    return n.Scalar();
+  /// The strict-YAML rules of a profile (numerics/yaml_strict_detail.h), failing as fail_at.
+  detail::StrictYamlRules rules() const {
+    // A profile nests 5 deep (variants: list, map, field, value list); the largest shipped
+    // one has a few hundred nodes.
+    return {.max_depth = 16, .max_nodes = 100'000, .document = "profile", .fail = [this](int line, const std::string& msg) {
+              YAML::Mark m;
+              m.line = line;
+              fail_at(m, msg);
+            }};
   }
 
-  static std::string join(const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-    return s;
-  }
+  std::string text(const YAML::Node& n, const std::string& what) const { return detail::strict_yaml_text(rules(), n, what); }
 
   void check_keys(const YAML::Node& map, const std::vector<std::string>& allowed, const std::string& where) const {
-    if (!map.IsMap()) fail(map, fmt::format("{} must be a mapping", where));
-    for (const auto& kv : map) {
-      const std::string k = text(kv.first, "a key");
-      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
-        fail(kv.first, fmt::format("unknown key '{}' in {} (valid: {})", k, where, join(allowed)));
-    }
+    detail::strict_yaml_check_keys(rules(), map, allowed, where);
   }
 
   /// A field: {value: X, <documented|published|measured|assumed>: text}.
@@ -172,7 +167,7 @@ struct Loader {
       if (v == n) return e;
       names.emplace_back(n);
     }
-    fail(section[key], fmt::format("{}.{}: '{}' must be one of {}", sname, key, v, join(names)));
+    fail(section[key], fmt::format("{}.{}: '{}' must be one of {}", sname, key, v, detail::join_names(names)));
   }
 
   /// One block_fma variant: every BlockFmaModel field, each with its provenance.
@@ -262,15 +257,7 @@ struct Loader {
   void load(const std::string& yaml) {
     if (yaml.size() > max_profile_bytes)
       throw ProfileError(fmt::format("{}: larger than a profile can be ({} bytes)", path, max_profile_bytes));
-    // A profile nests 5 deep (variants: list, map, field, value list); the largest shipped
-    // one has a few hundred nodes.
-    const detail::StrictYamlRules rules{.max_depth = 16, .max_nodes = 100'000, .document = "profile",
-                                        .fail = [this](int line, const std::string& msg) {
-                                          YAML::Mark m;
-                                          m.line = line;
-                                          fail_at(m, msg);
-                                        }};
-    const YAML::Node root = detail::load_strict_yaml(yaml, rules);
+    const YAML::Node root = detail::load_strict_yaml(yaml, rules());
     try {
       load_root(root);
     } catch (const YAML::Exception& e) {  // a value of an unexpected kind not caught above

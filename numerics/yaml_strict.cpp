@@ -6,6 +6,8 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <map>
 #include <optional>
@@ -15,6 +17,27 @@
 #include <vector>
 
 namespace numfid::detail {
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& x : names) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+std::string strict_yaml_text(const StrictYamlRules& rules, const YAML::Node& n, const std::string& what) {
+  if (!n.IsScalar()) strict_yaml_fail(rules, n.Mark(), fmt::format("{} must be a single value", what));
+  return n.Scalar();
+}
+
+void strict_yaml_check_keys(const StrictYamlRules& rules, const YAML::Node& map, const std::vector<std::string>& allowed,
+                            const std::string& where) {
+  if (!map.IsMap()) strict_yaml_fail(rules, map.Mark(), fmt::format("{} must be a mapping", where));
+  for (const auto& kv : map) {
+    const std::string k = strict_yaml_text(rules, kv.first, "a key");
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
+      strict_yaml_fail(rules, kv.first.Mark(), fmt::format("unknown key '{}' in {} (valid: {})", k, where, join_names(allowed)));
+  }
+}
 
 void strict_yaml_fail(const StrictYamlRules& rules, const YAML::Mark& mark, const std::string& msg) {
   rules.fail(mark.line < 0 ? -1 : mark.line, msg);

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -28,5 +29,17 @@ YAML::Node load_strict_yaml(const std::string& yaml, const StrictYamlRules& rule
 
 /// Calls rules.fail with the node's line.
 [[noreturn]] void strict_yaml_fail(const StrictYamlRules& rules, const YAML::Mark& mark, const std::string& msg);
+
+/// "a, b, c": the valid names in a message.
+std::string join_names(const std::vector<std::string>& names);
+
+/// The text of a scalar node; anything else (a mapping, a list, null) is rules.fail "{what}
+/// must be a single value" (instead of yaml-cpp's "bad conversion").
+std::string strict_yaml_text(const StrictYamlRules& rules, const YAML::Node& n, const std::string& what);
+
+/// rules.fail unless `map` is a mapping whose every key is one of `allowed` ("unknown key 'K' in
+/// {where} (valid: ...)").
+void strict_yaml_check_keys(const StrictYamlRules& rules, const YAML::Node& map, const std::vector<std::string>& allowed,
+                            const std::string& where);
 
 }  // namespace numfid::detail

@@ -1,6 +1,4 @@
-# The Python module (python/, docs/python.md): decides whether it is built, before the library
-# folders are added, because a module links the static libraries into a shared object and so
-# needs them compiled as position-independent code.
+# The Python module (python/, docs/python.md): decides whether it is built.
 #
 # NUMFID_PYTHON (ON by default at the top level): build python/ -> build/python/numfid when
 # Python 3 (interpreter + development headers), pybind11 and NumPy are all found; otherwise a
@@ -41,8 +39,7 @@ elseif(NUMFID_PYTHON)
     message(STATUS "numfid Python module: not built, missing ${missing} (scripts/install-deps installs them; "
                    "-DPython3_EXECUTABLE=... picks another interpreter)")
   else()
-    set(NUMFID_PYTHON_BUILD ON)
-    set(CMAKE_POSITION_INDEPENDENT_CODE ON)  # the static libraries go into a shared object
+    set(NUMFID_PYTHON_BUILD ON)  # python/CMakeLists.txt makes the libraries position-independent
     message(STATUS "numfid Python module: built for ${Python3_EXECUTABLE} (Python ${Python3_VERSION}) into "
                    "${PROJECT_BINARY_DIR}/python")
   endif()

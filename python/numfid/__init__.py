@@ -41,7 +41,7 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=-1, 
     matmul/dot also take addend= (the addend the kernel added; addend_format=, default the
     accumulator's) and ref= with ref_profile= (judge against another platform's output).
     """
-    allowed = _REDUCTION_OPERANDS if op in ("matmul", "dot") else _ROW_OPERANDS
+    allowed = _REDUCTION_OPERANDS if op in ("matmul", "dot") else ("x", "c") if op == "sum" else _ROW_OPERANDS
     for name in operands:
         if name not in allowed:
             raise TypeError(f"numfid.check('{op}'): unexpected operand '{name}' (it takes {', '.join(allowed)})")

@@ -103,7 +103,7 @@ def as_operand(x, name):
     else:
         a = np.asarray(x)
         dt = a.dtype
-        if dt.kind == "V" and dt.names is None and dt.name in _ML_DTYPES:
+        if dt.names is None and dt.name in _ML_DTYPES:  # ml_dtypes' own dtypes (kind 'V')
             fmt, container = _ML_DTYPES[dt.name]
             a = a.view(_UNSIGNED[container][0]) if container in _UNSIGNED else a.astype(np.float32)
         elif dt.newbyteorder("=") in _NUMPY:

@@ -17,6 +17,7 @@ from . import _numfid
 from ._arrays import as_operand as _as_operand
 from ._arrays import operand as _operand
 from ._result import CheckResult, Tolerance
+from ._version import version as __version__  # numfid's project version (CMakeLists.txt)
 
 __all__ = ["check", "check_matmul", "tol", "emulate", "convert", "profiles", "formats", "CheckResult", "Tolerance",
            "testing"]

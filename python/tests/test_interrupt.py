@@ -72,4 +72,5 @@ def test_the_gil_is_released_during_a_check(big):
         timer.cancel()
         stop.set()
         t.join()
-    assert len(ticks) > 100, f"another Python thread ran only {len(ticks)} times during a 1 s check"
+    # Were the GIL held through the check, the counter could not run at all until it ended.
+    assert len(ticks) > 20, f"another Python thread ran only {len(ticks)} times during a 1 s check"

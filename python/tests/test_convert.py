@@ -107,3 +107,51 @@ def test_saturate(cli):
     assert list(numfid.convert(x, "fp8_e4m3", saturate=True)) == [448, -448, 448]
     got = numfid.convert(x, "fp8_e4m3", bits=True)
     assert np.array_equal(got, cli_convert(cli, x.view(np.uint32), "fp32", "fp8_e4m3").astype(np.uint8))
+
+
+# A naive decoder from the format definitions (OCP OFP8 and MX specifications, IEEE 754),
+# written from the specs and not from numfid: (exponent bits, mantissa bits, bias, special rule).
+NAIVE = {
+    "fp8_e4m3": (4, 3, 7, "e4m3"),          # no inf; S.1111.111 is NaN
+    "fp8_e5m2": (5, 2, 15, "ieee"),
+    "fp8_e4m3fnuz": (4, 3, 8, "fnuz"),      # 0x80 is the only NaN; no -0, no inf
+    "fp8_e5m2fnuz": (5, 2, 16, "fnuz"),
+    "fp6_e3m2": (3, 2, 3, "none"),          # no inf, no NaN
+    "fp6_e2m3": (2, 3, 1, "none"),
+    "fp4_e2m1": (2, 1, 1, "none"),
+}
+
+
+def naive_value(fmt, p):
+    if fmt == "e8m0":
+        return float("nan") if p == 0xFF else 2.0 ** (p - 127)
+    if fmt == "int8":
+        return float(p - 256 if p > 127 else p)
+    if fmt == "uint8":
+        return float(p)
+    e_bits, m_bits, bias, rule = NAIVE[fmt]
+    total = 1 + e_bits + m_bits
+    sign = -1.0 if (p >> (total - 1)) & 1 else 1.0
+    e = (p >> m_bits) & ((1 << e_bits) - 1)
+    m = p & ((1 << m_bits) - 1)
+    if rule == "fnuz" and p == 1 << (total - 1):
+        return float("nan")
+    if rule == "e4m3" and e == (1 << e_bits) - 1 and m == (1 << m_bits) - 1:
+        return float("nan")
+    if rule == "ieee" and e == (1 << e_bits) - 1:
+        return sign * float("inf") if m == 0 else float("nan")
+    if e == 0:
+        return sign * m * 2.0 ** (1 - bias - m_bits)
+    return sign * (1 + m / 2 ** m_bits) * 2.0 ** (e - bias)
+
+
+@pytest.mark.parametrize("fmt", list(NAIVE) + ["e8m0", "int8", "uint8"])
+def test_small_formats_against_a_naive_decoder(fmt):
+    bits = numfid._numfid.format_info(fmt)["bits"]
+    patterns = np.arange(1 << bits, dtype=np.uint8)
+    given = patterns.view(np.int8) if fmt == "int8" else patterns
+    got = numfid.convert(given, "fp32", from_=fmt).astype(np.float64)
+    want = np.array([naive_value(fmt, int(p)) for p in patterns])
+    assert np.array_equal(got, want, equal_nan=True), fmt
+    # Signed zeros keep their sign (FNUZ formats have no -0: 0x80 is NaN, checked above).
+    assert np.array_equal(np.signbit(got[got == 0]), np.signbit(want[want == 0]))

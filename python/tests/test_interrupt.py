@@ -74,3 +74,19 @@ def test_the_gil_is_released_during_a_check(big):
         t.join()
     # Were the GIL held through the check, the counter could not run at all until it ended.
     assert len(ticks) > 20, f"another Python thread ran only {len(ticks)} times during a 1 s check"
+
+
+def test_checks_run_in_worker_threads(big):
+    # From a thread other than the main one (where Python runs no signal handlers) the poll
+    # finds nothing to do; concurrent checks give the single-threaded results.
+    a, b = big[0][:32, :256], big[1][:256, :16]
+    c = numfid.emulate("matmul", "--in bf16 --plan sequential --out bf16", a=a, b=b)
+    want = numfid.check_matmul(a, b, c, "--in bf16 --acc fp32 --out bf16").to_json()
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(
+        numfid.check_matmul(a, b, c, "--in bf16 --acc fp32 --out bf16").to_json())) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [want] * 4

@@ -15,4 +15,9 @@ Unrounded exact_value(const FormatSpec& f, Bits x, bool daz = false);
 /// not kept), ±inf follows round_infinity(), integers saturate (rounding.h).
 Result convert(const FormatSpec& from, const FormatSpec& to, Bits x, const RoundOptions& o = {});
 
+/// Converts a binary64 value (numfid has no fp64 format; NumPy's default float is one) to
+/// format `to` under `o`, correctly rounded in one step as convert() does (a double carries
+/// 53 bits exactly, so no intermediate format and no double rounding). NaN and ±inf as convert().
+Result convert_double(const FormatSpec& to, double x, const RoundOptions& o = {});
+
 }  // namespace numfid

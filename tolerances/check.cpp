@@ -13,6 +13,7 @@
 #include "numerics/profile.h"
 #include "oracles/accumulator.h"
 #include "oracles/mpfr_oracles.h"
+#include "tolerances/cancel.h"
 #include "tolerances/check_detail.h"
 
 namespace numfid {
@@ -205,6 +206,7 @@ MatmulReference matmul_reference(const TensorData& A, const TensorData& B, const
   LongAccumulator acc;
   for (std::int64_t i = 0; i < M; ++i)
     for (std::int64_t j = 0; j < N; ++j) {
+      if (j == 0) check_cancelled();  // tolerances/cancel.h: a caller may stop a long check per row
       acc.clear();
       acc.add_dot(*A.format, std::span<const Bits>(A.values).subspan(static_cast<std::size_t>(i * K), static_cast<std::size_t>(K)),
                   *B.format, std::span<const Bits>(bt).subspan(static_cast<std::size_t>(j * K), static_cast<std::size_t>(K)));
@@ -227,6 +229,7 @@ MatmulReference dot_reference(const TensorData& A, const TensorData& B, const st
   r.elements.resize(static_cast<std::size_t>(R));
   LongAccumulator acc;
   for (std::int64_t i = 0; i < R; ++i) {
+    check_cancelled();
     const auto row = [&](const TensorData& t) {
       return std::span<const Bits>(t.values).subspan(static_cast<std::size_t>(i * K), static_cast<std::size_t>(K));
     };
@@ -307,6 +310,7 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
   // Where the claim names a model numfid can run, say how much of C it predicts bit for bit:
   // the same function as `emulate`, so a stochastic output is predicted with its own streams.
   if (opt.predict && !opt.ref && detail::prediction_is_cheap(claim, s, M, K, N)) {
+    check_cancelled();
     TensorData predicted = mr.rowwise_dot ? emulate_dot(A, B, mr.addend, claim) : emulate_matmul(A, B, mr.addend, claim);
     ModelMatch mm;
     mm.elements = static_cast<std::int64_t>(predicted.values.size());
@@ -343,6 +347,7 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
   LongAccumulator acc;
   for (std::int64_t o = 0; o < outer; ++o)
     for (std::int64_t i = 0; i < inner; ++i) {
+      if (i % 256 == 0) check_cancelled();
       acc.clear();
       for (std::int64_t k = 0; k < len; ++k) acc.add(fin, X.values[static_cast<std::size_t>((o * len + k) * inner + i)]);
       ref[static_cast<std::size_t>(o * inner + i)] = reference(acc, fout);
@@ -382,6 +387,7 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
       throw InputError(fmt::format("--beta: {} elements, rows have {}", opt.beta->values.size(), cols));
     bv = VectorRef{&fin, opt.beta->values};
   }
+  check_cancelled();
   std::vector<OracleValue> o;
   try {
     switch (op) {
@@ -394,6 +400,7 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
   } catch (const std::invalid_argument& e) {
     throw InputError(fmt::format("check {}: {}", name, e.what()));
   }
+  check_cancelled();
   std::vector<ReferenceElement> ref;
   ref.reserve(o.size());
   for (const OracleValue& v : o) ref.push_back(reference(v));

@@ -32,6 +32,7 @@
 
 // tolerances: claims, bounds, verdicts and signatures, and the check pipeline.
 #include "tolerances/bounds.h"
+#include "tolerances/cancel.h"
 #include "tolerances/check.h"
 #include "tolerances/claim.h"
 #include "tolerances/verdict.h"

@@ -1,0 +1,132 @@
+"""numfid for Python: verdicts, tolerances, formats and emulation of ML kernels' numerics.
+
+The same library pipeline as the `numfid` command line (docs/python.md): a claim is the CLI's
+claim text ("--in bf16 --acc fp32 --out bf16", "--in bf16 --out bf16 --profile trn2"), a
+result's ``report`` is the text `numfid check` prints and ``to_json()`` the JSON of
+`numfid check --json`. Bad input raises ValueError (or TypeError for a wrong kind of argument)
+with the CLI's message.
+
+Arrays: NumPy arrays (float16/32/64 containers holding values of the declared format; uint8 /
+uint16 / uint32 arrays of bit patterns of it), ml_dtypes arrays (bfloat16, float8_*, ...) and
+PyTorch tensors (float32, float16, bfloat16, float8 dtypes; other devices are copied to the CPU).
+"""
+
+import os as _os
+
+from . import _numfid
+from ._arrays import as_operand as _as_operand
+from ._arrays import operand as _operand
+from ._result import CheckResult, Tolerance
+from ._version import version as __version__  # numfid's project version (CMakeLists.txt)
+
+__all__ = ["check", "check_matmul", "tol", "emulate", "convert", "profiles", "formats", "CheckResult", "Tolerance",
+           "testing"]
+
+# An installed package carries its profiles (python/CMakeLists.txt); the build tree uses the
+# source tree's. NUMFID_PROFILES, when set, wins over both (numerics/profile.cpp).
+_here = _os.path.join(_os.path.dirname(__file__), "profiles")
+if _os.path.isdir(_here):
+    _numfid.set_package_profiles(_here)
+
+_REDUCTION_OPERANDS = ("a", "b", "c", "addend", "ref")
+_ROW_OPERANDS = ("x", "c", "gamma", "beta")
+
+
+def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=-1, eps=1e-5, **operands):
+    """Is an output consistent with the arithmetic `claim` states? Returns a CheckResult.
+
+    op: "matmul" (a: M×K, b: K×N, c: M×N), "dot" (row-wise: a, b: R×K, c: R elements), "sum"
+        (x, c, axis), or a row op: softmax, log_softmax, layernorm, rmsnorm (gamma, beta, eps),
+        exp, log, tanh, sigmoid, silu, gelu_erf, gelu_tanh, reciprocal, rsqrt (x, c).
+    claim: the claim text of `numfid check`, e.g. "--in bf16 --acc fp32 --out bf16".
+    matmul/dot also take addend= (the addend the kernel added; addend_format=, default the
+    accumulator's) and ref= with ref_profile= (judge against another platform's output).
+    """
+    allowed = _REDUCTION_OPERANDS if op in ("matmul", "dot") else ("x", "c") if op == "sum" else _ROW_OPERANDS
+    for name in operands:
+        if name not in allowed:
+            raise TypeError(f"numfid.check('{op}'): unexpected operand '{name}' (it takes {', '.join(allowed)})")
+    if not isinstance(claim, str):
+        raise TypeError(f"numfid.check: the claim is its text form (a str), not {type(claim).__name__}")
+    args = {name: _operand(value, name) for name, value in operands.items()}
+    native = _numfid.check(op, claim, addend_format=addend_format or "", ref_profile=ref_profile or "", axis=axis,
+                           eps=eps, worst=worst, **args)
+    c = operands.get("c")
+    shape = tuple(getattr(c, "shape", ())) if c is not None else None
+    return CheckResult(native, shape)
+
+
+def check_matmul(a, b, c, claim, **options):
+    """check("matmul", claim, a=a, b=b, c=c, **options): is C consistent with A·B?"""
+    return check("matmul", claim, a=a, b=b, c=c, **options)
+
+
+def tol(op, claim, k, *, addend=False, ref_profile=None, target_profile=None):
+    """The bounds `claim` implies for `op` ("matmul", "dot" or "sum") over k terms, with their
+    derivation and the equivalent rtol/atol (what `numfid tol` prints). Returns a Tolerance."""
+    if not isinstance(k, int) or isinstance(k, bool):
+        raise TypeError(f"numfid.tol: k must be an int, not {type(k).__name__}")
+    return Tolerance(_numfid.tol(op, claim, k, addend, ref_profile or "", target_profile or ""))
+
+
+def _profile_claim(claim_or_profile, fmt_a):
+    """A bare profile name -> "--in F --out F --profile NAME" with F the format of A's dtype."""
+    text = claim_or_profile.strip()
+    if text.startswith("-") or not text:
+        return claim_or_profile
+    if fmt_a is None:
+        raise ValueError(f"numfid.emulate: profile '{text}' alone needs A's format from its dtype (torch or ml_dtypes "
+                         f"bfloat16/float8); for a float32 container give the claim, e.g. "
+                         f"'--in bf16 --out bf16 --profile {text}'")
+    return f"--in {fmt_a} --out {fmt_a} --profile {text}"
+
+
+def emulate(op, claim_or_profile, *, a, b, c=None, c_format=None, bits=False):
+    """The bit-exact output the claim's model (a --plan or a --profile) predicts: D = C + A·B
+    ("matmul") or the row-wise D[r] = C[r] + Σ_k A[r,k]·B[r,k] ("dot"), as `numfid emulate`.
+
+    claim_or_profile: a claim text with --plan P or --profile NAME, or a bare profile name
+    (then --in and --out are the format of A's dtype: torch/ml_dtypes bfloat16, float8, ...).
+    Returns a NumPy array: float32 values (exact), or bit patterns with bits=True.
+    """
+    op_a, fmt_a = _as_operand(a, "a")
+    claim = _profile_claim(claim_or_profile, fmt_a)
+    _, values = _numfid.emulate(op, claim, op_a, _operand(b, "b"), _operand(c, "c"), c_format or "", bits)
+    return values
+
+
+def convert(array, to, rounding="rne", saturate=False, seed=None, *, from_=None, bits=False):
+    """Converts every element to format `to`, correctly rounded in one step (formats/convert.h).
+
+    array: float16/32/64 values (float64 is rounded once, never through float32), torch or
+        ml_dtypes arrays, or uint8/uint16/uint32 bit patterns of the format named by from_.
+    rounding: rne, rtz, rup, rdn, rna or stochastic (seed=, default 0; the element index is the
+        random stream, as `numfid convert` uses the line index). saturate: overflow to ±max.
+    Returns float32 values of `to` (float64 for int32), or its bit patterns (uint8 / uint16 /
+    uint32) with bits=True.
+    """
+    op, fmt = _as_operand(array, "array")
+    if seed is not None and rounding not in ("stochastic", "sr"):
+        raise ValueError(f"seed={seed}: a seed only matters for rounding='stochastic'")
+    container = op[1]
+    if from_ is None and fmt is not None:
+        from_ = fmt
+    if from_ is None and container not in ("F16", "F32", "F64", "BF16", "F8_E4M3", "F8_E5M2"):
+        raise TypeError(f"numfid.convert: a {op[0].dtype} array holds bit patterns or integers: name their format "
+                        f"with from_= (e.g. from_='bf16')")
+    _, out = _numfid.convert(op, from_ or "", to, rounding, saturate, seed or 0, bits)
+    return out
+
+
+def profiles():
+    """The platform profiles: dicts with name, version, model, summary, path and fields (each
+    with section, key, value, provenance kind and source), as `numfid profiles show` lists them."""
+    return _numfid.profiles()
+
+
+def formats():
+    """The names of numfid's formats, in the order `numfid formats` lists them."""
+    return list(_numfid.format_names())
+
+
+from . import testing  # noqa: E402  (numfid.testing uses the functions above)

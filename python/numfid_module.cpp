@@ -1,0 +1,399 @@
+// numfid._numfid: the compiled half of the `numfid` Python package (docs/python.md). It only
+// turns arrays into numfid tensors, calls the library pipeline the CLI calls
+// (tolerances/check.h: parse_claim, check_matmul, check_dot, check_sum, check_rows, tolerance,
+// emulate_matmul, emulate_dot; formats/convert.h; numerics/profile.h) and hands back what it
+// returns. No numerics here (STYLE.md rule 11). The pure-Python half (python/numfid/) maps
+// NumPy / PyTorch / ml_dtypes arrays to (C-contiguous buffer, container type) pairs.
+//
+// Errors: InputError and ProfileError (bad claim, format, shape, value, profile) become
+// ValueError with the library's message, the one the CLI prints after "numfid: ". The GIL is
+// released while the pipeline runs; a CancelScope (tolerances/cancel.h) polls Python's signal
+// handlers every few milliseconds, so Ctrl-C raises KeyboardInterrupt out of a long check.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "formats/convert.h"
+#include "formats/error.h"
+#include "gates/gate.h"
+#include "io/tensor.h"
+#include "numerics/profile.h"
+#include "tolerances/cancel.h"
+#include "tolerances/check.h"
+
+namespace py = pybind11;
+
+// The profile directory of an installed package: numerics/profile.cpp asks this hook (after
+// NUMFID_PROFILES and <exe>/../share/numfid/profiles; the executable here is the Python
+// interpreter). The package sets it at import to its own profiles/ folder when it ships one
+// (an installed module); the build tree keeps the source tree's profiles.
+namespace {
+std::string package_profiles = NUMFID_SOURCE_PROFILES;
+}  // namespace
+extern "C" const char* numfid_package_profile_directory() { return package_profiles.c_str(); }
+
+namespace numfid::python {
+
+namespace {
+
+// ------------------------------------------------------------------- operands
+
+/// The container types the Python side names (io/tensor.h ElementType, by its enumerator name).
+ElementType element_type_named(const std::string& s) {
+  static const std::pair<const char*, ElementType> types[] = {
+      {"F16", ElementType::F16},         {"F32", ElementType::F32}, {"F64", ElementType::F64},
+      {"BF16", ElementType::BF16},       {"F8_E4M3", ElementType::F8_E4M3},
+      {"F8_E5M2", ElementType::F8_E5M2}, {"I8", ElementType::I8},   {"I16", ElementType::I16},
+      {"I32", ElementType::I32},         {"U8", ElementType::U8},   {"U16", ElementType::U16},
+      {"U32", ElementType::U32},         {"V8", ElementType::V8},   {"V16", ElementType::V16}};
+  for (const auto& [name, t] : types)
+    if (s == name) return t;
+  throw py::type_error(fmt::format("numfid: unknown container type '{}'", s));
+}
+
+/// An operand from the Python side: (array, container type, name). The array must be
+/// C-contiguous, little-endian and of the container's item size (the package makes it so);
+/// the tensor reads its memory in place, so `keep` must outlive every use of `tensor`.
+struct Operand {
+  py::array keep;
+  Tensor tensor;
+};
+
+std::optional<Operand> operand(const py::object& o) {
+  if (o.is_none()) return std::nullopt;
+  const auto t = o.cast<py::tuple>();
+  if (t.size() != 3) throw py::type_error("numfid: an operand is (array, container type, name)");
+  Operand r;
+  r.keep = t[0].cast<py::array>();
+  Tensor& x = r.tensor;
+  x.type = element_type_named(t[1].cast<std::string>());
+  x.source = t[2].cast<std::string>();
+  x.dtype_desc = py::str(r.keep.dtype()).cast<std::string>();
+  if ((r.keep.flags() & py::array::c_style) == 0)
+    throw py::type_error(fmt::format("numfid: {}: the buffer must be C-contiguous", x.source));
+  if (r.keep.itemsize() != element_size(x.type))
+    throw py::type_error(fmt::format("numfid: {}: items of {} bytes for container {}", x.source, r.keep.itemsize(),
+                                     element_type_name(x.type)));
+  for (py::ssize_t d = 0; d < r.keep.ndim(); ++d) x.shape.push_back(static_cast<std::int64_t>(r.keep.shape(d)));
+  x.data = {static_cast<const std::byte*>(r.keep.data()), static_cast<std::size_t>(r.keep.nbytes())};
+  return r;
+}
+
+ShapeRef shape_ref(const Operand& o) { return {o.tensor.shape, o.tensor.source}; }
+
+// ------------------------------------------------------------------- GIL and Ctrl-C
+
+/// Runs `f` without the GIL, polling Python's signal handlers (Ctrl-C) every 20 ms from the
+/// pipeline's loops. A handler that raises (KeyboardInterrupt) cancels the run and its
+/// exception is re-raised here; the pipeline's own exceptions propagate unchanged.
+template <class F>
+auto without_gil(F&& f) -> decltype(f()) {
+  using clock = std::chrono::steady_clock;
+  bool interrupted = false;
+  auto next = clock::now() + std::chrono::milliseconds(20);
+  const auto poll = [&] {
+    const auto now = clock::now();
+    if (now < next) return false;
+    next = now + std::chrono::milliseconds(20);
+    const py::gil_scoped_acquire gil;
+    interrupted = PyErr_CheckSignals() != 0;  // runs the handlers; an exception stays set
+    return interrupted;
+  };
+  try {
+    const py::gil_scoped_release release;
+    const CancelScope scope(poll);
+    return f();
+  } catch (const Cancelled&) {
+    if (interrupted) throw py::error_already_set();  // the handler's exception (KeyboardInterrupt)
+    throw;
+  }
+}
+
+// ------------------------------------------------------------------- claims
+
+/// The claim `text` with its profile replaced by `profile` and its plan removed: what the
+/// CLI's --ref-profile and --target-profile do to the claim options.
+ClaimSpec with_profile(const ClaimSpec& c, const std::string& profile) {
+  ClaimSpec r = c;
+  r.plan.reset();
+  r.profile.reset();
+  r.profile_name.clear();
+  std::string text = r.text();
+  append_claim_option(text, "--profile", profile);
+  return parse_claim(text);
+}
+
+// ------------------------------------------------------------------- check
+
+struct CheckArgs {
+  std::string op, claim;
+  py::object a, b, c, x, addend, ref, gamma, beta;
+  std::string addend_format, ref_profile;
+  int axis = -1;
+  double eps = 1e-5;
+  int worst = 8;
+};
+
+void require(const std::optional<Operand>& o, const std::string& op, const char* name) {
+  if (!o) throw py::type_error(fmt::format("numfid.check('{}'): missing operand {}", op, name));
+}
+
+CheckResult check(const CheckArgs& args) {
+  const std::string& op = args.op;
+  const bool reduction = op == "matmul" || op == "dot";
+  const std::optional<RowOp> row_op = find_row_op(op);
+  if (!reduction && op != "sum" && !row_op) {
+    std::string known = "matmul, dot, sum";
+    for (const RowOp r : row_ops()) known += fmt::format(", {}", row_op_name(r));
+    throw py::value_error(fmt::format("numfid.check: unknown op '{}' (known: {})", op, known));
+  }
+  std::optional<Operand> A = operand(args.a), B = operand(args.b), C = operand(args.c), X = operand(args.x),
+                         addend = operand(args.addend), ref = operand(args.ref), gamma = operand(args.gamma),
+                         beta = operand(args.beta);
+  require(C, op, "c");
+  if (reduction) {
+    require(A, op, "a");
+    require(B, op, "b");
+  } else {
+    require(X, op, "x");
+  }
+  return without_gil([&]() -> CheckResult {
+    const ClaimSpec claim = parse_claim(args.claim);
+    if (reduction) {
+      const FormatSpec& fa = *claim.in;
+      const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
+      // Shapes first, as the CLI: a wrong-shaped operand is refused before any value is read.
+      const ShapeRef sc = shape_ref(*C);
+      if (op == "dot") rowwise_dot_dims(shape_ref(*A), shape_ref(*B), &sc);
+      else matmul_dims(shape_ref(*A), shape_ref(*B), &sc);
+      const TensorData a = tensor_data(A->tensor, fa), b = tensor_data(B->tensor, fb), c = tensor_data(C->tensor, *claim.out);
+      MatmulCheckOptions o;
+      o.worst = args.worst;
+      if (addend)
+        o.addend = tensor_data(addend->tensor, args.addend_format.empty() ? *claim.acc : format_named(args.addend_format));
+      if (ref) {
+        o.ref = tensor_data(ref->tensor, *claim.out);
+        if (!args.ref_profile.empty()) o.ref_claim = with_profile(claim, args.ref_profile);
+      }
+      return op == "dot" ? check_dot(a, b, c, claim, o) : check_matmul(a, b, c, claim, o);
+    }
+    const TensorData x = tensor_data(X->tensor, *claim.in), c = tensor_data(C->tensor, *claim.out);
+    if (op == "sum") return check_sum(x, c, args.axis, claim, args.worst);
+    RowCheckOptions o;
+    o.eps = args.eps;
+    o.worst = args.worst;
+    if (gamma) o.gamma = tensor_data(gamma->tensor, *claim.in);
+    if (beta) o.beta = tensor_data(beta->tensor, *claim.in);
+    return check_rows(*row_op, x, c, claim, o);
+  });
+}
+
+// ------------------------------------------------------------------- results as arrays
+
+/// Patterns of `f` as a NumPy array of the narrowest unsigned type that holds them.
+py::array bits_array(const FormatSpec& f, const std::vector<std::int64_t>& shape, const std::vector<Bits>& v) {
+  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  const auto fill = [&]<class T>(T) {
+    py::array_t<T> a(dims);
+    T* p = a.mutable_data();
+    for (std::size_t i = 0; i < v.size(); ++i) p[i] = static_cast<T>(v[i].raw);
+    return py::array(a);
+  };
+  if (f.bits <= 8) return fill(std::uint8_t{});
+  if (f.bits <= 16) return fill(std::uint16_t{});
+  return fill(std::uint32_t{});
+}
+
+/// Values of `f`, exactly: float32 for every format float32 holds exactly, float64 for int32.
+py::array values_array(const FormatSpec& f, const std::vector<std::int64_t>& shape, const std::vector<Bits>& v) {
+  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  const auto fill = [&]<class T>(T) {
+    py::array_t<T> a(dims);
+    T* p = a.mutable_data();
+    for (std::size_t i = 0; i < v.size(); ++i) p[i] = static_cast<T>(to_double(f, v[i]));
+    return py::array(a);
+  };
+  if (f == int32) return fill(double{});
+  return fill(float{});
+}
+
+/// A result tensor: its format name and its patterns (the Python side picks bits or values).
+py::tuple tensor_result(const TensorData& t, bool bits) {
+  return py::make_tuple(std::string(t.format->name),
+                        bits ? bits_array(*t.format, t.shape, t.values) : values_array(*t.format, t.shape, t.values));
+}
+
+// ------------------------------------------------------------------- emulate, convert
+
+py::tuple emulate(const std::string& op, const std::string& claim_text, const py::object& a, const py::object& b,
+                  const py::object& c, const std::string& c_format, bool bits) {
+  if (op != "matmul" && op != "dot")
+    throw py::value_error(fmt::format("numfid.emulate: unknown op '{}' (matmul or dot)", op));
+  const std::optional<Operand> A = operand(a), B = operand(b), C = operand(c);
+  require(A, op, "a");
+  require(B, op, "b");
+  const TensorData d = without_gil([&] {
+    const ClaimSpec claim = parse_claim(claim_text);
+    const FormatSpec& fa = *claim.in;
+    const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
+    const ShapeRef sc = C ? shape_ref(*C) : ShapeRef{};
+    if (op == "dot") rowwise_dot_dims(shape_ref(*A), shape_ref(*B), C ? &sc : nullptr);
+    else matmul_dims(shape_ref(*A), shape_ref(*B), C ? &sc : nullptr);
+    const TensorData ta = tensor_data(A->tensor, fa), tb = tensor_data(B->tensor, fb);
+    std::optional<TensorData> tc;
+    // C's values: c_format, else the accumulator's (fp32 under a profile), as the CLI.
+    if (C) tc = tensor_data(C->tensor, !c_format.empty() ? format_named(c_format) : claim.profile ? fp32 : *claim.acc);
+    return op == "dot" ? emulate_dot(ta, tb, tc, claim) : emulate_matmul(ta, tb, tc, claim);
+  });
+  return tensor_result(d, bits);
+}
+
+py::tuple convert_array(const py::object& x, const std::string& from, const std::string& to, const std::string& rounding,
+                        bool saturate, std::uint64_t seed, bool bits) {
+  const std::optional<Operand> X = operand(x);
+  require(X, "convert", "array");
+  TensorData out = without_gil([&] {
+    const FormatSpec& ft = format_named(to);
+    RoundOptions o;
+    o.rounding = rounding_named(rounding, "rounding");
+    o.overflow = saturate ? Overflow::saturate : Overflow::ieee;
+    o.seed = seed;
+    TensorData r;
+    r.format = &ft;
+    r.shape = X->tensor.shape;
+    r.values.resize(static_cast<std::size_t>(X->tensor.element_count()));
+    const auto n = r.values.size();
+    if (X->tensor.type == ElementType::F64 && from.empty()) {  // binary64: no numfid format, one rounding
+      const auto* p = reinterpret_cast<const double*>(X->tensor.data.data());
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i % 65536 == 0) check_cancelled();
+        o.stream = i;  // stochastic rounding: the element index is the stream, as the CLI's line index
+        r.values[i] = convert_double(ft, p[i], o).bits;
+      }
+      return r;
+    }
+    const FormatSpec* container = container_format(X->tensor.type);
+    if (from.empty() && container == nullptr)
+      throw InputError(fmt::format("{}: a {} array holds no format of its own; declare it (from_=...)", X->tensor.source,
+                                   element_type_name(X->tensor.type)));
+    const FormatSpec& ff = from.empty() ? *container : format_named(from);
+    const std::vector<Bits> src = tensor_values(X->tensor, ff);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i % 65536 == 0) check_cancelled();
+      o.stream = i;
+      r.values[i] = convert(ff, ft, src[i], o).bits;
+    }
+    return r;
+  });
+  return tensor_result(out, bits);
+}
+
+// ------------------------------------------------------------------- profiles, formats
+
+py::list profiles_list() {
+  const std::string dir = profile_directory();
+  py::list out;
+  for (const std::string& name : list_profiles(dir)) {
+    const Profile p = load_profile(dir + "/" + name + ".yaml");
+    const char* model = p.model == ProfileModel::plan ? "plan" : p.model == ProfileModel::tensor_engine ? "tensor-engine" : "block-fma";
+    py::list fields;
+    for (const ProfileField& f : p.fields)
+      fields.append(py::dict(py::arg("section") = f.section, py::arg("key") = f.key, py::arg("value") = f.value,
+                             py::arg("provenance") = std::string(provenance_kind_name(f.provenance.kind)),
+                             py::arg("source") = f.provenance.text));
+    out.append(py::dict(py::arg("name") = name, py::arg("version") = p.version, py::arg("model") = model,
+                        py::arg("summary") = p.summary, py::arg("path") = p.path, py::arg("fields") = fields));
+  }
+  return out;
+}
+
+py::dict format_info(const std::string& name) {
+  const FormatSpec& f = format_named(name);
+  return py::dict(py::arg("name") = std::string(f.name), py::arg("bits") = f.bits,
+                  py::arg("float") = is_float(f), py::arg("max_finite") = max_finite(f));
+}
+
+}  // namespace
+
+}  // namespace numfid::python
+
+PYBIND11_MODULE(_numfid, m) {
+  using namespace numfid;
+  using namespace numfid::python;
+  m.doc() = "numfid's compiled core (use the `numfid` package)";
+  // The library's bad-input exceptions are ValueError with the library's message (the CLI's).
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const ProfileError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+
+  py::class_<CheckResult>(m, "CheckResult")
+      .def("text", &CheckResult::text)
+      .def("json", &CheckResult::json)
+      .def("exit_code", &CheckResult::exit_code)
+      .def_property_readonly("output_format", [](const CheckResult& r) { return std::string(r.output->name); })
+      .def("predicted", [](const CheckResult& r, const std::vector<std::int64_t>& shape, bool bits) -> py::object {
+        if (r.predicted.empty()) return py::none();
+        return bits ? bits_array(*r.output, shape, r.predicted) : values_array(*r.output, shape, r.predicted);
+      });
+  py::class_<ToleranceResult>(m, "ToleranceResult")
+      .def("text", &ToleranceResult::text)
+      .def("json", &ToleranceResult::json);
+
+  m.def(
+      "check",
+      [](std::string op, std::string claim, py::object a, py::object b, py::object c, py::object x, py::object addend,
+         py::object ref, py::object gamma, py::object beta, std::string addend_format, std::string ref_profile, int axis,
+         double eps, int worst) {
+        CheckArgs args{std::move(op), std::move(claim), std::move(a),    std::move(b),      std::move(c),
+                       std::move(x),  std::move(addend), std::move(ref), std::move(gamma), std::move(beta),
+                       std::move(addend_format), std::move(ref_profile), axis, eps, worst};
+        return check(args);
+      },
+      py::arg("op"), py::arg("claim"), py::arg("a") = py::none(), py::arg("b") = py::none(), py::arg("c") = py::none(),
+      py::arg("x") = py::none(), py::arg("addend") = py::none(), py::arg("ref") = py::none(),
+      py::arg("gamma") = py::none(), py::arg("beta") = py::none(), py::arg("addend_format") = "",
+      py::arg("ref_profile") = "", py::arg("axis") = -1, py::arg("eps") = 1e-5, py::arg("worst") = 8);
+  m.def(
+      "tol",
+      [](const std::string& op, const std::string& claim_text, std::int64_t k, bool addend, const std::string& ref_profile,
+         const std::string& target_profile) {
+        return without_gil([&] {
+          const ClaimSpec parsed = parse_claim(claim_text);
+          const ClaimSpec claim = target_profile.empty() ? parsed : with_profile(parsed, target_profile);
+          ToleranceOptions o;
+          o.addend = addend;
+          if (!ref_profile.empty()) o.ref_claim = with_profile(parsed, ref_profile);
+          return tolerance(op, k, claim, o);
+        });
+      },
+      py::arg("op"), py::arg("claim"), py::arg("k"), py::arg("addend") = false, py::arg("ref_profile") = "",
+      py::arg("target_profile") = "");
+  m.def("emulate", &emulate, py::arg("op"), py::arg("claim"), py::arg("a"), py::arg("b"), py::arg("c") = py::none(),
+        py::arg("c_format") = "", py::arg("bits") = false);
+  m.def("convert", &convert_array, py::arg("x"), py::arg("from_format"), py::arg("to"), py::arg("rounding") = "rne",
+        py::arg("saturate") = false, py::arg("seed") = 0, py::arg("bits") = false);
+  m.def("profiles", &profiles_list);
+  m.def("format_info", &format_info, py::arg("name"));
+  m.def("format_names", [] {
+    std::vector<std::string> names;
+    for (const FormatSpec* f : all_formats) names.emplace_back(f->name);
+    return names;
+  });
+  m.def("set_package_profiles", [](const std::string& dir) { package_profiles = dir; });
+  m.def("profile_directory", &profile_directory);
+}

@@ -1,0 +1,190 @@
+"""numfid.check and numfid.tol against the CLI of the same build: identical JSON, report and
+exit code on the example data (examples/README.md) and on data written for the row ops, for
+every array kind the module takes."""
+
+import json
+
+import numpy as np
+import pytest
+
+import numfid
+from conftest import cli_json
+
+CLAIMS = [
+    "--in bf16 --acc fp32 --out bf16",
+    "--in bf16 --out bf16 --profile trn2",
+    "--in bf16 --out bf16 --plan blocked(128)",
+    "--in bf16 --out bf16 --profile cpu-sequential",
+]
+OUTPUTS = ["c_sequential_fp32acc", "c_blocked128_fp32acc", "c_bf16acc", "c_truncated_output"]
+# What examples/README.md says each output is under a plain fp32-accumulation claim.
+EXPECTED = {"c_sequential_fp32acc": "consistent", "c_blocked128_fp32acc": "consistent", "c_bf16acc": "defect",
+            "c_truncated_output": "defect"}
+
+
+@pytest.mark.parametrize("claim", CLAIMS)
+@pytest.mark.parametrize("output", OUTPUTS)
+def test_matmul_identical_to_cli(cli, data, data_dir, tmp_path, claim, output):
+    r = numfid.check_matmul(data["a"], data["b"], data[output], claim)
+    rc, js, stdout = cli_json(cli, tmp_path, "check", "matmul", "--a", data_dir / "a.npy", "--b", data_dir / "b.npy",
+                              "--c", data_dir / f"{output}.npy", *claim.split())
+    assert r.to_json() == js
+    assert r.report == stdout
+    assert r.exit_code == rc
+    assert r.verdict == json.loads(js)["verdict"]
+
+
+@pytest.mark.parametrize("output", OUTPUTS)
+def test_example_verdicts(data, output):
+    r = numfid.check("matmul", "--in bf16 --acc fp32 --out bf16", a=data["a"], b=data["b"], c=data[output])
+    assert r.verdict == EXPECTED[output], r.report
+    assert r.consistent == (EXPECTED[output] == "consistent")
+    assert sum(r.counts.values()) == r.elements == 64 * 48
+    if r.verdict == "defect":
+        assert r.counts["outside_deterministic"] > 0
+        assert r.worst and r.worst[0]["class"] == "outside deterministic bound"
+        assert r.exit_code == 1
+    else:
+        assert r.counts["outside_deterministic"] == 0 and r.exit_code == 0
+
+
+def test_result_attributes(data):
+    r = numfid.check_matmul(data["a"], data["b"], data["c_bf16acc"], "--in bf16 --acc fp32 --out bf16")
+    assert set(r.worst[0]) >= {"index", "row", "col", "bits", "value", "exact", "error_ulps", "deterministic_bound",
+                               "fraction_of_bound", "class"}
+    assert r.worst[0]["fraction_of_bound"] > 1
+    assert any(s["name"] == "narrow-accumulator" for s in r.signatures), r.signatures
+    assert r.bounds["deterministic"]["sum_abs_coefficient"] > 0 and r.derivation
+    assert r.reason in r.report and str(r) == r.report
+    # The model ran under a plan: the predicted output, as patterns.
+    p = numfid.check_matmul(data["a"], data["b"], data["c_blocked128_fp32acc"], "--in bf16 --out bf16 --plan blocked(128)")
+    assert np.array_equal(p.predicted(bits=True), data["c_blocked128_fp32acc"])
+
+
+def bf16_bits(x):
+    """bf16 patterns of float32 arrays of bf16 values: the top half of the fp32 pattern
+    (independent of numfid)."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    return (x.view(np.uint32) >> 16).astype(np.uint16)
+
+
+def bf16_values(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+ARRAY_KINDS = {
+    "float32": lambda x: np.asarray(x, np.float32),
+    "float64": lambda x: np.asarray(x, np.float64),
+    "uint16-bits": bf16_bits,
+    "fortran-order": lambda x: np.asfortranarray(x),
+    "strided": lambda x: np.repeat(x, 2, axis=1)[:, ::2],
+    "transposed-view": lambda x: np.ascontiguousarray(x.T).T,
+    "big-endian": lambda x: np.asarray(x, ">f4"),
+}
+
+
+@pytest.mark.parametrize("kind", list(ARRAY_KINDS))
+def test_every_array_kind_gives_the_same_verdict(data, kind):
+    a, b = data["a"], data["b"]
+    c = bf16_values(data["c_bf16acc"])
+    make = ARRAY_KINDS[kind]
+    claim = "--in bf16 --acc fp32 --out bf16"
+    want = numfid.check_matmul(a, b, data["c_bf16acc"], claim).to_json()
+    A, B, C = make(a), make(b), make(c)
+    if kind != "uint16-bits":
+        assert not (kind in ("fortran-order", "strided", "transposed-view") and A.flags.c_contiguous)
+    assert numfid.check_matmul(A, B, C, claim).to_json() == want
+
+
+def test_float16_container(cli, tmp_path):
+    # fp16 inputs in float16 arrays (their own container) against the CLI on the same files.
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((8, 40)).astype(np.float16)
+    b = rng.standard_normal((40, 6)).astype(np.float16)
+    c = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16)  # via float64: two roundings at most
+    for name, v in dict(a=a, b=b, c=c).items():
+        np.save(tmp_path / f"{name}.npy", v)
+    claim = "--in fp16 --acc fp32 --out fp16"
+    r = numfid.check_matmul(a, b, c, claim)
+    _, js, _ = cli_json(cli, tmp_path, "check", "matmul", "--a", tmp_path / "a.npy", "--b", tmp_path / "b.npy", "--c",
+                        tmp_path / "c.npy", *claim.split())
+    assert r.to_json() == js
+
+
+def test_fp8_bit_patterns_in_uint8(cli, tmp_path):
+    # fp8 E4M3 operands as uint8 patterns; C emulated by the CLI (an independent path).
+    rng = np.random.default_rng(2)
+    pats = np.array([p for p in range(256) if p & 0x7F != 0x7F], np.uint8)  # not NaN
+    a = rng.choice(pats, (6, 32)).astype(np.uint8)
+    b = rng.choice(pats, (32, 5)).astype(np.uint8)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    e = cli("emulate", "matmul", "--a", tmp_path / "a.npy", "--b", tmp_path / "b.npy", "--in", "fp8_e4m3", "--plan",
+            "sequential", "--out", "bf16", "--output", tmp_path / "c.npy")
+    assert e.returncode == 0, e.stderr
+    c = np.load(tmp_path / "c.npy")
+    claim = "--in fp8_e4m3 --acc fp32 --out bf16"
+    r = numfid.check_matmul(a, b, c, claim)
+    _, js, _ = cli_json(cli, tmp_path, "check", "matmul", "--a", tmp_path / "a.npy", "--b", tmp_path / "b.npy", "--c",
+                        tmp_path / "c.npy", *claim.split())
+    assert r.to_json() == js and r.verdict == "consistent"
+    # The module's emulation is the CLI's, bit for bit.
+    d = numfid.emulate("matmul", "--in fp8_e4m3 --plan sequential --out bf16", a=a, b=b, bits=True)
+    assert np.array_equal(d, c)
+
+
+def test_dot_sum_and_row_ops_identical_to_cli(cli, tmp_path):
+    rng = np.random.default_rng(3)
+    x = bf16_values(bf16_bits(rng.standard_normal((5, 64)).astype(np.float32)))
+    y = bf16_values(bf16_bits(rng.standard_normal((5, 64)).astype(np.float32)))
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    cases = []
+    # dot: C from the CLI's emulation; sum: C from float64 (legal within the bound).
+    e = cli("emulate", "dot", "--a", tmp_path / "x.npy", "--b", tmp_path / "y.npy", "--in", "bf16", "--plan", "pairwise",
+            "--out", "fp32", "--output", tmp_path / "d.npy")
+    assert e.returncode == 0, e.stderr
+    cases.append(("dot", "--in bf16 --out fp32", dict(a=x, b=y, c=np.load(tmp_path / "d.npy")),
+                  ["--a", tmp_path / "x.npy", "--b", tmp_path / "y.npy", "--c", tmp_path / "d.npy"], {}))
+    s = x.astype(np.float64).sum(axis=1).astype(np.float32)
+    np.save(tmp_path / "s.npy", s)
+    cases.append(("sum", "--in bf16 --out fp32", dict(x=x, c=s), ["--x", tmp_path / "x.npy", "--c", tmp_path / "s.npy"],
+                  {"axis": 1}))
+    ex = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    sm = (ex / ex.sum(axis=1, keepdims=True)).astype(np.float32)
+    np.save(tmp_path / "sm.npy", sm)
+    cases.append(("softmax", "--in bf16 --out fp32 --ulps 4", dict(x=x, c=sm),
+                  ["--x", tmp_path / "x.npy", "--c", tmp_path / "sm.npy"], {}))
+    for op, claim, operands, files, opts in cases:
+        r = numfid.check(op, claim, **operands, **opts)
+        extra = [t for k, v in opts.items() for t in (f"--{k}", str(v))]
+        _, js, stdout = cli_json(cli, tmp_path, "check", op, *files, *claim.split(), *extra)
+        assert r.to_json() == js, op
+        assert r.report == stdout, op
+        assert r.verdict == "consistent", r.report
+
+
+@pytest.mark.parametrize("args", [
+    ("matmul", "--in bf16 --acc fp32 --out bf16"),
+    ("sum", "--in bf16 --out fp32"),
+    ("matmul", "--in bf16 --out bf16 --profile trn2"),
+])
+@pytest.mark.parametrize("k", [1, 128, 4096])
+def test_tol_identical_to_cli(cli, args, k):
+    op, claim = args
+    t = numfid.tol(op, claim, k=k)
+    assert t.report == cli("tol", op, "--k", k, *claim.split()).stdout
+    assert t.to_json() == cli("tol", op, "--k", k, "--json", *claim.split()).stdout
+    assert t.k == k and t.op == op
+
+
+def test_cross_platform_options_identical_to_cli(cli, data, data_dir, tmp_path):
+    claim = "--in bf16 --out bf16 --profile trn2"
+    t = numfid.tol("matmul", claim, k=512, ref_profile="nvidia-h100-tc")
+    assert t.report == cli("tol", "matmul", "--k", 512, *claim.split(), "--ref-profile", "nvidia-h100-tc").stdout
+    r = numfid.check_matmul(data["a"], data["b"], data["c_sequential_fp32acc"], claim, ref=data["c_blocked128_fp32acc"],
+                            ref_profile="cpu-sequential")
+    _, js, _ = cli_json(cli, tmp_path, "check", "matmul", "--a", data_dir / "a.npy", "--b", data_dir / "b.npy", "--c",
+                        data_dir / "c_sequential_fp32acc.npy", *claim.split(), "--ref",
+                        data_dir / "c_blocked128_fp32acc.npy", "--ref-profile", "cpu-sequential")
+    assert r.to_json() == js

@@ -1,0 +1,105 @@
+"""Bad input raises ValueError (bad values, claims, shapes, formats, profiles) or TypeError (a
+wrong kind of argument), with the message the CLI prints after "numfid: " for the same input.
+Where the CLI names a file ("--a: a.npy: ..."), the module names the argument ("a: ...")."""
+
+import numpy as np
+import pytest
+
+import numfid
+from conftest import error_text
+
+
+def save(tmp_path, **arrays):
+    paths = {}
+    for name, v in arrays.items():
+        paths[name] = tmp_path / f"{name}.npy"
+        np.save(paths[name], v)
+    return paths
+
+
+@pytest.mark.parametrize("claim", [
+    "--in bf17 --out bf16",
+    "--in bf16",
+    "--in bf16 --out bf16 --profile no-such-profile",
+    "--in bf16 --out bf16 --plan blocked(0)",
+    "--in bf16 --out bf16 --acc-rounding sideways",
+    "--in bf16 --out bf16 --confidence 2",
+])
+def test_bad_claim_same_message_as_cli(cli, data, data_dir, claim):
+    with pytest.raises(ValueError) as e:
+        numfid.check_matmul(data["a"], data["b"], data["c_bf16acc"], claim)
+    r = cli("check", "matmul", "--a", data_dir / "a.npy", "--b", data_dir / "b.npy", "--c", data_dir / "c_bf16acc.npy",
+            *claim.split())
+    if "--out" not in claim:  # the CLI's own parser asks for the required option first
+        assert "--out" in str(e.value) and "--out" in r.stderr
+        return
+    assert str(e.value) == error_text(r)
+
+
+def test_value_not_representable_same_message_as_cli(cli, data, tmp_path):
+    a = data["a"].copy()
+    a[3, 5] = 0.1  # not a bf16 value
+    p = save(tmp_path, a=a)
+    with pytest.raises(ValueError) as e:
+        numfid.check_matmul(a, data["b"], data["c_bf16acc"], "--in bf16 --out bf16")
+    np.save(tmp_path / "b.npy", data["b"])
+    np.save(tmp_path / "c.npy", data["c_bf16acc"])
+    r = cli("check", "matmul", "--a", p["a"], "--b", tmp_path / "b.npy", "--c", tmp_path / "c.npy", "--in", "bf16",
+            "--out", "bf16")
+    want = error_text(r)
+    prefix = f"--a: {p['a']}: "
+    assert want.startswith(prefix)
+    assert str(e.value) == "a: " + want[len(prefix):]
+    assert "element 3" in str(e.value) or "[3, 5]" in str(e.value)
+
+
+def test_shape_mismatch_same_message_as_cli(cli, data, tmp_path):
+    p = save(tmp_path, a=data["a"], b=data["b"], c=data["c_bf16acc"][:, :40])
+    with pytest.raises(ValueError) as e:
+        numfid.check_matmul(data["a"], data["b"], data["c_bf16acc"][:, :40], "--in bf16 --out bf16")
+    r = cli("check", "matmul", "--a", p["a"], "--b", p["b"], "--c", p["c"], "--in", "bf16", "--out", "bf16")
+    want = error_text(r)
+    for name, path in p.items():
+        want = want.replace(f"({path})", f"({name})")
+    assert str(e.value) == want
+
+
+def test_pattern_too_wide_and_void_width(data):
+    with pytest.raises(ValueError, match=r"pattern 0x40 has bits outside the 6-bit format fp6_e3m2"):
+        numfid.check_matmul(np.full((2, 2), 0x40, np.uint8), np.zeros((2, 2), np.uint8), np.zeros((2, 2), np.uint16),
+                            "--in fp6_e3m2 --out bf16")
+    with pytest.raises(ValueError, match="opaque container"):
+        numfid.check_matmul(np.zeros((2, 2), "V2"), np.zeros((2, 2), "V2"), np.zeros((2, 2), np.uint16),
+                            "--in fp8_e4m3 --out bf16")
+
+
+def test_wrong_kinds_of_argument_are_type_errors(data):
+    a, b, c = data["a"], data["b"], data["c_bf16acc"]
+    with pytest.raises(TypeError, match="dtype int64 is not supported"):
+        numfid.check_matmul(a.astype(np.int64), b, c, "--in bf16 --out bf16")
+    with pytest.raises(TypeError, match="dtype complex64"):
+        numfid.check_matmul(a.astype(np.complex64), b, c, "--in bf16 --out bf16")
+    with pytest.raises(TypeError, match="unexpected operand 'q'"):
+        numfid.check("matmul", "--in bf16 --out bf16", a=a, b=b, c=c, q=a)
+    with pytest.raises(TypeError, match="missing operand b"):
+        numfid.check("matmul", "--in bf16 --out bf16", a=a, c=c)
+    with pytest.raises(TypeError, match="claim is its text form"):
+        numfid.check("matmul", ["--in", "bf16"], a=a, b=b, c=c)
+    with pytest.raises(TypeError, match="from_="):
+        numfid.convert(np.zeros(3, np.uint16), "fp32")
+    with pytest.raises(TypeError):
+        numfid.tol("matmul", "--in bf16 --out bf16", k="4096")
+
+
+def test_unknown_op_rounding_format_and_k(cli):
+    with pytest.raises(ValueError, match="unknown op 'matmull'"):
+        numfid.check("matmull", "--in bf16 --out bf16", x=np.zeros(2, np.float32), c=np.zeros(2, np.float32))
+    with pytest.raises(ValueError, match="rounding"):
+        numfid.convert(np.zeros(2, np.float32), "bf16", rounding="sideways")
+    with pytest.raises(ValueError, match="unknown format 'bf17'"):
+        numfid.convert(np.zeros(2, np.float32), "bf17")
+    with pytest.raises(ValueError) as e:
+        numfid.tol("matmul", "--in bf16 --out bf16", k=0)
+    assert str(e.value) == error_text(cli("tol", "matmul", "--k", 0, "--in", "bf16", "--out", "bf16"))
+    with pytest.raises(ValueError, match="give exactly one of --plan P or --profile NAME"):
+        numfid.emulate("matmul", "--in bf16 --out bf16", a=np.zeros((2, 2), np.float32), b=np.zeros((2, 2), np.float32))

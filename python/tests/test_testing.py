@@ -1,0 +1,150 @@
+"""numfid.testing.assert_consistent, emulate and profiles; and the torch / ml_dtypes adapters,
+exercised with light stand-ins (torch and ml_dtypes are not installable on the build machines:
+these tests cover numfid's own dispatch code only, not compatibility with the real packages;
+test_torch_real runs against real torch where it is installed)."""
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import numfid
+from numfid import _arrays
+from numfid.testing import assert_consistent, assert_matmul_consistent
+
+CLAIM = "--in bf16 --acc fp32 --out bf16"
+
+
+def test_assert_consistent_passes_and_returns_the_result(data):
+    r = assert_consistent("matmul", CLAIM, a=data["a"], b=data["b"], c=data["c_sequential_fp32acc"])
+    assert r.verdict == "consistent"
+    assert assert_matmul_consistent(data["a"], data["b"], data["c_blocked128_fp32acc"], CLAIM).consistent
+
+
+def test_assert_consistent_message_is_the_report_not_the_values(data):
+    with pytest.raises(AssertionError) as e:
+        assert_consistent("matmul", CLAIM, a=data["a"], b=data["b"], c=data["c_bf16acc"], msg="my kernel")
+    text = str(e.value)
+    r = numfid.check_matmul(data["a"], data["b"], data["c_bf16acc"], CLAIM)
+    assert text == "my kernel\n" + r.report.rstrip()
+    assert "DEFECT" in text and "worst elements" in text and "bound derivation" in text
+    assert "narrow-accumulator" in text
+    assert len(text.splitlines()) < 40, "a short report, not a dump of the tensor"
+
+
+def test_emulate_matches_the_recorded_example_outputs(data):
+    # examples/README.md: c_blocked128 is blocked(128) with fp32 accumulation, c_sequential the
+    # cpu-sequential profile (both made by `numfid emulate`).
+    d = numfid.emulate("matmul", "--in bf16 --out bf16 --plan blocked(128)", a=data["a"], b=data["b"], bits=True)
+    assert np.array_equal(d, data["c_blocked128_fp32acc"])
+    d = numfid.emulate("matmul", "--in bf16 --out bf16 --profile cpu-sequential", a=data["a"], b=data["b"])
+    assert d.dtype == np.float32
+    assert np.array_equal(d.view(np.uint32) >> 16, data["c_sequential_fp32acc"])
+
+
+def test_emulate_by_profile_name_needs_a_typed_array(data):
+    with pytest.raises(ValueError, match="profile 'trn2' alone needs A's format"):
+        numfid.emulate("matmul", "trn2", a=data["a"], b=data["b"])
+
+
+def test_profiles_and_formats():
+    names = [p["name"] for p in numfid.profiles()]
+    assert "trn2" in names and "nvidia-h100-tc" in names
+    trn2 = next(p for p in numfid.profiles() if p["name"] == "trn2")
+    assert trn2["model"] == "tensor-engine" and trn2["fields"]
+    assert {"section", "key", "value", "provenance", "source"} <= set(trn2["fields"][0])
+    assert numfid.formats()[:3] == ["fp32", "fp16", "bf16"]
+
+
+# ------------------------------------------------------------------- stand-ins
+
+class _Dtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return f"torch.{self.name}"
+
+
+class _Device:
+    type = "cpu"
+
+
+class FakeTensor:
+    """The part of torch.Tensor numfid touches: dtype, device, detach, cpu, contiguous, view,
+    float, numpy. Holds a numpy array (for bfloat16: its uint16 patterns)."""
+
+    def __init__(self, array, dtype):
+        self._a = array
+        self.dtype = _Dtype(dtype)
+        self.device = _Device()
+
+    def detach(self):
+        return self
+
+    def contiguous(self):
+        return FakeTensor(np.ascontiguousarray(self._a), self.dtype.name)
+
+    def view(self, dtype):
+        return FakeTensor(self._a.view({"int16": np.int16, "uint8": np.uint8}[dtype.name]), dtype.name)
+
+    def numpy(self):
+        return self._a
+
+
+FakeTensor.__module__ = "torch"
+FakeTensor.__name__ = "Tensor"
+
+
+@pytest.fixture
+def fake_torch(monkeypatch):
+    mod = types.ModuleType("torch")
+    mod.int16, mod.uint8 = _Dtype("int16"), _Dtype("uint8")
+    monkeypatch.setitem(sys.modules, "torch", mod)
+    return mod
+
+
+def bf16_bits(x):
+    return (np.ascontiguousarray(x, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def test_torch_like_tensors_take_the_torch_path(data, fake_torch):
+    a = FakeTensor(bf16_bits(data["a"]), "bfloat16")
+    b = FakeTensor(np.asfortranarray(data["b"]), "float32")
+    c = FakeTensor(data["c_bf16acc"], "bfloat16")
+    assert _arrays.is_torch_tensor(a)
+    op, fmt = _arrays.as_operand(a, "a")
+    assert op[1] == "BF16" and fmt == "bf16" and op[0].dtype == np.uint16
+    want = numfid.check_matmul(data["a"], data["b"], data["c_bf16acc"], CLAIM).to_json()
+    assert numfid.check_matmul(a, b, c, CLAIM).to_json() == want
+    # A bare profile name takes --in/--out from A's dtype.
+    d = numfid.emulate("matmul", "cpu-sequential", a=a, b=FakeTensor(bf16_bits(data["b"]), "bfloat16"), bits=True)
+    assert np.array_equal(d, data["c_sequential_fp32acc"])
+    with pytest.raises(TypeError, match="torch dtype complex64 is not supported"):
+        _arrays.as_operand(FakeTensor(np.zeros(2, np.complex64), "complex64"), "a")
+
+
+def test_ml_dtypes_names_map_to_formats():
+    # The mapping table itself (a real ml_dtypes array cannot be made without ml_dtypes).
+    assert _arrays._ML_DTYPES["bfloat16"] == ("bf16", "BF16")
+    assert _arrays._ML_DTYPES["float8_e4m3fn"] == ("fp8_e4m3", "F8_E4M3")
+    for name, (fmt, _) in _arrays._ML_DTYPES.items():
+        assert fmt in numfid.formats(), name
+
+
+def test_opaque_void_arrays_are_patterns_of_the_declared_format(data):
+    # '|V2' arrays (how ml_dtypes arrays look to a NumPy without ml_dtypes) hold patterns.
+    a = bf16_bits(data["a"]).view("V2")
+    b = bf16_bits(data["b"]).view("V2")
+    c = data["c_bf16acc"].view("V2")
+    want = numfid.check_matmul(data["a"], data["b"], data["c_bf16acc"], CLAIM).to_json()
+    assert numfid.check_matmul(a, b, c, CLAIM).to_json() == want
+
+
+def test_torch_real():
+    torch = pytest.importorskip("torch")
+    a = torch.randn(16, 64).to(torch.bfloat16)
+    b = torch.randn(64, 8).to(torch.bfloat16)
+    c = (a.float() @ b.float()).to(torch.bfloat16)
+    assert numfid.check_matmul(a, b, c, CLAIM).verdict == "consistent"

@@ -138,6 +138,7 @@ Oracle make_oracle(const Slice& s, const Operands& op) {
     o.exact.push_back(e.exact);
     o.sum_abs.push_back(e.sum_abs);
   }
+  o.calibration = calibrate_matmul(o.ref, parse_claim(fmt::format("--in {} --acc fp32 --out fp32", s.in->name)));
   return o;
 }
 
@@ -156,6 +157,7 @@ CheckResult check(const Slice& s, const Oracle& o, const FormatSpec& out, std::s
                   bool probabilistic_defects) {
   MatmulCheckOptions opt;
   opt.predict = false;
+  opt.calibration = &o.calibration;
   return check_matmul(o.ref, TensorData{&out, {s.m, s.n}, {c.begin(), c.end()}, "C"},
                       corpus_claim(s, out, probabilistic_defects), opt);
 }

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "numerics/emulate.h"
+#include "tolerances/calibrate.h"
 #include "tolerances/check.h"
 #include "tolerances/verdict.h"
 
@@ -57,6 +58,9 @@ Operands make_operands(const Slice& s);
 struct Oracle {
   MatmulReference ref;
   std::vector<double> exact, sum_abs;
+  /// The probable-defect rule's legal orders on these operands, computed once per slice (they
+  /// depend on the operands and the accumulator, not on the output judged).
+  MatmulCalibration calibration;
 };
 
 /// The exact results of a slice's matmul.

@@ -13,6 +13,7 @@
 #include "numerics/profile.h"
 #include "oracles/accumulator.h"
 #include "oracles/mpfr_oracles.h"
+#include "tolerances/calibrate.h"
 #include "tolerances/check_detail.h"
 
 namespace numfid {
@@ -304,6 +305,8 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
   }
   Verdict v = judge(s.claim, b, C.values, ref, {M, N}, detail::judge_options(claim, opt.worst, true));
   CheckResult r = detail::finish(mr.rowwise_dot ? "dot" : "matmul", s, claim, std::move(b), std::move(v), !mr.rowwise_dot);
+  if (!opt.ref && opt.calibrate)  // the probable-defect rule, calibrated on these operands
+    apply_calibration(r, opt.calibration ? *opt.calibration : calibrate_matmul(mr, claim), C, claim);
   // Where the claim names a model numfid can run, say how much of C it predicts bit for bit:
   // the same function as `emulate`, so a stochastic output is predicted with its own streams.
   if (opt.predict && !opt.ref && detail::prediction_is_cheap(claim, s, M, K, N)) {

@@ -21,6 +21,7 @@
 namespace numfid {
 
 struct Profile;
+struct MatmulCalibration;
 
 /// A tensor in memory: values of one declared format (bit patterns), C order, with a shape.
 struct TensorData {
@@ -176,6 +177,11 @@ struct MatmulCheckOptions {
   /// Run the claim's model (plan, Tensor Engine, block FMA) and count how much of C it
   /// predicts, when it is cheap enough (M·N·K <= 2^26, or 2^28 for block FMA, or a fast plan).
   bool predict = true;
+  /// The probable-defect rule's legal orders on these operands (tolerances/calibrate.h):
+  /// computed by the check when null (a caller judging many outputs of one reference passes
+  /// it once); `calibrate = false` skips the rule.
+  const MatmulCalibration* calibration = nullptr;
+  bool calibrate = true;
 };
 
 /// The exact result of one reduction element, enough to round it correctly into any format.

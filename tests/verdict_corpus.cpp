@@ -499,6 +499,29 @@ std::vector<Record> run_slice(const Slice& s) {
   return records;
 }
 
+std::vector<std::pair<std::string, std::vector<Bits>>> legal_results(const Slice& s, const Operands& op) {
+  std::vector<std::pair<std::string, std::vector<Bits>>> r;
+  for (Computed& c : legal_sums(s, op)) r.emplace_back(std::move(c.name), std::move(c.acc));
+  return r;
+}
+
+std::vector<std::pair<std::string, std::vector<Bits>>> defect_results(const Slice& s, const Operands& op) {
+  std::vector<std::pair<std::string, std::vector<Bits>>> r;
+  const std::vector<Bits> seq = emulate(s, *s.in, op.a, op.b, ReductionPlan{}, fp32);
+  for (const DefectSum& d : defective_sums(s, op, seq))
+    r.emplace_back(d.result.name, cast_all(*d.result.format, fp32, d.result.acc));
+  return r;
+}
+
+std::vector<Bits> convert_all(const FormatSpec& from, const FormatSpec& to, std::span<const Bits> x, Rounding r) {
+  return cast_all(from, to, x, r);
+}
+
+bool torch_close(const FormatSpec& out, std::span<const Bits> actual, std::span<const ReferenceElement> ref) {
+  const auto [rtol, atol] = torch_defaults(out);
+  return allclose(out, actual, ref, rtol, atol);
+}
+
 std::vector<Slice> corpus() {
   std::vector<Slice> slices;
   const std::vector<std::int64_t> ks = kFull ? std::vector<std::int64_t>{64, 256, 1024, 4096, 16384}

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "formats/convert.h"
+#include "formats/error.h"
 #include "formats/platform.h"
 #include "oracles/accumulator.h"
 #include "tolerances/check_detail.h"
@@ -207,6 +208,37 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
                             "{:.3g}× it): the data break the model, no probable verdict",
                             cal.rho_where, cal.rho);
   }
+}
+
+void apply_bit_exact_expectation(CheckResult& r, const TensorData& c) {
+  if (!r.model || r.predicted.size() != c.values.size())
+    throw InputError("--expect bit-exact: the model's output could not be computed for this check");
+  Verdict& v = r.verdict;
+  const FormatSpec& f = *c.format;
+  const std::int64_t cols = r.matrix && !c.shape.empty() ? c.shape.back() : 0;
+  std::vector<std::size_t> differ;
+  for (std::size_t e = 0; e < c.values.size(); ++e)
+    if (c.values[e] != r.predicted[e]) differ.push_back(e);
+  v.probable = false;
+  v.false_alarm_probability = 0;
+  if (differ.empty()) {
+    v.kind = TensorKind::consistent;
+    v.reason = fmt::format("matches the model bit for bit: all {} elements equal the output {} predicts", v.elements,
+                           r.model->model);
+    return;
+  }
+  v.kind = TensorKind::defect;
+  std::string list;
+  for (std::size_t i = 0; i < differ.size() && i < 8; ++i) {
+    const std::size_t e = differ[i];
+    const std::int64_t idx = static_cast<std::int64_t>(e);
+    list += fmt::format("{}{} {} ({:.9g}), model {} ({:.9g})", i ? "; " : "",
+                        cols > 0 ? fmt::format("[{}, {}]", idx / cols, idx % cols) : fmt::format("[{}]", idx),
+                        to_hex(f, c.values[e]), to_double(f, c.values[e]), to_hex(f, r.predicted[e]),
+                        to_double(f, r.predicted[e]));
+  }
+  v.reason = fmt::format("{} of {} elements differ from the bit-exact output {} predicts (--expect bit-exact): {}{}",
+                         differ.size(), v.elements, r.model->model, list, differ.size() > 8 ? "; ..." : "");
 }
 
 }  // namespace numfid

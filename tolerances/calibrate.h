@@ -46,4 +46,9 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& 
 /// Leaves a proven defect, and a result the rule does not apply to, as it is.
 void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const TensorData& c, const ClaimSpec& claim);
 
+/// `--expect bit-exact`: turns the check of `c` into "matches the model bit for bit" (the
+/// verdict consistent, whatever the bounds said) or a defect listing the elements that differ
+/// from the model's output (r.predicted, which must have been computed).
+void apply_bit_exact_expectation(CheckResult& r, const TensorData& c);
+
 }  // namespace numfid

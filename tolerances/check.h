@@ -78,7 +78,7 @@ Rounding rounding_named(std::string_view s, std::string_view option);
 /// A claim as stated in its one text form, the CLI's claim options:
 ///   --in F [--in-b F] [--acc F] [--acc-rounding R] [--products-rounded] [--ftz] [--cast F [--cast-rounding R]]
 ///   [--plan P | --profile NAME] --out F [--out-rounding R] [--seed S] [--confidence P]
-///   [--probabilistic-defects] [--ulps N] [--compute F [--exp-ulps N]]
+///   [--probabilistic-defects] [--ulps N] [--compute F [--exp-ulps N]] [--expect bit-exact]
 /// e.g. "--in bf16 --acc fp32 --out bf16" or "--in bf16 --out bf16 --profile trn2".
 /// Absent values are absent (std::optional), never sentinels: an absent --out-rounding is
 /// round-to-nearest-even, or the profile's own output rounding under a profile.
@@ -102,6 +102,9 @@ struct ClaimSpec {
   std::optional<double> ulps;                      ///< --ulps: row/elementwise ops' claimed accuracy
   const FormatSpec* compute = nullptr;             ///< --compute: softmax's arithmetic (derived bound)
   double exp_ulps = 1;                             ///< --exp-ulps: its exp's accuracy
+  /// --expect bit-exact: the output must equal the model of --plan/--profile bit for bit
+  /// (a regression test against a known platform); any differing element is a defect.
+  bool expect_bit_exact = false;
 
   /// The output rounding in force (the given one, the profile's, or rne).
   Rounding output_rounding() const;

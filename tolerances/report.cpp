@@ -84,7 +84,7 @@ std::string CheckResult::text() const {
                      "probabilistic bound (chance: false-alarm probability <= 1e-9) is {}",
                      v.chance_threshold,
                      probabilistic_is_defect ? "a defect"
-                     : (op == "matmul" || op == "dot")
+                     : (op == "matmul" || op == "dot") && order.rfind("profile", 0) != 0
                          ? "suspicious (evidence, not proof), or a probable defect where the legal orders emulated on "
                            "these operands stay inside the bound (docs/verdict.md §4.1)"
                          : "suspicious (evidence, not proof)"));

@@ -50,6 +50,9 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind) {
       flag("--probabilistic-defects",
            "more elements outside the probabilistic bound than chance explains is a defect also under "
            "round-to-nearest (default: only under stochastic rounding, where the bound is a theorem)");
+    if (reduction)
+      opt("--expect", "bit-exact: the output must equal the model of --plan/--profile bit for bit (else a defect "
+                      "listing the differing elements)");
   }
 }
 

@@ -5,3 +5,5 @@ numfid_add_test(check_test SOURCES check_test.cpp DEPS numfid::tolerances fmt::f
 numfid_add_test(claim_text_test SOURCES claim_text_test.cpp DEPS numfid::tolerances fmt::fmt)
 # Cooperative cancellation of a long check (tolerances/cancel.h).
 numfid_add_test(cancel_test SOURCES cancel_test.cpp DEPS numfid::tolerances)
+# Probable defects, the bias rule and the trust checks (tolerances/calibrate.h, verdict.cpp).
+numfid_add_test(probable_test SOURCES probable_test.cpp DEPS numfid::tolerances numfid::formats)

@@ -7,7 +7,7 @@
 # adds cblas_sgemm as one more legal source when present.
 pkg_check_modules(OPENBLAS IMPORTED_TARGET openblas)
 # Both variants compile every source: NUMFID_CORPUS_FULL changes the corpus, not only the test.
-set(verdict_corpus_sources verdict_corpus_test.cpp verdict_corpus.cpp verdict_corpus_report.cpp)
+set(verdict_corpus_sources verdict_corpus_test.cpp verdict_heldout_test.cpp verdict_corpus.cpp verdict_corpus_report.cpp)
 foreach(variant verdict_corpus_test verdict_corpus_exhaustive_test)
   if(variant STREQUAL verdict_corpus_test)
     numfid_add_test(${variant} SOURCES ${verdict_corpus_sources}

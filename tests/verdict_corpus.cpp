@@ -138,6 +138,7 @@ Oracle make_oracle(const Slice& s, const Operands& op) {
     o.exact.push_back(e.exact);
     o.sum_abs.push_back(e.sum_abs);
   }
+  o.calibration = calibrate_matmul(o.ref, parse_claim(fmt::format("--in {} --acc fp32 --out fp32", s.in->name)));
   return o;
 }
 
@@ -156,6 +157,7 @@ CheckResult check(const Slice& s, const Oracle& o, const FormatSpec& out, std::s
                   bool probabilistic_defects) {
   MatmulCheckOptions opt;
   opt.predict = false;
+  opt.calibration = &o.calibration;
   return check_matmul(o.ref, TensorData{&out, {s.m, s.n}, {c.begin(), c.end()}, "C"},
                       corpus_claim(s, out, probabilistic_defects), opt);
 }
@@ -495,6 +497,29 @@ std::vector<Record> run_slice(const Slice& s) {
     }
   }
   return records;
+}
+
+std::vector<std::pair<std::string, std::vector<Bits>>> legal_results(const Slice& s, const Operands& op) {
+  std::vector<std::pair<std::string, std::vector<Bits>>> r;
+  for (Computed& c : legal_sums(s, op)) r.emplace_back(std::move(c.name), std::move(c.acc));
+  return r;
+}
+
+std::vector<std::pair<std::string, std::vector<Bits>>> defect_results(const Slice& s, const Operands& op) {
+  std::vector<std::pair<std::string, std::vector<Bits>>> r;
+  const std::vector<Bits> seq = emulate(s, *s.in, op.a, op.b, ReductionPlan{}, fp32);
+  for (const DefectSum& d : defective_sums(s, op, seq))
+    r.emplace_back(d.result.name, cast_all(*d.result.format, fp32, d.result.acc));
+  return r;
+}
+
+std::vector<Bits> convert_all(const FormatSpec& from, const FormatSpec& to, std::span<const Bits> x, Rounding r) {
+  return cast_all(from, to, x, r);
+}
+
+bool torch_close(const FormatSpec& out, std::span<const Bits> actual, std::span<const ReferenceElement> ref) {
+  const auto [rtol, atol] = torch_defaults(out);
+  return allclose(out, actual, ref, rtol, atol);
 }
 
 std::vector<Slice> corpus() {

@@ -8,11 +8,13 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "numerics/emulate.h"
+#include "tolerances/calibrate.h"
 #include "tolerances/check.h"
 #include "tolerances/verdict.h"
 
@@ -57,6 +59,9 @@ Operands make_operands(const Slice& s);
 struct Oracle {
   MatmulReference ref;
   std::vector<double> exact, sum_abs;
+  /// The probable-defect rule's legal orders on these operands, computed once per slice (they
+  /// depend on the operands and the accumulator, not on the output judged).
+  MatmulCalibration calibration;
 };
 
 /// The exact results of a slice's matmul.
@@ -109,6 +114,17 @@ std::vector<Slice> corpus();
 
 /// The worst element of a record's verdict, described ("" when there is none).
 std::string worst_text(const Record& r);
+
+/// The legal accumulator-level (fp32) results of a slice: every order of legal_sums, OpenBLAS.
+std::vector<std::pair<std::string, std::vector<Bits>>> legal_results(const Slice& s, const Operands& op);
+/// The defective computations of the corpus at accumulator level, converted exactly to fp32
+/// (a narrower accumulator's values are fp32 values).
+std::vector<std::pair<std::string, std::vector<Bits>>> defect_results(const Slice& s, const Operands& op);
+/// Every pattern converted from `from` to `to` under rounding `r`.
+std::vector<Bits> convert_all(const FormatSpec& from, const FormatSpec& to, std::span<const Bits> x,
+                              Rounding r = Rounding::rne);
+/// torch.testing.assert_close's default verdict on `actual` against the correctly rounded results.
+bool torch_close(const FormatSpec& out, std::span<const Bits> actual, std::span<const ReferenceElement> ref);
 
 /// Prints the tables of docs/verdict.md for the judged records.
 void print_tables(const std::vector<Record>& records);

@@ -13,6 +13,7 @@
 #include "numerics/profile.h"
 #include "oracles/accumulator.h"
 #include "oracles/mpfr_oracles.h"
+#include "tolerances/calibrate.h"
 #include "tolerances/cancel.h"
 #include "tolerances/check_detail.h"
 
@@ -307,9 +308,12 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
   }
   Verdict v = judge(s.claim, b, C.values, ref, {M, N}, detail::judge_options(claim, opt.worst, true));
   CheckResult r = detail::finish(mr.rowwise_dot ? "dot" : "matmul", s, claim, std::move(b), std::move(v), !mr.rowwise_dot);
+  if (!opt.ref && opt.calibrate)  // the probable-defect rule, calibrated on these operands
+    apply_calibration(r, opt.calibration ? *opt.calibration : calibrate_matmul(mr, claim), C, claim);
   // Where the claim names a model numfid can run, say how much of C it predicts bit for bit:
   // the same function as `emulate`, so a stochastic output is predicted with its own streams.
-  if (opt.predict && !opt.ref && detail::prediction_is_cheap(claim, s, M, K, N)) {
+  if (claim.expect_bit_exact && opt.ref) throw InputError("--expect bit-exact does not combine with --ref");
+  if (!opt.ref && (claim.expect_bit_exact || (opt.predict && detail::prediction_is_cheap(claim, s, M, K, N)))) {
     check_cancelled();
     TensorData predicted = mr.rowwise_dot ? emulate_dot(A, B, mr.addend, claim) : emulate_matmul(A, B, mr.addend, claim);
     ModelMatch mm;
@@ -321,6 +325,7 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
     r.model = mm;
     r.predicted = std::move(predicted.values);
   }
+  if (claim.expect_bit_exact) apply_bit_exact_expectation(r, C);
   return r;
 }
 
@@ -368,8 +373,12 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
   const FormatSpec& fout = *claim.out;
   expect_format(X, fin, "X");
   expect_format(C, fout, "C");
-  if (X.values.size() != C.values.size())
-    throw InputError(fmt::format("--c {}: {} elements, --x has {}", C.name, C.values.size(), X.values.size()));
+  if (X.shape != C.shape)  // shapes, not counts: [4, 32] has the elements of [8, 16] but other rows
+    throw InputError(fmt::format("shape mismatch: --c {} is {} but --x {} is {}; {} keeps the shape of its input", C.name,
+                                 shape_text(C.shape), X.name, shape_text(X.shape), name));
+  if (X.shape.empty() && (op == RowOp::softmax || op == RowOp::log_softmax || op == RowOp::layernorm ||
+                          op == RowOp::rmsnorm))
+    throw InputError(fmt::format("nothing to check: --x {} is 0-d, and {} works on rows (the last axis)", X.name, name));
   const auto& shape = X.shape;
   const std::size_t cols = shape.empty() ? 1 : static_cast<std::size_t>(shape.back());
   const std::size_t rows = cols == 0 ? 0 : X.values.size() / cols;

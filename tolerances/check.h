@@ -21,6 +21,7 @@
 namespace numfid {
 
 struct Profile;
+struct MatmulCalibration;
 
 /// A tensor in memory: values of one declared format (bit patterns), C order, with a shape.
 struct TensorData {
@@ -77,7 +78,7 @@ Rounding rounding_named(std::string_view s, std::string_view option);
 /// A claim as stated in its one text form, the CLI's claim options:
 ///   --in F [--in-b F] [--acc F] [--acc-rounding R] [--products-rounded] [--ftz] [--cast F [--cast-rounding R]]
 ///   [--plan P | --profile NAME] --out F [--out-rounding R] [--seed S] [--confidence P]
-///   [--probabilistic-defects] [--ulps N] [--compute F [--exp-ulps N]]
+///   [--probabilistic-defects] [--ulps N] [--compute F [--exp-ulps N]] [--expect bit-exact]
 /// e.g. "--in bf16 --acc fp32 --out bf16" or "--in bf16 --out bf16 --profile trn2".
 /// Absent values are absent (std::optional), never sentinels: an absent --out-rounding is
 /// round-to-nearest-even, or the profile's own output rounding under a profile.
@@ -101,6 +102,9 @@ struct ClaimSpec {
   std::optional<double> ulps;                      ///< --ulps: row/elementwise ops' claimed accuracy
   const FormatSpec* compute = nullptr;             ///< --compute: softmax's arithmetic (derived bound)
   double exp_ulps = 1;                             ///< --exp-ulps: its exp's accuracy
+  /// --expect bit-exact: the output must equal the model of --plan/--profile bit for bit
+  /// (a regression test against a known platform); any differing element is a defect.
+  bool expect_bit_exact = false;
 
   /// The output rounding in force (the given one, the profile's, or rne).
   Rounding output_rounding() const;
@@ -176,6 +180,11 @@ struct MatmulCheckOptions {
   /// Run the claim's model (plan, Tensor Engine, block FMA) and count how much of C it
   /// predicts, when it is cheap enough (M·N·K <= 2^26, or 2^28 for block FMA, or a fast plan).
   bool predict = true;
+  /// The probable-defect rule's legal orders on these operands (tolerances/calibrate.h):
+  /// computed by the check when null (a caller judging many outputs of one reference passes
+  /// it once); `calibrate = false` skips the rule.
+  const MatmulCalibration* calibration = nullptr;
+  bool calibrate = true;
 };
 
 /// The exact result of one reduction element, enough to round it correctly into any format.

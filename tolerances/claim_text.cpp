@@ -119,14 +119,14 @@ ClaimSpec parse_claim(std::string_view text) {
     static constexpr std::string_view known[] = {
         "--in",   "--in-b",         "--acc",  "--acc-rounding", "--products-rounded", "--ftz", "--cast",       "--cast-rounding",
         "--plan", "--profile",      "--out",  "--out-rounding", "--seed",             "--confidence", "--probabilistic-defects",
-        "--ulps", "--compute",      "--exp-ulps"};
+        "--ulps", "--compute",      "--exp-ulps", "--expect"};
     bool is_known = false;
     for (std::string_view k : known) is_known = is_known || k == opt;
     if (!is_known)
       throw InputError(fmt::format("claim: unknown option '{}' (known: --in, --in-b, --acc, --acc-rounding, "
                                    "--products-rounded, --ftz, --cast, --cast-rounding, --plan, --profile, --out, "
                                    "--out-rounding, --seed, --confidence, --probabilistic-defects, --ulps, --compute, "
-                                   "--exp-ulps)",
+                                   "--exp-ulps, --expect)",
                                    opt));
     for (const std::string& s : seen)
       if (s == opt) throw InputError(fmt::format("claim: {} given twice", opt));
@@ -182,12 +182,20 @@ ClaimSpec parse_claim(std::string_view text) {
       const double u = parse_number(opt, value);
       if (!(u >= 0) || !std::isfinite(u)) throw InputError(fmt::format("--exp-ulps '{}' must be a finite number >= 0", value));
       c.exp_ulps = u;
+    } else if (opt == "--expect") {
+      if (value != "bit-exact")
+        throw InputError(fmt::format("--expect '{}': the one expectation is bit-exact (the output equals the model of "
+                                     "--plan or --profile bit for bit)",
+                                     value));
+      c.expect_bit_exact = true;
     }
   }
   if (!c.in) throw InputError("claim: --in F is required (the format of the inputs)");
   if (!c.out) throw InputError("claim: --out F is required (the format of the output)");
   if (c.plan && c.profile) throw InputError("--plan and --profile are exclusive: a profile has its order");
   if (c.ulps && c.compute) throw InputError("--ulps and --compute are exclusive");
+  if (c.expect_bit_exact && !c.plan && !c.profile)
+    throw InputError("--expect bit-exact needs the model to match: give --plan P or --profile NAME");
   if (c.compute && c.compute->kind != FormatKind::binary_float)
     throw InputError(fmt::format("--compute {}: not a float format", c.compute->name));
   return c;
@@ -223,6 +231,7 @@ std::string ClaimSpec::text() const {
   if (seed != 0) add("--seed", fmt::format("{}", seed));
   if (confidence != 0.999999) add("--confidence", fmt::format("{}", confidence));
   if (probabilistic_defects) add("--probabilistic-defects");
+  if (expect_bit_exact) add("--expect", "bit-exact");
   return s;
 }
 

@@ -51,7 +51,12 @@ std::string CheckResult::text() const {
     out += s;
     out += '\n';
   };
-  const char* label = v.kind == TensorKind::defect ? "DEFECT" : v.kind == TensorKind::suspicious ? "SUSPICIOUS" : "CONSISTENT";
+  const std::string label = v.kind == TensorKind::defect
+                                ? (v.probable ? fmt::format("DEFECT (probable, false-alarm probability {:.2g})",
+                                                            v.false_alarm_probability)
+                                              : std::string("DEFECT (proven)"))
+                            : v.kind == TensorKind::suspicious ? "SUSPICIOUS"
+                                                               : "CONSISTENT";
   line(fmt::format("numfid check {}: {} — {}", op, label, v.reason));
   line(fmt::format("claim: {}", claim_text));
   line(fmt::format("elements: {} | bit-exact {} | within probabilistic bound {} | within deterministic bound only {} | "
@@ -77,7 +82,12 @@ std::string CheckResult::text() const {
   if (b.probabilistic_applies)
     line(fmt::format("  tensor: a defect if any element is outside the deterministic bound; {} or more outside the "
                      "probabilistic bound (chance: false-alarm probability <= 1e-9) is {}",
-                     v.chance_threshold, probabilistic_is_defect ? "a defect" : "suspicious (evidence, not proof)"));
+                     v.chance_threshold,
+                     probabilistic_is_defect ? "a defect"
+                     : (op == "matmul" || op == "dot") && order.rfind("profile", 0) != 0
+                         ? "suspicious (evidence, not proof), or a probable defect where the legal orders emulated on "
+                           "these operands stay inside the bound (docs/verdict.md §4.1)"
+                         : "suspicious (evidence, not proof)"));
   return out;
 }
 
@@ -86,6 +96,10 @@ std::string CheckResult::json() const {
   nlohmann::json j = bound_json(bound, output_rounding_ulps);
   j["op"] = op;
   j["verdict"] = kind_name(v.kind);
+  if (v.kind == TensorKind::defect) {
+    j["evidence"] = v.probable ? "probable" : "proven";
+    if (v.probable) j["false_alarm_probability"] = v.false_alarm_probability;
+  }
   j["reason"] = v.reason;
   j["claim"] = claim_text;
   j["order"] = order;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "formats/error.h"
+
 namespace numfid {
 
 std::string_view class_name(ElementClass c) {
@@ -150,11 +152,110 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
                                                       v.nonfinite_mismatches)});
 }
 
+/// Two-sided normal quantile for false-alarm probability `alpha`: z with erfc(z/√2) = alpha
+/// (bisection; erfc is monotone).
+double normal_quantile_two_sided(double alpha) {
+  double lo = 0, hi = 40;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = (lo + hi) / 2;
+    (std::erfc(mid / std::sqrt(2.0)) > alpha ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+/// The bias rule (docs/verdict.md §4.2): a probable defect when the outputs lean to one side of
+/// the correctly rounded results by more than legal rounding errors can, at the targeted
+/// false-alarm probability. Per element, D = sign(exact)·(output − RN(exact)) in output ulps:
+/// 0 for a correctly rounded element, and for a legal one non-zero only where its computed
+/// value and the exact one fall on two sides of a rounding boundary. If the reduction's own
+/// error r (the probabilistic bound less the output rounding) is below half an ulp, |D| <= 1
+/// and, with the exact value's place in its ulp not arranged by the data, P(D != 0) <=
+/// 2r/ulp: legal outputs lean by at most m = mean(2r/ulp) even if every crossing goes one way.
+/// A truncating cast gives D = -1 wherever the exact value's fraction exceeds one half (mean
+/// about -0.5). Elements are grouped by exact value (repeated values are one observation);
+/// t = (|mean D| - m) / (sd/√n) over n >= 32 groups, against the two-sided normal quantile
+/// of the false-alarm probability (6.11 at 1e-9).
+void bias_rule(Verdict& v, const Claim& claim, std::span<const ElementReport> all, std::span<const ReferenceElement> ref,
+               double alpha) {
+  const Rounding orr = claim.output_rounding;
+  if (orr != Rounding::rne && orr != Rounding::rna) return;
+  const FormatSpec& f = *claim.output;
+  struct Obs {
+    double exact, d, m;
+  };
+  std::vector<Obs> obs;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const ElementReport& e = all[i];
+    if (!std::isfinite(e.value) || !std::isfinite(e.exact) || e.exact == 0) continue;
+    const double rn = to_double(f, ref[i].rounded);
+    if (!std::isfinite(rn)) continue;
+    const double ulp = ulp_at(f, e.exact);
+    const double r = std::max(0.0, e.prob_bound - 0.5 * ulp);
+    if (!(r < 0.5 * ulp)) continue;  // the element's own error may cross a boundary: no last-bit evidence
+    obs.push_back({e.exact, std::copysign(1.0, e.exact) * (e.value - rn) / ulp, 2 * r / ulp});
+  }
+  std::sort(obs.begin(), obs.end(), [](const Obs& x, const Obs& y) { return x.exact < y.exact; });
+  std::vector<double> d, m;
+  for (std::size_t i = 0; i < obs.size();) {
+    std::size_t j = i;
+    double sd = 0, sm = 0;
+    for (; j < obs.size() && obs[j].exact == obs[i].exact; ++j) sd += obs[j].d, sm = std::max(sm, obs[j].m);
+    d.push_back(sd / static_cast<double>(j - i));
+    m.push_back(sm);
+    i = j;
+  }
+  const auto n = static_cast<std::int64_t>(d.size());
+  if (n < kBiasMinElements) return;
+  double mean = 0, legal = 0;
+  for (std::size_t i = 0; i < d.size(); ++i) mean += d[i], legal += m[i];
+  mean /= static_cast<double>(n);
+  legal /= static_cast<double>(n);
+  double var = 0;
+  for (const double x : d) var += (x - mean) * (x - mean);
+  var /= static_cast<double>(n - 1);
+  const double excess = std::fabs(mean) - legal;
+  if (excess <= 0) return;
+  const double se = std::sqrt(var / static_cast<double>(n));
+  const double t = se > 0 ? excess / se : INFINITY;
+  const double z = normal_quantile_two_sided(alpha);
+  if (!(t > z)) return;
+  v.kind = TensorKind::defect;
+  v.probable = true;
+  v.false_alarm_probability = std::erfc(t / std::sqrt(2.0));
+  v.reason = fmt::format("the outputs lean {} the correctly rounded results by {:+.3f} output ulps on average over {} "
+                         "distinct exact values, beyond the {:.3f} that rounding errors the claim allows can cause: "
+                         "t = {:.1f} > {:.2f} (false-alarm probability {:g}, normal approximation); a {} output should "
+                         "not lean — a truncating or directed cast does",
+                         mean < 0 ? "toward zero from" : "away from zero from", mean, n, legal, t, z, alpha,
+                         rounding_name(orr));
+}
+
+/// Says in the verdict when the output could not show much: every element zero with only
+/// zero terms, or a claim that leaves nothing to round but the output.
+void degenerate_note(Verdict& v, const ReductionBound& b, const Claim& claim, std::span<const ElementReport> all,
+                     std::span<const ReferenceElement> ref) {
+  std::int64_t trivial = 0, zeros = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    trivial += ref[i].exact == 0 && ref[i].sum_abs == 0;
+    zeros += all[i].value == 0 && all[i].exact == 0;
+  }
+  if (zeros == v.elements)
+    v.reason += fmt::format("; degenerate: all {} outputs and exact results are 0, which tests little", v.elements);
+  else if (2 * trivial > v.elements)
+    v.reason += fmt::format("; degenerate: {} of {} elements are 0 by construction (every term zero) and test nothing",
+                            trivial, v.elements);
+  if (!claim.ulps && b.roundings == 0 && b.terms > 0 && v.kind != TensorKind::defect)
+    v.reason += "; the claim leaves no rounding to the reduction (n = 0): only the output rounding was tested";
+}
+
 }  // namespace
 
 Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits> out,
               std::span<const ReferenceElement> ref, Grid grid, const JudgeOptions& opt) {
   const FormatSpec& f = *claim.output;
+  if (out.empty())
+    throw InputError("nothing to check: the output has no elements (an empty operand or output); a verdict would "
+                     "claim a check that did not happen");
   Verdict v;
   v.elements = static_cast<std::int64_t>(out.size());
   std::vector<ElementReport> all(out.size());
@@ -174,7 +275,10 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
       e.det_bound = eb.deterministic;
       e.prob_bound = eb.probabilistic;
     }
-    const bool bit_exact = out[i] == ref[i].rounded;
+    // NaN where the exact result is NaN, or the same infinity, is the exact result (NaN payloads
+    // and signs carry no value: the NaN policy of same_nonfinite).
+    const bool bit_exact = out[i] == ref[i].rounded ||
+                           (!std::isfinite(e.value) && !std::isfinite(e.exact) && same_nonfinite(f, out[i], ref[i].rounded));
     e.cls = ElementClass::bit_exact;
     if (!bit_exact && (!std::isfinite(e.value) || !std::isfinite(e.exact))) {
       // Non-finite on either side: legal only as the same non-finite value, or as an overflow
@@ -232,6 +336,8 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
     v.reason = fmt::format("every element is within the bounds of the claim ({} bit-exact of {})", v.counts[0],
                            v.elements);
   }
+  if (v.kind != TensorKind::defect) bias_rule(v, claim, all, ref, opt.false_alarm);
+  degenerate_note(v, b, claim, all, ref);
   add_signatures(v, claim, b, all, ref, grid);
   std::vector<ElementReport> sorted = all;
   const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(opt.worst), sorted.size());

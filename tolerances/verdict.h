@@ -65,6 +65,11 @@ struct Signature {
 /// The judgement of one tensor.
 struct Verdict {
   TensorKind kind = TensorKind::consistent;
+  /// A defect on statistical evidence (a bias, or elements outside the probabilistic bound on
+  /// data whose legal orders respect the model) rather than a proof; `false_alarm_probability`
+  /// bounds the chance that a legal output is called one (docs/verdict.md §4).
+  bool probable = false;
+  double false_alarm_probability = 0;
   std::array<std::int64_t, 4> counts{};  ///< per ElementClass
   std::int64_t elements = 0;
   std::int64_t nonfinite_mismatches = 0;  ///< NaN/inf where the exact result is finite (or the reverse)

@@ -1,0 +1,54 @@
+// Calibration of the probable-defect rule against the data itself (docs/verdict.md §4.1):
+// legal summation orders emulated on a sample of a matmul's output elements, on the actual
+// operands, under the claimed accumulator. They tell whether these operands respect the
+// Higham–Mary model of independent rounding errors (equal or sorted terms may not), and they
+// give the centre the claim's deterministic part (an input cast) puts each element at.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tolerances/check.h"
+
+namespace numfid {
+
+/// Legal orders on a sample of elements, and what they say about the model on these operands.
+struct MatmulCalibration {
+  bool applies = false;   ///< false: the rule does not run; `why_not` says why
+  std::string why_not;
+  std::vector<std::int64_t> sample;  ///< element indices (row-major), evenly spaced, finite results only
+  std::vector<double> center;        ///< exact sum of the products of the (claim-cast) operands
+  std::vector<double> radius;        ///< probabilistic reduction radius about it: γ̃_n(λ)·Σ|t'| + n·η
+  std::vector<std::string> orders;   ///< the legal orders emulated
+  std::vector<std::vector<double>> legal;  ///< [order][sample]: the accumulator result of that order
+  double rho = 0;         ///< max over orders and sample of |legal - center| / radius (model holds: <= 1)
+  std::string rho_where;  ///< the order and element that reach rho
+  std::int64_t term_additions = 0;  ///< the work done: (orders + 1) · sample · K
+};
+
+/// Largest number of term additions calibrate_matmul spends (orders × sampled elements × K)
+/// before it samples fewer elements (but never fewer than 32 or than the tensor holds).
+inline constexpr std::int64_t kCalibrationBudget = std::int64_t{1} << 25;
+
+/// Emulates the legal orders of `claim` (its plan, or for an any-order claim: sequential,
+/// reverse, pairwise, blocked(16), blocked(128), blocked(128, pairwise), splitk(4), strided(32),
+/// numpy, two random permutations, increasing and decreasing |term|) on at most
+/// `max_elements` evenly spaced elements of `ref` (fewer if the budget above is exceeded),
+/// with the claim's accumulator, rounding and input cast, through the plan evaluator
+/// (numerics/plan.h `reduce`). Applies only to round-to-nearest accumulation without a profile.
+MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& claim, std::int64_t max_elements = 256);
+
+/// The probable-defect rule on the sampled elements of output `c`: an element is outside when
+/// no value within its radius of the centre rounds (the claim's output rounding) to it; k or
+/// more outside, with P(Binomial(S, 1 - C) >= k) <= JudgeOptions::false_alarm, is a probable
+/// defect when the legal orders stay inside their radius (rho <= 1), else suspicious.
+/// Leaves a proven defect, and a result the rule does not apply to, as it is.
+void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const TensorData& c, const ClaimSpec& claim);
+
+/// `--expect bit-exact`: turns the check of `c` into "matches the model bit for bit" (the
+/// verdict consistent, whatever the bounds said) or a defect listing the elements that differ
+/// from the model's output (r.predicted, which must have been computed).
+void apply_bit_exact_expectation(CheckResult& r, const TensorData& c);
+
+}  // namespace numfid

@@ -75,7 +75,7 @@ int run_check_sum(const SumArgs& a) {
 struct RowArgs {
   RowOp op = RowOp::softmax;
   ClaimOptions claim;
-  std::string x, c, json, gamma, beta;
+  std::string x, c, json, gamma, beta, param_format, variance = "any";
   double eps = 1e-5;
   int worst = 8;
 };
@@ -88,8 +88,11 @@ int run_check_rows(const RowArgs& a) {
   RowCheckOptions o;
   o.eps = a.eps;
   o.worst = a.worst;
-  if (!a.gamma.empty()) o.gamma = load_operand(a.gamma, fin, "--gamma");
-  if (!a.beta.empty()) o.beta = load_operand(a.beta, fin, "--beta");
+  const FormatSpec& fparam = a.param_format.empty() ? fin : format_named(a.param_format);
+  o.param_format = &fparam;
+  o.variance = variance_method_named(a.variance);
+  if (!a.gamma.empty()) o.gamma = load_operand(a.gamma, fparam, "--gamma");
+  if (!a.beta.empty()) o.beta = load_operand(a.beta, fparam, "--beta");
   return report(check_rows(a.op, X, C, claim, o), a.json);
 }
 
@@ -153,21 +156,27 @@ Command add_check_command(CLI::App& parent) {
   std::vector<std::pair<CLI::App*, RowOp>> row_apps;
   for (const RowOp op : row_ops()) {
     const std::string name(row_op_name(op));
-    CLI::App* r = app->add_subcommand(name, fmt::format("C = {}(X) (rows: the last axis), claimed within --ulps N", name));
+    CLI::App* r = app->add_subcommand(
+        name, fmt::format("C = {}(X) (rows: the last axis), under --compute F (derived bound) or --ulps N", name));
     r->add_option("--x", rows->x, "X")->required();
     r->add_option("--c", rows->c, "the output to judge")->required();
-    CLI::Option* ulps = rows->claim.declare_option(*r, "--ulps", "claimed accuracy in output ulps (0.5 = correctly rounded)");
-    if (op != RowOp::softmax) ulps->required();
-    if (op == RowOp::softmax) {
-      rows->claim.declare_option(*r, "--compute", "or: the format the softmax computes in (bound derived from it)");
-      rows->claim.declare_option(*r, "--exp-ulps", "with --compute: accuracy of its exp in ulps", "1");
-    }
+    rows->claim.declare_option(*r, "--compute",
+                               "the format the op computes in, rounding to nearest (fp32, bf16, fp16, fp64): bound "
+                               "derived from its textbook formula");
+    rows->claim.declare_option(*r, "--fn-ulps", "with --compute: accuracy of each elementary function in compute ulps", "1");
+    rows->claim.declare_option(*r, "--fn-abs", "with --compute: ... and/or its absolute error (polynomial approximations)");
+    if (op == RowOp::softmax) rows->claim.declare_option(*r, "--exp-ulps", "older name of --fn-ulps");
+    rows->claim.declare_option(*r, "--ulps", "or: claimed accuracy in output ulps at the exact value (0.5 = correctly rounded)");
     r->add_option("--json", rows->json, "also write the verdict as JSON");
     r->add_option("--worst", rows->worst, "elements to list")->capture_default_str();
     if (op == RowOp::layernorm || op == RowOp::rmsnorm) {
       r->add_option("--eps", rows->eps, "epsilon added to the variance")->capture_default_str();
-      r->add_option("--gamma", rows->gamma, "scale, one per column");
-      if (op == RowOp::layernorm) r->add_option("--beta", rows->beta, "shift, one per column");
+      r->add_option("--gamma", rows->gamma, "scale, 1-D, one per column");
+      if (op == RowOp::layernorm) r->add_option("--beta", rows->beta, "shift, 1-D, one per column");
+      r->add_option("--param-format", rows->param_format, "format of gamma/beta (default: --in)");
+      if (op == RowOp::layernorm)
+        r->add_option("--variance", rows->variance, "with --compute: two-pass, welford, sumsq or any (all three)")
+            ->capture_default_str();
     }
     rows->claim.declare(*r, ClaimKind::rows);
     row_apps.emplace_back(r, op);

@@ -242,7 +242,7 @@ TEST(CheckSum, SequentialFp32SumIsConsistentBf16SumIsNot) {
 TEST(CheckRows, NeedsAnAccuracyClaim) {
   const TensorData x{&fp32, {1, 2}, {Bits{0}, Bits{0}}, "X"};
   EXPECT_THAT(error_of([&] { check_rows(RowOp::exp, x, x, parse_claim("--in fp32 --out fp32")); }),
-              HasSubstr("check exp: give the claimed accuracy with --ulps N"));
+              HasSubstr("check exp: give the arithmetic with --compute F"));
   // exp(0) = 1 exactly: an output of 0 is a defect, 1 is bit-exact.
   const TensorData one{&fp32, {1, 2}, {Bits{0x3f800000}, Bits{0x3f800000}}, "C"};
   EXPECT_EQ(check_rows(RowOp::exp, x, one, parse_claim("--in fp32 --out fp32 --ulps 1")).verdict.counts[0], 2);

@@ -93,6 +93,9 @@ class Arith {
     const LD w = 2 * u_ * static_cast<LD>(k_);
     const LD add = static_cast<LD>(k_) * tiny_ + static_cast<LD>(abs_);
     Iv r{lo - (w + kFnSlack) * std::fabs(lo) - add, hi + (w + kFnSlack) * std::fabs(hi) + add};
+    // A function result keeps the sign of the exact one (no libm returns exp(x) < 0).
+    if (lo >= 0) r.lo = std::max(r.lo, LD{0});
+    if (hi <= 0) r.hi = std::min(r.hi, LD{0});
     return overflow(r);
   }
   /// A sum of the terms in any order: every order's result differs from the sum of the
@@ -303,11 +306,15 @@ Iv unary(const Arith& a, RowOp op, Iv x) {
     case RowOp::rsqrt: return x.lo <= 0 ? kAll : a.fn(rsqrt_ld, x, false);
     case RowOp::sigmoid:
     case RowOp::silu: {
-      // 1/(1 + exp(-x)), or exp(x)/(1 + exp(x)); SiLU: x/(1 + exp(-x)) or x·sigmoid(x).
+      // 1/(1 + exp(-x)), or for x < 0 the stable exp(x)/(1 + exp(x)); SiLU: x/(1 + exp(-x))
+      // or x·sigmoid(x).
       const Iv nx{-x.hi, -x.lo};
       const Iv den = a.add(one, a.fn(exp_ld, nx, true));
-      const Iv ex = a.fn(exp_ld, x, true);
-      const Iv sig = hull(a.div(one, den), a.div(ex, a.add(one, ex)));
+      Iv sig = a.div(one, den);
+      if (x.hi < 0) {
+        const Iv ex = a.fn(exp_ld, x, true);
+        sig = hull(sig, a.div(ex, a.add(one, ex)));
+      }
       if (op == RowOp::sigmoid) return sig;
       return hull(a.div(x, den), a.mul(x, sig));
     }
@@ -470,8 +477,8 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, bool 
                               c.eps, gamma ? ", then ·gamma" : ""));
       break;
     case RowOp::sigmoid:
-      d.emplace_back("formula: 1/(1 + exp(-x)) or exp(x)/(1 + exp(x)) (both covered); exp(-x) may overflow to inf "
-                     "and give 0 where the exact result is tiny");
+      d.emplace_back("formula: 1/(1 + exp(-x)), or for x < 0 exp(x)/(1 + exp(x)) (both covered); exp(-x) may "
+                     "overflow to inf and give 0 where the exact result is tiny (subnormal or below)");
       break;
     case RowOp::silu:
       d.emplace_back("formula: x/(1 + exp(-x)) or x·sigmoid(x) (both covered); exp(-x) may overflow and give 0");
@@ -490,8 +497,8 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, bool 
   }
   d.push_back(fmt::format("each element: an interval enclosing every value the claimed arithmetic can produce (and the "
                           "exact intermediate), operation by operation: a rounding widens an endpoint z by u·|z| + η, "
-                          "η = {:.3g} (half the least subnormal of {}); a function by {}·(2u·|z| + {:.3g}){}; a value "
-                          "beyond {:.6g} may be ±inf",
+                          "η = {:.3g} (half the least subnormal of {}); a function by {}·(2u·|z| + {:.3g}){} "
+                          "(keeping the exact result's sign); a value beyond {:.6g} may be ±inf",
                           a.u() > 0 ? static_cast<double>(min_positive(*c.compute) / 2) : 0.0, c.compute->name,
                           c.fn_ulps, min_positive(*c.compute), c.fn_abs > 0 ? fmt::format(" + {:g}", c.fn_abs) : "",
                           max_finite(*c.compute)));

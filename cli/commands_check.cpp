@@ -8,6 +8,7 @@
 #include "cli/claim_options.h"
 #include "cli/commands_verdict.h"
 #include "io/tensor_io.h"
+#include "tolerances/row_bounds.h"
 
 namespace numfid::cli {
 
@@ -101,6 +102,8 @@ int run_check_rows(const RowArgs& a) {
 struct TolArgs {
   std::string op = "matmul";
   ClaimOptions claim;
+  std::string variance = "any";
+  double eps = 1e-5;
   std::int64_t k = 0;
   bool addend = false, json = false;
   std::string ref_profile, target_profile;
@@ -108,6 +111,13 @@ struct TolArgs {
 
 int run_tol(const TolArgs& t) {
   if (t.k <= 0) throw UsageError("--k: the reduction length K must be a positive integer");
+  if (const auto row_op = find_row_op(t.op)) {  // a row/elementwise op: the derivation for rows of K
+    RowCheckOptions o;
+    o.variance = variance_method_named(t.variance);
+    o.eps = t.eps;
+    fmt::print("{}", row_tolerance_text(*row_op, t.claim.parse(), static_cast<std::size_t>(t.k), o));
+    return exit_ok;
+  }
   std::map<std::string, std::string> target;
   if (!t.target_profile.empty()) target["--profile"] = t.target_profile;
   const ClaimSpec claim = t.claim.parse(target);
@@ -197,8 +207,17 @@ Command add_check_command(CLI::App& parent) {
 Command add_tol_command(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("tol", "tolerance calculator: the bounds a claim implies, with their derivation");
   auto t = std::make_shared<TolArgs>();
-  app->add_option("op", t->op, "matmul, dot or sum")->check(CLI::IsMember({"matmul", "dot", "sum"}))->capture_default_str();
-  app->add_option("--k", t->k, "reduction length K")->required();
+  std::vector<std::string> ops{"matmul", "dot", "sum"};
+  for (const RowOp op : row_ops()) ops.emplace_back(row_op_name(op));
+  app->add_option("op", t->op, "matmul, dot, sum, or a row/elementwise op (softmax, layernorm, gelu_erf, ...: with --compute)")
+      ->check(CLI::IsMember(ops))
+      ->capture_default_str();
+  app->add_option("--k", t->k, "reduction length K (row ops: the row length)")->required();
+  t->claim.declare_option(*app, "--compute", "row ops: the format the op computes in (fp32, bf16, fp16, fp64)");
+  t->claim.declare_option(*app, "--fn-ulps", "row ops: accuracy of each elementary function in compute ulps", "1");
+  t->claim.declare_option(*app, "--fn-abs", "row ops: ... and/or its absolute error");
+  app->add_option("--variance", t->variance, "layernorm: two-pass, welford, sumsq or any")->capture_default_str();
+  app->add_option("--eps", t->eps, "layernorm/rmsnorm: epsilon inside the square root")->capture_default_str();
   app->add_flag("--addend", t->addend, "the sum starts from an addend C (D = C + A·B)");
   app->add_flag("--json", t->json, "print JSON instead of text");
   app->add_option("--ref-profile", t->ref_profile, "cross-platform: bound |out_A - out_B| for profile A ...");

@@ -414,7 +414,7 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
     rc.out_rounding = s.claim.output_rounding;
     b.probabilistic_applies = false;
     b.confidence = 1;
-    b.derivation = row_bound_derivation(op, rc, gv.has_value(), bv.has_value());
+    b.derivation = row_bound_derivation(op, rc, cols, gv.has_value(), bv.has_value());
     std::vector<double> gd(gv ? cols : 0), bd(bv ? cols : 0), xrow(cols), yrow(cols);
     for (std::size_t j = 0; j < gd.size(); ++j) gd[j] = to_double(fparam, gv->data[j]);
     for (std::size_t j = 0; j < bd.size(); ++j) bd[j] = to_double(fparam, bv->data[j]);

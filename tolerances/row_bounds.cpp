@@ -91,11 +91,14 @@ class Arith {
     if (!increasing) std::swap(lo, hi);
     if (std::isnan(lo) || std::isnan(hi)) return kAll;
     const LD w = 2 * u_ * static_cast<LD>(k_);
-    const LD add = static_cast<LD>(k_) * tiny_ + static_cast<LD>(abs_);
+    const LD add = static_cast<LD>(k_) * tiny_;
     Iv r{lo - (w + kFnSlack) * std::fabs(lo) - add, hi + (w + kFnSlack) * std::fabs(hi) + add};
-    // A function result keeps the sign of the exact one (no libm returns exp(x) < 0).
+    // Within k ulps keeps the sign of the exact result (no libm returns exp(x) < 0); an
+    // absolute error (a polynomial approximation) may cross zero.
     if (lo >= 0) r.lo = std::max(r.lo, LD{0});
     if (hi <= 0) r.hi = std::min(r.hi, LD{0});
+    r.lo -= static_cast<LD>(abs_);
+    r.hi += static_cast<LD>(abs_);
     return overflow(r);
   }
   /// A sum of the terms in any order: every order's result differs from the sum of the
@@ -440,7 +443,7 @@ std::string row_claim_order(RowOp op, const RowClaim& c) {
   return s;
 }
 
-std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, bool gamma, bool beta) {
+std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::size_t n, bool gamma, bool beta) {
   std::vector<std::string> d;
   const Arith a(*c.compute, c.fn_ulps, c.fn_abs);
   const double u = static_cast<double>(a.u());
@@ -498,20 +501,44 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, bool 
   d.push_back(fmt::format("each element: an interval enclosing every value the claimed arithmetic can produce (and the "
                           "exact intermediate), operation by operation: a rounding widens an endpoint z by u·|z| + η, "
                           "η = {:.3g} (half the least subnormal of {}); a function by {}·(2u·|z| + {:.3g}){} "
-                          "(keeping the exact result's sign); a value beyond {:.6g} may be ±inf",
+                          "(the ulps part keeping the exact result's sign; both kinds added, so either is covered); "
+                          "a value beyond {:.6g} may be ±inf",
                           a.u() > 0 ? static_cast<double>(min_positive(*c.compute) / 2) : 0.0, c.compute->name,
                           c.fn_ulps, min_positive(*c.compute), c.fn_abs > 0 ? fmt::format(" + {:g}", c.fn_abs) : "",
                           max_finite(*c.compute)));
   if (is_row_op(op))
     d.push_back(fmt::format("a sum of n terms in any order: ± ((1 + u)^(n-1) - 1)·Σ|terms| (Higham ASNA §4.2, valid "
-                            "for every n; n = 1024: {:.3g}); a sum of non-negative terms is never below its largest",
-                            a.sum_coefficient(1024)));
+                            "for every n; here n = {}: {:.3g}); a sum of non-negative terms is never below its largest",
+                            n, a.sum_coefficient(n)));
   d.push_back(fmt::format("bound = distance from the exact result to the farther end of the interval{}",
                           cast_is_exact(*c.compute, *c.out)
                               ? fmt::format(" (the cast to {} is exact)", c.out->name)
                               : fmt::format(", + the {} cast to {} at that magnitude", rounding_name(c.out_rounding),
                                             c.out->name)));
   return d;
+}
+
+std::string row_tolerance_text(RowOp op, const ClaimSpec& claim, std::size_t n, const RowCheckOptions& opt) {
+  if (!claim.compute)
+    throw InputError(fmt::format("tol {}: give the arithmetic with --compute F (the bound is derived from it)", row_op_name(op)));
+  RowClaim rc;
+  rc.in = claim.in;
+  rc.compute = claim.compute;
+  rc.fn_ulps = claim.fn_ulps;
+  rc.fn_abs = claim.fn_abs;
+  rc.param = opt.param_format;
+  rc.variance = opt.variance;
+  rc.eps = opt.eps;
+  rc.out = claim.out;
+  rc.out_rounding = claim.output_rounding();
+  std::string t = fmt::format("numfid tol {}: in {}, {}, out {} {}\n", row_op_name(op), claim.in->name,
+                              row_claim_order(op, rc), claim.out->name, rounding_name(rc.out_rounding));
+  t += fmt::format("each element's bound depends on its row's values (numfid check {} computes it per element); "
+                   "the derivation for rows of {} elements:\n",
+                   row_op_name(op), n);
+  for (const std::string& line : row_bound_derivation(op, rc, n, opt.gamma.has_value(), opt.beta.has_value()))
+    t += fmt::format("  {}\n", line);
+  return t;
 }
 
 // The softmax bound of bounds.h, now one case of the derived row bounds.
@@ -527,7 +554,7 @@ std::vector<ElementBound> softmax_element_bounds(const SoftmaxClaim& sc, const F
   const auto b = row_element_bounds(RowOp::softmax, c, x, y);
   std::vector<ElementBound> r(b.size());
   for (std::size_t j = 0; j < b.size(); ++j) r[j].deterministic = r[j].probabilistic = b[j].value_or(0);
-  if (derivation && derivation->empty()) *derivation = row_bound_derivation(RowOp::softmax, c);
+  if (derivation && derivation->empty()) *derivation = row_bound_derivation(RowOp::softmax, c, x.size());
   return r;
 }
 

@@ -53,8 +53,15 @@ std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& 
                                                       std::span<const double> y, std::span<const double> gamma = {},
                                                       std::span<const double> beta = {});
 
-/// The derivation of the bounds of `op` under `c`, line by line (what check and tol print).
-std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, bool gamma = false, bool beta = false);
+/// The derivation of the bounds of `op` under `c` for rows of n elements, line by line (what
+/// check and tol print).
+std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::size_t n, bool gamma = false,
+                                              bool beta = false);
+
+/// What `numfid tol OP --k N --compute F ...` prints for a row/elementwise op: the bounds
+/// depend on each row's values, so the derivation for rows of n elements, line by line.
+/// InputError without claim.compute.
+std::string row_tolerance_text(RowOp op, const ClaimSpec& claim, std::size_t n, const RowCheckOptions& opt = {});
 
 /// The claim in words for reports: "layernorm in fp32 (variance: any of two-pass, welford,
 /// sumsq), functions within 1 ulps".

@@ -471,7 +471,8 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::
                                   ? "by two-pass Σ(x - μ)²/n, Welford's update (any order) or Σx²/n - μ² clamped at 0"
                                   : std::string(variance_method_name(c.variance)),
                               c.eps, gamma ? ", then ·gamma" : "", beta ? ", +beta" : ""));
-      d.emplace_back("Welford: every computed running mean stays in [min x, max x]; mean error E <= min(R, ((2u+u²)R + "
+      if (c.variance == VarianceMethod::any || c.variance == VarianceMethod::welford)
+        d.emplace_back("Welford: every computed running mean stays in [min x, max x]; mean error E <= min(R, ((2u+u²)R + "
                      "u·M·(n+1)/(2(1-u)))/(1 - 2u - u² - u(n+1)/(2(1-u)))), M2 error <= (1+u)(2E₁·sqrt(2(n-1)W) + "
                      "(n-1)E₁²) + u·W + ((1+u)^(n-2) - 1)(W + ...), E₁ = E + u·R, R = max x - min x, W = n·var");
       break;

@@ -277,7 +277,11 @@ std::vector<DefectCase> defect_cases() {
   Case gelu{RowOp::gelu_erf, &fp32, &fp32, &fp32, 4, 128, Dist{-5, 5}};
   Case sig{RowOp::sigmoid, &fp32, &fp32, &fp32, 4, 128, Dist{-8, 8}};
   Case silu_b{RowOp::silu, &bf16, &fp32, &bf16, 8, 256, Dist{-8, 8}};
-  Defects eps_out, no_max, unbiased, fp16_sum, shifted, tanh_gelu, bf16_fn, trunc;
+  Case sm_b{RowOp::softmax, &bf16, &fp32, &bf16, 8, 256, Dist{0, 0, 0, 3}};
+  Case ln_b{RowOp::layernorm, &bf16, &fp32, &bf16, 8, 256, Dist{}};
+  Case ls_b{RowOp::log_softmax, &bf16, &fp32, &bf16, 8, 256, Dist{}};
+  Defects eps_out, no_max, unbiased, fp16_sum, shifted, tanh_gelu, bf16_fn, trunc, in_bf16;
+  in_bf16.compute_instead = &bf16;
   eps_out.eps_outside_sqrt = true;
   no_max.no_max_subtraction = true;
   unbiased.unbiased_variance = true;
@@ -295,7 +299,11 @@ std::vector<DefectCase> defect_cases() {
           {"log_softmax: fp16 sum of an fp32 claim, n = 4096", ls_long, fp16_sum},
           {"gelu_erf computed with the tanh approximation", gelu, tanh_gelu},
           {"sigmoid: exp rounded to bf16 under an fp32 claim", sig, bf16_fn},
-          {"silu: truncating bf16 output cast after fp32 compute", silu_b, trunc}};
+          {"silu: truncating bf16 output cast after fp32 compute", silu_b, trunc},
+          {"silu: every operation rounded to bf16 under an fp32 claim (bf16 out)", silu_b, in_bf16},
+          {"softmax: every operation rounded to bf16 under an fp32 claim (bf16 out)", sm_b, in_bf16},
+          {"log_softmax: every operation rounded to bf16 under an fp32 claim (bf16 out)", ls_b, in_bf16},
+          {"layernorm: every operation rounded to bf16 under an fp32 claim (bf16 out)", ln_b, in_bf16}};
 }
 
 TEST(RowBounds, DefectsLeaveTheBound) {

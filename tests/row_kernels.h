@@ -53,15 +53,16 @@ struct Defects {
   bool gelu_tanh_for_erf = false;  ///< gelu_erf computed with the tanh approximation
   bool truncate_output = false;    ///< output cast truncates instead of rounding to nearest
   const FormatSpec* narrow_fn = nullptr;  ///< elementary functions rounded to this narrower format
+  const FormatSpec* compute_instead = nullptr;  ///< the whole op computed in this format, not the claimed one
 };
 
 /// One naive kernel: arithmetic in `compute` (nullptr = fp64), freedoms drawn from `rng`.
 class NaiveKernel {
  public:
-  NaiveKernel(const FormatSpec* compute, std::uint64_t seed, double fn_abs = 0, Defects d = {})
-      : p_(compute ? compute->precision : 53),
-        emin_(compute ? emin(*compute) : -1022),
-        max_(compute ? max_finite(*compute) : 1.7976931348623157e308),
+  NaiveKernel(const FormatSpec* claimed, std::uint64_t seed, double fn_abs = 0, Defects d = {})
+      : p_(fmt_of(claimed, d) ? fmt_of(claimed, d)->precision : 53),
+        emin_(fmt_of(claimed, d) ? emin(*fmt_of(claimed, d)) : -1022),
+        max_(fmt_of(claimed, d) ? max_finite(*fmt_of(claimed, d)) : 1.7976931348623157e308),
         rng_(seed),
         fn_abs_(fn_abs),
         d_(d) {}
@@ -204,6 +205,9 @@ class NaiveKernel {
   }
 
  private:
+  static const FormatSpec* fmt_of(const FormatSpec* claimed, const Defects& d) {
+    return d.compute_instead ? d.compute_instead : claimed;
+  }
   double narrow(double v) const { return d_.narrow_sum ? round_fmt(v, *d_.narrow_sum) : v; }
   double pairwise(const std::vector<double>& t, std::size_t lo, std::size_t hi) {
     if (hi - lo == 0) return 0;

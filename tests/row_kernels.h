@@ -70,7 +70,17 @@ class NaiveKernel {
   double r(double v) const { return round_fmt(v, p_, emin_, max_); }
   /// An elementary function's result: the exact value (long double) perturbed by up to fn_abs,
   /// rounded in a random direction (within one ulp of the compute format).
+  /// With --fn-ulps k > 1: after the faithful rounding, up to k - 1 further ulps either way.
+  void set_fn_ulps(int k) { extra_steps_ = std::max(0, k - 1); }
   double fn(long double exact) {
+    const double f = faithful(exact);
+    if (extra_steps_ == 0 || !std::isfinite(f) || f == 0) return f;
+    const int steps = std::uniform_int_distribution<int>(-extra_steps_, extra_steps_)(rng_);
+    const double ulp = std::ldexp(1.0, std::max(std::ilogb(f), emin_) - p_ + 1);
+    const double moved = f + steps * ulp;
+    return (moved > 0) == (f > 0) ? moved : f;  // keeps the sign (as the bound assumes)
+  }
+  double faithful(long double exact) {
     long double v = exact;
     if (fn_abs_ > 0) v += std::uniform_real_distribution<double>(-fn_abs_, fn_abs_)(rng_);
     if (d_.narrow_fn) v = round_fmt(static_cast<double>(v), *d_.narrow_fn);
@@ -262,6 +272,7 @@ class NaiveKernel {
   Order order_ = Order::sequential;
   VarianceMethod variance_ = VarianceMethod::two_pass;
   bool rsqrt_ = true, alt_ = false;
+  int extra_steps_ = 0;
 };
 
 }  // namespace numfid::test

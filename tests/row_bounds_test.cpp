@@ -178,6 +178,12 @@ std::vector<Case> legal_cases() {
       c = {op, &fp32, nullptr, &fp32, 3, 50, wide};
       c.variance = m;
       cs.push_back(c);
+      c = {op, &fp32, &bf16, &bf16, 2, 1024, Dist{0, 0, 100, 1}};  // cancellation in bf16 compute
+      c.variance = m;
+      cs.push_back(c);
+      c = {op, &fp16, &fp16, &fp32, 2, 512, Dist{0, 0, 4, 0.05}};  // cancellation in fp16 compute
+      c.variance = m;
+      cs.push_back(c);
     }
   }
   const struct {

@@ -180,7 +180,7 @@ Command add_check_command(CLI::App& parent) {
     r->add_option("--json", rows->json, "also write the verdict as JSON");
     r->add_option("--worst", rows->worst, "elements to list")->capture_default_str();
     if (op == RowOp::layernorm || op == RowOp::rmsnorm) {
-      r->add_option("--eps", rows->eps, "epsilon added to the variance")->capture_default_str();
+      r->add_option("--eps", rows->eps, "epsilon added to the variance, inside the square root")->capture_default_str();
       r->add_option("--gamma", rows->gamma, "scale, 1-D, one per column");
       if (op == RowOp::layernorm) r->add_option("--beta", rows->beta, "shift, 1-D, one per column");
       r->add_option("--param-format", rows->param_format, "format of gamma/beta (default: --in)");

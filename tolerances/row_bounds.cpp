@@ -233,10 +233,10 @@ Stats variance_of(const Arith& a, VarianceMethod m, std::span<const Iv> xc, std:
   const LD factor = 1 - ac - u * (N + 1) / (2 * (1 - u));
   LD E = R;
   if (factor > 0) E = std::min(R, (ac * R + (u * M / (1 - u) + 2 * eta) * (N + 1) / 2) / factor);
-  E += 1e-30L;
   const LD E1 = E + u * R;
   const LD sd = std::sqrt(2 * (N - 1) * W);
-  const LD T = (1 + u) * (E1 * 2 * sd + (N - 1) * E1 * E1) + u * W;
+  // Σ_k |t̂_k - t_k|: the perturbed factors, then each product's rounding (u·|t| + η).
+  const LD T = (1 + u) * (E1 * 2 * sd + (N - 1) * E1 * E1) + u * W + (N - 1) * eta;
   const LD g = N > 2 ? std::expm1((N - 2) * std::log1p(u)) : 0;
   const LD Ew = T + g * (W + T) + 0x1p-58L * N * N * M * M;  // + the long double evaluation of W
   // Cast errors (x̂ - x <= δ): the mean moves by <= δ, the rms deviation by <= δ.

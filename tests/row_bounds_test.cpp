@@ -6,6 +6,7 @@
 // subnormal-range results, layernorm cancellation and GELU's negative tail — and sharpness —
 // real defects leave it. The corpus test measures the same kernels as the table of
 // docs/verdict.md ("Row and elementwise ops: derived claims and the measured corpus").
+// NUMFID_ROW_SEEDS=N runs the soundness test with N seeds per case (default 2) for a longer search.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>

@@ -8,6 +8,7 @@
 #include "cli/claim_options.h"
 #include "cli/commands_verdict.h"
 #include "io/tensor_io.h"
+#include "tolerances/row_bounds.h"
 
 namespace numfid::cli {
 
@@ -75,7 +76,7 @@ int run_check_sum(const SumArgs& a) {
 struct RowArgs {
   RowOp op = RowOp::softmax;
   ClaimOptions claim;
-  std::string x, c, json, gamma, beta;
+  std::string x, c, json, gamma, beta, param_format, variance = "any";
   double eps = 1e-5;
   int worst = 8;
 };
@@ -88,8 +89,11 @@ int run_check_rows(const RowArgs& a) {
   RowCheckOptions o;
   o.eps = a.eps;
   o.worst = a.worst;
-  if (!a.gamma.empty()) o.gamma = load_operand(a.gamma, fin, "--gamma");
-  if (!a.beta.empty()) o.beta = load_operand(a.beta, fin, "--beta");
+  const FormatSpec& fparam = a.param_format.empty() ? fin : format_named(a.param_format);
+  o.param_format = &fparam;
+  o.variance = variance_method_named(a.variance);
+  if (!a.gamma.empty()) o.gamma = load_operand(a.gamma, fparam, "--gamma");
+  if (!a.beta.empty()) o.beta = load_operand(a.beta, fparam, "--beta");
   return report(check_rows(a.op, X, C, claim, o), a.json);
 }
 
@@ -98,6 +102,8 @@ int run_check_rows(const RowArgs& a) {
 struct TolArgs {
   std::string op = "matmul";
   ClaimOptions claim;
+  std::string variance = "any";
+  double eps = 1e-5;
   std::int64_t k = 0;
   bool addend = false, json = false;
   std::string ref_profile, target_profile;
@@ -105,6 +111,13 @@ struct TolArgs {
 
 int run_tol(const TolArgs& t) {
   if (t.k <= 0) throw UsageError("--k: the reduction length K must be a positive integer");
+  if (const auto row_op = find_row_op(t.op)) {  // a row/elementwise op: the derivation for rows of K
+    RowCheckOptions o;
+    o.variance = variance_method_named(t.variance);
+    o.eps = t.eps;
+    fmt::print("{}", row_tolerance_text(*row_op, t.claim.parse(), static_cast<std::size_t>(t.k), o));
+    return exit_ok;
+  }
   std::map<std::string, std::string> target;
   if (!t.target_profile.empty()) target["--profile"] = t.target_profile;
   const ClaimSpec claim = t.claim.parse(target);
@@ -153,21 +166,27 @@ Command add_check_command(CLI::App& parent) {
   std::vector<std::pair<CLI::App*, RowOp>> row_apps;
   for (const RowOp op : row_ops()) {
     const std::string name(row_op_name(op));
-    CLI::App* r = app->add_subcommand(name, fmt::format("C = {}(X) (rows: the last axis), claimed within --ulps N", name));
+    CLI::App* r = app->add_subcommand(
+        name, fmt::format("C = {}(X) (rows: the last axis), under --compute F (derived bound) or --ulps N", name));
     r->add_option("--x", rows->x, "X")->required();
     r->add_option("--c", rows->c, "the output to judge")->required();
-    CLI::Option* ulps = rows->claim.declare_option(*r, "--ulps", "claimed accuracy in output ulps (0.5 = correctly rounded)");
-    if (op != RowOp::softmax) ulps->required();
-    if (op == RowOp::softmax) {
-      rows->claim.declare_option(*r, "--compute", "or: the format the softmax computes in (bound derived from it)");
-      rows->claim.declare_option(*r, "--exp-ulps", "with --compute: accuracy of its exp in ulps", "1");
-    }
+    rows->claim.declare_option(*r, "--compute",
+                               "the format the op computes in, rounding to nearest (fp32, bf16, fp16, fp64): bound "
+                               "derived from its textbook formula");
+    rows->claim.declare_option(*r, "--fn-ulps", "with --compute: accuracy of each elementary function in compute ulps", "1");
+    rows->claim.declare_option(*r, "--fn-abs", "with --compute: ... and/or its absolute error (polynomial approximations)");
+    if (op == RowOp::softmax) rows->claim.declare_option(*r, "--exp-ulps", "older name of --fn-ulps");
+    rows->claim.declare_option(*r, "--ulps", "or: claimed accuracy in output ulps at the exact value (0.5 = correctly rounded)");
     r->add_option("--json", rows->json, "also write the verdict as JSON");
     r->add_option("--worst", rows->worst, "elements to list")->capture_default_str();
     if (op == RowOp::layernorm || op == RowOp::rmsnorm) {
-      r->add_option("--eps", rows->eps, "epsilon added to the variance")->capture_default_str();
-      r->add_option("--gamma", rows->gamma, "scale, one per column");
-      if (op == RowOp::layernorm) r->add_option("--beta", rows->beta, "shift, one per column");
+      r->add_option("--eps", rows->eps, "epsilon added to the variance, inside the square root")->capture_default_str();
+      r->add_option("--gamma", rows->gamma, "scale, 1-D, one per column");
+      if (op == RowOp::layernorm) r->add_option("--beta", rows->beta, "shift, 1-D, one per column");
+      r->add_option("--param-format", rows->param_format, "format of gamma/beta (default: --in)");
+      if (op == RowOp::layernorm)
+        r->add_option("--variance", rows->variance, "with --compute: two-pass, welford, sumsq or any (all three)")
+            ->capture_default_str();
     }
     rows->claim.declare(*r, ClaimKind::rows);
     row_apps.emplace_back(r, op);
@@ -188,8 +207,17 @@ Command add_check_command(CLI::App& parent) {
 Command add_tol_command(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("tol", "tolerance calculator: the bounds a claim implies, with their derivation");
   auto t = std::make_shared<TolArgs>();
-  app->add_option("op", t->op, "matmul, dot or sum")->check(CLI::IsMember({"matmul", "dot", "sum"}))->capture_default_str();
-  app->add_option("--k", t->k, "reduction length K")->required();
+  std::vector<std::string> ops{"matmul", "dot", "sum"};
+  for (const RowOp op : row_ops()) ops.emplace_back(row_op_name(op));
+  app->add_option("op", t->op, "matmul, dot, sum, or a row/elementwise op (softmax, layernorm, gelu_erf, ...: with --compute)")
+      ->check(CLI::IsMember(ops))
+      ->capture_default_str();
+  app->add_option("--k", t->k, "reduction length K (row ops: the row length)")->required();
+  t->claim.declare_option(*app, "--compute", "row ops: the format the op computes in (fp32, bf16, fp16, fp64)");
+  t->claim.declare_option(*app, "--fn-ulps", "row ops: accuracy of each elementary function in compute ulps", "1");
+  t->claim.declare_option(*app, "--fn-abs", "row ops: ... and/or its absolute error");
+  app->add_option("--variance", t->variance, "layernorm: two-pass, welford, sumsq or any")->capture_default_str();
+  app->add_option("--eps", t->eps, "layernorm/rmsnorm: epsilon inside the square root")->capture_default_str();
   app->add_flag("--addend", t->addend, "the sum starts from an addend C (D = C + A·B)");
   app->add_flag("--json", t->json, "print JSON instead of text");
   app->add_option("--ref-profile", t->ref_profile, "cross-platform: bound |out_A - out_B| for profile A ...");

@@ -105,6 +105,9 @@ Checked check_rows(RowOp op, const TensorData& x, const TensorData& c, const Cla
   Checked k{numfid::check_rows(op, x, c, claim, opt), fmt::format("check {}", row_op_name(op)), {{"--x", x}, {"--c", c}},
             {}, row_claim_text_of(claim)};
   if (op == RowOp::layernorm || op == RowOp::rmsnorm) k.extra_args = {"--eps", fmt::format("{}", opt.eps)};
+  if (op == RowOp::layernorm && opt.variance != VarianceMethod::any)
+    k.extra_args.insert(k.extra_args.end(), {"--variance", std::string(variance_method_name(opt.variance))});
+  if (opt.param_format) k.extra_args.insert(k.extra_args.end(), {"--param-format", std::string(opt.param_format->name)});
   if (opt.gamma) k.operands.emplace_back("--gamma", *opt.gamma);
   if (opt.beta) k.operands.emplace_back("--beta", *opt.beta);
   return k;

@@ -242,13 +242,47 @@ TEST(CheckSum, SequentialFp32SumIsConsistentBf16SumIsNot) {
 TEST(CheckRows, NeedsAnAccuracyClaim) {
   const TensorData x{&fp32, {1, 2}, {Bits{0}, Bits{0}}, "X"};
   EXPECT_THAT(error_of([&] { check_rows(RowOp::exp, x, x, parse_claim("--in fp32 --out fp32")); }),
-              HasSubstr("check exp: give the claimed accuracy with --ulps N"));
+              HasSubstr("check exp: give the arithmetic with --compute F"));
   // exp(0) = 1 exactly: an output of 0 is a defect, 1 is bit-exact.
   const TensorData one{&fp32, {1, 2}, {Bits{0x3f800000}, Bits{0x3f800000}}, "C"};
   EXPECT_EQ(check_rows(RowOp::exp, x, one, parse_claim("--in fp32 --out fp32 --ulps 1")).verdict.counts[0], 2);
   EXPECT_EQ(check_rows(RowOp::exp, x, x, parse_claim("--in fp32 --out fp32 --ulps 1")).verdict.kind, TensorKind::defect);
   EXPECT_EQ(find_row_op("gelu_tanh"), RowOp::gelu_tanh);
   EXPECT_FALSE(find_row_op("gelu").has_value());
+}
+
+TEST(CheckRows, GammaBetaAreOneDimensionalInTheirOwnFormat) {
+  const std::vector<float> xv{1, 2, 3, 4, 5, 6};
+  const TensorData x = view(std::span<const float>(xv), {2, 3}, "bf16", "X");
+  const ClaimSpec claim = parse_claim("--in bf16 --out bf16 --compute fp32");
+  const std::vector<float> g{1, 2, 0.5f};
+  RowCheckOptions o;
+  o.gamma = view(std::span<const float>(g), {1, 3}, "fp32", "g.npy");
+  o.param_format = &fp32;
+  EXPECT_THAT(error_of([&] { check_rows(RowOp::layernorm, x, x, claim, o); }),
+              HasSubstr("--gamma g.npy: shape [1, 3], but rows have 3 columns: it needs shape [3]"));
+  o.gamma = view(std::span<const float>(g), {3}, "fp32", "g.npy");
+  o.param_format = nullptr;  // then gamma must be --in's format
+  EXPECT_THAT(error_of([&] { check_rows(RowOp::layernorm, x, x, claim, o); }),
+              HasSubstr("--gamma g.npy: holds fp32 values but the claim says bf16"));
+  EXPECT_THAT(error_of([] { variance_method_named("3-pass"); }),
+              HasSubstr("--variance '3-pass': unknown method (valid: two-pass, welford, sumsq, any)"));
+  EXPECT_EQ(variance_method_named("welford"), VarianceMethod::welford);
+}
+
+TEST(CheckRows, DerivedClaimReportsItsArithmetic) {
+  // sigmoid(-100) = 3.7e-44 (fp32 subnormal): 0 is what 1/(1 + exp(100)) gives once exp
+  // overflows, so it is legal under the derived claim and not under --ulps 1.
+  const std::vector<float> xv{-100.0f};
+  const TensorData x = view(std::span<const float>(xv), {1}, "fp32", "X");
+  const std::vector<float> zero{0.0f};
+  const TensorData c = view(std::span<const float>(zero), {1}, "fp32", "C");
+  const CheckResult r = check_rows(RowOp::sigmoid, x, c, parse_claim("--in fp32 --out fp32 --compute fp32"));
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+  EXPECT_EQ(r.claim_text, "in fp32, sigmoid in fp32, functions within 1 ulps, out fp32 rne");
+  EXPECT_THAT(r.text(), HasSubstr("exp(-x) may overflow to inf and give 0"));
+  EXPECT_EQ(check_rows(RowOp::sigmoid, x, c, parse_claim("--in fp32 --out fp32 --ulps 1")).verdict.kind,
+            TensorKind::defect);
 }
 
 TEST(Tolerance, GammaOfTheAnyOrderBound) {

@@ -65,12 +65,20 @@ TEST(ParseClaim, TextRoundTrips) {
   for (const char* text : {"--in bf16 --out bf16", "--in bf16 --acc bf16 --acc-rounding stochastic --out bf16 --seed 3",
                            "--in fp8_e4m3 --plan 'blocked(128, pairwise)' --out bf16",
                            "--in bf16 --profile trn2 --out bf16 --out-rounding stochastic --seed 7",
-                           "--in fp32 --out fp32 --ulps 2", "--in fp32 --out bf16 --compute fp32 --exp-ulps 1"}) {
+                           "--in fp32 --out fp32 --ulps 2", "--in fp32 --out bf16 --compute fp32 --fn-ulps 1",
+                           "--in bf16 --out bf16 --compute fp64 --fn-ulps 2 --fn-abs 3e-07"}) {
     SCOPED_TRACE(text);
     const ClaimSpec c = parse_claim(text);
     EXPECT_EQ(c.text(), text);
     EXPECT_EQ(parse_claim(c.text()).text(), c.text());
   }
+}
+
+TEST(ParseClaim, ExpUlpsIsFnUlpsOlderName) {
+  const ClaimSpec c = parse_claim("--in fp32 --out bf16 --compute fp32 --exp-ulps 3");
+  EXPECT_EQ(c.fn_ulps, 3);
+  EXPECT_EQ(c.text(), "--in fp32 --out bf16 --compute fp32 --fn-ulps 3");
+  EXPECT_EQ(parse_claim("--in fp32 --out fp32 --compute float64").compute->precision, 53);
 }
 
 TEST(ParseClaim, DefaultsAreAbsentNotSentinels) {
@@ -110,6 +118,9 @@ TEST(ParseClaim, ErrorsNameTheToken) {
       {"--in bf16 --out bf16 --plan sequential --profile trn2", "--plan and --profile are exclusive"},
       {"--in bf16 --out bf16 --ulps 1 --compute fp32", "--ulps and --compute are exclusive"},
       {"--in bf16 --out bf16 --profile trn9", "unknown profile 'trn9'"},
+      {"--in bf16 --out bf16 --fn-ulps 2", "--fn-ulps needs --compute F"},
+      {"--in bf16 --out bf16 --compute fp32 --fn-abs -1", "--fn-abs '-1' must be a finite number >= 0"},
+      {"--in bf16 --out bf16 --compute fp32 --fn-ulps 1 --exp-ulps 1", "--exp-ulps is --fn-ulps's older name"},
       {"--in bf16 --out bf16 --products-rounded=1", "--products-rounded is a flag"},
       {"--in bf16 --out 'bf16", "unterminated quote"},
   };

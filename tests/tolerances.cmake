@@ -7,3 +7,5 @@ numfid_add_test(claim_text_test SOURCES claim_text_test.cpp DEPS numfid::toleran
 numfid_add_test(cancel_test SOURCES cancel_test.cpp DEPS numfid::tolerances)
 # Probable defects, the bias rule and the trust checks (tolerances/calibrate.h, verdict.cpp).
 numfid_add_test(probable_test SOURCES probable_test.cpp DEPS numfid::tolerances numfid::formats)
+# Derived row/elementwise bounds against naive textbook kernels (soundness, sharpness, corpus).
+numfid_add_test(row_bounds_test SOURCES row_bounds_test.cpp DEPS numfid::tolerances fmt::fmt)

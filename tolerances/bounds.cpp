@@ -193,6 +193,9 @@ ReductionBound ulps_bound(const Claim& claim) {
   b.derivation.push_back(fmt::format("bound = {} · ulp_{}(exact), ulp(x) = 2^(max(floor(log2|x|), {}) - {}); the "
                                      "same bound serves as deterministic and probabilistic (no reduction model)",
                                      ulps, claim.output->name, emin(*claim.output), claim.output->precision - 1));
+  b.derivation.emplace_back("an accuracy statement at each element's own scale: layernorm, rmsnorm, log-softmax near 0 "
+                            "and GELU's negative tail carry errors on the row's (or 1 + erf's) scale and legal kernels "
+                            "do not meet it there; --compute F derives the bound from their arithmetic instead");
   return b;
 }
 
@@ -215,52 +218,7 @@ ElementBound element_bound(const ReductionBound& b, const Claim& claim, double e
   return e;
 }
 
-std::vector<ElementBound> softmax_element_bounds(const SoftmaxClaim& c, const FormatSpec& out, Rounding out_rounding,
-                                                 std::span<const double> x, std::span<const double> y,
-                                                 std::vector<std::string>* derivation) {
-  const std::size_t n = x.size();
-  std::vector<ElementBound> b(n);
-  if (n == 0) return b;
-  const double u = unit_roundoff(*c.compute, Rounding::rne);
-  const double m = *std::max_element(x.begin(), x.end());
-  std::vector<double> eps(n), e(n);
-  double s = 0, weighted = 0;
-  for (std::size_t j = 0; j < n; ++j) {
-    const double d = std::fabs(x[j] - m);
-    eps[j] = std::exp(d * u) * (1 + 2 * u * c.exp_ulps) - 1;
-    e[j] = std::exp(x[j] - m);
-    s += e[j];
-    weighted += e[j] * eps[j];
-  }
-  const double gamma = gamma_n(static_cast<double>(n - 1), u);
-  const double eps_s = (1 + gamma) * (1 + weighted / s) - 1;
-  // Subnormal results of exp and of the division err absolutely by up to exp_ulps (resp. one
-  // half) of the least subnormal spacing of `compute`; divided by the computed sum (>= 1·(1 - ε_S),
-  // the max term being exp(0) = 1).
-  const double tiny = min_positive(*c.compute);
-  const double absolute = (c.exp_ulps * tiny) / (1 - eps_s) + tiny / 2;
-  for (std::size_t i = 0; i < n; ++i) {
-    // (1 + 1e-12): slack for evaluating the bound itself in double.
-    const double rel = ((1 + eps[i]) * (1 + u) / (1 - eps_s) - 1) * (1 + 1e-12);
-    const double red = rel * std::fabs(y[i]) + absolute;
-    const double orr = output_rounding_error(out, out_rounding, std::fabs(y[i]) + red);
-    b[i].output_rounding = orr;
-    b[i].deterministic = b[i].probabilistic = red + orr + std::fabs(y[i]) * 0x1p-52;
-  }
-  if (derivation && derivation->empty()) {
-    auto& d = *derivation;
-    d.push_back(fmt::format("claim: softmax computed in {} (round to nearest, u = 2^{}), exp within {} ulps, m = the row "
-                            "max, the sum of the exps in any order, one division; output {} {}",
-                            c.compute->name, std::ilogb(u), c.exp_ulps, out.name, rounding_name(out_rounding)));
-    d.push_back("ε_i = e^(|x_i - m|·u)·(1 + 2u·exp_ulps) - 1: the rounded subtraction perturbs exp's argument by "
-                "|x_i - m|·u, and exp errs by exp_ulps ulps <= 2u·exp_ulps relative");
-    d.push_back("ε_S = (1 + γ_(n-1))·(1 + Σ_j e_j·ε_j / S) - 1: a sum of positive terms in any order (Higham ASNA §4.2)");
-    d.push_back("|ŷ_i / y_i - 1| <= (1 + ε_i)(1 + u)/(1 - ε_S) - 1 (the division rounds once), + subnormal allowances, "
-                "then the output rounding at |y_i|(1 + rel)");
-    d.push_back(fmt::format("for this row (n = {}): γ_(n-1) = {:.3g}, ε_S = {:.3g}", n, gamma, eps_s));
-  }
-  return b;
-}
+// softmax_element_bounds: tolerances/row_bounds.cpp (one case of the derived row bounds).
 
 double binomial_tail(std::int64_t n, double p, std::int64_t k) {
   if (k <= 0) return 1;

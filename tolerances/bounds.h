@@ -72,14 +72,11 @@ struct SoftmaxClaim {
   double exp_ulps = 1;
 };
 
-/// Per-element bounds of one softmax row (inputs `x` as doubles, exact results `y`), from the
-/// first principles of the claim (no reduction model needed beyond γ_(n-1) for a sum of
-/// positive terms). With u the unit roundoff of `compute`:
-///   ε_i = e^(|x_i - m|·u)·(1 + 2u·exp_ulps) - 1   (the rounded subtraction, then exp),
-///   ε_S = (1 + γ_(n-1))·(1 + Σ_j e_j ε_j / S) - 1 (the sum of positive terms),
-///   |ŷ_i/y_i - 1| <= (1 + ε_i)(1 + u)/(1 - ε_S) - 1 (with the division),
-/// plus absolute terms for subnormal exps and quotient, then the output rounding.
-/// Appends the derivation (once per call) to *derivation when given.
+/// Per-element bounds of one softmax row (inputs `x` as doubles, exact results `y`): the
+/// softmax case of the derived row bounds (tolerances/row_bounds.h, row_element_bounds):
+/// an interval enclosure of every value the claimed arithmetic can produce, valid for every
+/// row length (no γ_(n-1) < 1 condition) and for masked (-inf) entries.
+/// Sets the derivation when `derivation` is given and empty.
 std::vector<ElementBound> softmax_element_bounds(const SoftmaxClaim& c, const FormatSpec& out, Rounding out_rounding,
                                                  std::span<const double> x, std::span<const double> y,
                                                  std::vector<std::string>* derivation = nullptr);

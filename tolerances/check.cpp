@@ -16,6 +16,7 @@
 #include "tolerances/calibrate.h"
 #include "tolerances/cancel.h"
 #include "tolerances/check_detail.h"
+#include "tolerances/row_bounds.h"
 
 namespace numfid {
 
@@ -84,7 +85,7 @@ CheckResult finish(std::string op, const ClaimSetup& s, const ClaimSpec& spec, R
   CheckResult r;
   r.op = std::move(op);
   const Claim& c = s.claim;
-  const bool softmax_claim = s.order.rfind("softmax", 0) == 0;
+  const bool softmax_claim = s.row_derived;
   r.claim_text = c.ulps          ? fmt::format("out {} within {} ulps", c.output->name, *c.ulps)
                  : softmax_claim ? fmt::format("in {}, {}, out {} {}", c.input->name, s.order, c.output->name,
                                                rounding_name(c.output_rounding))
@@ -365,12 +366,14 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
                        const RowCheckOptions& opt) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   const std::string_view name = row_op_name(op);
-  const bool derived = op == RowOp::softmax && !claim.ulps && claim.compute;
+  const bool derived = !claim.ulps && claim.compute;
   if (!claim.ulps && !derived)
-    throw InputError(fmt::format("check {}: give the claimed accuracy with --ulps N (0.5 = correctly rounded){}", name,
-                                 op == RowOp::softmax ? ", or the arithmetic with --compute F [--exp-ulps N]" : ""));
+    throw InputError(fmt::format("check {}: give the arithmetic with --compute F [--fn-ulps N] [--fn-abs E] (the "
+                                 "bound derived from it), or the claimed accuracy with --ulps N (0.5 = correctly rounded)",
+                                 name));
   const FormatSpec& fin = *claim.in;
   const FormatSpec& fout = *claim.out;
+  const FormatSpec& fparam = opt.param_format ? *opt.param_format : fin;
   expect_format(X, fin, "X");
   expect_format(C, fout, "C");
   if (X.shape != C.shape)  // shapes, not counts: [4, 32] has the elements of [8, 16] but other rows
@@ -384,18 +387,16 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
   const std::size_t rows = cols == 0 ? 0 : X.values.size() / cols;
   const MatrixRef xr{&fin, X.values, rows, cols};
   std::optional<VectorRef> gv, bv;
-  if (opt.gamma) {
-    expect_format(*opt.gamma, fin, "--gamma");
-    if (opt.gamma->values.size() != cols)
-      throw InputError(fmt::format("--gamma: {} elements, rows have {}", opt.gamma->values.size(), cols));
-    gv = VectorRef{&fin, opt.gamma->values};
-  }
-  if (opt.beta) {
-    expect_format(*opt.beta, fin, "--beta");
-    if (opt.beta->values.size() != cols)
-      throw InputError(fmt::format("--beta: {} elements, rows have {}", opt.beta->values.size(), cols));
-    bv = VectorRef{&fin, opt.beta->values};
-  }
+  const auto param = [&](const std::optional<TensorData>& t, std::string_view what) -> std::optional<VectorRef> {
+    if (!t) return std::nullopt;
+    expect_format(*t, fparam, what);
+    if (t->shape.size() != 1 || t->values.size() != cols)
+      throw InputError(fmt::format("{} {}: shape {}, but rows have {} columns: it needs shape [{}] (one per column)",
+                                   what, t->name, shape_text(t->shape), cols, cols));
+    return VectorRef{&fparam, t->values};
+  };
+  gv = param(opt.gamma, "--gamma");
+  bv = param(opt.beta, "--beta");
   check_cancelled();
   std::vector<OracleValue> o;
   try {
@@ -416,26 +417,46 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
   ClaimSetup s = detail::make_claim(claim, 0, false, false);
   ReductionBound b;
   if (derived) {
-    // The bound from the softmax's own arithmetic, row by row (tolerances/bounds.h).
-    const SoftmaxClaim sc{claim.compute, claim.exp_ulps};
+    // The bound from the op's own arithmetic, row by row (tolerances/row_bounds.h).
+    RowClaim rc;
+    rc.in = &fin;
+    rc.compute = claim.compute;
+    rc.fn_ulps = claim.fn_ulps;
+    rc.fn_abs = claim.fn_abs;
+    rc.param = &fparam;
+    rc.variance = opt.variance;
+    rc.eps = opt.eps;
+    rc.out = &fout;
+    rc.out_rounding = s.claim.output_rounding;
     b.probabilistic_applies = false;
     b.confidence = 1;
+    b.derivation = row_bound_derivation(op, rc, cols, gv.has_value(), bv.has_value());
+    std::vector<double> gd(gv ? cols : 0), bd(bv ? cols : 0), xrow(cols), yrow(cols);
+    for (std::size_t j = 0; j < gd.size(); ++j) gd[j] = to_double(fparam, gv->data[j]);
+    for (std::size_t j = 0; j < bd.size(); ++j) bd[j] = to_double(fparam, bv->data[j]);
+    double widest = 0;
+    std::size_t widest_at = 0;
     for (std::size_t r = 0; r < rows; ++r) {
-      std::vector<double> xrow(cols), yrow(cols);
-      bool finite = true;
       for (std::size_t j = 0; j < cols; ++j) {
         xrow[j] = to_double(fin, X.values[r * cols + j]);
         yrow[j] = ref[r * cols + j].exact;
-        finite = finite && std::isfinite(xrow[j]) && std::isfinite(yrow[j]);
       }
-      if (!finite) continue;  // NaN/inf rows: the oracle's special values decide (bit-exact or not)
-      const auto eb = softmax_element_bounds(sc, fout, s.claim.output_rounding, xrow, yrow, &b.derivation);
+      const auto eb = row_element_bounds(op, rc, xrow, yrow, gd, bd);
       for (std::size_t j = 0; j < cols; ++j) {
-        ref[r * cols + j].det_bound = eb[j].deterministic;
-        ref[r * cols + j].prob_bound = eb[j].probabilistic;
+        if (!eb[j]) continue;  // NaN/inf exact results: the oracle's special values decide
+        ref[r * cols + j].det_bound = ref[r * cols + j].prob_bound = *eb[j];
+        const double rel = *eb[j] / std::max(std::fabs(yrow[j]), 1e-300);
+        if (std::isfinite(yrow[j]) && std::fabs(yrow[j]) > 0 && rel > widest) {
+          widest = rel;
+          widest_at = r * cols + j;
+        }
       }
     }
-    s.order = fmt::format("softmax in {}, exp within {} ulps", sc.compute->name, sc.exp_ulps);
+    if (widest > 0)
+      b.derivation.push_back(fmt::format("widest bound relative to its exact value: {:.3g} at element {} (exact {:.6g})",
+                                         widest, widest_at, ref[widest_at].exact));
+    s.order = row_claim_order(op, rc);
+    s.row_derived = true;
   } else {
     b = ulps_bound(s.claim);
   }

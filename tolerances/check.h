@@ -78,7 +78,7 @@ Rounding rounding_named(std::string_view s, std::string_view option);
 /// A claim as stated in its one text form, the CLI's claim options:
 ///   --in F [--in-b F] [--acc F] [--acc-rounding R] [--products-rounded] [--ftz] [--cast F [--cast-rounding R]]
 ///   [--plan P | --profile NAME] --out F [--out-rounding R] [--seed S] [--confidence P]
-///   [--probabilistic-defects] [--ulps N] [--compute F [--exp-ulps N]] [--expect bit-exact]
+///   [--probabilistic-defects] [--ulps N] [--compute F [--fn-ulps N] [--fn-abs E]] [--expect bit-exact]
 /// e.g. "--in bf16 --acc fp32 --out bf16" or "--in bf16 --out bf16 --profile trn2".
 /// Absent values are absent (std::optional), never sentinels: an absent --out-rounding is
 /// round-to-nearest-even, or the profile's own output rounding under a profile.
@@ -100,8 +100,9 @@ struct ClaimSpec {
   double confidence = 0.999999;                    ///< --confidence (per element, probabilistic bound)
   bool probabilistic_defects = false;              ///< --probabilistic-defects
   std::optional<double> ulps;                      ///< --ulps: row/elementwise ops' claimed accuracy
-  const FormatSpec* compute = nullptr;             ///< --compute: softmax's arithmetic (derived bound)
-  double exp_ulps = 1;                             ///< --exp-ulps: its exp's accuracy
+  const FormatSpec* compute = nullptr;             ///< --compute: a row/elementwise op's arithmetic (derived bound; fp64 allowed)
+  double fn_ulps = 1;                              ///< --fn-ulps (alias --exp-ulps): its elementary functions' accuracy in compute ulps
+  double fn_abs = 0;                               ///< --fn-abs: ... and/or their absolute error
   /// --expect bit-exact: the output must equal the model of --plan/--profile bit for bit
   /// (a regression test against a known platform); any differing element is a defect.
   bool expect_bit_exact = false;
@@ -235,15 +236,31 @@ CheckResult check_matmul(const MatmulReference& ref, const TensorData& c, const 
 /// Is C the sum of X along `axis` (negative counts from the end) under `claim`?
 CheckResult check_sum(const TensorData& x, const TensorData& c, int axis, const ClaimSpec& claim, int worst = 8);
 
+/// How layernorm computes its variance (a claim with --compute; --variance).
+enum class VarianceMethod : std::uint8_t {
+  any,       ///< any of the three below (the bound covers each)
+  two_pass,  ///< μ = Σx/n, then Σ(x - μ)²/n
+  welford,   ///< Welford's running update, elements in any order
+  sumsq,     ///< Σx²/n - μ², clamped at 0 (single-pass GPU kernels)
+};
+/// "any", "two-pass", "welford", "sumsq".
+std::string_view variance_method_name(VarianceMethod m);
+/// The method named `s`; InputError listing the valid ones otherwise.
+VarianceMethod variance_method_named(std::string_view s);
+
 /// Options of check_rows.
 struct RowCheckOptions {
-  double eps = 1e-5;                 ///< layernorm / rmsnorm: added to the variance
-  std::optional<TensorData> gamma;   ///< layernorm / rmsnorm scale (one per column)
-  std::optional<TensorData> beta;    ///< layernorm shift
+  double eps = 1e-5;                 ///< layernorm / rmsnorm: added to the variance, inside the square root
+  std::optional<TensorData> gamma;   ///< layernorm / rmsnorm scale (one per column, 1-D)
+  std::optional<TensorData> beta;    ///< layernorm shift (one per column, 1-D)
+  const FormatSpec* param_format = nullptr;  ///< gamma/beta's format (nullptr: the claim's --in)
+  VarianceMethod variance = VarianceMethod::any;  ///< layernorm under --compute
   int worst = 8;
 };
 
-/// Is C = op(X) row by row under `claim` (claim.ulps, or for softmax claim.compute)?
+/// Is C = op(X) row by row under `claim`: claim.ulps ("within N ulps of the output format at
+/// the exact value"), or claim.compute (the bound derived from the op's textbook arithmetic in
+/// that format, tolerances/row_bounds.h)?
 CheckResult check_rows(RowOp op, const TensorData& x, const TensorData& c, const ClaimSpec& claim,
                        const RowCheckOptions& opt = {});
 

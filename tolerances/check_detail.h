@@ -14,6 +14,7 @@ namespace numfid::detail {
 struct ClaimSetup {
   Claim claim;
   std::string order = "any order";
+  bool row_derived = false;  ///< a row/elementwise op under --compute: `order` states its arithmetic
 };
 
 /// The bound-side Claim of `a` for a reduction of k terms (products or plain terms).

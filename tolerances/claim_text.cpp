@@ -13,6 +13,7 @@
 #include "numerics/profile.h"
 #include "tolerances/check.h"
 #include "tolerances/check_detail.h"
+#include "tolerances/row_bounds.h"
 
 namespace numfid {
 
@@ -119,14 +120,14 @@ ClaimSpec parse_claim(std::string_view text) {
     static constexpr std::string_view known[] = {
         "--in",   "--in-b",         "--acc",  "--acc-rounding", "--products-rounded", "--ftz", "--cast",       "--cast-rounding",
         "--plan", "--profile",      "--out",  "--out-rounding", "--seed",             "--confidence", "--probabilistic-defects",
-        "--ulps", "--compute",      "--exp-ulps", "--expect"};
+        "--ulps", "--compute",      "--exp-ulps",     "--fn-ulps", "--fn-abs", "--expect"};
     bool is_known = false;
     for (std::string_view k : known) is_known = is_known || k == opt;
     if (!is_known)
       throw InputError(fmt::format("claim: unknown option '{}' (known: --in, --in-b, --acc, --acc-rounding, "
                                    "--products-rounded, --ftz, --cast, --cast-rounding, --plan, --profile, --out, "
                                    "--out-rounding, --seed, --confidence, --probabilistic-defects, --ulps, --compute, "
-                                   "--exp-ulps, --expect)",
+                                   "--fn-ulps, --fn-abs, --exp-ulps, --expect)",
                                    opt));
     for (const std::string& s : seen)
       if (s == opt) throw InputError(fmt::format("claim: {} given twice", opt));
@@ -177,11 +178,17 @@ ClaimSpec parse_claim(std::string_view text) {
       if (!(u > 0) || !std::isfinite(u))
         throw InputError(fmt::format("--ulps '{}' must be a positive number of output ulps (0.5 = correctly rounded)", value));
       c.ulps = u;
-    } else if (opt == "--compute") c.compute = &format_named(value);
-    else if (opt == "--exp-ulps") {
+    } else if (opt == "--compute") {
+      // fp64 is a compute format only (tensors hold <= 32-bit patterns).
+      c.compute = (value == "fp64" || value == "float64" || value == "double") ? &fp64_compute : &format_named(value);
+    } else if (opt == "--exp-ulps" || opt == "--fn-ulps") {  // --exp-ulps: softmax's older name
       const double u = parse_number(opt, value);
-      if (!(u >= 0) || !std::isfinite(u)) throw InputError(fmt::format("--exp-ulps '{}' must be a finite number >= 0", value));
-      c.exp_ulps = u;
+      if (!(u >= 0) || !std::isfinite(u)) throw InputError(fmt::format("{} '{}' must be a finite number >= 0", opt, value));
+      c.fn_ulps = u;
+    } else if (opt == "--fn-abs") {
+      const double e = parse_number(opt, value);
+      if (!(e >= 0) || !std::isfinite(e)) throw InputError(fmt::format("--fn-abs '{}' must be a finite number >= 0", value));
+      c.fn_abs = e;
     } else if (opt == "--expect") {
       if (value != "bit-exact")
         throw InputError(fmt::format("--expect '{}': the one expectation is bit-exact (the output equals the model of "
@@ -196,6 +203,13 @@ ClaimSpec parse_claim(std::string_view text) {
   if (c.ulps && c.compute) throw InputError("--ulps and --compute are exclusive");
   if (c.expect_bit_exact && !c.plan && !c.profile)
     throw InputError("--expect bit-exact needs the model to match: give --plan P or --profile NAME");
+  for (const std::string& o : seen)
+    if ((o == "--fn-ulps" || o == "--fn-abs" || o == "--exp-ulps") && !c.compute)
+      throw InputError(fmt::format("{} needs --compute F (the arithmetic it describes)", o));
+  for (const std::string& o : seen)
+    if (o == "--exp-ulps")
+      for (const std::string& o2 : seen)
+        if (o2 == "--fn-ulps") throw InputError("--exp-ulps is --fn-ulps's older name: give one of them");
   if (c.compute && c.compute->kind != FormatKind::binary_float)
     throw InputError(fmt::format("--compute {}: not a float format", c.compute->name));
   return c;
@@ -226,7 +240,8 @@ std::string ClaimSpec::text() const {
   if (ulps) add("--ulps", fmt::format("{}", *ulps));
   if (compute) {
     add("--compute", compute->name);
-    add("--exp-ulps", fmt::format("{}", exp_ulps));
+    add("--fn-ulps", fmt::format("{}", fn_ulps));
+    if (fn_abs > 0) add("--fn-abs", fmt::format("{}", fn_abs));
   }
   if (seed != 0) add("--seed", fmt::format("{}", seed));
   if (confidence != 0.999999) add("--confidence", fmt::format("{}", confidence));

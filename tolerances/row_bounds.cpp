@@ -1,0 +1,562 @@
+// Derived bounds of row and elementwise ops by interval enclosure of the claimed arithmetic
+// (tolerances/row_bounds.h).
+#include "tolerances/row_bounds.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include <fmt/format.h>
+
+#include "formats/error.h"
+
+namespace numfid {
+
+namespace {
+
+using LD = long double;
+
+/// An enclosure [lo, hi] of a computed value and of the exact intermediate it stands for.
+struct Iv {
+  LD lo = 0, hi = 0;
+};
+
+Iv point(LD v) { return {v, v}; }
+Iv hull(Iv a, Iv b) { return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)}; }
+LD mag(Iv a) { return std::max(std::fabs(a.lo), std::fabs(a.hi)); }
+const Iv kAll{-INFINITY, INFINITY};
+
+/// Sanitises an interval: NaN endpoints (inf - inf, 0·inf) make it unbounded.
+Iv sane(Iv a) {
+  if (std::isnan(a.lo) || std::isnan(a.hi)) return kAll;
+  return a;
+}
+
+/// The claimed arithmetic: round-to-nearest in `f`, functions within fn_ulps ulps + fn_abs.
+class Arith {
+ public:
+  Arith(const FormatSpec& f, double fn_ulps, double fn_abs)
+      : u_(std::ldexp(1.0L, -f.precision)),
+        eta_(static_cast<LD>(min_positive(f)) / 2),
+        tiny_(static_cast<LD>(min_positive(f))),
+        max_(static_cast<LD>(max_finite(f))),
+        k_(fn_ulps),
+        abs_(fn_abs),
+        p_(f.precision),
+        emin_(emin(f)) {}
+
+  LD u() const { return u_; }
+  LD eta() const { return eta_; }
+
+  /// One rounding to nearest of a value in `a` (plus the slack of evaluating it in long double).
+  Iv round(Iv a) const {
+    a = sane(a);
+    Iv r{a.lo - (u_ + kSlack) * std::fabs(a.lo) - eta_, a.hi + (u_ + kSlack) * std::fabs(a.hi) + eta_};
+    return overflow(r);
+  }
+  /// A value of an exact operation evaluated in long double (only the evaluation slack).
+  Iv exact(Iv a) const {
+    a = sane(a);
+    return {a.lo - kSlack * std::fabs(a.lo), a.hi + kSlack * std::fabs(a.hi)};
+  }
+  /// x cast into the compute format: exact when representable.
+  Iv cast(LD x) const { return representable(x) ? point(x) : round(point(x)); }
+  bool representable(LD x) const {
+    if (x == 0 || !std::isfinite(x)) return true;
+    if (std::fabs(x) > max_) return false;
+    const int e = std::max(static_cast<int>(std::ilogb(x)), emin_);
+    const LD scaled = std::ldexp(x, p_ - 1 - e);
+    return scaled == std::trunc(scaled);
+  }
+
+  Iv add(Iv a, Iv b) const { return round({a.lo + b.lo, a.hi + b.hi}); }
+  Iv sub(Iv a, Iv b) const { return round({a.lo - b.hi, a.hi - b.lo}); }
+  Iv mul(Iv a, Iv b) const { return round(mul_exact(a, b)); }
+  Iv div(Iv a, Iv b) const { return round(div_exact(a, b)); }
+  Iv sqr(Iv a) const {
+    a = sane(a);
+    const LD l = std::fabs(a.lo), h = std::fabs(a.hi);
+    if (a.lo <= 0 && a.hi >= 0) return round({0, std::max(l, h) * std::max(l, h)});
+    return round({std::min(l, h) * std::min(l, h), std::max(l, h) * std::max(l, h)});
+  }
+  Iv sqrt(Iv a) const {  // correctly rounded (IEEE 754)
+    a = sane(a);
+    if (a.hi < 0) return kAll;
+    return round({std::sqrt(std::max(a.lo, LD{0})), std::sqrt(a.hi)});
+  }
+  /// An elementary function, monotone on `a` (increasing or decreasing), within the claim.
+  Iv fn(LD (*f)(LD), Iv a, bool increasing) const {
+    a = sane(a);
+    LD lo = f(a.lo), hi = f(a.hi);
+    if (!increasing) std::swap(lo, hi);
+    if (std::isnan(lo) || std::isnan(hi)) return kAll;
+    const LD w = 2 * u_ * static_cast<LD>(k_);
+    const LD add = static_cast<LD>(k_) * tiny_;
+    Iv r{lo - (w + kFnSlack) * std::fabs(lo) - add, hi + (w + kFnSlack) * std::fabs(hi) + add};
+    // Within k ulps keeps the sign of the exact result (no libm returns exp(x) < 0); an
+    // absolute error (a polynomial approximation) may cross zero.
+    if (lo >= 0) r.lo = std::max(r.lo, LD{0});
+    if (hi <= 0) r.hi = std::min(r.hi, LD{0});
+    r.lo -= static_cast<LD>(abs_);
+    r.hi += static_cast<LD>(abs_);
+    return overflow(r);
+  }
+  /// A sum of the terms in any order: every order's result differs from the sum of the
+  /// computed terms by at most ((1 + u)^(n-1) - 1)·Σ|terms|; non-negative terms: never below
+  /// the largest.
+  Iv sum(std::span<const Iv> t) const {
+    LD lo = 0, hi = 0, abs = 0, top = 0;
+    bool nonneg = true;
+    for (const Iv& v : t) {
+      lo += v.lo;
+      hi += v.hi;
+      abs += mag(v);
+      nonneg = nonneg && v.lo >= 0;
+      top = std::max(top, v.lo);
+    }
+    const LD n = static_cast<LD>(t.size());
+    const LD g = n > 1 ? std::expm1((n - 1) * std::log1p(u_)) : 0;
+    const LD w = g * abs + n * kSlack * abs;
+    Iv r{lo - w, hi + w};
+    if (nonneg) r.lo = std::max(r.lo, top);
+    if (abs * (1 + g) > max_) {  // a partial sum may overflow
+      r.hi = INFINITY;
+      if (!nonneg) r.lo = -INFINITY;
+    }
+    return sane(r);
+  }
+  /// (1 + u)^(n-1) - 1, for the derivation text.
+  double sum_coefficient(std::size_t n) const {
+    return n > 1 ? static_cast<double>(std::expm1(static_cast<LD>(n - 1) * std::log1p(u_))) : 0.0;
+  }
+
+  static Iv mul_exact(Iv a, Iv b) {
+    a = sane(a);
+    b = sane(b);
+    const auto m = [](LD x, LD y) { return (x == 0 || y == 0) ? LD{0} : x * y; };
+    const LD c[] = {m(a.lo, b.lo), m(a.lo, b.hi), m(a.hi, b.lo), m(a.hi, b.hi)};
+    return sane({*std::min_element(c, c + 4), *std::max_element(c, c + 4)});
+  }
+  static Iv div_exact(Iv a, Iv b) {
+    a = sane(a);
+    b = sane(b);
+    if (b.lo <= 0 && b.hi >= 0) return kAll;
+    const auto d = [](LD x, LD y) { return std::isinf(y) ? (std::isinf(x) ? LD{NAN} : LD{0}) : x / y; };
+    const LD c[] = {d(a.lo, b.lo), d(a.lo, b.hi), d(a.hi, b.lo), d(a.hi, b.hi)};
+    for (const LD v : c)
+      if (std::isnan(v)) return kAll;
+    return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+  }
+
+ private:
+  /// A value beyond the largest finite one may have rounded to ±inf.
+  Iv overflow(Iv r) const {
+    if (r.hi > max_) r.hi = INFINITY;
+    if (r.lo < -max_) r.lo = -INFINITY;
+    return r;
+  }
+  static constexpr LD kSlack = 0x1p-60L;    // long double evaluation of the enclosure
+  static constexpr LD kFnSlack = 0x1p-56L;  // long double libm functions (a few ulps)
+  LD u_, eta_, tiny_, max_;
+  double k_, abs_;
+  int p_, emin_;
+};
+
+LD rsqrt_ld(LD x) { return 1 / std::sqrt(x); }
+LD recip_ld(LD x) { return 1 / x; }
+LD exp_ld(LD x) { return std::exp(x); }
+LD log_ld(LD x) { return std::log(x); }
+LD tanh_ld(LD x) { return std::tanh(x); }
+LD erf_ld(LD x) { return std::erf(x); }
+
+/// A constant c rounded once into the compute format (or its reciprocal computed there).
+Iv constant(const Arith& a, LD c) { return Iv{c * (1 - 2 * a.u()), c * (1 + 2 * a.u())}; }
+
+/// 1/sqrt(v) both ways kernels evaluate it: rsqrt(v) within the claim, or 1/sqrt(v) correctly
+/// rounded; `num` multiplied by the first or divided by the second.
+Iv times_rsqrt(const Arith& a, Iv num, Iv v) {
+  const Iv r = a.fn(rsqrt_ld, v, false);
+  return hull(a.mul(num, r), a.div(num, a.sqrt(v)));
+}
+
+/// The row's length as the compute format divides by it (n, or 1/n rounded, then multiplied).
+Iv over_n(const Arith& a, Iv s, std::size_t n) {
+  return a.div(s, a.round(point(static_cast<LD>(n))));
+}
+
+struct Stats {
+  Iv mean, var;
+};
+
+/// Layernorm's mean and (biased) variance of the computed row `xc` by `m`.
+Stats variance_of(const Arith& a, VarianceMethod m, std::span<const Iv> xc, std::span<const double> x) {
+  const std::size_t n = xc.size();
+  std::vector<Iv> t(n);
+  const Iv mean = over_n(a, a.sum(xc), n);
+  switch (m) {
+    case VarianceMethod::two_pass: {
+      for (std::size_t j = 0; j < n; ++j) t[j] = a.sqr(a.sub(xc[j], mean));
+      return {mean, over_n(a, a.sum(t), n)};
+    }
+    case VarianceMethod::sumsq: {
+      for (std::size_t j = 0; j < n; ++j) t[j] = a.sqr(xc[j]);
+      const Iv ms = over_n(a, a.sum(t), n);
+      Iv v = a.sub(ms, a.sqr(mean));
+      v.lo = std::max(v.lo, LD{0});  // clamped at 0, as single-pass kernels do
+      v.hi = std::max(v.hi, LD{0});
+      return {mean, v};
+    }
+    case VarianceMethod::welford:
+    case VarianceMethod::any: break;
+  }
+  // Welford, elements in any order: m_k = m_(k-1) + (x_k - m_(k-1))/k, M2 += δ_k·(x_k - m_k).
+  // Every computed m_k lies in [min x, max x] (an update moves toward x_k by less than the
+  // whole way), so the mean's error E <= R = max x - min x; the recursion's own bound is
+  // E <= (2u + u²)(R + E) + (u(M + E)/(1 - u) + 2η)(n + 1)/2 (each error shrinks by (1 - 1/k)
+  // per later step). The exact terms t_k = δ_k ε_k >= 0 sum to W = n·var, Σ|δ_k| <=
+  // sqrt(2(n-1)W), and |δ̂ - δ|, |ε̂ - ε| <= E1 = E + u·R.
+  LD lo = INFINITY, hi = -INFINITY, cast_err = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    lo = std::min(lo, xc[j].lo);
+    hi = std::max(hi, xc[j].hi);
+    cast_err = std::max(cast_err, xc[j].hi - xc[j].lo);
+  }
+  const LD u = a.u(), R = hi - lo, M = std::max(std::fabs(lo), std::fabs(hi));
+  const LD eta = a.eta();
+  LD mu = 0;
+  for (const double v : x) mu += v;
+  mu /= static_cast<LD>(n);
+  LD W = 0;
+  for (const double v : x) W += (v - mu) * (v - mu);
+  const LD N = static_cast<LD>(n);
+  const LD ac = 2 * u + u * u;
+  const LD factor = 1 - ac - u * (N + 1) / (2 * (1 - u));
+  LD E = R;
+  if (factor > 0) E = std::min(R, (ac * R + (u * M / (1 - u) + 2 * eta) * (N + 1) / 2) / factor);
+  const LD E1 = E + u * R;
+  const LD sd = std::sqrt(2 * (N - 1) * W);
+  // Σ_k |t̂_k - t_k|: the perturbed factors, then each product's rounding (u·|t| + η).
+  const LD T = (1 + u) * (E1 * 2 * sd + (N - 1) * E1 * E1) + u * W + (N - 1) * eta;
+  const LD g = N > 2 ? std::expm1((N - 2) * std::log1p(u)) : 0;
+  const LD Ew = T + g * (W + T) + 0x1p-58L * N * N * M * M;  // + the long double evaluation of W
+  // Cast errors (x̂ - x <= δ): the mean moves by <= δ, the rms deviation by <= δ.
+  const LD dm = E + cast_err, dw = Ew + N * (2 * std::sqrt(W / N) * cast_err + cast_err * cast_err);
+  const Iv M2{W - dw, W + dw};
+  return {a.round({mu - dm, mu + dm}), over_n(a, M2, n)};
+}
+
+/// Layernorm/rmsnorm outputs of the row under one variance method: enclosures per element.
+std::vector<Iv> norm_row(const Arith& a, RowOp op, VarianceMethod m, std::span<const Iv> xc, std::span<const double> x,
+                         Iv eps, std::span<const Iv> g, std::span<const Iv> b) {
+  const std::size_t n = xc.size();
+  std::vector<Iv> out(n);
+  Iv mean{0, 0}, var;
+  if (op == RowOp::rmsnorm) {
+    std::vector<Iv> t(n);
+    for (std::size_t j = 0; j < n; ++j) t[j] = a.sqr(xc[j]);
+    var = over_n(a, a.sum(t), n);
+  } else {
+    const Stats s = variance_of(a, m, xc, x);
+    mean = s.mean;
+    var = s.var;
+  }
+  const Iv ve = a.add(var, eps);
+  for (std::size_t j = 0; j < n; ++j) {
+    const Iv dev = op == RowOp::rmsnorm ? xc[j] : a.sub(xc[j], mean);
+    Iv z = times_rsqrt(a, dev, ve);
+    if (!g.empty()) z = a.mul(z, g[j]);
+    if (!b.empty()) z = a.add(z, b[j]);
+    out[j] = z;
+  }
+  return out;
+}
+
+/// softmax / log-softmax enclosures of one row (masked -inf entries: exact 0 / -inf).
+std::vector<Iv> softmax_row(const Arith& a, bool log, std::span<const Iv> xc, const std::vector<bool>& masked) {
+  const std::size_t n = xc.size();
+  Iv m{-INFINITY, -INFINITY};
+  for (std::size_t j = 0; j < n; ++j)
+    if (!masked[j]) m = {std::max(m.lo, xc[j].lo), std::max(m.hi, xc[j].hi)};
+  std::vector<Iv> d(n), e;
+  for (std::size_t j = 0; j < n; ++j) {
+    if (masked[j]) continue;
+    d[j] = a.sub(xc[j], m);
+    d[j].hi = std::min(d[j].hi, LD{0});  // x_j - max <= 0, and rounding keeps it so
+    e.push_back(a.fn(exp_ld, d[j], true));
+  }
+  const Iv s = a.sum(e);
+  std::vector<Iv> out(n);
+  if (!log) {
+    std::size_t k = 0;
+    for (std::size_t j = 0; j < n; ++j) out[j] = masked[j] ? point(0) : a.div(e[k++], s);
+    return out;
+  }
+  const Iv l = a.fn(log_ld, s, true);
+  const Iv lse = a.add(m, l);  // the other textbook form: x - (m + log Σ)
+  for (std::size_t j = 0; j < n; ++j)
+    out[j] = masked[j] ? point(-INFINITY) : hull(a.sub(d[j], l), a.sub(xc[j], lse));
+  return out;
+}
+
+/// Elementwise enclosure of op(x̂).
+Iv unary(const Arith& a, RowOp op, Iv x) {
+  const Iv one = point(1), half = point(0.5L);
+  switch (op) {
+    case RowOp::exp: return a.fn(exp_ld, x, true);
+    case RowOp::log: return x.lo <= 0 ? kAll : a.fn(log_ld, x, true);
+    case RowOp::tanh: return a.fn(tanh_ld, x, true);
+    case RowOp::reciprocal: return (x.lo <= 0 && x.hi >= 0) ? kAll : a.fn(recip_ld, x, false);
+    case RowOp::rsqrt: return x.lo <= 0 ? kAll : a.fn(rsqrt_ld, x, false);
+    case RowOp::sigmoid:
+    case RowOp::silu: {
+      // 1/(1 + exp(-x)), or for x < 0 the stable exp(x)/(1 + exp(x)); SiLU: x/(1 + exp(-x))
+      // or x·sigmoid(x).
+      const Iv nx{-x.hi, -x.lo};
+      const Iv den = a.add(one, a.fn(exp_ld, nx, true));
+      Iv sig = a.div(one, den);
+      if (x.hi < 0) {
+        const Iv ex = a.fn(exp_ld, x, true);
+        sig = hull(sig, a.div(ex, a.add(one, ex)));
+      }
+      if (op == RowOp::sigmoid) return sig;
+      return hull(a.div(x, den), a.mul(x, sig));
+    }
+    case RowOp::gelu_erf: {
+      // x/2·(1 + erf(x·(1/√2))): the constant rounded (or x/√2 with √2 rounded).
+      const Iv t = a.mul(x, constant(a, 0.70710678118654752440L));
+      const Iv w = a.add(one, a.fn(erf_ld, t, true));
+      return hull(a.mul(a.mul(half, x), w), a.mul(half, a.mul(x, w)));
+    }
+    case RowOp::gelu_tanh: {
+      // x/2·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+      const Iv x3 = a.mul(a.sqr(x), x);
+      const Iv inner = a.add(x, a.mul(constant(a, 0.044715L), x3));
+      const Iv t = a.mul(constant(a, 0.79788456080286535588L), inner);
+      const Iv w = a.add(one, a.fn(tanh_ld, t, true));
+      return hull(a.mul(a.mul(half, x), w), a.mul(half, a.mul(x, w)));
+    }
+    default: break;
+  }
+  return kAll;
+}
+
+bool is_row_op(RowOp op) {
+  return op == RowOp::softmax || op == RowOp::log_softmax || op == RowOp::layernorm || op == RowOp::rmsnorm;
+}
+
+/// The output cast is exact when `out` holds every value of `compute`.
+bool cast_is_exact(const FormatSpec& compute, const FormatSpec& out) {
+  return out.precision >= compute.precision && emin(out) <= emin(compute) && emax(out) >= emax(compute);
+}
+
+}  // namespace
+
+std::string_view variance_method_name(VarianceMethod m) {
+  switch (m) {
+    case VarianceMethod::any: return "any";
+    case VarianceMethod::two_pass: return "two-pass";
+    case VarianceMethod::welford: return "welford";
+    case VarianceMethod::sumsq: return "sumsq";
+  }
+  return "?";
+}
+
+VarianceMethod variance_method_named(std::string_view s) {
+  for (const VarianceMethod m :
+       {VarianceMethod::any, VarianceMethod::two_pass, VarianceMethod::welford, VarianceMethod::sumsq})
+    if (variance_method_name(m) == s) return m;
+  throw InputError(fmt::format("--variance '{}': unknown method (valid: two-pass, welford, sumsq, any)", s));
+}
+
+std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& c, std::span<const double> x,
+                                                      std::span<const double> y, std::span<const double> gamma,
+                                                      std::span<const double> beta) {
+  const std::size_t n = x.size();
+  std::vector<std::optional<double>> bound(n);
+  const Arith a(*c.compute, c.fn_ulps, c.fn_abs);
+  const bool exact_cast = cast_is_exact(*c.compute, *c.out);
+  const auto finish = [&](std::size_t j, Iv v) {
+    if (!std::isfinite(y[j])) return;  // the oracle's special value decides
+    const LD yj = y[j];
+    const LD d = std::max(yj - v.lo, v.hi - yj);
+    if (std::isnan(d)) return;
+    double out_round = 0;
+    if (!exact_cast) out_round = output_rounding_error(*c.out, c.out_rounding, static_cast<double>(std::min(mag(v), LD{1e300})));
+    // Slack for evaluating the bound itself and for the exact result held as a double.
+    bound[j] = static_cast<double>(d * (1 + 0x1p-50L)) + out_round + std::fabs(y[j]) * 0x1p-52;
+  };
+  std::vector<Iv> xc(n);
+  bool finite = true, any_pos_inf = false, all_masked = true;
+  std::vector<bool> masked(n, false);
+  for (std::size_t j = 0; j < n; ++j) {
+    finite = finite && std::isfinite(x[j]);
+    any_pos_inf = any_pos_inf || std::isnan(x[j]) || (std::isinf(x[j]) && x[j] > 0);
+    masked[j] = std::isinf(x[j]) && x[j] < 0;
+    all_masked = all_masked && masked[j];
+    xc[j] = masked[j] ? point(x[j]) : a.cast(x[j]);
+  }
+  if (!is_row_op(op)) {
+    for (std::size_t j = 0; j < n; ++j)
+      if (std::isfinite(x[j])) finish(j, unary(a, op, xc[j]));
+    return bound;
+  }
+  if (n == 0) return bound;
+  if (op == RowOp::softmax || op == RowOp::log_softmax) {
+    if (any_pos_inf || all_masked) return bound;  // NaN rows: the oracle decides
+    const std::vector<Iv> v = softmax_row(a, op == RowOp::log_softmax, xc, masked);
+    for (std::size_t j = 0; j < n; ++j) {
+      if (masked[j]) {
+        if (op == RowOp::softmax) bound[j] = 0;  // exp(-inf) = 0 exactly: a masked entry is 0
+        continue;
+      }
+      finish(j, v[j]);
+    }
+    return bound;
+  }
+  if (!finite) return bound;
+  std::vector<Iv> g(gamma.size()), b(beta.size());
+  for (std::size_t j = 0; j < gamma.size(); ++j) g[j] = a.cast(gamma[j]);
+  for (std::size_t j = 0; j < beta.size(); ++j) b[j] = a.cast(beta[j]);
+  const Iv eps = a.cast(c.eps);
+  std::vector<Iv> v;
+  if (op == RowOp::layernorm && c.variance == VarianceMethod::any) {
+    v = norm_row(a, op, VarianceMethod::two_pass, xc, x, eps, g, b);
+    for (const VarianceMethod m : {VarianceMethod::welford, VarianceMethod::sumsq}) {
+      const std::vector<Iv> w = norm_row(a, op, m, xc, x, eps, g, b);
+      for (std::size_t j = 0; j < n; ++j) v[j] = hull(v[j], w[j]);
+    }
+  } else {
+    v = norm_row(a, op, c.variance, xc, x, eps, g, b);
+  }
+  for (std::size_t j = 0; j < n; ++j) finish(j, v[j]);
+  return bound;
+}
+
+std::string row_claim_order(RowOp op, const RowClaim& c) {
+  std::string s = fmt::format("{} in {}", row_op_name(op), c.compute->name);
+  if (op == RowOp::layernorm)
+    s += c.variance == VarianceMethod::any ? " (variance: two-pass, welford or sumsq)"
+                                           : fmt::format(" (variance: {})", variance_method_name(c.variance));
+  if (op == RowOp::layernorm || op == RowOp::rmsnorm) s += fmt::format(", eps {}", c.eps);
+  s += fmt::format(", functions within {} ulps", c.fn_ulps);
+  if (c.fn_abs > 0) s += fmt::format(" + {:g} absolute", c.fn_abs);
+  return s;
+}
+
+std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::size_t n, bool gamma, bool beta) {
+  std::vector<std::string> d;
+  const Arith a(*c.compute, c.fn_ulps, c.fn_abs);
+  const double u = static_cast<double>(a.u());
+  d.push_back(fmt::format("claim: {} by its textbook formula, every operation in {} rounded to nearest (u = 2^{}), "
+                          "each elementary function within {} ulps of {}{}, reductions over the row in any order, "
+                          "then one cast to {} {}",
+                          row_op_name(op), c.compute->name, std::ilogb(u), c.fn_ulps, c.compute->name,
+                          c.fn_abs > 0 ? fmt::format(" and/or {:g} absolute", c.fn_abs) : "", c.out->name,
+                          rounding_name(c.out_rounding)));
+  switch (op) {
+    case RowOp::softmax:
+      d.emplace_back("formula: m = max x; e_j = exp(x_j - m); S = Σ e_j; y_i = e_i / S. Masked entries (-inf) give "
+                     "exactly 0; a fully masked row (every entry -inf) must give NaN, as torch does (0/0)");
+      break;
+    case RowOp::log_softmax:
+      d.emplace_back("formula: y_i = (x_i - m) - log Σ_j exp(x_j - m), or x_i - (m + log Σ) (both covered); masked "
+                     "entries give -inf, a fully masked row NaN. The error is on the scale of |x_i - m| and log Σ "
+                     "(the row), not of y_i: an --ulps claim fails near y = 0");
+      break;
+    case RowOp::layernorm:
+      d.push_back(fmt::format("formula: μ = Σx/n; variance {} (biased, /n); y = (x - μ)·rsqrt(var + eps) or "
+                              "(x - μ)/sqrt(var + eps) (both covered), eps = {} inside the root{}{}. The error is on "
+                              "the row's scale (μ, var), not y's: an --ulps claim fails near y = 0",
+                              c.variance == VarianceMethod::any
+                                  ? "by two-pass Σ(x - μ)²/n, Welford's update (any order) or Σx²/n - μ² clamped at 0"
+                                  : std::string(variance_method_name(c.variance)),
+                              c.eps, gamma ? ", then ·gamma" : "", beta ? ", +beta" : ""));
+      if (c.variance == VarianceMethod::any || c.variance == VarianceMethod::welford)
+        d.emplace_back("Welford: every computed running mean stays in [min x, max x]; mean error E <= min(R, ((2u+u²)R + "
+                     "u·M·(n+1)/(2(1-u)))/(1 - 2u - u² - u(n+1)/(2(1-u)))), M2 error <= (1+u)(2E₁·sqrt(2(n-1)W) + "
+                     "(n-1)E₁²) + u·W + ((1+u)^(n-2) - 1)(W + ...), E₁ = E + u·R, R = max x - min x, W = n·var");
+      break;
+    case RowOp::rmsnorm:
+      d.push_back(fmt::format("formula: y = x·rsqrt(Σx²/n + eps) or x/sqrt(Σx²/n + eps) (both covered), eps = {}{}",
+                              c.eps, gamma ? ", then ·gamma" : ""));
+      break;
+    case RowOp::sigmoid:
+      d.emplace_back("formula: 1/(1 + exp(-x)), or for x < 0 exp(x)/(1 + exp(x)) (both covered); exp(-x) may "
+                     "overflow to inf and give 0 where the exact result is tiny (subnormal or below)");
+      break;
+    case RowOp::silu:
+      d.emplace_back("formula: x/(1 + exp(-x)) or x·sigmoid(x) (both covered); exp(-x) may overflow and give 0");
+      break;
+    case RowOp::gelu_erf:
+      d.emplace_back("formula: x/2·(1 + erf(x·(1/√2))), the constant rounded once; for x < 0, 1 + erf cancels: its "
+                     "error is erf's ulps at 1, so the bound is on that scale, not on y's");
+      break;
+    case RowOp::gelu_tanh:
+      d.emplace_back("formula: x/2·(1 + tanh(√(2/π)·(x + 0.044715·x³))), constants rounded once; 1 + tanh cancels "
+                     "for x < 0");
+      break;
+    case RowOp::reciprocal: d.emplace_back("formula: 1/x, within the function claim"); break;
+    case RowOp::rsqrt: d.emplace_back("formula: 1/sqrt(x), within the function claim"); break;
+    default: d.push_back(fmt::format("formula: {}(x), within the function claim", row_op_name(op))); break;
+  }
+  d.push_back(fmt::format("each element: an interval enclosing every value the claimed arithmetic can produce (and the "
+                          "exact intermediate), operation by operation: a rounding widens an endpoint z by u·|z| + η, "
+                          "η = {:.3g} (half the least subnormal of {}); a function by {}·(2u·|z| + {:.3g}){} "
+                          "(the ulps part keeping the exact result's sign; both kinds added, so either is covered); "
+                          "a value beyond {:.6g} may be ±inf",
+                          a.u() > 0 ? static_cast<double>(min_positive(*c.compute) / 2) : 0.0, c.compute->name,
+                          c.fn_ulps, min_positive(*c.compute), c.fn_abs > 0 ? fmt::format(" + {:g}", c.fn_abs) : "",
+                          max_finite(*c.compute)));
+  if (is_row_op(op))
+    d.push_back(fmt::format("a sum of n terms in any order: ± ((1 + u)^(n-1) - 1)·Σ|terms| (Higham ASNA §4.2, valid "
+                            "for every n; here n = {}: {:.3g}); a sum of non-negative terms is never below its largest",
+                            n, a.sum_coefficient(n)));
+  d.push_back(fmt::format("bound = distance from the exact result to the farther end of the interval{}",
+                          cast_is_exact(*c.compute, *c.out)
+                              ? fmt::format(" (the cast to {} is exact)", c.out->name)
+                              : fmt::format(", + the {} cast to {} at that magnitude", rounding_name(c.out_rounding),
+                                            c.out->name)));
+  return d;
+}
+
+std::string row_tolerance_text(RowOp op, const ClaimSpec& claim, std::size_t n, const RowCheckOptions& opt) {
+  if (!claim.compute)
+    throw InputError(fmt::format("tol {}: give the arithmetic with --compute F (the bound is derived from it)", row_op_name(op)));
+  RowClaim rc;
+  rc.in = claim.in;
+  rc.compute = claim.compute;
+  rc.fn_ulps = claim.fn_ulps;
+  rc.fn_abs = claim.fn_abs;
+  rc.param = opt.param_format;
+  rc.variance = opt.variance;
+  rc.eps = opt.eps;
+  rc.out = claim.out;
+  rc.out_rounding = claim.output_rounding();
+  std::string t = fmt::format("numfid tol {}: in {}, {}, out {} {}\n", row_op_name(op), claim.in->name,
+                              row_claim_order(op, rc), claim.out->name, rounding_name(rc.out_rounding));
+  t += fmt::format("each element's bound depends on its row's values (numfid check {} computes it per element); "
+                   "the derivation for rows of {} elements:\n",
+                   row_op_name(op), n);
+  for (const std::string& line : row_bound_derivation(op, rc, n, opt.gamma.has_value(), opt.beta.has_value()))
+    t += fmt::format("  {}\n", line);
+  return t;
+}
+
+// The softmax bound of bounds.h, now one case of the derived row bounds.
+std::vector<ElementBound> softmax_element_bounds(const SoftmaxClaim& sc, const FormatSpec& out, Rounding out_rounding,
+                                                 std::span<const double> x, std::span<const double> y,
+                                                 std::vector<std::string>* derivation) {
+  RowClaim c;
+  c.in = &fp32;
+  c.compute = sc.compute;
+  c.fn_ulps = sc.exp_ulps;
+  c.out = &out;
+  c.out_rounding = out_rounding;
+  const auto b = row_element_bounds(RowOp::softmax, c, x, y);
+  std::vector<ElementBound> r(b.size());
+  for (std::size_t j = 0; j < b.size(); ++j) r[j].deterministic = r[j].probabilistic = b[j].value_or(0);
+  if (derivation && derivation->empty()) *derivation = row_bound_derivation(RowOp::softmax, c, x.size());
+  return r;
+}
+
+}  // namespace numfid

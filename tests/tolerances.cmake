@@ -3,3 +3,5 @@ numfid_add_test(tolerances_test SOURCES tolerances_test.cpp DEPS numfid::toleran
 numfid_add_test(check_test SOURCES check_test.cpp DEPS numfid::tolerances fmt::fmt)
 # The claim text form and tensor views (tolerances/claim_text.cpp).
 numfid_add_test(claim_text_test SOURCES claim_text_test.cpp DEPS numfid::tolerances fmt::fmt)
+# The exact matmul oracle at model scale: certified fp64 GEMM vs long accumulator, threads.
+numfid_add_test(reference_fast_test SOURCES reference_fast_test.cpp DEPS numfid::tolerances fmt::fmt)

@@ -14,6 +14,7 @@
 #include "oracles/accumulator.h"
 #include "oracles/mpfr_oracles.h"
 #include "tolerances/check_detail.h"
+#include "tolerances/reference_fast_detail.h"
 
 namespace numfid {
 
@@ -176,41 +177,16 @@ Bits ExactElement::rounded(const FormatSpec& out) const {
   return round_to(out, value, RoundOptions{}).bits;
 }
 
-namespace {
-/// What the long accumulator holds, kept for rounding into any output format later.
-ExactElement exact_element(const LongAccumulator& acc) {
-  ExactElement e;
-  e.nan = acc.is_nan();
-  e.invalid = acc.is_invalid();
-  e.infinite = static_cast<std::int8_t>(acc.infinity_sign());
-  e.value = acc.value();
-  e.exact = acc.to_double();
-  e.sum_abs = acc.abs_sum_upper();
-  return e;
-}
-}  // namespace
-
 MatmulReference matmul_reference(const TensorData& A, const TensorData& B, const std::optional<TensorData>& addend) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   MatmulReference r;
   r.dims = matmul_dims(detail::shape_of(A), detail::shape_of(B));
-  const std::int64_t M = r.dims.m, K = r.dims.k, N = r.dims.n;
+  const std::int64_t M = r.dims.m, N = r.dims.n;
   if (addend && addend->values.size() != static_cast<std::size_t>(M * N))
     throw InputError(fmt::format("--addend {}: {} elements, expected M×N = {}×{}", addend->name, addend->values.size(), M, N));
-  // Exact dot products by the long accumulator, B transposed for contiguous columns.
-  std::vector<Bits> bt(static_cast<std::size_t>(K * N));
-  for (std::int64_t k = 0; k < K; ++k)
-    for (std::int64_t j = 0; j < N; ++j) bt[static_cast<std::size_t>(j * K + k)] = B.values[static_cast<std::size_t>(k * N + j)];
-  r.elements.resize(static_cast<std::size_t>(M * N));
-  LongAccumulator acc;
-  for (std::int64_t i = 0; i < M; ++i)
-    for (std::int64_t j = 0; j < N; ++j) {
-      acc.clear();
-      acc.add_dot(*A.format, std::span<const Bits>(A.values).subspan(static_cast<std::size_t>(i * K), static_cast<std::size_t>(K)),
-                  *B.format, std::span<const Bits>(bt).subspan(static_cast<std::size_t>(j * K), static_cast<std::size_t>(K)));
-      if (addend) acc.add(*addend->format, addend->values[static_cast<std::size_t>(i * N + j)]);
-      r.elements[static_cast<std::size_t>(i * N + j)] = exact_element(acc);
-    }
+  // Exact results on every core: the certified fp64 GEMM where it is exact, the long
+  // accumulator elsewhere (tolerances/reference_fast.cpp).
+  detail::matmul_elements(A, B, addend ? &*addend : nullptr, r.dims, r.elements);
   r.a = A;
   r.b = B;
   r.addend = addend;
@@ -223,18 +199,7 @@ MatmulReference dot_reference(const TensorData& A, const TensorData& B, const st
   const ShapeRef ds = addend ? detail::shape_of(*addend) : ShapeRef{};
   r.dims = rowwise_dot_dims(detail::shape_of(A), detail::shape_of(B), addend ? &ds : nullptr);
   r.rowwise_dot = true;
-  const std::int64_t R = r.dims.m, K = r.dims.k;
-  r.elements.resize(static_cast<std::size_t>(R));
-  LongAccumulator acc;
-  for (std::int64_t i = 0; i < R; ++i) {
-    const auto row = [&](const TensorData& t) {
-      return std::span<const Bits>(t.values).subspan(static_cast<std::size_t>(i * K), static_cast<std::size_t>(K));
-    };
-    acc.clear();
-    acc.add_dot(*A.format, row(A), *B.format, row(B));
-    if (addend) acc.add(*addend->format, addend->values[static_cast<std::size_t>(i)]);
-    r.elements[static_cast<std::size_t>(i)] = exact_element(acc);
-  }
+  detail::dot_elements(A, B, addend ? &*addend : nullptr, r.dims, r.elements);
   r.a = A;
   r.b = B;
   r.addend = addend;

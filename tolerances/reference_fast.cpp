@@ -13,21 +13,28 @@
 // Σ|terms| exactly. This needs only that the GEMM computes each element as sums of the
 // products in some order (the classical algorithm: OpenBLAS does; no Strassen-like scheme).
 //
-// The certificate, per element: e = lsb_A(i) + lsb_B(j), where lsb_A(i) is the weight of the
-// lowest set significand bit over the non-zero entries of row i of A (lsb_B(j): column j of
-// B), lowered to the addend's own lowest bit; and the computed T̂ = fl(Σ|terms|) < 2^(52+e).
-// The computed sum of non-negative terms is at least Σ·(1 - 2u)^(K+1) > Σ/2 in any rounding
-// direction (u = 2^-53, K < 2^50), so T̂ < 2^(52+e) implies Σ < 2^(53+e): the certificate is
-// checked on the computed values without knowing in advance that they are exact.
+// The certificate, per element: e bounds the lowest set bit of every term from below, and the
+// computed T̂ = fl(Σ|terms|) < 2^(52+e). Each term of the computed sum of non-negative terms
+// passes through at most 2K + 1 roundings (the GEMM's own, those of adding K panels, the
+// addend's), each shrinking it by at most a factor 1 - 2u in any rounding direction
+// (u = 2^-53), so T̂ >= Σ·(1 - 2u)^(2K+1) > Σ/2 for K < 2^50, and T̂ < 2^(52+e)
+// implies Σ < 2^(53+e): the certificate is checked on the computed values without knowing in
+// advance that they are exact. e is taken, per element, as the least of: the lowest bits of
+// the kTiny entries of row i of A with the lowest lowest-bits, each plus the lowest bit of
+// its partner b_kj; the same for column j of B; the (kTiny+1)-th lowest bit of the row plus
+// that of the column (a bound for every other k); the addend's lowest bit. One tiny entry in
+// a row then costs only the elements whose partner makes its product tiny too.
 //
-// bf16, fp16 and fp8 data of moderate dynamic range pass it: bf16 ~N(0,1) at K = 4096 has e
-// near 2^-38 and Σ near 2^11.3 < 2^14. Elements it cannot certify — a row or column holding an
-// inf or NaN, an exact zero (its sign depends on the zero terms), a tiny entry far below the
-// row's others, fp32 data (24-bit significands leave no room) — go to the long accumulator.
+// bf16, fp16 and fp8 data of moderate dynamic range pass it: for bf16 ~N(0,1) at K = 4096
+// (Σ near 2^11.3) 99.97 % of the elements of a 1024×1024 product are certified. Elements it
+// cannot certify — a row or column holding an inf or NaN, an exact zero (its sign depends on
+// the zero terms), products far below the others, fp32 data (24-bit significands leave no
+// room under 2^53) — go to the long accumulator.
 // The results are therefore the exact ones, field for field, whichever path produced them.
 #include "tolerances/reference_fast_detail.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <climits>
@@ -73,6 +80,8 @@ namespace {
 /// Elements per tile of the exact pass: a tile transposes its 32 columns of B once (32·K
 /// patterns, 512 KiB at K = 4096: in L2) and reuses them for 128 rows.
 constexpr std::int64_t kTileRows = 128, kTileCols = 32;
+/// Fewer elements than this in a tile are computed without transposing B's columns.
+constexpr std::int64_t kFewInTile = 8;
 
 /// out[i·N + j] by the long accumulator for every element with need[i·N + j] (every element
 /// when `need` is null), tile by tile on every core.
@@ -86,10 +95,27 @@ void accumulate(const TensorData& A, const TensorData& B, const TensorData* D, M
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t i0 = (t / tc) * kTileRows, i1 = std::min(M, i0 + kTileRows);
       const std::int64_t j0 = (t % tc) * kTileCols, j1 = std::min(N, j0 + kTileCols);
-      bool any = need == nullptr;
-      for (std::int64_t i = i0; i < i1 && !any; ++i)
-        for (std::int64_t j = j0; j < j1 && !any; ++j) any = (*need)[static_cast<std::size_t>(i * N + j)] != 0;
-      if (!any) continue;
+      std::int64_t count = (i1 - i0) * (j1 - j0);
+      if (need != nullptr) {
+        count = 0;
+        for (std::int64_t i = i0; i < i1; ++i)
+          for (std::int64_t j = j0; j < j1; ++j) count += (*need)[static_cast<std::size_t>(i * N + j)];
+      }
+      if (count == 0) continue;
+      if (need != nullptr && count < kFewInTile) {
+        // A few elements: B's columns read in place (stride N) rather than transposed.
+        for (std::int64_t i = i0; i < i1; ++i)
+          for (std::int64_t j = j0; j < j1; ++j) {
+            const auto idx = static_cast<std::size_t>(i * N + j);
+            if ((*need)[idx] == 0) continue;
+            acc.clear();
+            acc.add_dot_strided(*A.format, A.values.data() + i * K, 1, *B.format, B.values.data() + j, N,
+                                static_cast<std::size_t>(K));
+            if (D != nullptr) acc.add(*D->format, D->values[idx]);
+            out[idx] = exact_element(acc);
+          }
+        continue;
+      }
       // B's columns j0..j1 transposed: each a contiguous run of K patterns.
       bt.resize(static_cast<std::size_t>((j1 - j0) * K));
       for (std::int64_t k = 0; k < K; ++k)
@@ -176,34 +202,95 @@ Unrounded unrounded(double v) {
   return {std::signbit(v), uint128{m} << shift, e - shift, false};
 }
 
-/// Per row of A (or column of B): the lowest set bit over its non-zero entries, and whether
-/// it holds an inf or NaN.
-struct LineScan {
-  std::vector<int> lsb;
-  std::vector<std::uint8_t> nonfinite;
+/// Entries per row of A (column of B) whose lowest bits are kept one by one.
+constexpr int kTiny = 8;
+
+/// One row of A or column of B, as the certificate sees it, built entry by entry while the
+/// panels are decoded: the kTiny + 1 entries with the lowest lowest-set-bits seen so far, and
+/// whether an inf or NaN was seen. Every entry not kept has its lowest bit at or above the
+/// highest kept one (`floor` once the line is full).
+struct Line {
+  std::array<int, kTiny + 1> lsb{};
+  std::array<std::int64_t, kTiny + 1> k{};
+  int count = 0;
+  int top = 0;  ///< index of the highest kept lsb (when count == kTiny + 1)
+  bool nonfinite = false;
+
+  void add(double v, std::int64_t pos) {
+    if (!std::isfinite(v)) {
+      nonfinite = true;
+      return;
+    }
+    if (v == 0) return;  // a zero product is a multiple of any power of two
+    const int e = lsb_exponent(v);
+    if (count <= kTiny) {
+      lsb[static_cast<std::size_t>(count)] = e;
+      k[static_cast<std::size_t>(count)] = pos;
+      if (++count == kTiny + 1) find_top();
+    } else if (e < lsb[static_cast<std::size_t>(top)]) {
+      lsb[static_cast<std::size_t>(top)] = e;
+      k[static_cast<std::size_t>(top)] = pos;
+      find_top();
+    }
+  }
+  void find_top() {
+    top = 0;
+    for (int t = 1; t < count; ++t)
+      if (lsb[static_cast<std::size_t>(t)] > lsb[static_cast<std::size_t>(top)]) top = t;
+  }
+  /// A bound on the lowest bit of every entry not listed (kNoBits: every non-zero entry is listed).
+  int floor() const { return count == kTiny + 1 ? lsb[static_cast<std::size_t>(top)] : kNoBits; }
+  /// The lowest bit of every non-zero entry (kNoBits for none).
+  int lowest() const {
+    int m = kNoBits;
+    for (int t = 0; t < count; ++t) m = std::min(m, lsb[static_cast<std::size_t>(t)]);
+    return m;
+  }
 };
 
+/// The lowest set bit of a decoded finite entry: kNoBits for a zero.
+int entry_lsb(double v) { return v != 0 ? lsb_exponent(v) : kNoBits; }
+
+/// A lower bound e on the lowest set bit of every product a_ik·b_kj of element (i, j): every
+/// product is a multiple of 2^e. Exact for the listed entries (below their line's floor), the
+/// row's floor + the column's floor for the rest.
+int product_lsb(const TensorData& A, const TensorData& B, MatmulDims d, const Decoder& da, const Decoder& db,
+                const Line& row, const Line& col, std::int64_t i, std::int64_t j) {
+  const int rf = row.floor(), cf = col.floor();
+  int e = rf + cf;
+  auto pair = [&](std::int64_t k) {
+    return entry_lsb(da(A.values[static_cast<std::size_t>(i * d.k + k)])) +
+           entry_lsb(db(B.values[static_cast<std::size_t>(k * d.n + j)]));
+  };
+  for (int t = 0; t < row.count; ++t)
+    if (row.lsb[static_cast<std::size_t>(t)] < rf) e = std::min(e, pair(row.k[static_cast<std::size_t>(t)]));
+  for (int t = 0; t < col.count; ++t)
+    if (col.lsb[static_cast<std::size_t>(t)] < cf) e = std::min(e, pair(col.k[static_cast<std::size_t>(t)]));
+  return e;
+}
+
 /// Whether the certificate is likely to hold for most elements (the GEMM would otherwise be
-/// wasted): Σ|a·b| in double for up to 64 elements spread over C, against 2^(52+e). Only a
-/// choice of path, never of a result.
-bool worthwhile(const TensorData& A, const TensorData& B, MatmulDims d, const Decoder& da, const Decoder& db,
-                const LineScan& ra, const LineScan& cb) {
+/// wasted): for up to 64 elements spread over C, Σ|a·b| and the lowest bit of the products
+/// directly. Only a choice of path, never of a result.
+bool worthwhile(const TensorData& A, const TensorData& B, MatmulDims d, const Decoder& da, const Decoder& db) {
   const std::int64_t samples = std::min<std::int64_t>(64, d.m * d.n);
   std::int64_t ok = 0;
   for (std::int64_t s = 0; s < samples; ++s) {
     const std::int64_t i = (s * 7919) % d.m, j = (s * 104729) % d.n;
-    if (ra.nonfinite[static_cast<std::size_t>(i)] || cb.nonfinite[static_cast<std::size_t>(j)]) continue;
     double t = 0;
-    for (std::int64_t k = 0; k < d.k; ++k)
-      t += std::fabs(da(A.values[static_cast<std::size_t>(i * d.k + k)]) * db(B.values[static_cast<std::size_t>(k * d.n + j)]));
-    const int e = ra.lsb[static_cast<std::size_t>(i)] + cb.lsb[static_cast<std::size_t>(j)];
-    ok += t > 0 && t < std::ldexp(0.5, 52 + std::min(e, 900)) ? 1 : 0;  // half the limit: a margin
+    int e = kNoBits;
+    for (std::int64_t k = 0; k < d.k; ++k) {
+      const double p = da(A.values[static_cast<std::size_t>(i * d.k + k)]) * db(B.values[static_cast<std::size_t>(k * d.n + j)]);
+      t += std::fabs(p);
+      if (p != 0 && std::isfinite(p)) e = std::min(e, lsb_exponent(p));
+    }
+    ok += std::isfinite(t) && t > 0 && t < std::ldexp(0.5, 52 + std::min(e, 900)) ? 1 : 0;  // half: a margin
   }
   return 2 * ok >= samples;
 }
 
-/// K-panel width of the GEMM: the decoded panels take 16·kPanel·(M + N) bytes.
-constexpr std::int64_t kPanel = 256;
+/// Bytes the decoded K panels of A, |A|, B and |B| may take together (the panel width follows).
+constexpr std::int64_t kPanelBytes = std::int64_t{64} << 20;
 
 /// The certified GEMM path; false (nothing done) where it does not apply or would not pay.
 bool gemm_elements(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,
@@ -212,59 +299,48 @@ bool gemm_elements(const TensorData& A, const TensorData& B, const TensorData* D
   if (!gemm_format(*A.format) || !gemm_format(*B.format) || (D != nullptr && !gemm_format(*D->format))) return false;
   if (M <= 0 || N <= 0 || M > INT_MAX || N > INT_MAX || K > INT_MAX || K >= (std::int64_t{1} << 50)) return false;
   const Decoder da(*A.format), db(*B.format);
-  LineScan ra{std::vector<int>(static_cast<std::size_t>(M), kNoBits), std::vector<std::uint8_t>(static_cast<std::size_t>(M), 0)};
-  LineScan cb{std::vector<int>(static_cast<std::size_t>(N), kNoBits), std::vector<std::uint8_t>(static_cast<std::size_t>(N), 0)};
-  parallel_for(M, 64, [&](std::int64_t i0, std::int64_t i1) {
-    for (std::int64_t i = i0; i < i1; ++i) {
-      int lsb = kNoBits;
-      bool bad = false;
-      for (std::int64_t k = 0; k < K; ++k) {
-        const double v = da(A.values[static_cast<std::size_t>(i * K + k)]);
-        if (!std::isfinite(v)) bad = true;
-        else if (v != 0) lsb = std::min(lsb, lsb_exponent(v));
-      }
-      ra.lsb[static_cast<std::size_t>(i)] = lsb;
-      ra.nonfinite[static_cast<std::size_t>(i)] = bad ? 1 : 0;
-    }
-  });
-  parallel_for(N, 256, [&](std::int64_t j0, std::int64_t j1) {
-    for (std::int64_t k = 0; k < K; ++k)
-      for (std::int64_t j = j0; j < j1; ++j) {
-        const double v = db(B.values[static_cast<std::size_t>(k * N + j)]);
-        auto& lsb = cb.lsb[static_cast<std::size_t>(j)];
-        if (!std::isfinite(v)) cb.nonfinite[static_cast<std::size_t>(j)] = 1;
-        else if (v != 0) lsb = std::min(lsb, lsb_exponent(v));
-      }
-  });
-  if (!worthwhile(A, B, d, da, db, ra, cb)) return false;
+  if (!worthwhile(A, B, d, da, db)) return false;
 
   // S = A·B and T = |A|·|B| in fp64, K panel by K panel (beta = 1 after the first: the
   // certificate covers any grouping of the sums). Non-finite entries enter as 0: their rows
-  // and columns are not certified.
+  // and columns are not certified. The lines are scanned as the panels are decoded.
   const auto mn = static_cast<std::size_t>(M * N);
   std::vector<double> S(mn, 0.0), T(mn, 0.0);
-  const std::int64_t kp = std::min(K, kPanel);
-  std::vector<double> ap(static_cast<std::size_t>(M * kp)), aap(ap.size()), bp(static_cast<std::size_t>(kp * N)),
-      abp(bp.size());
+  std::vector<Line> rows(static_cast<std::size_t>(M)), cols(static_cast<std::size_t>(N));
+  const std::int64_t kp = std::min(std::max<std::int64_t>(64, kPanelBytes / (16 * (M + N)) / 64 * 64),
+                                   std::max<std::int64_t>(K, 1));
+  std::vector<double> ap(static_cast<std::size_t>(M * std::min(kp, K))), aap(ap.size()),
+      bp(static_cast<std::size_t>(std::min(kp, K) * N)), abp(bp.size());
   for (std::int64_t k0 = 0; k0 < K; k0 += kp) {
     const std::int64_t kb = std::min(kp, K - k0);
-    parallel_for(M, 64, [&](std::int64_t i0, std::int64_t i1) {
-      for (std::int64_t i = i0; i < i1; ++i)
+    parallel_for(M, 16, [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t i = i0; i < i1; ++i) {
+        Line& line = rows[static_cast<std::size_t>(i)];
+        const Bits* src = A.values.data() + i * K + k0;
+        double* dst = ap.data() + i * kb;
+        double* adst = aap.data() + i * kb;
         for (std::int64_t k = 0; k < kb; ++k) {
-          double v = da(A.values[static_cast<std::size_t>(i * K + k0 + k)]);
+          double v = da(src[k]);
+          line.add(v, k0 + k);
           v = std::isfinite(v) ? v : 0.0;
-          ap[static_cast<std::size_t>(i * kb + k)] = v;
-          aap[static_cast<std::size_t>(i * kb + k)] = std::fabs(v);
+          dst[k] = v;
+          adst[k] = std::fabs(v);
         }
+      }
     });
-    parallel_for(kb, 16, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t k = r0; k < r1; ++k)
-        for (std::int64_t j = 0; j < N; ++j) {
-          double v = db(B.values[static_cast<std::size_t>((k0 + k) * N + j)]);
+    parallel_for(N, 256, [&](std::int64_t j0, std::int64_t j1) {
+      for (std::int64_t k = 0; k < kb; ++k) {
+        const Bits* src = B.values.data() + (k0 + k) * N;
+        double* dst = bp.data() + k * N;
+        double* adst = abp.data() + k * N;
+        for (std::int64_t j = j0; j < j1; ++j) {
+          double v = db(src[j]);
+          cols[static_cast<std::size_t>(j)].add(v, k0 + k);
           v = std::isfinite(v) ? v : 0.0;
-          bp[static_cast<std::size_t>(k * N + j)] = v;
-          abp[static_cast<std::size_t>(k * N + j)] = std::fabs(v);
+          dst[j] = v;
+          adst[j] = std::fabs(v);
         }
+      }
     });
     const double beta = k0 == 0 ? 0.0 : 1.0;
     const int m = static_cast<int>(M), n = static_cast<int>(N), kk = static_cast<int>(kb);
@@ -277,31 +353,38 @@ bool gemm_elements(const TensorData& A, const TensorData& B, const TensorData* D
   std::vector<double>().swap(bp);
   std::vector<double>().swap(abp);
 
-  // Certify each element (or mark it for the long accumulator).
+  // Certify each element (or mark it for the long accumulator): first against the line-wide
+  // lowest bits, then, where that fails, against the bound that lists the lowest entries.
   std::vector<std::uint8_t> need(mn, 0);
   std::atomic<std::int64_t> certified{0};
   const Decoder dd(D != nullptr ? *D->format : fp32);
   parallel_for(M, 16, [&](std::int64_t i0, std::int64_t i1) {
     std::int64_t local = 0;
     for (std::int64_t i = i0; i < i1; ++i) {
-      const auto iu = static_cast<std::size_t>(i);
+      const Line& row = rows[static_cast<std::size_t>(i)];
+      const int row_lowest = row.lowest();
       for (std::int64_t j = 0; j < N; ++j) {
         const auto idx = static_cast<std::size_t>(i * N + j);
-        const auto ju = static_cast<std::size_t>(j);
-        int e = ra.lsb[iu] + cb.lsb[ju];
+        const Line& col = cols[static_cast<std::size_t>(j)];
         double s = S[idx], t = T[idx];
-        bool ok = ra.nonfinite[iu] == 0 && cb.nonfinite[ju] == 0;
+        bool ok = !row.nonfinite && !col.nonfinite;
+        int addend_lsb = kNoBits;
         if (ok && D != nullptr) {
           const double dv = dd(D->values[idx]);
           ok = std::isfinite(dv);
           if (ok && dv != 0) {
-            e = std::min(e, lsb_exponent(dv));
+            addend_lsb = lsb_exponent(dv);
             t += std::fabs(dv);  // exact when certified (a multiple of 2^e below 2^(53+e))
             s += dv;             // likewise
           }
         }
         // t > 0: an exact zero sum of zero terms takes its sign from them (the accumulator knows).
-        ok = ok && t > 0 && t < std::ldexp(1.0, 52 + std::min(e, 900));
+        ok = ok && t > 0;
+        if (ok) {
+          const auto fits = [t](int e) { return t < std::ldexp(1.0, 52 + std::min(e, 900)); };
+          ok = fits(std::min(row_lowest + col.lowest(), addend_lsb)) ||
+               fits(std::min(product_lsb(A, B, d, da, db, row, col, i, j), addend_lsb));
+        }
         if (ok) {
           ExactElement& x = out[idx];
           x = ExactElement{};

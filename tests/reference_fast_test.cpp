@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "formats/convert.h"
+#include "formats/error.h"
 #include "tolerances/check.h"
 #include "tolerances/parallel_detail.h"
 #include "tolerances/reference_fast_detail.h"
@@ -275,6 +276,44 @@ TEST(ReferenceFast, CheckResultsAreIdenticalOnBothPaths) {
     EXPECT_EQ(fast.json(), exact.json()) << "seed " << seed;
     EXPECT_EQ(fast.exit_code(), exact.exit_code());
   }
+}
+
+// ------------------------------------------------------------------- shapes before values
+
+/// The message of the InputError that `f` throws ("" if none).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(MatmulCheckDims, AddendAndReferenceShapesAreCheckedWithAandBandC) {
+  const std::vector<std::int64_t> a{4, 8}, b{8, 3}, c{4, 3}, ct{3, 4}, flat{12}, r{4}, r1{4, 1};
+  const ShapeRef A{a, "a.npy"}, B{b, "b.npy"}, C{c, "c.npy"}, CT{ct, "d.npy"}, F{flat, "f.npy"}, R{r, "r.npy"},
+      R1{r1, "r1.npy"};
+  EXPECT_EQ(matmul_check_dims(A, B, C, &C, &C).n, 3);
+  // Same element count, other shape: refused (the count alone used to be compared).
+  EXPECT_EQ(error_of([&] { matmul_check_dims(A, B, C, &CT); }),
+            "shape mismatch: the addend (d.npy) is [3, 4], but it must be M x N = [4, 3] like C");
+  EXPECT_EQ(error_of([&] { matmul_check_dims(A, B, C, &F); }),
+            "shape mismatch: the addend (f.npy) is [12], but it must be M x N = [4, 3] like C");
+  EXPECT_EQ(error_of([&] { matmul_check_dims(A, B, C, nullptr, &CT); }),
+            "shape mismatch: the reference output (d.npy) is [3, 4], but C (c.npy) is [4, 3]: a reference output "
+            "has the shape of C");
+  // A row-wise dot: A and B are R×K, C and the addend R elements.
+  EXPECT_EQ(matmul_check_dims(A, A, R, &R1, nullptr, true).m, 4);
+  EXPECT_EQ(error_of([&] { matmul_check_dims(A, A, R, &F, nullptr, true); }),
+            "shape mismatch: the addend (f.npy) is [12], but it must have R = 4 elements ([4] or [4, 1])");
+  // The library entry points check before computing anything.
+  std::mt19937_64 g(1);
+  const TensorData ta = make(bf16, 4, 8, Kind::normal, g, "A"), tb = make(bf16, 8, 3, Kind::normal, g, "B");
+  const TensorData td = make(fp32, 3, 4, Kind::normal, g, "D");
+  EXPECT_EQ(error_of([&] { matmul_reference(ta, tb, td); }),
+            "shape mismatch: the addend (D) is [3, 4], but it must be M x N = [4, 3] like C");
 }
 
 TEST(ReferenceFast, ParallelForCoversEveryItemOnceAndRethrows) {

@@ -171,6 +171,30 @@ MatmulDims rowwise_dot_dims(ShapeRef a, ShapeRef b, const ShapeRef* c) {
   return s;
 }
 
+namespace {
+/// The addend of a matmul is M×N; that of a row-wise dot has R elements ([R] or [R, 1]).
+void expect_addend_shape(ShapeRef d, MatmulDims s, bool rowwise_dot) {
+  const bool ok = rowwise_dot ? (d.shape.size() == 1 && d.shape[0] == s.m) ||
+                                    (d.shape.size() == 2 && d.shape[0] == s.m && d.shape[1] == 1)
+                              : d.shape.size() == 2 && d.shape[0] == s.m && d.shape[1] == s.n;
+  if (!ok)
+    throw InputError(rowwise_dot ? fmt::format("shape mismatch: {}, but it must have R = {} elements ([{}] or [{}, 1])",
+                                               operand("the addend", d), s.m, s.m, s.m)
+                                 : fmt::format("shape mismatch: {}, but it must be M x N = [{}, {}] like C",
+                                               operand("the addend", d), s.m, s.n));
+}
+}  // namespace
+
+MatmulDims matmul_check_dims(ShapeRef a, ShapeRef b, ShapeRef c, const ShapeRef* addend, const ShapeRef* ref,
+                             bool rowwise_dot) {
+  const MatmulDims s = rowwise_dot ? rowwise_dot_dims(a, b, &c) : matmul_dims(a, b, &c);
+  if (addend != nullptr) expect_addend_shape(*addend, s, rowwise_dot);
+  if (ref != nullptr && !std::equal(ref->shape.begin(), ref->shape.end(), c.shape.begin(), c.shape.end()))
+    throw InputError(fmt::format("shape mismatch: {}, but {}: a reference output has the shape of C",
+                                 operand("the reference output", *ref), operand("C", c)));
+  return s;
+}
+
 Bits ExactElement::rounded(const FormatSpec& out) const {
   if (nan) return round_nan(out, false, invalid).bits;
   if (infinite != 0) return round_infinity(out, infinite < 0, RoundOptions{}).bits;
@@ -181,9 +205,7 @@ MatmulReference matmul_reference(const TensorData& A, const TensorData& B, const
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   MatmulReference r;
   r.dims = matmul_dims(detail::shape_of(A), detail::shape_of(B));
-  const std::int64_t M = r.dims.m, N = r.dims.n;
-  if (addend && addend->values.size() != static_cast<std::size_t>(M * N))
-    throw InputError(fmt::format("--addend {}: {} elements, expected M×N = {}×{}", addend->name, addend->values.size(), M, N));
+  if (addend) expect_addend_shape(detail::shape_of(*addend), r.dims, false);
   // Exact results on every core: the certified fp64 GEMM where it is exact, the long
   // accumulator elsewhere (tolerances/reference_fast.cpp).
   detail::matmul_elements(A, B, addend ? &*addend : nullptr, r.dims, r.elements);
@@ -211,8 +233,10 @@ CheckResult check_dot(const TensorData& A, const TensorData& B, const TensorData
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
   expect_format(D, *claim.out, "C");
-  const ShapeRef ds = detail::shape_of(D);
-  rowwise_dot_dims(detail::shape_of(A), detail::shape_of(B), &ds);
+  const ShapeRef ad = opt.addend ? detail::shape_of(*opt.addend) : ShapeRef{};
+  const ShapeRef rs = opt.ref ? detail::shape_of(*opt.ref) : ShapeRef{};
+  matmul_check_dims(detail::shape_of(A), detail::shape_of(B), detail::shape_of(D), opt.addend ? &ad : nullptr,
+                    opt.ref ? &rs : nullptr, true);
   return check_matmul(dot_reference(A, B, opt.addend), D, claim, opt);
 }
 
@@ -221,8 +245,10 @@ CheckResult check_matmul(const TensorData& A, const TensorData& B, const TensorD
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
   expect_format(C, *claim.out, "C");
-  const ShapeRef cs = detail::shape_of(C);
-  matmul_dims(detail::shape_of(A), detail::shape_of(B), &cs);
+  const ShapeRef ad = opt.addend ? detail::shape_of(*opt.addend) : ShapeRef{};
+  const ShapeRef rs = opt.ref ? detail::shape_of(*opt.ref) : ShapeRef{};
+  matmul_check_dims(detail::shape_of(A), detail::shape_of(B), detail::shape_of(C), opt.addend ? &ad : nullptr,
+                    opt.ref ? &rs : nullptr, false);
   return check_matmul(matmul_reference(A, B, opt.addend), C, claim, opt);
 }
 

@@ -54,6 +54,15 @@ namespace numfid::detail {
 namespace {
 
 std::atomic<ReferencePath> g_path{ReferencePath::automatic};
+std::atomic<bool> g_last_gemm{false};
+std::atomic<std::int64_t> g_last_certified{0}, g_last_accumulated{0};
+
+ReferenceStats remember(const ReferenceStats& s) {
+  g_last_gemm.store(s.gemm);
+  g_last_certified.store(s.certified);
+  g_last_accumulated.store(s.accumulated);
+  return s;
+}
 
 }  // namespace
 
@@ -61,6 +70,14 @@ void set_reference_path(ReferencePath p) { g_path.store(p); }
 ReferencePath reference_path() { return g_path.load(); }
 
 bool fast_reference_built() { return NUMFID_HAVE_OPENBLAS != 0; }
+
+ReferenceStats last_reference_stats() {
+  ReferenceStats s;
+  s.gemm = g_last_gemm.load();
+  s.certified = g_last_certified.load();
+  s.accumulated = g_last_accumulated.load();
+  return s;
+}
 
 ExactElement exact_element(const LongAccumulator& acc) {
   ExactElement e;
@@ -418,11 +435,11 @@ ReferenceStats matmul_elements(const TensorData& A, const TensorData& B, const T
   ReferenceStats stats;
   out.assign(static_cast<std::size_t>(d.m * d.n), ExactElement{});
 #if NUMFID_HAVE_OPENBLAS
-  if (reference_path() == ReferencePath::automatic && gemm_elements(A, B, D, d, out, stats)) return stats;
+  if (reference_path() == ReferencePath::automatic && gemm_elements(A, B, D, d, out, stats)) return remember(stats);
 #endif
   accumulate(A, B, D, d, nullptr, out);
   stats.accumulated = d.m * d.n;
-  return stats;
+  return remember(stats);
 }
 
 ReferenceStats dot_elements(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,

@@ -31,6 +31,9 @@ struct ReferenceStats {
   std::int64_t accumulated = 0; ///< elements computed by the long accumulator
 };
 
+/// What the latest matmul_elements call in this process did (for benchmarks and tests).
+ReferenceStats last_reference_stats();
+
 /// The exact element the long accumulator holds (nan, infinity, value, exact, Σ|terms|).
 ExactElement exact_element(const LongAccumulator& acc);
 

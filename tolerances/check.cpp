@@ -14,6 +14,7 @@
 #include "oracles/accumulator.h"
 #include "oracles/mpfr_oracles.h"
 #include "tolerances/check_detail.h"
+#include "tolerances/parallel_detail.h"
 #include "tolerances/reference_fast_detail.h"
 
 namespace numfid {
@@ -268,8 +269,10 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
   const std::int64_t M = mr.dims.m, K = mr.dims.k, N = mr.dims.n;
   const ClaimSetup s = detail::make_claim(claim, K, D != nullptr, true);
   std::vector<ReferenceElement> ref(mr.elements.size());
-  for (std::size_t e = 0; e < ref.size(); ++e)
-    ref[e] = {mr.elements[e].rounded(fout), mr.elements[e].exact, mr.elements[e].sum_abs};
+  detail::parallel_for(static_cast<std::int64_t>(ref.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
+    for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
+      ref[e] = {mr.elements[e].rounded(fout), mr.elements[e].exact, mr.elements[e].sum_abs};
+  });
   ReductionBound b = reduction_bound(s.claim, K, D != nullptr, claim.confidence);
   if (opt.ref) {
     // Cross-platform: C (from the platform of the claim) against a reference output R from

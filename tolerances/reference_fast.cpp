@@ -374,14 +374,30 @@ std::int64_t recheck(const TensorData& A, const TensorData& B, const TensorData*
         return need[static_cast<std::size_t>(i * N + j)] != 0 && !rows[static_cast<std::size_t>(i)].nonfinite &&
                !cols[static_cast<std::size_t>(j)].nonfinite;
       };
-      bool any = false;
-      for (std::int64_t i = i0; i < i1 && !any; ++i)
-        for (std::int64_t j = j0; j < j1 && !any; ++j) any = candidate(i, j);
-      if (!any) continue;
+      std::int64_t count = 0;
+      for (std::int64_t i = i0; i < i1; ++i)
+        for (std::int64_t j = j0; j < j1; ++j) count += candidate(i, j) ? 1 : 0;
+      if (count == 0) continue;
+      // The element's sums and, if the exact lowest bit e of its products certifies it, its result.
+      auto certify = [&](std::int64_t i, std::int64_t j, int e) {
+        const auto idx = static_cast<std::size_t>(i * N + j);
+        const Sums x = sums(S, T, D, dd, idx, true);
+        if (e > kNoBits16 / 2) e = kNoBits;  // every product has a zero factor
+        if (!x.possible || !fits(x.t, std::min(e, x.addend_lsb))) return;
+        fill(out[idx], x);
+        need[idx] = 0;
+        ++local;
+      };
+      // The lowest bits of the tile's columns that hold a candidate (only those: the candidates
+      // left by the line bounds are often few and scattered).
       bl.resize(static_cast<std::size_t>((j1 - j0) * K));
-      for (std::int64_t k = 0; k < K; ++k)
-        for (std::int64_t j = j0; j < j1; ++j)
-          bl[static_cast<std::size_t>((j - j0) * K + k)] = lsb16(db(B.values[static_cast<std::size_t>(k * N + j)]));
+      for (std::int64_t j = j0; j < j1; ++j) {
+        bool col_any = false;
+        for (std::int64_t i = i0; i < i1 && !col_any; ++i) col_any = candidate(i, j);
+        if (!col_any) continue;
+        std::int16_t* b = bl.data() + (j - j0) * K;
+        for (std::int64_t k = 0; k < K; ++k) b[k] = lsb16(db(B.values[static_cast<std::size_t>(k * N + j)]));
+      }
       for (std::int64_t i = i0; i < i1; ++i) {
         bool row_any = false;
         for (std::int64_t j = j0; j < j1 && !row_any; ++j) row_any = candidate(i, j);
@@ -390,19 +406,11 @@ std::int64_t recheck(const TensorData& A, const TensorData& B, const TensorData*
           al[static_cast<std::size_t>(k)] = lsb16(da(A.values[static_cast<std::size_t>(i * K + k)]));
         for (std::int64_t j = j0; j < j1; ++j) {
           if (!candidate(i, j)) continue;
-          const auto idx = static_cast<std::size_t>(i * N + j);
-          const Sums x = sums(S, T, D, dd, idx, true);
-          if (!x.possible) continue;
           const std::int16_t* b = bl.data() + (j - j0) * K;
           int e = 2 * kNoBits16;
           for (std::int64_t k = 0; k < K; ++k)
             e = std::min(e, static_cast<int>(al[static_cast<std::size_t>(k)]) + static_cast<int>(b[k]));
-          if (e > kNoBits16 / 2) e = kNoBits;  // every product has a zero factor
-          if (fits(x.t, std::min(e, x.addend_lsb))) {
-            fill(out[idx], x);
-            need[idx] = 0;
-            ++local;
-          }
+          certify(i, j, e);
         }
       }
     }

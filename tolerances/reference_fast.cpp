@@ -42,7 +42,7 @@
 #include <bit>
 #include <climits>
 #include <cmath>
-#include <cstring>
+#include <mutex>
 #include <span>
 
 #include "formats/platform.h"
@@ -167,30 +167,59 @@ bool gemm_format(const FormatSpec& f) {
   return is_float(f) && f.precision <= 26 && max_finite(f) <= 0x1p300 && min_positive(f) >= 0x1p-300;
 }
 
-/// Pattern -> its exact double: a table built with numfid::to_double (the formats core's
-/// definition) for formats of at most 16 bits, a bit cast for fp32, to_double otherwise.
+/// The decode table of a format of at most 16 bits, built with numfid::to_double (the formats
+/// core's definition of a pattern) into `t`.
+void build_table(const FormatSpec& f, std::vector<double>& t) {
+  const std::uint32_t n = std::uint32_t{1} << f.bits;
+  t.resize(n);
+  for (std::uint32_t raw = 0; raw < n; ++raw) t[raw] = to_double(f, Bits{raw});
+}
+
+/// The table of a format of numfid's table (format_spec.h), built once per process; null for
+/// any other FormatSpec.
+const std::vector<double>* shared_table(const FormatSpec& f) {
+  static std::array<std::once_flag, all_formats.size()> once;
+  static std::array<std::vector<double>, all_formats.size()> tables;
+  for (std::size_t i = 0; i < all_formats.size(); ++i)
+    if (*all_formats[i] == f) {
+      std::call_once(once[i], [&] { build_table(f, tables[i]); });
+      return &tables[i];
+    }
+  return nullptr;
+}
+
+/// Pattern -> its exact double: a bit cast for fp32 and bf16, a table for the other formats of
+/// at most 16 bits, numfid::to_double otherwise.
 class Decoder {
  public:
   explicit Decoder(const FormatSpec& f) : f_(&f) {
     if (f == fp32) {
-      fp32_ = true;
+      shift_ = 0;
+    } else if (f == bf16) {
+      shift_ = 16;
     } else if (f.bits <= 16) {
       mask_ = (std::uint32_t{1} << f.bits) - 1;
-      table_.resize(std::size_t{1} << f.bits);
-      for (std::uint32_t raw = 0; raw <= mask_; ++raw) table_[raw] = to_double(f, Bits{raw});
+      table_ = shared_table(f);
+      if (table_ == nullptr) {
+        build_table(f, own_);
+        table_ = &own_;
+      }
     }
   }
+  Decoder(const Decoder&) = delete;  // table_ may point into own_
+  Decoder& operator=(const Decoder&) = delete;
   double operator()(Bits b) const {
-    if (fp32_) return static_cast<double>(std::bit_cast<float>(b.raw));
-    if (!table_.empty()) return table_[b.raw & mask_];
+    if (shift_ >= 0) return static_cast<double>(std::bit_cast<float>(b.raw << shift_));
+    if (table_ != nullptr) return (*table_)[b.raw & mask_];
     return to_double(*f_, b);
   }
 
  private:
   const FormatSpec* f_;
-  bool fp32_ = false;
+  int shift_ = -1;  ///< fp32 (0) and bf16 (16): the pattern shifted is an fp32 pattern
   std::uint32_t mask_ = 0;
-  std::vector<double> table_;
+  const std::vector<double>* table_ = nullptr;
+  std::vector<double> own_;
 };
 
 /// "No non-zero entry": larger than any sum of two lowest-bit exponents, small enough not to overflow.

@@ -7,6 +7,7 @@
 
 #include <bit>
 #include <chrono>
+#include <ctime>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -71,8 +72,17 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// CPU time of the whole process (every thread, OpenBLAS's included), in seconds: on a shared
+/// machine a steadier measure of the work than the wall clock.
+double process_cpu_s() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 /// dgemm on the same shape, then the check, in every iteration; the iteration time is the
-/// check's. Counters: both times (sums over the iterations), their ratio, the threads each
+/// check's. Counters: both wall times (means over the iterations), their ratio, the ratio of
+/// the process CPU times spent in each (every thread), the threads each
 /// used, and the share of elements the certified fp64 GEMM gave (the rest: long accumulator).
 /// Arg 3 = 1 forces the long accumulator for every element (the path without the GEMM).
 void BM_CheckMatmulVsDgemm(benchmark::State& state) {
@@ -85,8 +95,9 @@ void BM_CheckMatmulVsDgemm(benchmark::State& state) {
   numfid::MatmulCheckOptions opt;
   opt.predict = false;  // the claim names no model
   std::vector<double> c(static_cast<std::size_t>(p.m * p.n));
-  double check_s = 0, dgemm_s = 0;
+  double check_s = 0, dgemm_s = 0, check_cpu = 0, dgemm_cpu = 0;
   for (auto _ : state) {
+    double c0 = process_cpu_s();
     auto t0 = std::chrono::steady_clock::now();
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(p.m), static_cast<int>(p.n),
                 static_cast<int>(p.k), 1.0, p.ad.data(), static_cast<int>(p.k), p.bd.data(), static_cast<int>(p.n), 0.0,
@@ -94,9 +105,12 @@ void BM_CheckMatmulVsDgemm(benchmark::State& state) {
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
     dgemm_s += seconds_since(t0);
+    dgemm_cpu += process_cpu_s() - c0;
+    c0 = process_cpu_s();
     t0 = std::chrono::steady_clock::now();
     const numfid::CheckResult r = numfid::check_matmul(p.a, p.b, p.c, p.claim, opt);
     const double s = seconds_since(t0);
+    check_cpu += process_cpu_s() - c0;
     check_s += s;
     state.SetIterationTime(s);
     if (r.verdict.kind == numfid::TensorKind::defect) state.SkipWithError("a legal output was judged a defect");
@@ -107,6 +121,7 @@ void BM_CheckMatmulVsDgemm(benchmark::State& state) {
   state.counters["check_s"] = check_s / static_cast<double>(state.iterations());
   state.counters["dgemm_s"] = dgemm_s / static_cast<double>(state.iterations());
   state.counters["ratio"] = check_s / dgemm_s;
+  state.counters["cpu_ratio"] = check_cpu / dgemm_cpu;  // process CPU time, every thread
   state.counters["threads"] = threads;
   state.counters["blas_threads"] = openblas_get_num_threads();
   state.counters["certified_pct"] = 100.0 * static_cast<double>(st.certified) / static_cast<double>(p.m * p.n);

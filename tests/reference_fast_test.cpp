@@ -243,6 +243,38 @@ TEST(ReferenceFast, InfinitiesAndNaN) {
   EXPECT_TRUE(nan[0].nan);
 }
 
+TEST(ReferenceFast, RoundingADoubleIntoFp32MatchesRoundTo) {
+  // ExactElement::rounded takes the hardware conversion for values that are doubles: compared
+  // with round_to on values of up to 53 bits across fp32's range, its subnormals (ties at half
+  // the least spacing included), overflow and exact halfway points.
+  std::mt19937_64 g(3);
+  std::uniform_int_distribution<int> ex(-180, 140), width(1, 53);
+  int checked = 0;
+  for (int n = 0; n < 200000; ++n) {
+    const int w = width(g);
+    std::uint64_t m = g() >> (64 - w) | (std::uint64_t{1} << (w - 1));
+    LongAccumulator acc;
+    acc.add_exact(n % 2 == 1, m, ex(g) - w);
+    const ExactElement e = detail::exact_element(acc);
+    ASSERT_EQ(e.rounded(fp32), round_to(fp32, acc.value(), RoundOptions{}).bits)
+        << fmt::format("{:a}", e.exact);
+    ++checked;
+  }
+  // Halfway points: below the least subnormal, between subnormals, between normals, at the top.
+  for (const double x : {0x1p-150, 0x1.8p-150, 0x1p-149, 0x1.8p-149, 0x1.000001p0, 0x1.000003p0, 0x1.ffffffp127,
+                         0x1.fffffe8p127, 0x1p128, -0x1p-151, -0x1.000001p-126}) {
+    int e = 0;
+    const double f = std::frexp(std::fabs(x), &e);
+    LongAccumulator acc;
+    acc.add_exact(x < 0, static_cast<std::uint64_t>(std::ldexp(f, 53)), e - 53);
+    const ExactElement el = detail::exact_element(acc);
+    EXPECT_EQ(el.exact, x);
+    EXPECT_EQ(el.rounded(fp32), round_to(fp32, acc.value(), RoundOptions{}).bits) << fmt::format("{:a}", x);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 200011);
+}
+
 // ------------------------------------------------------------------- threads and verdicts
 
 TEST(ReferenceFast, IndependentOfTheThreadCount) {

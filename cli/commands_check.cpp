@@ -40,16 +40,19 @@ int run_check_matmul(const MatmulArgs& m) {
   const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
   // Shapes from the headers first: a wrong-shaped operand is refused before any value is read.
   const Tensor ta = read_operand(m.a, "--a"), tb = read_operand(m.b, "--b"), tc = read_operand(m.c, "--c");
-  const ShapeRef sc{tc.shape, tc.source};
-  if (m.dot) rowwise_dot_dims({ta.shape, ta.source}, {tb.shape, tb.source}, &sc);
-  else matmul_dims({ta.shape, ta.source}, {tb.shape, tb.source}, &sc);
+  std::optional<Tensor> td, tr;
+  if (!m.addend.empty()) td = read_operand(m.addend, "--addend");
+  if (!m.ref.empty()) tr = read_operand(m.ref, "--ref");
+  const ShapeRef sd = td ? ShapeRef{td->shape, td->source} : ShapeRef{}, sr = tr ? ShapeRef{tr->shape, tr->source} : ShapeRef{};
+  matmul_check_dims({ta.shape, ta.source}, {tb.shape, tb.source}, {tc.shape, tc.source}, td ? &sd : nullptr,
+                    tr ? &sr : nullptr, m.dot);
   const TensorData A = operand_values(ta, fa, "--a"), B = operand_values(tb, fb, "--b"),
                    C = operand_values(tc, *claim.out, "--c");
   MatmulCheckOptions o;
   o.worst = m.worst;
-  if (!m.addend.empty()) o.addend = load_operand(m.addend, m.addend_format.empty() ? *claim.acc : format_named(m.addend_format), "--addend");
-  if (!m.ref.empty()) {
-    o.ref = load_operand(m.ref, *claim.out, "--ref");
+  if (td) o.addend = operand_values(*td, m.addend_format.empty() ? *claim.acc : format_named(m.addend_format), "--addend");
+  if (tr) {
+    o.ref = operand_values(*tr, *claim.out, "--ref");
     o.ref_claim = m.claim.parse({{"--profile", m.ref_profile}, {"--plan", ""}});
   }
   return report(m.dot ? check_dot(A, B, C, claim, o) : check_matmul(A, B, C, claim, o), m.json);

@@ -181,22 +181,32 @@ std::string read_gate_file(const std::filesystem::path& path) {
   return bytes;
 }
 
-TensorData load(const std::string& spec, const FormatSpec& declared) {
+Tensor read(const std::string& spec) {
   const TensorSpec ts = parse_tensor_spec(spec);
-  return tensor_data(read_tensor(ts.path, ts.name), declared);
+  return read_tensor(ts.path, ts.name);
 }
+
+TensorData load(const std::string& spec, const FormatSpec& declared) { return tensor_data(read(spec), declared); }
 
 /// Runs one case; InputError / ProfileError: the case's error.
 CheckResult run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOptions& options) {
   if (c.op == "matmul" || c.op == "dot") {
     const FormatSpec& fa = *claim.in;
     const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
-    const TensorData A = load(*c.a, fa), B = load(*c.b, fb), C = load(*c.c, *claim.out);
+    // Shapes from the headers first: a wrong-shaped operand is refused before any value is read.
+    const Tensor ta = read(*c.a), tb = read(*c.b), tc = read(*c.c);
+    std::optional<Tensor> td, tr;
+    if (c.addend) td = read(*c.addend);
+    if (c.ref) tr = read(*c.ref);
+    const ShapeRef sd = td ? ShapeRef{td->shape, td->source} : ShapeRef{}, sr = tr ? ShapeRef{tr->shape, tr->source} : ShapeRef{};
+    matmul_check_dims({ta.shape, ta.source}, {tb.shape, tb.source}, {tc.shape, tc.source}, td ? &sd : nullptr,
+                      tr ? &sr : nullptr, c.op == "dot");
+    const TensorData A = tensor_data(ta, fa), B = tensor_data(tb, fb), C = tensor_data(tc, *claim.out);
     MatmulCheckOptions o;
     o.worst = options.worst;
-    if (c.addend) o.addend = load(*c.addend, *claim.acc);
-    if (c.ref) {
-      o.ref = load(*c.ref, *claim.out);
+    if (td) o.addend = tensor_data(*td, *claim.acc);
+    if (tr) {
+      o.ref = tensor_data(*tr, *claim.out);
       o.ref_claim = parse_claim(*c.ref_claim);
     }
     return c.op == "dot" ? check_dot(A, B, C, claim, o) : check_matmul(A, B, C, claim, o);

@@ -9,3 +9,5 @@ numfid_add_test(cancel_test SOURCES cancel_test.cpp DEPS numfid::tolerances)
 numfid_add_test(probable_test SOURCES probable_test.cpp DEPS numfid::tolerances numfid::formats)
 # Derived row/elementwise bounds against naive textbook kernels (soundness, sharpness, corpus).
 numfid_add_test(row_bounds_test SOURCES row_bounds_test.cpp DEPS numfid::tolerances fmt::fmt)
+# The exact matmul oracle at model scale: certified fp64 GEMM vs long accumulator, threads.
+numfid_add_test(reference_fast_test SOURCES reference_fast_test.cpp DEPS numfid::tolerances fmt::fmt)

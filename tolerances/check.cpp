@@ -3,6 +3,7 @@
 #include "tolerances/check.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -17,6 +18,8 @@
 #include "tolerances/cancel.h"
 #include "tolerances/check_detail.h"
 #include "tolerances/row_bounds.h"
+#include "tolerances/parallel_detail.h"
+#include "tolerances/reference_fast_detail.h"
 
 namespace numfid {
 
@@ -173,48 +176,53 @@ MatmulDims rowwise_dot_dims(ShapeRef a, ShapeRef b, const ShapeRef* c) {
   return s;
 }
 
+namespace {
+/// The addend of a matmul is M×N; that of a row-wise dot has R elements ([R] or [R, 1]).
+void expect_addend_shape(ShapeRef d, MatmulDims s, bool rowwise_dot) {
+  const bool ok = rowwise_dot ? (d.shape.size() == 1 && d.shape[0] == s.m) ||
+                                    (d.shape.size() == 2 && d.shape[0] == s.m && d.shape[1] == 1)
+                              : d.shape.size() == 2 && d.shape[0] == s.m && d.shape[1] == s.n;
+  if (!ok)
+    throw InputError(rowwise_dot ? fmt::format("shape mismatch: {}, but it must have R = {} elements ([{}] or [{}, 1])",
+                                               operand("the addend", d), s.m, s.m, s.m)
+                                 : fmt::format("shape mismatch: {}, but it must be M x N = [{}, {}] like C",
+                                               operand("the addend", d), s.m, s.n));
+}
+}  // namespace
+
+MatmulDims matmul_check_dims(ShapeRef a, ShapeRef b, ShapeRef c, const ShapeRef* addend, const ShapeRef* ref,
+                             bool rowwise_dot) {
+  const MatmulDims s = rowwise_dot ? rowwise_dot_dims(a, b, &c) : matmul_dims(a, b, &c);
+  if (addend != nullptr) expect_addend_shape(*addend, s, rowwise_dot);
+  if (ref != nullptr && !std::equal(ref->shape.begin(), ref->shape.end(), c.shape.begin(), c.shape.end()))
+    throw InputError(fmt::format("shape mismatch: {}, but {}: a reference output has the shape of C",
+                                 operand("the reference output", *ref), operand("C", c)));
+  return s;
+}
+
 Bits ExactElement::rounded(const FormatSpec& out) const {
   if (nan) return round_nan(out, false, invalid).bits;
   if (infinite != 0) return round_infinity(out, infinite < 0, RoundOptions{}).bits;
+  // A value that is a normal double (at most 53 bits: what the certified fp64 GEMM gives nearly
+  // every element) into fp32: the hardware's double -> float conversion is IEEE's correctly
+  // rounded one (ties to even, gradual underflow, overflow to inf) under the guard's
+  // environment, i.e. round_to's result, several times faster.
+  if (out == fp32 && !value.sticky && (value.significand & ((uint128{1} << 75) - 1)) == 0 &&
+      (exact == 0 || std::fabs(exact) >= 0x1p-1022) && std::isfinite(exact)) {
+    const FpEnvGuard env;
+    return Bits{std::bit_cast<std::uint32_t>(static_cast<float>(exact))};
+  }
   return round_to(out, value, RoundOptions{}).bits;
 }
-
-namespace {
-/// What the long accumulator holds, kept for rounding into any output format later.
-ExactElement exact_element(const LongAccumulator& acc) {
-  ExactElement e;
-  e.nan = acc.is_nan();
-  e.invalid = acc.is_invalid();
-  e.infinite = static_cast<std::int8_t>(acc.infinity_sign());
-  e.value = acc.value();
-  e.exact = acc.to_double();
-  e.sum_abs = acc.abs_sum_upper();
-  return e;
-}
-}  // namespace
 
 MatmulReference matmul_reference(const TensorData& A, const TensorData& B, const std::optional<TensorData>& addend) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   MatmulReference r;
   r.dims = matmul_dims(detail::shape_of(A), detail::shape_of(B));
-  const std::int64_t M = r.dims.m, K = r.dims.k, N = r.dims.n;
-  if (addend && addend->values.size() != static_cast<std::size_t>(M * N))
-    throw InputError(fmt::format("--addend {}: {} elements, expected M×N = {}×{}", addend->name, addend->values.size(), M, N));
-  // Exact dot products by the long accumulator, B transposed for contiguous columns.
-  std::vector<Bits> bt(static_cast<std::size_t>(K * N));
-  for (std::int64_t k = 0; k < K; ++k)
-    for (std::int64_t j = 0; j < N; ++j) bt[static_cast<std::size_t>(j * K + k)] = B.values[static_cast<std::size_t>(k * N + j)];
-  r.elements.resize(static_cast<std::size_t>(M * N));
-  LongAccumulator acc;
-  for (std::int64_t i = 0; i < M; ++i)
-    for (std::int64_t j = 0; j < N; ++j) {
-      if (j == 0) check_cancelled();  // tolerances/cancel.h: a caller may stop a long check per row
-      acc.clear();
-      acc.add_dot(*A.format, std::span<const Bits>(A.values).subspan(static_cast<std::size_t>(i * K), static_cast<std::size_t>(K)),
-                  *B.format, std::span<const Bits>(bt).subspan(static_cast<std::size_t>(j * K), static_cast<std::size_t>(K)));
-      if (addend) acc.add(*addend->format, addend->values[static_cast<std::size_t>(i * N + j)]);
-      r.elements[static_cast<std::size_t>(i * N + j)] = exact_element(acc);
-    }
+  if (addend) expect_addend_shape(detail::shape_of(*addend), r.dims, false);
+  // Exact results on every core: the certified fp64 GEMM where it is exact, the long
+  // accumulator elsewhere (tolerances/reference_fast.cpp).
+  detail::matmul_elements(A, B, addend ? &*addend : nullptr, r.dims, r.elements);
   r.a = A;
   r.b = B;
   r.addend = addend;
@@ -227,19 +235,7 @@ MatmulReference dot_reference(const TensorData& A, const TensorData& B, const st
   const ShapeRef ds = addend ? detail::shape_of(*addend) : ShapeRef{};
   r.dims = rowwise_dot_dims(detail::shape_of(A), detail::shape_of(B), addend ? &ds : nullptr);
   r.rowwise_dot = true;
-  const std::int64_t R = r.dims.m, K = r.dims.k;
-  r.elements.resize(static_cast<std::size_t>(R));
-  LongAccumulator acc;
-  for (std::int64_t i = 0; i < R; ++i) {
-    check_cancelled();
-    const auto row = [&](const TensorData& t) {
-      return std::span<const Bits>(t.values).subspan(static_cast<std::size_t>(i * K), static_cast<std::size_t>(K));
-    };
-    acc.clear();
-    acc.add_dot(*A.format, row(A), *B.format, row(B));
-    if (addend) acc.add(*addend->format, addend->values[static_cast<std::size_t>(i)]);
-    r.elements[static_cast<std::size_t>(i)] = exact_element(acc);
-  }
+  detail::dot_elements(A, B, addend ? &*addend : nullptr, r.dims, r.elements);
   r.a = A;
   r.b = B;
   r.addend = addend;
@@ -251,8 +247,10 @@ CheckResult check_dot(const TensorData& A, const TensorData& B, const TensorData
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
   expect_format(D, *claim.out, "C");
-  const ShapeRef ds = detail::shape_of(D);
-  rowwise_dot_dims(detail::shape_of(A), detail::shape_of(B), &ds);
+  const ShapeRef ad = opt.addend ? detail::shape_of(*opt.addend) : ShapeRef{};
+  const ShapeRef rs = opt.ref ? detail::shape_of(*opt.ref) : ShapeRef{};
+  matmul_check_dims(detail::shape_of(A), detail::shape_of(B), detail::shape_of(D), opt.addend ? &ad : nullptr,
+                    opt.ref ? &rs : nullptr, true);
   return check_matmul(dot_reference(A, B, opt.addend), D, claim, opt);
 }
 
@@ -261,8 +259,10 @@ CheckResult check_matmul(const TensorData& A, const TensorData& B, const TensorD
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
   expect_format(C, *claim.out, "C");
-  const ShapeRef cs = detail::shape_of(C);
-  matmul_dims(detail::shape_of(A), detail::shape_of(B), &cs);
+  const ShapeRef ad = opt.addend ? detail::shape_of(*opt.addend) : ShapeRef{};
+  const ShapeRef rs = opt.ref ? detail::shape_of(*opt.ref) : ShapeRef{};
+  matmul_check_dims(detail::shape_of(A), detail::shape_of(B), detail::shape_of(C), opt.addend ? &ad : nullptr,
+                    opt.ref ? &rs : nullptr, false);
   return check_matmul(matmul_reference(A, B, opt.addend), C, claim, opt);
 }
 
@@ -282,8 +282,10 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
   const std::int64_t M = mr.dims.m, K = mr.dims.k, N = mr.dims.n;
   const ClaimSetup s = detail::make_claim(claim, K, D != nullptr, true);
   std::vector<ReferenceElement> ref(mr.elements.size());
-  for (std::size_t e = 0; e < ref.size(); ++e)
-    ref[e] = {mr.elements[e].rounded(fout), mr.elements[e].exact, mr.elements[e].sum_abs};
+  detail::parallel_for(static_cast<std::int64_t>(ref.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
+    for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
+      ref[e] = {mr.elements[e].rounded(fout), mr.elements[e].exact, mr.elements[e].sum_abs};
+  });
   ReductionBound b = reduction_bound(s.claim, K, D != nullptr, claim.confidence);
   if (opt.ref) {
     // Cross-platform: C (from the platform of the claim) against a reference output R from

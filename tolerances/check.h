@@ -69,6 +69,13 @@ MatmulDims matmul_dims(ShapeRef a, ShapeRef b, const ShapeRef* c = nullptr);
 /// Checks a row-wise dot: A and B R×K, C (if given) R elements ([R] or [R, 1]).
 MatmulDims rowwise_dot_dims(ShapeRef a, ShapeRef b, const ShapeRef* c = nullptr);
 
+/// Every shape of a matmul check (with `rowwise_dot`: a row-wise dot check), before any value
+/// is read: A, B and C as matmul_dims (rowwise_dot_dims) checks them; the addend (if given)
+/// M×N like C (a row-wise dot's: R elements, [R] or [R, 1]); a cross-platform reference output
+/// (if given) exactly C's shape. InputError naming the tensors and their shapes otherwise.
+MatmulDims matmul_check_dims(ShapeRef a, ShapeRef b, ShapeRef c, const ShapeRef* addend = nullptr,
+                             const ShapeRef* ref = nullptr, bool rowwise_dot = false);
+
 /// The format named `name` (canonical or alias); InputError listing the known ones otherwise.
 const FormatSpec& format_named(std::string_view name);
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "formats/error.h"
+#include "tolerances/parallel_detail.h"
 
 namespace numfid {
 
@@ -259,50 +260,59 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
   Verdict v;
   v.elements = static_cast<std::int64_t>(out.size());
   std::vector<ElementReport> all(out.size());
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    ElementReport& e = all[i];
-    e.index = static_cast<std::int64_t>(i);
-    e.row = grid.cols > 0 ? e.index / grid.cols : 0;
-    e.col = grid.cols > 0 ? e.index % grid.cols : e.index;
-    e.bits = out[i];
-    e.value = to_double(f, out[i]);
-    e.exact = ref[i].exact;
-    if (ref[i].det_bound) {
-      e.det_bound = *ref[i].det_bound;
-      e.prob_bound = ref[i].prob_bound.value_or(*ref[i].det_bound);
-    } else {
-      const ElementBound eb = element_bound(b, claim, ref[i].exact, ref[i].sum_abs);
-      e.det_bound = eb.deterministic;
-      e.prob_bound = eb.probabilistic;
+  std::vector<std::uint8_t> mismatch(out.size(), 0);
+  // Each element is classified on its own, on every core (tolerances/parallel_detail.h); the
+  // counts are taken afterwards, in element order.
+  detail::parallel_for(static_cast<std::int64_t>(out.size()), 4096, [&](std::int64_t i0, std::int64_t i1) {
+    for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
+      ElementReport& e = all[i];
+      e.index = static_cast<std::int64_t>(i);
+      e.row = grid.cols > 0 ? e.index / grid.cols : 0;
+      e.col = grid.cols > 0 ? e.index % grid.cols : e.index;
+      e.bits = out[i];
+      e.value = to_double(f, out[i]);
+      e.exact = ref[i].exact;
+      if (ref[i].det_bound) {
+        e.det_bound = *ref[i].det_bound;
+        e.prob_bound = ref[i].prob_bound.value_or(*ref[i].det_bound);
+      } else {
+        const ElementBound eb = element_bound(b, claim, ref[i].exact, ref[i].sum_abs);
+        e.det_bound = eb.deterministic;
+        e.prob_bound = eb.probabilistic;
+      }
+      // NaN where the exact result is NaN, or the same infinity, is the exact result (NaN payloads
+      // and signs carry no value: the NaN policy of same_nonfinite).
+      const bool bit_exact = out[i] == ref[i].rounded ||
+                             (!std::isfinite(e.value) && !std::isfinite(e.exact) && same_nonfinite(f, out[i], ref[i].rounded));
+      e.cls = ElementClass::bit_exact;
+      if (!bit_exact && (!std::isfinite(e.value) || !std::isfinite(e.exact))) {
+        // Non-finite on either side: legal only as the same non-finite value, or as an overflow
+        // the deterministic bound allows (the exact value within the bound of the range's end).
+        const bool legal = same_nonfinite(f, out[i], ref[i].rounded) ||
+                           (std::isinf(e.value) && std::isfinite(e.exact) &&
+                            std::fabs(e.exact) + e.det_bound > max_finite(f) && (e.value > 0) == (e.exact > 0));
+        e.cls = legal ? ElementClass::within_deterministic : ElementClass::outside_deterministic;
+        if (!legal) mismatch[i] = 1;
+        e.error = legal ? 0 : INFINITY;
+        e.ratio = legal ? 0 : INFINITY;
+      }
+      if (bit_exact && !(std::isfinite(e.value) && std::isfinite(e.exact))) {
+        e.error = 0;  // the same non-finite value as the oracle's
+      } else if (std::isfinite(e.value) && std::isfinite(e.exact)) {
+        e.error = e.value - e.exact;
+        const double a = std::fabs(e.error);
+        if (!bit_exact)
+          e.cls = a <= e.prob_bound  ? ElementClass::within_probabilistic
+                  : a <= e.det_bound ? ElementClass::within_deterministic
+                                     : ElementClass::outside_deterministic;
+        e.ratio = e.det_bound > 0 ? a / e.det_bound : (a > 0 ? INFINITY : 0);
+      }
+      e.error_ulps = std::isfinite(e.error) ? e.error / ulp_at(f, e.exact) : e.error;
     }
-    // NaN where the exact result is NaN, or the same infinity, is the exact result (NaN payloads
-    // and signs carry no value: the NaN policy of same_nonfinite).
-    const bool bit_exact = out[i] == ref[i].rounded ||
-                           (!std::isfinite(e.value) && !std::isfinite(e.exact) && same_nonfinite(f, out[i], ref[i].rounded));
-    e.cls = ElementClass::bit_exact;
-    if (!bit_exact && (!std::isfinite(e.value) || !std::isfinite(e.exact))) {
-      // Non-finite on either side: legal only as the same non-finite value, or as an overflow
-      // the deterministic bound allows (the exact value within the bound of the range's end).
-      const bool legal = same_nonfinite(f, out[i], ref[i].rounded) ||
-                         (std::isinf(e.value) && std::isfinite(e.exact) &&
-                          std::fabs(e.exact) + e.det_bound > max_finite(f) && (e.value > 0) == (e.exact > 0));
-      e.cls = legal ? ElementClass::within_deterministic : ElementClass::outside_deterministic;
-      if (!legal) ++v.nonfinite_mismatches;
-      e.error = legal ? 0 : INFINITY;
-      e.ratio = legal ? 0 : INFINITY;
-    }
-    if (bit_exact && !(std::isfinite(e.value) && std::isfinite(e.exact))) {
-      e.error = 0;  // the same non-finite value as the oracle's
-    } else if (std::isfinite(e.value) && std::isfinite(e.exact)) {
-      e.error = e.value - e.exact;
-      const double a = std::fabs(e.error);
-      if (!bit_exact)
-        e.cls = a <= e.prob_bound  ? ElementClass::within_probabilistic
-                : a <= e.det_bound ? ElementClass::within_deterministic
-                                   : ElementClass::outside_deterministic;
-      e.ratio = e.det_bound > 0 ? a / e.det_bound : (a > 0 ? INFINITY : 0);
-    }
-    e.error_ulps = std::isfinite(e.error) ? e.error / ulp_at(f, e.exact) : e.error;
+  });
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const ElementReport& e = all[i];
+    v.nonfinite_mismatches += mismatch[i];
     if (std::isfinite(e.error_ulps)) v.max_error_ulps = std::max(v.max_error_ulps, std::fabs(e.error_ulps));
     ++v.counts[static_cast<std::size_t>(e.cls)];
   }
@@ -339,11 +349,15 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
   if (v.kind != TensorKind::defect) bias_rule(v, claim, all, ref, opt.false_alarm);
   degenerate_note(v, b, claim, all, ref);
   add_signatures(v, claim, b, all, ref, grid);
-  std::vector<ElementReport> sorted = all;
+  // The worst elements: positions sorted rather than copies of every report (96 bytes each: 1.6
+  // GB for a 4096×4096 output); partial_sort moves positions exactly as it would move copies,
+  // since it sees the same comparisons, so ties come out in the same order.
+  std::vector<std::size_t> sorted(all.size());
+  for (std::size_t i = 0; i < sorted.size(); ++i) sorted[i] = i;
   const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(opt.worst), sorted.size());
   std::partial_sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end(),
-                    [](const ElementReport& x, const ElementReport& y) { return x.ratio > y.ratio; });
-  v.worst.assign(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k));
+                    [&all](std::size_t x, std::size_t y) { return all[x].ratio > all[y].ratio; });
+  for (std::size_t i = 0; i < k; ++i) v.worst.push_back(all[sorted[i]]);
   return v;
 }
 

@@ -1,0 +1,140 @@
+// `numfid check matmul` at model scale: numfid::check_matmul (exact oracle, bound, judgement;
+// no file I/O) on bf16 operands with an fp32 output, next to OpenBLAS cblas_dgemm on the same
+// shape and the same thread count, both timed (wall clock) in the same iteration so that they
+// see the same machine load. Shapes (M×K×N): 1024×4096×1024 and 4096×4096×4096.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <bit>
+#include <chrono>
+#include <ctime>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "formats/convert.h"
+#include "tolerances/check.h"
+#include "tolerances/parallel_detail.h"
+#include "tolerances/reference_fast_detail.h"
+
+namespace {
+
+using numfid::Bits;
+
+/// A (M×K) and B (K×N) as bf16 N(0,1) samples (also as doubles, for dgemm), and C: their
+/// product by OpenBLAS sgemm on the same values, a legal output of the claim "fp32
+/// accumulation in any order, fp32 out" (the verdict's work is that of a passing check).
+struct Problem {
+  std::int64_t m = 0, k = 0, n = 0;
+  numfid::TensorData a, b, c;
+  std::vector<double> ad, bd;
+  numfid::ClaimSpec claim = numfid::parse_claim("--in bf16 --acc fp32 --out fp32");
+};
+
+const Problem& problem(std::int64_t m, std::int64_t k, std::int64_t n) {
+  static std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, Problem> cache;
+  auto [it, fresh] = cache.try_emplace({m, k, n});
+  Problem& p = it->second;
+  if (!fresh) return p;
+  cache.erase(cache.begin(), it);  // one problem in memory at a time (4096³ takes several GiB to check)
+  cache.erase(std::next(it), cache.end());
+  p.m = m, p.k = k, p.n = n;
+  std::mt19937_64 g(7);
+  std::normal_distribution<float> nd(0, 1);
+  auto fill = [&](numfid::TensorData& t, std::vector<double>& d, std::vector<float>& f, std::int64_t rows,
+                  std::int64_t cols, const char* name) {
+    t = {&numfid::bf16, {rows, cols}, {}, name};
+    const auto count = static_cast<std::size_t>(rows * cols);
+    t.values.resize(count);
+    d.resize(count);
+    f.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      const float x = nd(g);
+      t.values[i] = numfid::convert(numfid::fp32, numfid::bf16, Bits{std::bit_cast<std::uint32_t>(x)}).bits;
+      f[i] = std::bit_cast<float>(t.values[i].raw << 16);
+      d[i] = f[i];
+    }
+  };
+  std::vector<float> af, bf, cf(static_cast<std::size_t>(m * n));
+  fill(p.a, p.ad, af, m, k, "A");
+  fill(p.b, p.bd, bf, k, n, "B");
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+              1.0f, af.data(), static_cast<int>(k), bf.data(), static_cast<int>(n), 0.0f, cf.data(), static_cast<int>(n));
+  p.c = {&numfid::fp32, {m, n}, {}, "C"};
+  p.c.values.reserve(cf.size());
+  for (const float x : cf) p.c.values.push_back(Bits{std::bit_cast<std::uint32_t>(x)});
+  return p;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// CPU time of the whole process (every thread, OpenBLAS's included), in seconds: on a shared
+/// machine a steadier measure of the work than the wall clock.
+double process_cpu_s() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+/// dgemm on the same shape, then the check, in every iteration; the iteration time is the
+/// check's. Counters: both wall times (means over the iterations), their ratio, the ratio of
+/// the process CPU times spent in each (every thread), the threads each
+/// used, and the share of elements the certified fp64 GEMM gave (the rest: long accumulator).
+/// Arg 3 = 1 forces the long accumulator for every element (the path without the GEMM).
+void BM_CheckMatmulVsDgemm(benchmark::State& state) {
+  const Problem& p = problem(state.range(0), state.range(1), state.range(2));
+  const bool exact_only = state.range(3) != 0;
+  const int threads = numfid::detail::check_threads();
+  openblas_set_num_threads(threads);  // the same thread count for dgemm and for the check
+  numfid::detail::set_reference_path(exact_only ? numfid::detail::ReferencePath::exact
+                                                : numfid::detail::ReferencePath::automatic);
+  numfid::MatmulCheckOptions opt;
+  opt.predict = false;  // the claim names no model
+  std::vector<double> c(static_cast<std::size_t>(p.m * p.n));
+  double check_s = 0, dgemm_s = 0, check_cpu = 0, dgemm_cpu = 0;
+  for (auto _ : state) {
+    double c0 = process_cpu_s();
+    auto t0 = std::chrono::steady_clock::now();
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(p.m), static_cast<int>(p.n),
+                static_cast<int>(p.k), 1.0, p.ad.data(), static_cast<int>(p.k), p.bd.data(), static_cast<int>(p.n), 0.0,
+                c.data(), static_cast<int>(p.n));
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+    dgemm_s += seconds_since(t0);
+    dgemm_cpu += process_cpu_s() - c0;
+    c0 = process_cpu_s();
+    t0 = std::chrono::steady_clock::now();
+    const numfid::CheckResult r = numfid::check_matmul(p.a, p.b, p.c, p.claim, opt);
+    const double s = seconds_since(t0);
+    check_cpu += process_cpu_s() - c0;
+    check_s += s;
+    state.SetIterationTime(s);
+    if (r.verdict.kind == numfid::TensorKind::defect) state.SkipWithError("a legal output was judged a defect");
+    benchmark::DoNotOptimize(r);
+  }
+  numfid::detail::set_reference_path(numfid::detail::ReferencePath::automatic);
+  const numfid::detail::ReferenceStats st = numfid::detail::last_reference_stats();
+  state.counters["check_s"] = check_s / static_cast<double>(state.iterations());
+  state.counters["dgemm_s"] = dgemm_s / static_cast<double>(state.iterations());
+  state.counters["ratio"] = check_s / dgemm_s;
+  state.counters["cpu_ratio"] = check_cpu / dgemm_cpu;  // process CPU time, every thread
+  state.counters["threads"] = threads;
+  state.counters["blas_threads"] = openblas_get_num_threads();
+  state.counters["certified_pct"] = 100.0 * static_cast<double>(st.certified) / static_cast<double>(p.m * p.n);
+  state.SetLabel(exact_only ? "long accumulator only" : "certified fp64 GEMM + long accumulator");
+}
+BENCHMARK(BM_CheckMatmulVsDgemm)
+    ->Args({1024, 4096, 1024, 0})
+    ->Args({1024, 4096, 1024, 1})
+    ->Args({4096, 4096, 4096, 0})
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,370 @@
+// The exact matmul oracle at model scale (tolerances/reference_fast.cpp): the certified fp64
+// GEMM path and the long-accumulator path give the same exact elements, field for field, and
+// the same CheckResult, on seeded random shapes and data kinds built to stress the certificate
+// (cancellation to zero, exact ties on the output's rounding boundary, ties broken by a far
+// term, subnormals, inf/NaN, signed zeros, wide dynamic range, fp32 operands, addends), for any
+// thread count. The long accumulator itself is tested against MPFR in oracles_test.cpp; the
+// GEMM (OpenBLAS) is an independent second computation.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "formats/convert.h"
+#include "formats/error.h"
+#include "tolerances/check.h"
+#include "tolerances/parallel_detail.h"
+#include "tolerances/reference_fast_detail.h"
+
+namespace numfid {
+namespace {
+
+using detail::ReferencePath;
+using detail::ReferenceStats;
+
+/// Restores the default path and thread count when a test ends.
+struct Restore {
+  ~Restore() {
+    detail::set_reference_path(ReferencePath::automatic);
+    detail::set_check_threads(0);
+  }
+};
+
+/// `x` rounded to nearest into `f` (through fp32: every test value is an fp32 value).
+Bits to_format(const FormatSpec& f, double x) {
+  const auto v = static_cast<float>(x);
+  if (f == fp32) return Bits{std::bit_cast<std::uint32_t>(v)};
+  return convert(fp32, f, Bits{std::bit_cast<std::uint32_t>(v)}).bits;
+}
+
+/// How a test matrix is filled.
+enum class Kind {
+  normal,        ///< N(0, 1)
+  wide,          ///< N(0, 1) · 2^u, u uniform in [-20, 20] per entry
+  tiny_entries,  ///< N(0, 1) with 3 % of the entries scaled by 2^-40 (far below their row's others)
+  few_tiny,      ///< the same with 1 %: one or two per row or column, listed one by one by the certificate
+  many_tiny,     ///< 10 % of the entries scaled by 2^-u, u in [25, 45]: more than the certificate lists, so
+                 ///< the exact lowest bit of each element's products decides, near its limit
+  subnormal,     ///< some rows entirely of the format's smallest values, some mixed
+  specials,      ///< N(0, 1) with a few inf, -inf, NaN, -0 entries
+  small_ints,    ///< small integers: many exact zeros and exact cancellations
+};
+
+TensorData make(const FormatSpec& f, std::int64_t rows, std::int64_t cols, Kind kind, std::mt19937_64& g,
+                std::string name) {
+  std::normal_distribution<double> nd(0, 1);
+  std::uniform_int_distribution<int> u(-20, 20), pick(0, 99), small(-3, 3);
+  TensorData t{&f, {rows, cols}, {}, std::move(name)};
+  const double tiny = min_positive(f);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) {
+      double x = nd(g);
+      switch (kind) {
+        case Kind::normal: break;
+        case Kind::wide: x = std::ldexp(x, u(g)); break;
+        case Kind::tiny_entries: x = pick(g) < 3 ? std::ldexp(x, -40) : x; break;
+        case Kind::few_tiny: x = pick(g) < 1 ? std::ldexp(x, -40) : x; break;
+        case Kind::many_tiny: x = pick(g) < 10 ? std::ldexp(x, -25 - pick(g) % 21) : x; break;
+        case Kind::subnormal:
+          if (r % 3 == 0) x = tiny * static_cast<double>(small(g));
+          else if (r % 3 == 1 && pick(g) < 20) x = tiny * static_cast<double>(small(g) + 4);
+          break;
+        case Kind::specials: {
+          const int p = pick(g);
+          x = p == 0 ? INFINITY : p == 1 ? -INFINITY : p == 2 ? NAN : p == 3 ? -0.0 : x;
+          break;
+        }
+        case Kind::small_ints: x = static_cast<double>(small(g)); break;
+      }
+      t.values.push_back(to_format(f, x));
+    }
+  return t;
+}
+
+bool same_double(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
+
+/// Every field of two exact elements equal; the first difference as text otherwise.
+std::string difference(const std::vector<ExactElement>& x, const std::vector<ExactElement>& y) {
+  if (x.size() != y.size()) return fmt::format("sizes {} vs {}", x.size(), y.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const ExactElement& a = x[i];
+    const ExactElement& b = y[i];
+    const bool same = a.value.negative == b.value.negative && a.value.significand == b.value.significand &&
+                      a.value.exponent == b.value.exponent && a.value.sticky == b.value.sticky &&
+                      a.infinite == b.infinite && a.nan == b.nan && a.invalid == b.invalid &&
+                      same_double(a.exact, b.exact) && same_double(a.sum_abs, b.sum_abs);
+    if (!same)
+      return fmt::format("element {}: exact {:a} vs {:a}, sum_abs {:a} vs {:a}, exponent {} vs {}, nan {} vs {}, inf {} vs {}",
+                         i, a.exact, b.exact, a.sum_abs, b.sum_abs, a.value.exponent, b.value.exponent, a.nan, b.nan,
+                         a.infinite, b.infinite);
+  }
+  return "";
+}
+
+struct Both {
+  std::vector<ExactElement> fast, exact;
+  ReferenceStats fast_stats, exact_stats;
+};
+
+Both both(const TensorData& a, const TensorData& b, const TensorData* d) {
+  const Restore restore;
+  const MatmulDims dims = matmul_dims({a.shape, a.name}, {b.shape, b.name});
+  Both r;
+  detail::set_reference_path(ReferencePath::automatic);
+  r.fast_stats = detail::matmul_elements(a, b, d, dims, r.fast);
+  detail::set_reference_path(ReferencePath::exact);
+  r.exact_stats = detail::matmul_elements(a, b, d, dims, r.exact);
+  return r;
+}
+
+// ------------------------------------------------------------------- field-for-field equality
+
+TEST(ReferenceFast, RandomShapesAndKindsMatchTheLongAccumulator) {
+  const FormatSpec* formats[] = {&bf16, &fp16, &fp8_e4m3, &fp8_e5m2, &fp32};
+  const Kind kinds[] = {Kind::normal,   Kind::wide,     Kind::tiny_entries, Kind::subnormal,
+                       Kind::specials, Kind::small_ints, Kind::few_tiny, Kind::many_tiny};
+  std::int64_t certified = 0, accumulated = 0;
+  for (std::uint64_t seed = 1; seed <= 96; ++seed) {
+    std::mt19937_64 g(seed);
+    std::uniform_int_distribution<std::int64_t> dim(1, 48), kdim(1, 300);
+    const FormatSpec& fa = *formats[seed % 5];
+    const FormatSpec& fb = *formats[(seed / 5) % 5];
+    const Kind kind = kinds[seed % 8];
+    const std::int64_t M = dim(g), K = kdim(g), N = dim(g);
+    const TensorData a = make(fa, M, K, kind, g, "A");
+    const TensorData b = make(fb, K, N, seed % 4 == 0 ? Kind::normal : kind, g, "B");
+    std::optional<TensorData> d;
+    if (seed % 3 == 0) d = make(seed % 2 ? fp32 : bf16, M, N, kind, g, "D");
+    const Both r = both(a, b, d ? &*d : nullptr);
+    SCOPED_TRACE(fmt::format("seed {}: {}×{}×{}, A {}, B {}, kind {}, addend {}", seed, M, K, N, fa.name, fb.name,
+                             static_cast<int>(kind), d ? d->format->name : "none"));
+    EXPECT_EQ(difference(r.fast, r.exact), "");
+    EXPECT_FALSE(r.exact_stats.gemm);
+    EXPECT_EQ(r.fast_stats.certified + r.fast_stats.accumulated, M * N);
+    certified += r.fast_stats.certified;
+    accumulated += r.fast_stats.accumulated;
+  }
+  if (detail::fast_reference_built()) {
+    // Both paths were exercised: the comparison above is not vacuous.
+    EXPECT_GT(certified, 5000);
+    EXPECT_GT(accumulated, 5000);
+  }
+}
+
+TEST(ReferenceFast, BFloat16NormalDataIsCertifiedWholesale) {
+  if (!detail::fast_reference_built()) GTEST_SKIP() << "built without OpenBLAS: no fp64 GEMM";
+  std::mt19937_64 g(42);
+  const TensorData a = make(bf16, 64, 1024, Kind::normal, g, "A"), b = make(bf16, 1024, 48, Kind::normal, g, "B");
+  const Both r = both(a, b, nullptr);
+  EXPECT_EQ(difference(r.fast, r.exact), "");
+  EXPECT_TRUE(r.fast_stats.gemm);
+  // Rows or columns with an entry far smaller than the rest may fall back; nearly all are certified.
+  EXPECT_GE(r.fast_stats.certified, 64 * 48 * 9 / 10);
+}
+
+TEST(ReferenceFast, Fp32OperandsSkipTheGemm) {
+  // 24-bit significands leave no room under 2^53: the certificate would fail almost everywhere,
+  // so the sample refuses the GEMM and the long accumulator does everything.
+  std::mt19937_64 g(5);
+  const TensorData a = make(fp32, 16, 200, Kind::normal, g, "A"), b = make(fp32, 200, 16, Kind::normal, g, "B");
+  const Both r = both(a, b, nullptr);
+  EXPECT_EQ(difference(r.fast, r.exact), "");
+  EXPECT_FALSE(r.fast_stats.gemm);
+}
+
+// ------------------------------------------------------------------- constructed cases
+
+/// A 1×K row times a K×1 column of ones: the element is the exact sum of `terms`.
+std::vector<ExactElement> sum_of(const std::vector<double>& terms, const FormatSpec& f, ReferenceStats* stats) {
+  const auto K = static_cast<std::int64_t>(terms.size());
+  TensorData a{&f, {1, K}, {}, "A"}, b{&f, {K, 1}, {}, "B"};
+  for (const double t : terms) {
+    a.values.push_back(to_format(f, t));
+    b.values.push_back(to_format(f, 1.0));
+  }
+  const Both r = both(a, b, nullptr);
+  EXPECT_EQ(difference(r.fast, r.exact), "");
+  if (stats) *stats = r.fast_stats;
+  return r.fast;
+}
+
+TEST(ReferenceFast, ExactTiesRoundToEvenOnBothPaths) {
+  ReferenceStats s;
+  // 1 + 2^-8 lies halfway between bf16's 1 and 1 + 2^-7: ties to even gives 1. A pair that
+  // cancels exactly rides along.
+  const auto tie = sum_of({1.0, 0x1p-8, 3.5, -3.5}, bf16, &s);
+  EXPECT_EQ(tie[0].rounded(bf16), to_format(bf16, 1.0));
+  EXPECT_EQ(tie[0].exact, 1.0 + 0x1p-8);
+  if (detail::fast_reference_built()) {
+    EXPECT_EQ(s.certified, 1);
+  }
+  // 1 + 3·2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: ties to even gives 1 + 2^-6.
+  const auto tie_up = sum_of({1.0, 0x1p-7, 0x1p-8}, bf16, &s);
+  EXPECT_EQ(tie_up[0].rounded(bf16), to_format(bf16, 1.0 + 0x1p-6));
+  // fp32's halfway point 1 + 2^-24, from bf16 terms.
+  const auto tie32 = sum_of({1.0, 0x1p-24}, bf16, &s);
+  EXPECT_EQ(tie32[0].rounded(fp32), to_format(fp32, 1.0));
+  // The tie broken by a term 2^-100 far below: not a double, so not certified; the long
+  // accumulator rounds it up.
+  const auto broken = sum_of({1.0, 0x1p-8, 0x1p-100}, bf16, &s);
+  EXPECT_EQ(broken[0].rounded(bf16), to_format(bf16, 1.0 + 0x1p-7));
+  if (detail::fast_reference_built()) {
+    EXPECT_EQ(s.accumulated, 1);
+  }
+}
+
+TEST(ReferenceFast, CancellationAndSignedZeros) {
+  ReferenceStats s;
+  const auto zero = sum_of({2.0, -0.5, 0.5, -2.0}, bf16, &s);  // exact cancellation: +0
+  EXPECT_TRUE(same_double(zero[0].exact, 0.0));
+  EXPECT_EQ(zero[0].sum_abs, 5.0);
+  const auto neg_zero = sum_of({-0.0, -0.0}, bf16, &s);  // every term -0: the sum is -0
+  EXPECT_TRUE(same_double(neg_zero[0].exact, -0.0));
+  const auto tiny = sum_of({0x1p20, 0x1p-20, -0x1p20}, bf16, &s);  // cancellation leaving 2^-20
+  EXPECT_EQ(tiny[0].exact, 0x1p-20);
+}
+
+TEST(ReferenceFast, InfinitiesAndNaN) {
+  const auto inf = sum_of({1.0, INFINITY}, bf16, nullptr);
+  EXPECT_EQ(inf[0].infinite, 1);
+  const auto invalid = sum_of({INFINITY, -INFINITY}, bf16, nullptr);
+  EXPECT_TRUE(invalid[0].nan);
+  EXPECT_TRUE(invalid[0].invalid);
+  const auto nan = sum_of({1.0, NAN}, fp16, nullptr);
+  EXPECT_TRUE(nan[0].nan);
+}
+
+TEST(ReferenceFast, RoundingADoubleIntoFp32MatchesRoundTo) {
+  // ExactElement::rounded takes the hardware conversion for values that are doubles: compared
+  // with round_to on values of up to 53 bits across fp32's range, its subnormals (ties at half
+  // the least spacing included), overflow and exact halfway points.
+  std::mt19937_64 g(3);
+  std::uniform_int_distribution<int> ex(-180, 140), width(1, 53);
+  int checked = 0;
+  for (int n = 0; n < 200000; ++n) {
+    const int w = width(g);
+    std::uint64_t m = g() >> (64 - w) | (std::uint64_t{1} << (w - 1));
+    LongAccumulator acc;
+    acc.add_exact(n % 2 == 1, m, ex(g) - w);
+    const ExactElement e = detail::exact_element(acc);
+    ASSERT_EQ(e.rounded(fp32), round_to(fp32, acc.value(), RoundOptions{}).bits)
+        << fmt::format("{:a}", e.exact);
+    ++checked;
+  }
+  // Halfway points: below the least subnormal, between subnormals, between normals, at the top.
+  for (const double x : {0x1p-150, 0x1.8p-150, 0x1p-149, 0x1.8p-149, 0x1.000001p0, 0x1.000003p0, 0x1.ffffffp127,
+                         0x1.fffffe8p127, 0x1p128, -0x1p-151, -0x1.000001p-126}) {
+    int e = 0;
+    const double f = std::frexp(std::fabs(x), &e);
+    LongAccumulator acc;
+    acc.add_exact(x < 0, static_cast<std::uint64_t>(std::ldexp(f, 53)), e - 53);
+    const ExactElement el = detail::exact_element(acc);
+    EXPECT_EQ(el.exact, x);
+    EXPECT_EQ(el.rounded(fp32), round_to(fp32, acc.value(), RoundOptions{}).bits) << fmt::format("{:a}", x);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 200011);
+}
+
+// ------------------------------------------------------------------- threads and verdicts
+
+TEST(ReferenceFast, IndependentOfTheThreadCount) {
+  const Restore restore;
+  std::mt19937_64 g(11);
+  const TensorData a = make(bf16, 70, 333, Kind::tiny_entries, g, "A"), b = make(bf16, 333, 45, Kind::wide, g, "B");
+  std::vector<std::vector<ExactElement>> runs;
+  for (const ReferencePath p : {ReferencePath::automatic, ReferencePath::exact})
+    for (const int threads : {1, 2, 7}) {
+      detail::set_reference_path(p);
+      detail::set_check_threads(threads);
+      runs.push_back(matmul_reference(a, b).elements);
+    }
+  for (std::size_t i = 1; i < runs.size(); ++i) EXPECT_EQ(difference(runs[0], runs[i]), "") << "run " << i;
+}
+
+TEST(ReferenceFast, CheckResultsAreIdenticalOnBothPaths) {
+  const Restore restore;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    std::mt19937_64 g(seed);
+    const TensorData a = make(bf16, 24, 512, seed % 2 ? Kind::normal : Kind::tiny_entries, g, "A");
+    const TensorData b = make(bf16, 512, 20, Kind::normal, g, "B");
+    const ClaimSpec claim = parse_claim(seed % 2 ? "--in bf16 --out bf16" : "--in bf16 --out fp32");
+    TensorData c = emulate_matmul(a, b, std::nullopt, parse_claim(fmt::format("--in bf16 --plan blocked(64) --out {}",
+                                                                               claim.out->name)));
+    // A defect in a few elements: one far off, one by an ulp.
+    c.values[static_cast<std::size_t>(seed)] = Bits{c.values[static_cast<std::size_t>(seed)].raw ^ 0x40u};
+    c.values[static_cast<std::size_t>(3 * seed)] = Bits{c.values[static_cast<std::size_t>(3 * seed)].raw + 1};
+    detail::set_reference_path(ReferencePath::automatic);
+    const CheckResult fast = check_matmul(a, b, c, claim);
+    detail::set_reference_path(ReferencePath::exact);
+    const CheckResult exact = check_matmul(a, b, c, claim);
+    EXPECT_EQ(fast.text(), exact.text()) << "seed " << seed;
+    EXPECT_EQ(fast.json(), exact.json()) << "seed " << seed;
+    EXPECT_EQ(fast.exit_code(), exact.exit_code());
+  }
+}
+
+// ------------------------------------------------------------------- shapes before values
+
+/// The message of the InputError that `f` throws ("" if none).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(MatmulCheckDims, AddendAndReferenceShapesAreCheckedWithAandBandC) {
+  const std::vector<std::int64_t> a{4, 8}, b{8, 3}, c{4, 3}, ct{3, 4}, flat{12}, r{4}, r1{4, 1};
+  const ShapeRef A{a, "a.npy"}, B{b, "b.npy"}, C{c, "c.npy"}, CT{ct, "d.npy"}, F{flat, "f.npy"}, R{r, "r.npy"},
+      R1{r1, "r1.npy"};
+  EXPECT_EQ(matmul_check_dims(A, B, C, &C, &C).n, 3);
+  // Same element count, other shape: refused (the count alone used to be compared).
+  EXPECT_EQ(error_of([&] { matmul_check_dims(A, B, C, &CT); }),
+            "shape mismatch: the addend (d.npy) is [3, 4], but it must be M x N = [4, 3] like C");
+  EXPECT_EQ(error_of([&] { matmul_check_dims(A, B, C, &F); }),
+            "shape mismatch: the addend (f.npy) is [12], but it must be M x N = [4, 3] like C");
+  EXPECT_EQ(error_of([&] { matmul_check_dims(A, B, C, nullptr, &CT); }),
+            "shape mismatch: the reference output (d.npy) is [3, 4], but C (c.npy) is [4, 3]: a reference output "
+            "has the shape of C");
+  // A row-wise dot: A and B are R×K, C and the addend R elements.
+  EXPECT_EQ(matmul_check_dims(A, A, R, &R1, nullptr, true).m, 4);
+  EXPECT_EQ(error_of([&] { matmul_check_dims(A, A, R, &F, nullptr, true); }),
+            "shape mismatch: the addend (f.npy) is [12], but it must have R = 4 elements ([4] or [4, 1])");
+  // The library entry points check before computing anything.
+  std::mt19937_64 g(1);
+  const TensorData ta = make(bf16, 4, 8, Kind::normal, g, "A"), tb = make(bf16, 8, 3, Kind::normal, g, "B");
+  const TensorData td = make(fp32, 3, 4, Kind::normal, g, "D");
+  EXPECT_EQ(error_of([&] { matmul_reference(ta, tb, td); }),
+            "shape mismatch: the addend (D) is [3, 4], but it must be M x N = [4, 3] like C");
+}
+
+TEST(ReferenceFast, ParallelForCoversEveryItemOnceAndRethrows) {
+  const Restore restore;
+  detail::set_check_threads(3);
+  std::vector<int> hits(1001, 0);
+  detail::parallel_for(1001, 10, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) ++hits[static_cast<std::size_t>(i)];
+  });
+  for (const int h : hits) EXPECT_EQ(h, 1);
+  EXPECT_THROW(detail::parallel_for(100, 1,
+                                    [](std::int64_t b, std::int64_t) {
+                                      if (b == 42) throw std::runtime_error("item 42");
+                                    }),
+               std::runtime_error);
+}
+
+}  // namespace
+}  // namespace numfid

@@ -1,0 +1,591 @@
+// The exact results of A·B (+ addend) at model scale: an fp64 GEMM where it is provably exact,
+// the long accumulator (oracles/accumulator.h) for every other element, both on every core.
+//
+// Why an fp64 GEMM can be exact. Every value of a numfid float format of at most 32 bits is a
+// double, and so is the product of two of them (at most 26 + 26 <= 53 significand bits — fp32
+// has 24 —, magnitudes between 2^-298 and 2^256: never subnormal, never overflowing in fp64).
+// Let every term of element (i, j) — the products a_ik·b_kj and the addend d_ij — be an integer
+// multiple of 2^e, and Σ|terms| < 2^(53+e). Then every partial sum of any subset of the terms
+// is a multiple of 2^e of magnitude below 2^(53+e), hence a double: every addition or fused
+// multiply-add a GEMM performs on them is exact, whatever its summation order, blocking,
+// thread count, use of FMA, rounding direction or flush-to-zero mode (no operand or result is
+// subnormal in fp64). The GEMM's result is then the exact sum, and the GEMM of |A|·|B| gives
+// Σ|terms| exactly. This needs only that the GEMM computes each element as sums of the
+// products in some order (the classical algorithm: OpenBLAS does; no Strassen-like scheme).
+//
+// The certificate, per element: e bounds the lowest set bit of every term from below, and the
+// computed T̂ = fl(Σ|terms|) < 2^(52+e). Each term of the computed sum of non-negative terms
+// passes through at most 2K + 1 roundings (the GEMM's own, those of adding K panels, the
+// addend's), each shrinking it by at most a factor 1 - 2u in any rounding direction
+// (u = 2^-53), so T̂ >= Σ·(1 - 2u)^(2K+1) > Σ/2 for K < 2^50, and T̂ < 2^(52+e)
+// implies Σ < 2^(53+e): the certificate is checked on the computed values without knowing in
+// advance that they are exact. e is taken, per element, as the least of: the lowest bits of
+// the kTiny entries of row i of A with the lowest lowest-bits, each plus the lowest bit of
+// its partner b_kj; the same for column j of B; the (kTiny+1)-th lowest bit of the row plus
+// that of the column (a bound for every other k); the addend's lowest bit. One tiny entry in
+// a row then costs only the elements whose partner makes its product tiny too. Elements that
+// bound leaves uncertified get a second chance with e exact — min over k of lsb(a_ik) +
+// lsb(b_kj), 16-bit lowest bits tile by tile, cheaper per term than the long accumulator — and
+// only what that cannot certify goes to the long accumulator.
+//
+// bf16, fp16 and fp8 data of moderate dynamic range pass it: for bf16 ~N(0,1) at K = 4096
+// (Σ near 2^11.3) 99.97 % of the elements of a 1024×1024 product are certified. Elements it
+// cannot certify — a row or column holding an inf or NaN, an exact zero (its sign depends on
+// the zero terms), products far below the others, fp32 data (24-bit significands leave no
+// room under 2^53) — go to the long accumulator.
+// The results are therefore the exact ones, field for field, whichever path produced them.
+#include "tolerances/reference_fast_detail.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <climits>
+#include <cmath>
+#include <mutex>
+#include <span>
+
+#include "formats/platform.h"
+#include "tolerances/parallel_detail.h"
+
+#if NUMFID_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace numfid::detail {
+
+namespace {
+
+std::atomic<ReferencePath> g_path{ReferencePath::automatic};
+std::atomic<bool> g_last_gemm{false};
+std::atomic<std::int64_t> g_last_certified{0}, g_last_accumulated{0};
+
+ReferenceStats remember(const ReferenceStats& s) {
+  g_last_gemm.store(s.gemm);
+  g_last_certified.store(s.certified);
+  g_last_accumulated.store(s.accumulated);
+  return s;
+}
+
+}  // namespace
+
+void set_reference_path(ReferencePath p) { g_path.store(p); }
+ReferencePath reference_path() { return g_path.load(); }
+
+bool fast_reference_built() { return NUMFID_HAVE_OPENBLAS != 0; }
+
+ReferenceStats last_reference_stats() {
+  ReferenceStats s;
+  s.gemm = g_last_gemm.load();
+  s.certified = g_last_certified.load();
+  s.accumulated = g_last_accumulated.load();
+  return s;
+}
+
+ExactElement exact_element(const LongAccumulator& acc) {
+  ExactElement e;
+  e.nan = acc.is_nan();
+  e.invalid = acc.is_invalid();
+  e.infinite = static_cast<std::int8_t>(acc.infinity_sign());
+  e.value = acc.value();
+  e.exact = acc.to_double();
+  e.sum_abs = acc.abs_sum_upper();
+  return e;
+}
+
+namespace {
+
+// ------------------------------------------------------------------- the long accumulator
+
+/// Elements per tile of the exact pass: a tile transposes its 32 columns of B once (32·K
+/// patterns, 512 KiB at K = 4096: in L2) and reuses them for 128 rows.
+constexpr std::int64_t kTileRows = 128, kTileCols = 32;
+/// Fewer elements than this in a tile are computed without transposing B's columns.
+constexpr std::int64_t kFewInTile = 8;
+
+/// out[i·N + j] by the long accumulator for every element with need[i·N + j] (every element
+/// when `need` is null), tile by tile on every core.
+void accumulate(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,
+                const std::vector<std::uint8_t>* need, std::vector<ExactElement>& out) {
+  const std::int64_t M = d.m, K = d.k, N = d.n;
+  const std::int64_t tr = (M + kTileRows - 1) / kTileRows, tc = (N + kTileCols - 1) / kTileCols;
+  parallel_for(tr * tc, 1, [&](std::int64_t t0, std::int64_t t1) {
+    std::vector<Bits> bt;
+    LongAccumulator acc;
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t i0 = (t / tc) * kTileRows, i1 = std::min(M, i0 + kTileRows);
+      const std::int64_t j0 = (t % tc) * kTileCols, j1 = std::min(N, j0 + kTileCols);
+      std::int64_t count = (i1 - i0) * (j1 - j0);
+      if (need != nullptr) {
+        count = 0;
+        for (std::int64_t i = i0; i < i1; ++i)
+          for (std::int64_t j = j0; j < j1; ++j) count += (*need)[static_cast<std::size_t>(i * N + j)];
+      }
+      if (count == 0) continue;
+      if (need != nullptr && count < kFewInTile) {
+        // A few elements: B's columns read in place (stride N) rather than transposed.
+        for (std::int64_t i = i0; i < i1; ++i)
+          for (std::int64_t j = j0; j < j1; ++j) {
+            const auto idx = static_cast<std::size_t>(i * N + j);
+            if ((*need)[idx] == 0) continue;
+            acc.clear();
+            acc.add_dot_strided(*A.format, A.values.data() + i * K, 1, *B.format, B.values.data() + j, N,
+                                static_cast<std::size_t>(K));
+            if (D != nullptr) acc.add(*D->format, D->values[idx]);
+            out[idx] = exact_element(acc);
+          }
+        continue;
+      }
+      // B's columns j0..j1 transposed: each a contiguous run of K patterns.
+      bt.resize(static_cast<std::size_t>((j1 - j0) * K));
+      for (std::int64_t k = 0; k < K; ++k)
+        for (std::int64_t j = j0; j < j1; ++j)
+          bt[static_cast<std::size_t>((j - j0) * K + k)] = B.values[static_cast<std::size_t>(k * N + j)];
+      for (std::int64_t i = i0; i < i1; ++i) {
+        const auto arow = std::span<const Bits>(A.values).subspan(static_cast<std::size_t>(i * K), static_cast<std::size_t>(K));
+        for (std::int64_t j = j0; j < j1; ++j) {
+          const auto idx = static_cast<std::size_t>(i * N + j);
+          if (need != nullptr && (*need)[idx] == 0) continue;
+          acc.clear();
+          acc.add_dot(*A.format, arow, *B.format,
+                      std::span<const Bits>(bt).subspan(static_cast<std::size_t>((j - j0) * K), static_cast<std::size_t>(K)));
+          if (D != nullptr) acc.add(*D->format, D->values[idx]);
+          out[idx] = exact_element(acc);
+        }
+      }
+    }
+  });
+}
+
+#if NUMFID_HAVE_OPENBLAS
+
+// ------------------------------------------------------------------- the certified fp64 GEMM
+
+/// Whether every value of `f`, and every product of two such values, is a double far from
+/// fp64's subnormal and overflow ranges (the premise of the certificate above).
+bool gemm_format(const FormatSpec& f) {
+  return is_float(f) && f.precision <= 26 && max_finite(f) <= 0x1p300 && min_positive(f) >= 0x1p-300;
+}
+
+/// The decode table of a format of at most 16 bits, built with numfid::to_double (the formats
+/// core's definition of a pattern) into `t`.
+void build_table(const FormatSpec& f, std::vector<double>& t) {
+  const std::uint32_t n = std::uint32_t{1} << f.bits;
+  t.resize(n);
+  for (std::uint32_t raw = 0; raw < n; ++raw) t[raw] = to_double(f, Bits{raw});
+}
+
+/// The table of a format of numfid's table (format_spec.h), built once per process; null for
+/// any other FormatSpec.
+const std::vector<double>* shared_table(const FormatSpec& f) {
+  static std::array<std::once_flag, all_formats.size()> once;
+  static std::array<std::vector<double>, all_formats.size()> tables;
+  for (std::size_t i = 0; i < all_formats.size(); ++i)
+    if (*all_formats[i] == f) {
+      std::call_once(once[i], [&] { build_table(f, tables[i]); });
+      return &tables[i];
+    }
+  return nullptr;
+}
+
+/// Pattern -> its exact double: a bit cast for fp32 and bf16, a table for the other formats of
+/// at most 16 bits, numfid::to_double otherwise.
+class Decoder {
+ public:
+  explicit Decoder(const FormatSpec& f) : f_(&f) {
+    if (f == fp32) {
+      shift_ = 0;
+    } else if (f == bf16) {
+      shift_ = 16;
+    } else if (f.bits <= 16) {
+      mask_ = (std::uint32_t{1} << f.bits) - 1;
+      table_ = shared_table(f);
+      if (table_ == nullptr) {
+        build_table(f, own_);
+        table_ = &own_;
+      }
+    }
+  }
+  Decoder(const Decoder&) = delete;  // table_ may point into own_
+  Decoder& operator=(const Decoder&) = delete;
+  double operator()(Bits b) const {
+    if (shift_ >= 0) return static_cast<double>(std::bit_cast<float>(b.raw << shift_));
+    if (table_ != nullptr) return (*table_)[b.raw & mask_];
+    return to_double(*f_, b);
+  }
+
+ private:
+  const FormatSpec* f_;
+  int shift_ = -1;  ///< fp32 (0) and bf16 (16): the pattern shifted is an fp32 pattern
+  std::uint32_t mask_ = 0;
+  const std::vector<double>* table_ = nullptr;
+  std::vector<double> own_;
+};
+
+/// "No non-zero entry": larger than any sum of two lowest-bit exponents, small enough not to overflow.
+constexpr int kNoBits = 1 << 20;
+
+/// The exponent of the lowest set bit of the finite non-zero double v (v = odd · 2^result).
+int lsb_exponent(double v) {
+  const auto b = std::bit_cast<std::uint64_t>(v);
+  const int field = static_cast<int>((b >> 52) & 0x7ff);
+  std::uint64_t m = b & ((std::uint64_t{1} << 52) - 1);
+  if (field == 0) return -1074 + std::countr_zero(m);
+  m |= std::uint64_t{1} << 52;
+  return field - 1075 + std::countr_zero(m);
+}
+
+/// The double v as the long accumulator's value() gives it: the magnitude's top bit at bit
+/// 127 of the significand, no sticky bit; +0 for zero (an exact cancellation under rne).
+Unrounded unrounded(double v) {
+  if (v == 0) return {false, 0, 0, false};
+  const auto b = std::bit_cast<std::uint64_t>(v);
+  const int field = static_cast<int>((b >> 52) & 0x7ff);
+  std::uint64_t m = b & ((std::uint64_t{1} << 52) - 1);
+  int e = -1074;
+  if (field != 0) {
+    m |= std::uint64_t{1} << 52;
+    e = field - 1075;
+  }
+  const int shift = 128 - static_cast<int>(std::bit_width(m));
+  return {std::signbit(v), uint128{m} << shift, e - shift, false};
+}
+
+/// Entries per row of A (column of B) whose lowest bits are kept one by one.
+constexpr int kTiny = 8;
+
+/// One row of A or column of B, as the certificate sees it, built entry by entry while the
+/// panels are decoded: the kTiny + 1 entries with the lowest lowest-set-bits seen so far, and
+/// whether an inf or NaN was seen. Every entry not kept has its lowest bit at or above the
+/// highest kept one (`floor` once the line is full).
+struct Line {
+  std::array<int, kTiny + 1> lsb{};
+  std::array<std::int64_t, kTiny + 1> k{};
+  int count = 0;
+  int top = 0;  ///< index of the highest kept lsb (when count == kTiny + 1)
+  bool nonfinite = false;
+
+  void add(double v, std::int64_t pos) {
+    if (!std::isfinite(v)) {
+      nonfinite = true;
+      return;
+    }
+    if (v == 0) return;  // a zero product is a multiple of any power of two
+    const int e = lsb_exponent(v);
+    if (count <= kTiny) {
+      lsb[static_cast<std::size_t>(count)] = e;
+      k[static_cast<std::size_t>(count)] = pos;
+      if (++count == kTiny + 1) find_top();
+    } else if (e < lsb[static_cast<std::size_t>(top)]) {
+      lsb[static_cast<std::size_t>(top)] = e;
+      k[static_cast<std::size_t>(top)] = pos;
+      find_top();
+    }
+  }
+  void find_top() {
+    top = 0;
+    for (int t = 1; t < count; ++t)
+      if (lsb[static_cast<std::size_t>(t)] > lsb[static_cast<std::size_t>(top)]) top = t;
+  }
+  /// A bound on the lowest bit of every entry not listed (kNoBits: every non-zero entry is listed).
+  int floor() const { return count == kTiny + 1 ? lsb[static_cast<std::size_t>(top)] : kNoBits; }
+  /// The lowest bit of every non-zero entry (kNoBits for none).
+  int lowest() const {
+    int m = kNoBits;
+    for (int t = 0; t < count; ++t) m = std::min(m, lsb[static_cast<std::size_t>(t)]);
+    return m;
+  }
+};
+
+/// The lowest set bit of a decoded finite entry: kNoBits for a zero.
+int entry_lsb(double v) { return v != 0 ? lsb_exponent(v) : kNoBits; }
+
+/// A lower bound e on the lowest set bit of every product a_ik·b_kj of element (i, j): every
+/// product is a multiple of 2^e. Exact for the listed entries (below their line's floor), the
+/// row's floor + the column's floor for the rest.
+int product_lsb(const TensorData& A, const TensorData& B, MatmulDims d, const Decoder& da, const Decoder& db,
+                const Line& row, const Line& col, std::int64_t i, std::int64_t j) {
+  const int rf = row.floor(), cf = col.floor();
+  int e = rf + cf;
+  auto pair = [&](std::int64_t k) {
+    return entry_lsb(da(A.values[static_cast<std::size_t>(i * d.k + k)])) +
+           entry_lsb(db(B.values[static_cast<std::size_t>(k * d.n + j)]));
+  };
+  for (int t = 0; t < row.count; ++t)
+    if (row.lsb[static_cast<std::size_t>(t)] < rf) e = std::min(e, pair(row.k[static_cast<std::size_t>(t)]));
+  for (int t = 0; t < col.count; ++t)
+    if (col.lsb[static_cast<std::size_t>(t)] < cf) e = std::min(e, pair(col.k[static_cast<std::size_t>(t)]));
+  return e;
+}
+
+/// Whether the certificate is likely to hold for most elements (the GEMM would otherwise be
+/// wasted): for up to 64 elements spread over C, Σ|a·b| and the lowest bit of the products
+/// directly. Only a choice of path, never of a result.
+bool worthwhile(const TensorData& A, const TensorData& B, MatmulDims d, const Decoder& da, const Decoder& db) {
+  const std::int64_t samples = std::min<std::int64_t>(64, d.m * d.n);
+  std::int64_t ok = 0;
+  for (std::int64_t s = 0; s < samples; ++s) {
+    const std::int64_t i = (s * 7919) % d.m, j = (s * 104729) % d.n;
+    double t = 0;
+    int e = kNoBits;
+    for (std::int64_t k = 0; k < d.k; ++k) {
+      const double p = da(A.values[static_cast<std::size_t>(i * d.k + k)]) * db(B.values[static_cast<std::size_t>(k * d.n + j)]);
+      t += std::fabs(p);
+      if (p != 0 && std::isfinite(p)) e = std::min(e, lsb_exponent(p));
+    }
+    ok += std::isfinite(t) && t > 0 && t < std::ldexp(0.5, 52 + std::min(e, 900)) ? 1 : 0;  // half: a margin
+  }
+  return 2 * ok >= samples;
+}
+
+/// Element idx's GEMM sums with its addend added (exact when certified: a multiple of 2^e below
+/// 2^(53+e)), the addend's lowest bit, and whether a certificate is possible at all: finite
+/// lines and addend, and Σ|terms| > 0 (an exact zero sum of zero terms takes its sign from
+/// them, which the long accumulator knows).
+struct Sums {
+  double s = 0, t = 0;
+  int addend_lsb = kNoBits;
+  bool possible = false;
+};
+
+Sums sums(const std::vector<double>& S, const std::vector<double>& T, const TensorData* D, const Decoder& dd,
+          std::size_t idx, bool lines_finite) {
+  Sums x{S[idx], T[idx], kNoBits, lines_finite};
+  if (x.possible && D != nullptr) {
+    const double dv = dd(D->values[idx]);
+    x.possible = std::isfinite(dv);
+    if (x.possible && dv != 0) {
+      x.addend_lsb = lsb_exponent(dv);
+      x.t += std::fabs(dv);
+      x.s += dv;
+    }
+  }
+  x.possible = x.possible && x.t > 0;
+  return x;
+}
+
+/// The certificate: every term a multiple of 2^e, computed Σ|terms| below 2^(52+e).
+bool fits(double t, int e) { return t < std::ldexp(1.0, 52 + std::min(e, 900)); }
+
+/// The exact element of a certified sum.
+void fill(ExactElement& x, const Sums& v) {
+  x = ExactElement{};
+  x.value = unrounded(v.s);
+  x.exact = v.s == 0 ? 0.0 : v.s;  // an exact cancellation is +0 under rne
+  x.sum_abs = v.t;
+}
+
+/// Lowest bits held in 16 bits; a zero's.
+constexpr int kNoBits16 = 16000;
+
+std::int16_t lsb16(double v) {
+  return static_cast<std::int16_t>(v != 0 && std::isfinite(v) ? lsb_exponent(v) : kNoBits16);
+}
+
+/// Second chance for the elements the line bounds left uncertified: e = min over k of
+/// lsb(a_ik) + lsb(b_kj) exactly, tile by tile (the lowest bits of 32 columns of B and of one
+/// row of A at a time, 16-bit), at a fraction of the long accumulator's cost per term. Certifies
+/// what it can (clearing `need`), returns how many.
+std::int64_t recheck(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d, const Decoder& da,
+                     const Decoder& db, const Decoder& dd, const std::vector<Line>& rows, const std::vector<Line>& cols,
+                     const std::vector<double>& S, const std::vector<double>& T, std::vector<std::uint8_t>& need,
+                     std::vector<ExactElement>& out) {
+  const std::int64_t M = d.m, K = d.k, N = d.n;
+  const std::int64_t tr = (M + kTileRows - 1) / kTileRows, tc = (N + kTileCols - 1) / kTileCols;
+  std::atomic<std::int64_t> certified{0};
+  parallel_for(tr * tc, 1, [&](std::int64_t t0, std::int64_t t1) {
+    std::vector<std::int16_t> bl, al(static_cast<std::size_t>(K));
+    std::int64_t local = 0;
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t i0 = (t / tc) * kTileRows, i1 = std::min(M, i0 + kTileRows);
+      const std::int64_t j0 = (t % tc) * kTileCols, j1 = std::min(N, j0 + kTileCols);
+      auto candidate = [&](std::int64_t i, std::int64_t j) {
+        return need[static_cast<std::size_t>(i * N + j)] != 0 && !rows[static_cast<std::size_t>(i)].nonfinite &&
+               !cols[static_cast<std::size_t>(j)].nonfinite;
+      };
+      std::int64_t count = 0;
+      for (std::int64_t i = i0; i < i1; ++i)
+        for (std::int64_t j = j0; j < j1; ++j) count += candidate(i, j) ? 1 : 0;
+      if (count == 0) continue;
+      // The element's sums and, if the exact lowest bit e of its products certifies it, its result.
+      auto certify = [&](std::int64_t i, std::int64_t j, int e) {
+        const auto idx = static_cast<std::size_t>(i * N + j);
+        const Sums x = sums(S, T, D, dd, idx, true);
+        if (e > kNoBits16 / 2) e = kNoBits;  // every product has a zero factor
+        if (!x.possible || !fits(x.t, std::min(e, x.addend_lsb))) return;
+        fill(out[idx], x);
+        need[idx] = 0;
+        ++local;
+      };
+      // The lowest bits of the tile's columns that hold a candidate (only those: the candidates
+      // left by the line bounds are often few and scattered).
+      bl.resize(static_cast<std::size_t>((j1 - j0) * K));
+      for (std::int64_t j = j0; j < j1; ++j) {
+        bool col_any = false;
+        for (std::int64_t i = i0; i < i1 && !col_any; ++i) col_any = candidate(i, j);
+        if (!col_any) continue;
+        std::int16_t* b = bl.data() + (j - j0) * K;
+        for (std::int64_t k = 0; k < K; ++k) b[k] = lsb16(db(B.values[static_cast<std::size_t>(k * N + j)]));
+      }
+      for (std::int64_t i = i0; i < i1; ++i) {
+        bool row_any = false;
+        for (std::int64_t j = j0; j < j1 && !row_any; ++j) row_any = candidate(i, j);
+        if (!row_any) continue;
+        for (std::int64_t k = 0; k < K; ++k)
+          al[static_cast<std::size_t>(k)] = lsb16(da(A.values[static_cast<std::size_t>(i * K + k)]));
+        for (std::int64_t j = j0; j < j1; ++j) {
+          if (!candidate(i, j)) continue;
+          const std::int16_t* b = bl.data() + (j - j0) * K;
+          int e = 2 * kNoBits16;
+          for (std::int64_t k = 0; k < K; ++k)
+            e = std::min(e, static_cast<int>(al[static_cast<std::size_t>(k)]) + static_cast<int>(b[k]));
+          certify(i, j, e);
+        }
+      }
+    }
+    certified += local;
+  });
+  return certified.load();
+}
+
+/// Bytes the decoded K panels of A, |A|, B and |B| may take together (the panel width follows).
+constexpr std::int64_t kPanelBytes = std::int64_t{64} << 20;
+
+/// The certified GEMM path; false (nothing done) where it does not apply or would not pay.
+bool gemm_elements(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,
+                   std::vector<ExactElement>& out, ReferenceStats& stats) {
+  const std::int64_t M = d.m, K = d.k, N = d.n;
+  if (!gemm_format(*A.format) || !gemm_format(*B.format) || (D != nullptr && !gemm_format(*D->format))) return false;
+  if (M <= 0 || N <= 0 || M > INT_MAX || N > INT_MAX || K > INT_MAX || K >= (std::int64_t{1} << 50)) return false;
+  const Decoder da(*A.format), db(*B.format);
+  if (!worthwhile(A, B, d, da, db)) return false;
+
+  // S = A·B and T = |A|·|B| in fp64, K panel by K panel (beta = 1 after the first: the
+  // certificate covers any grouping of the sums). Non-finite entries enter as 0: their rows
+  // and columns are not certified. The lines are scanned as the panels are decoded.
+  const auto mn = static_cast<std::size_t>(M * N);
+  std::vector<double> S(mn, 0.0), T(mn, 0.0);
+  std::vector<Line> rows(static_cast<std::size_t>(M)), cols(static_cast<std::size_t>(N));
+  const std::int64_t kp = std::min(std::max<std::int64_t>(64, kPanelBytes / (16 * (M + N)) / 64 * 64),
+                                   std::max<std::int64_t>(K, 1));
+  std::vector<double> ap(static_cast<std::size_t>(M * std::min(kp, K))), aap(ap.size()),
+      bp(static_cast<std::size_t>(std::min(kp, K) * N)), abp(bp.size());
+  for (std::int64_t k0 = 0; k0 < K; k0 += kp) {
+    const std::int64_t kb = std::min(kp, K - k0);
+    parallel_for(M, 16, [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t i = i0; i < i1; ++i) {
+        Line& line = rows[static_cast<std::size_t>(i)];
+        const Bits* src = A.values.data() + i * K + k0;
+        double* dst = ap.data() + i * kb;
+        double* adst = aap.data() + i * kb;
+        for (std::int64_t k = 0; k < kb; ++k) {
+          double v = da(src[k]);
+          line.add(v, k0 + k);
+          v = std::isfinite(v) ? v : 0.0;
+          dst[k] = v;
+          adst[k] = std::fabs(v);
+        }
+      }
+    });
+    parallel_for(N, 256, [&](std::int64_t j0, std::int64_t j1) {
+      for (std::int64_t k = 0; k < kb; ++k) {
+        const Bits* src = B.values.data() + (k0 + k) * N;
+        double* dst = bp.data() + k * N;
+        double* adst = abp.data() + k * N;
+        for (std::int64_t j = j0; j < j1; ++j) {
+          double v = db(src[j]);
+          cols[static_cast<std::size_t>(j)].add(v, k0 + k);
+          v = std::isfinite(v) ? v : 0.0;
+          dst[j] = v;
+          adst[j] = std::fabs(v);
+        }
+      }
+    });
+    const double beta = k0 == 0 ? 0.0 : 1.0;
+    const int m = static_cast<int>(M), n = static_cast<int>(N), kk = static_cast<int>(kb);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, kk, 1.0, ap.data(), kk, bp.data(), n, beta, S.data(), n);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, kk, 1.0, aap.data(), kk, abp.data(), n, beta, T.data(),
+                n);
+  }
+  std::vector<double>().swap(ap);
+  std::vector<double>().swap(aap);
+  std::vector<double>().swap(bp);
+  std::vector<double>().swap(abp);
+
+  // Certify each element (or mark it for the long accumulator): first against the line-wide
+  // lowest bits, then, where that fails, against the bound that lists the lowest entries.
+  std::vector<std::uint8_t> need(mn, 0);
+  std::atomic<std::int64_t> certified{0};
+  const Decoder dd(D != nullptr ? *D->format : fp32);
+  parallel_for(M, 16, [&](std::int64_t i0, std::int64_t i1) {
+    std::int64_t local = 0;
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const Line& row = rows[static_cast<std::size_t>(i)];
+      const int row_lowest = row.lowest();
+      for (std::int64_t j = 0; j < N; ++j) {
+        const auto idx = static_cast<std::size_t>(i * N + j);
+        const Line& col = cols[static_cast<std::size_t>(j)];
+        const Sums x = sums(S, T, D, dd, idx, !row.nonfinite && !col.nonfinite);
+        const bool ok = x.possible && (fits(x.t, std::min(row_lowest + col.lowest(), x.addend_lsb)) ||
+                                       fits(x.t, std::min(product_lsb(A, B, d, da, db, row, col, i, j), x.addend_lsb)));
+        if (ok) {
+          fill(out[idx], x);
+          ++local;
+        } else {
+          need[idx] = 1;
+        }
+      }
+    }
+    certified += local;
+  });
+  stats.gemm = true;
+  stats.certified = certified.load();
+  if (stats.certified < static_cast<std::int64_t>(mn))
+    stats.certified += recheck(A, B, D, d, da, db, dd, rows, cols, S, T, need, out);
+  std::vector<double>().swap(S);
+  std::vector<double>().swap(T);
+  stats.accumulated = static_cast<std::int64_t>(mn) - stats.certified;
+  if (stats.accumulated > 0) accumulate(A, B, D, d, &need, out);
+  return true;
+}
+
+#endif  // NUMFID_HAVE_OPENBLAS
+
+}  // namespace
+
+ReferenceStats matmul_elements(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,
+                               std::vector<ExactElement>& out) {
+  const FpEnvGuard env;  // the GEMM's inputs are decoded and checked in native double arithmetic
+  ReferenceStats stats;
+  out.assign(static_cast<std::size_t>(d.m * d.n), ExactElement{});
+#if NUMFID_HAVE_OPENBLAS
+  if (reference_path() == ReferencePath::automatic && gemm_elements(A, B, D, d, out, stats)) return remember(stats);
+#endif
+  accumulate(A, B, D, d, nullptr, out);
+  stats.accumulated = d.m * d.n;
+  return remember(stats);
+}
+
+ReferenceStats dot_elements(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,
+                            std::vector<ExactElement>& out) {
+  const FpEnvGuard env;
+  const std::int64_t R = d.m, K = d.k;
+  out.assign(static_cast<std::size_t>(R), ExactElement{});
+  parallel_for(R, 16, [&](std::int64_t r0, std::int64_t r1) {
+    LongAccumulator acc;
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const auto row = [&](const TensorData& t) {
+        return std::span<const Bits>(t.values).subspan(static_cast<std::size_t>(r * K), static_cast<std::size_t>(K));
+      };
+      acc.clear();
+      acc.add_dot(*A.format, row(A), *B.format, row(B));
+      if (D != nullptr) acc.add(*D->format, D->values[static_cast<std::size_t>(r)]);
+      out[static_cast<std::size_t>(r)] = exact_element(acc);
+    }
+  });
+  ReferenceStats stats;
+  stats.accumulated = R;
+  return stats;
+}
+
+}  // namespace numfid::detail

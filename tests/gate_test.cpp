@@ -85,11 +85,11 @@ TEST_F(GateTest, LegalOutputsPass) {
   const GateResult r = run_gate(g);
   const CheckResult want = direct("c_sequential_fp32acc.npy");
   ASSERT_EQ(want.verdict.kind, TensorKind::consistent);  // examples/README.md: legal
-  ASSERT_TRUE(r.cases[0].check.has_value()) << r.cases[0].error;
+  ASSERT_TRUE(r.cases[0].figures.has_value()) << r.cases[0].error;
   EXPECT_EQ(r.cases[0].status(), "consistent");
   EXPECT_EQ(r.cases[0].reason(), want.verdict.reason);
-  EXPECT_EQ(r.cases[0].check->verdict.max_error_ulps, want.verdict.max_error_ulps);
-  ASSERT_TRUE(r.cases[1].check.has_value()) << r.cases[1].error;
+  EXPECT_EQ(r.cases[0].figures->max_error_ulps, want.verdict.max_error_ulps);
+  ASSERT_TRUE(r.cases[1].figures.has_value()) << r.cases[1].error;
   EXPECT_NE(r.cases[1].status(), "defect");
   EXPECT_EQ(r.cases[1].claim, parse_claim("--in bf16 --out bf16 --profile cpu-sequential").text());
   EXPECT_EQ(r.exit_code(), 0);
@@ -106,7 +106,7 @@ TEST_F(GateTest, DefectFailsTheGateAndIsReported) {
   EXPECT_EQ(r.cases[1].reason(), want.verdict.reason);
   EXPECT_EQ(r.exit_code(), 1);
   EXPECT_EQ(r.text(), fmt::format("consistent  legal: {}\ndefect      bf16acc: {}\n"
-                                  "gate {}: 2 cases: 1 consistent, 0 suspicious, 1 defect, 0 error (exit 1)\n",
+                                  "gate {}: 2 cases: 1 consistent, 0 suspicious, 1 defect, 0 regressed, 0 error (exit 1)\n",
                                   r.cases[0].reason(), want.verdict.reason, path));
 }
 
@@ -117,7 +117,7 @@ TEST_F(GateTest, AMissingFileIsThatCasesErrorAndTheOthersRun) {
   ASSERT_EQ(r.cases.size(), 2u);
   EXPECT_EQ(r.cases[0].status(), "consistent");
   EXPECT_EQ(r.cases[1].status(), "error");
-  EXPECT_FALSE(r.cases[1].check.has_value());
+  EXPECT_FALSE(r.cases[1].figures.has_value());
   std::string io_message;  // what io says about the file itself
   try {
     read_tensor(dir_ / "data" / "nope.npy");
@@ -156,16 +156,16 @@ TEST_F(GateTest, CrossPlatformCaseUsesRefAndRefClaim) {
   const std::string path = write(gate_with(matmul_case("port", "c_sequential_fp32acc.npy") + "    claim: " + claim +
                                            "\n    ref: data/c_sequential_fp32acc.npy\n    ref_claim: " + claim + "\n"));
   const GateResult r = run_gate(load_gate(path));
-  ASSERT_TRUE(r.cases[0].check.has_value()) << r.cases[0].error;
+  ASSERT_TRUE(r.cases[0].figures.has_value()) << r.cases[0].error;
   const ClaimSpec spec = parse_claim(claim);
   const auto load = [&](const char* f, const FormatSpec& fmt) { return tensor_data(read_tensor(dir_ / "data" / f), fmt); };
   MatmulCheckOptions o;
   o.ref = load("c_sequential_fp32acc.npy", *spec.out);
   o.ref_claim = spec;
   const CheckResult want = check_matmul(load("a.npy", *spec.in), load("b.npy", *spec.in), load("c_sequential_fp32acc.npy", *spec.out), spec, o);
-  EXPECT_EQ(r.cases[0].check->json(), want.json());
+  EXPECT_EQ(r.cases[0].figures->check_json, want.json());
   // Judged against the reference, not the exact result: the claim text says so.
-  EXPECT_NE(r.cases[0].check->json(), check_matmul(load("a.npy", *spec.in), load("b.npy", *spec.in),
+  EXPECT_NE(r.cases[0].figures->check_json, check_matmul(load("a.npy", *spec.in), load("b.npy", *spec.in),
                                                    load("c_sequential_fp32acc.npy", *spec.out), spec).json());
 }
 
@@ -176,7 +176,7 @@ TEST_F(GateTest, JUnitAndJsonReports) {
   const nlohmann::json j = nlohmann::json::parse(r.json());
   EXPECT_EQ(j["gate"], path);
   EXPECT_EQ(j["exit_code"], 1);
-  EXPECT_EQ(j["summary"], (nlohmann::json{{"cases", 3}, {"consistent", 1}, {"suspicious", 0}, {"defect", 1}, {"error", 1}}));
+  EXPECT_EQ(j["summary"], (nlohmann::json{{"cases", 3}, {"consistent", 1}, {"suspicious", 0}, {"defect", 1}, {"regressed", 0}, {"error", 1}}));
   ASSERT_EQ(j["cases"].size(), 3u);
   const char* statuses[] = {"consistent", "defect", "error"};
   for (std::size_t i = 0; i < 3; ++i) {
@@ -187,9 +187,9 @@ TEST_F(GateTest, JUnitAndJsonReports) {
     EXPECT_EQ(k["reason"], r.cases[i].reason());
     EXPECT_EQ(k["op"], "matmul");
     EXPECT_EQ(k["claim"], parse_claim(claim_text).text());
-    if (r.cases[i].check) {
-      EXPECT_EQ(k["check"], nlohmann::json::parse(r.cases[i].check->json()));
-      EXPECT_EQ(k["max_error_ulps"], r.cases[i].check->verdict.max_error_ulps);
+    if (r.cases[i].figures) {
+      EXPECT_EQ(k["check"], nlohmann::json::parse(r.cases[i].figures->check_json));
+      EXPECT_EQ(k["max_error_ulps"], r.cases[i].figures->max_error_ulps);
       EXPECT_FALSE(k.contains("error"));
     } else {
       EXPECT_EQ(k["error"], r.cases[i].error);
@@ -204,7 +204,7 @@ TEST_F(GateTest, JUnitAndJsonReports) {
   std::string error_attr;  // the error message as an XML attribute: its quotes escaped
   for (const char ch : r.cases[2].error) error_attr += ch == '\'' ? std::string("&apos;") : std::string(1, ch);
   EXPECT_NE(x.find(fmt::format("<error message=\"{}\" type=\"error\"/>", error_attr)), std::string::npos) << x;
-  EXPECT_NE(x.find(fmt::format("<property name=\"max_error_ulps\" value=\"{}\"/>", r.cases[1].check->verdict.max_error_ulps)),
+  EXPECT_NE(x.find(fmt::format("<property name=\"max_error_ulps\" value=\"{}\"/>", r.cases[1].figures->max_error_ulps)),
             std::string::npos) << x;
   EXPECT_NE(x.find("<property name=\"verdict\" value=\"defect\"/>"), std::string::npos) << x;
   // One <failure> and one <error>, none for the passing case.
@@ -227,10 +227,11 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
   const std::vector<Case> cases{
       {"unknown top-level key", "version: 1\nextra: 3\ncases:\n" + legal,
        p + ":2: unknown key 'extra' in the gate file (valid: version, defaults, cases)"},
-      {"unknown case key", gate_with(legal + "    baseline: true\n"),
-       p + ":10: unknown key 'baseline' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, axis, eps)"},
+      {"unknown case key", gate_with(legal + "    tolerance: 3\n"),
+       p + ":10: unknown key 'tolerance' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, axis, eps, baseline)"},
+      {"baseline not a boolean", gate_with(legal + "    baseline: yes please\n"), p + ":10: case 'legal': baseline must be true or false, not 'yes please'"},
       {"unknown defaults key", "version: 1\ndefaults:\n  worst: 3\ncases:\n" + legal,
-       p + ":3: unknown key 'worst' in defaults (valid: claim)"},
+       p + ":3: unknown key 'worst' in defaults (valid: claim, baseline)"},
       {"duplicate key", gate_with(legal + "    a: data/b.npy\n"), p + ":10: duplicate key 'a' (first at line 7)"},
       {"duplicate case name", gate_with(legal + legal), p + ":10: duplicate case name 'legal' (first at line 5)"},
       {"missing operand", gate_with("  - name: nob\n    op: matmul\n    a: data/a.npy\n    c: data/c.npy\n"),

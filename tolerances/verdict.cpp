@@ -233,6 +233,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
                            v.elements);
   }
   add_signatures(v, claim, b, all, ref, grid);
+  v.field = error_field(all, grid, opt.false_alarm);
   std::vector<ElementReport> sorted = all;
   const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(opt.worst), sorted.size());
   std::partial_sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end(),

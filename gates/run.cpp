@@ -1,0 +1,285 @@
+// The gate run: cases (of one shard) in parallel through the check pipeline, each reduced to
+// its compact figures as soon as it is judged (one case's tensors in memory per worker),
+// compared with its baseline and, under --update-baseline, its baseline rewritten atomically.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "gates/gate_detail.h"
+#include "io/atomic_file.h"
+#include "io/error.h"
+#include "io/tensor_io.h"
+#include "numerics/profile.h"
+
+#ifndef NUMFID_VERSION
+#define NUMFID_VERSION "unknown"
+#endif
+
+namespace numfid {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+
+TensorData load(const std::string& spec, const FormatSpec& declared) {
+  const TensorSpec ts = parse_tensor_spec(spec);
+  return tensor_data(read_tensor(ts.path, ts.name), declared);
+}
+
+/// Runs one case; InputError / ProfileError: the case's error.
+CheckResult run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOptions& options) {
+  if (c.op == "matmul" || c.op == "dot") {
+    const FormatSpec& fa = *claim.in;
+    const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
+    const TensorData A = load(*c.a, fa), B = load(*c.b, fb), C = load(*c.c, *claim.out);
+    MatmulCheckOptions o;
+    o.worst = options.worst;
+    if (c.addend) o.addend = load(*c.addend, *claim.acc);
+    if (c.ref) {
+      o.ref = load(*c.ref, *claim.out);
+      o.ref_claim = parse_claim(*c.ref_claim);
+    }
+    return c.op == "dot" ? check_dot(A, B, C, claim, o) : check_matmul(A, B, C, claim, o);
+  }
+  const TensorData X = load(*c.x, *claim.in), C = load(*c.c, *claim.out);
+  if (c.op == "sum") return check_sum(X, C, c.axis.value_or(-1), claim, options.worst);
+  RowCheckOptions o;
+  o.worst = options.worst;
+  if (c.eps) o.eps = *c.eps;
+  return check_rows(*find_row_op(c.op), X, C, claim, o);
+}
+
+/// The `numfid check` command line that reruns the case (docs/cli.md).
+std::string repro_command(const GateCase& c) {
+  using detail::shell_word;
+  std::string s = fmt::format("numfid check {}", c.op);
+  const auto opt = [&](const char* name, const std::optional<std::string>& v) {
+    if (v) s += fmt::format(" {} {}", name, shell_word(*v));
+  };
+  opt("--a", c.a), opt("--b", c.b), opt("--x", c.x), opt("--c", c.c);
+  if (c.addend) {
+    s += fmt::format(" --addend {}", shell_word(*c.addend));
+    try {
+      s += fmt::format(" --addend-format {}", parse_claim(c.claim).acc->name);
+    } catch (const std::exception&) {  // a bad claim: the case's error says so
+    }
+  }
+  if (c.axis) s += fmt::format(" --axis {}", *c.axis);
+  if (c.eps) s += fmt::format(" --eps {}", *c.eps);
+  s += " " + c.claim;
+  if (c.ref) {
+    // The CLI states the reference platform by its profile (--ref-profile); a ref_claim that
+    // names no profile has no command-line form.
+    std::string profile;
+    try {
+      profile = parse_claim(*c.ref_claim).profile_name;
+    } catch (const std::exception&) {
+    }
+    s += fmt::format(" --ref {} --ref-profile {}", shell_word(*c.ref), profile.empty() ? "'(ref_claim has no profile)'" : shell_word(profile));
+  }
+  return s;
+}
+
+/// A baseline file name for a case name: bytes other than [A-Za-z0-9_-] as %XX (a name may
+/// hold '/', '.', spaces, anything), so that distinct names give distinct files.
+std::string baseline_file_name(std::string_view name) {
+  std::string o;
+  for (const char ch : name) {
+    const auto u = static_cast<unsigned char>(ch);
+    if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || u == '_' || u == '-') o += ch;
+    else o += fmt::format("%{:02X}", u);
+  }
+  return o + ".json";
+}
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open", p.string()));
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw InputError(fmt::format("{}: cannot read", p.string()));
+  return s;
+}
+
+GateFigures figures_of(const CheckResult& r) {
+  GateFigures f;
+  f.verdict = r.verdict.kind;
+  f.reason = r.verdict.reason;
+  f.elements = r.verdict.elements;
+  f.counts = r.verdict.counts;
+  f.max_error_ulps = r.verdict.max_error_ulps;
+  f.model = r.model;
+  f.field = r.verdict.field;
+  f.report = r.text();
+  f.check_json = r.json();
+  return f;
+}
+
+GateBaseline baseline_of(const GateCaseResult& cr) {
+  GateBaseline b;
+  b.name = cr.name;
+  b.op = cr.op;
+  b.claim = cr.claim;
+  b.numfid_version = NUMFID_VERSION;
+  b.field = cr.figures->field;
+  b.field.heatmap.clear(), b.field.histogram.clear();
+  b.field.heat_rows = b.field.heat_cols = 0;
+  if (cr.figures->model) {
+    b.model_equal = cr.figures->model->equal;
+    b.bit_exact_vs_model = cr.figures->model->equal == cr.figures->model->elements;
+  }
+  return b;
+}
+
+/// Compares a checked, tracked case with its baseline and (update) writes the new one.
+void track(GateCaseResult& cr, const std::filesystem::path& dir, const GateCase& c, const std::string& gate_path, bool update) {
+  const std::filesystem::path file = dir / baseline_file_name(c.name);
+  cr.baseline_file = file.string();
+  const GateBaseline now = baseline_of(cr);
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(file, ec);
+  try {
+    if (exists) {
+      const GateBaseline old = parse_gate_baseline(read_text(file), file.string());
+      cr.comparison = compare_to_baseline(old, now);
+      cr.baseline_state = "compared";
+    } else {
+      cr.baseline_state = "missing";
+      cr.comparison.notes.push_back(update ? "no baseline yet" : "no baseline yet (run with --update-baseline to store one)");
+    }
+  } catch (const InputError& e) {
+    // A corrupt baseline is the case's error, unless this run replaces it.
+    if (!update) cr.error = fmt::format("{}:{}: case '{}': baseline: {}", gate_path, c.line, printable(c.name), e.what());
+    else cr.comparison.notes.push_back(fmt::format("the old baseline was unreadable: {}", e.what()));
+  }
+  if (!update) return;
+  if (cr.figures->verdict == TensorKind::defect) {
+    cr.baseline_state = "kept";
+    cr.comparison.notes.push_back("a defect: its baseline is not updated");
+    return;
+  }
+  try {
+    std::filesystem::create_directories(dir, ec);
+    write_file_atomically(file, now.json());
+    cr.baseline_state = "written";
+  } catch (const InputError& e) {
+    cr.error = fmt::format("{}:{}: case '{}': baseline: {}", gate_path, c.line, printable(c.name), e.what());
+  }
+}
+
+GateCaseResult run_one(const Gate& gate, std::size_t index, const GateRunOptions& options) {
+  const GateCase& c = gate.cases[index];
+  GateCaseResult cr;
+  cr.name = c.name;
+  cr.op = c.op;
+  cr.index = static_cast<std::int64_t>(index);
+  cr.line = c.line;
+  cr.claim = c.claim;
+  cr.tracked = c.baseline;
+  cr.repro = repro_command(c);
+  const auto t0 = clock_type::now();
+  std::string step = "claim";
+  int line = c.claim_line;
+  const auto error = [&](const char* what) {
+    cr.error = fmt::format("{}:{}: case '{}': {}{}", gate.path, line, printable(c.name), step.empty() ? "" : step + ": ", what);
+  };
+  try {
+    const ClaimSpec claim = parse_claim(c.claim);
+    cr.claim = claim.text();
+    step.clear();
+    line = c.line;
+    cr.figures = figures_of(run_case(c, claim, options));  // the tensors are freed here
+  } catch (const InputError& e) {
+    error(e.what());
+  } catch (const ProfileError& e) {
+    error(e.what());
+  } catch (const std::bad_alloc&) {
+    error("out of memory");
+  } catch (const std::exception& e) {  // a worker thread must not end the run
+    error(fmt::format("unexpected error: {}", e.what()).c_str());
+  }
+  if (cr.figures && c.baseline) track(cr, gate_baseline_dir(gate.path), c, gate.path, options.update_baseline);
+  cr.seconds = seconds_since(t0);
+  return cr;
+}
+
+}  // namespace
+
+int gate_shard_of(std::string_view name, int count) {
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64-bit (Fowler, Noll, Vo)
+  for (const char ch : name) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 0x100000001b3ull;
+  }
+  return static_cast<int>(h % static_cast<std::uint64_t>(std::max(count, 1))) + 1;
+}
+
+std::filesystem::path gate_baseline_dir(const std::filesystem::path& gate_path) {
+  return gate_path.parent_path() / (gate_path.stem().string() + ".baselines");
+}
+
+GateResult run_gate(const Gate& gate, const GateRunOptions& options) {
+  if (options.shard_count < 0 || (options.shard_count > 0 && (options.shard_index < 1 || options.shard_index > options.shard_count)))
+    throw InputError(fmt::format("--shard {}/{}: I must lie in 1..N", options.shard_index, options.shard_count));
+  GateResult r;
+  r.path = gate.path;
+  r.gate_cases = static_cast<std::int64_t>(gate.cases.size());
+  r.shard_index = options.shard_count > 0 ? options.shard_index : 0;
+  r.shard_count = options.shard_count;
+  r.update_baseline = options.update_baseline;
+  const auto t_gate = clock_type::now();
+  std::vector<std::size_t> mine;
+  for (std::size_t i = 0; i < gate.cases.size(); ++i)
+    if (options.shard_count == 0 || gate_shard_of(gate.cases[i].name, options.shard_count) == options.shard_index) mine.push_back(i);
+  std::vector<GateCaseResult> results(mine.size());
+  std::atomic<std::size_t> next{0};
+  std::mutex progress_mutex;
+  GateProgress progress;
+  progress.total = static_cast<std::int64_t>(mine.size());
+  const auto worker = [&] {
+    for (std::size_t k = next++; k < mine.size(); k = next++) {
+      results[k] = run_one(gate, mine[k], options);
+      if (options.progress) {
+        const std::lock_guard lock(progress_mutex);
+        ++progress.done;
+        progress.elapsed = seconds_since(t_gate);
+        if (results[k].seconds >= progress.slowest_seconds)
+          progress.slowest = results[k].name, progress.slowest_seconds = results[k].seconds;
+        options.progress(progress);
+      }
+    }
+  };
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t jobs = std::min<std::size_t>(options.jobs > 0 ? static_cast<std::size_t>(options.jobs) : hw, std::max<std::size_t>(mine.size(), 1));
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < jobs; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  r.cases = std::move(results);
+  // Baseline files of no case of the gate (whatever the shard: every shard reports the same).
+  std::error_code ec;
+  const std::filesystem::path dir = gate_baseline_dir(gate.path);
+  if (std::filesystem::is_directory(dir, ec)) {
+    std::vector<std::string> names;
+    for (const GateCase& c : gate.cases) names.push_back(baseline_file_name(c.name));
+    std::sort(names.begin(), names.end());
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string f = entry.path().filename().string();
+      if (f.starts_with(".") || !f.ends_with(".json")) continue;  // the atomic writer's temporaries
+      if (!std::binary_search(names.begin(), names.end(), f)) r.orphan_baselines.push_back(entry.path().string());
+    }
+    std::sort(r.orphan_baselines.begin(), r.orphan_baselines.end());
+  }
+  r.seconds = seconds_since(t_gate);
+  return r;
+}
+
+}  // namespace numfid

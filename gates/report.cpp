@@ -29,28 +29,20 @@ std::string md_cell(std::string_view s) {
   return o;
 }
 
-/// A colour for |error| / bound: green (0) through yellow to red (1), purple beyond.
-std::string heat_colour(double r) {
-  if (!(r <= 1)) return "#6a0dad";
-  const double t = std::clamp(r, 0.0, 1.0);
-  const int red = static_cast<int>(std::lround(t < 0.5 ? 510 * t : 255));
-  const int green = static_cast<int>(std::lround(t < 0.5 ? 200 : 200 * (1 - t) * 2));
-  return fmt::format("#{:02x}{:02x}40", std::clamp(red, 0, 255), std::clamp(green, 0, 255));
-}
-
-std::string heatmap_svg(const ErrorField& f) {
+/// The heatmap as a canvas drawn by the page's script from one byte per cell (hex): |error| /
+/// bound in [0, 1] as 0..254, beyond the bound (or not finite) as 255. A canvas and 2 hex
+/// digits per cell keep a 64×64 map at 8 KB where an SVG of rectangles would take 300 KB.
+std::string heatmap_canvas(const ErrorField& f) {
   if (f.heat_rows <= 0 || f.heat_cols <= 0) return "";
-  const double cell = std::max(4.0, std::min(12.0, 512.0 / static_cast<double>(std::max(f.heat_rows, f.heat_cols))));
-  const double w = cell * static_cast<double>(f.heat_cols), h = cell * static_cast<double>(f.heat_rows);
-  std::string s = fmt::format("<svg class=\"heatmap\" width=\"{:.0f}\" height=\"{:.0f}\" role=\"img\" aria-label=\"error heatmap\">", w, h);
-  for (std::int64_t r = 0; r < f.heat_rows; ++r)
-    for (std::int64_t c = 0; c < f.heat_cols; ++c) {
-      const double v = f.heatmap[static_cast<std::size_t>(r * f.heat_cols + c)];
-      s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>cell [{}, {}]: "
-                       "max |error|/bound {}</title></rect>",
-                       static_cast<double>(c) * cell, static_cast<double>(r) * cell, cell, cell, heat_colour(v), r, c, short_number(v));
-    }
-  return s + "</svg>";
+  const std::int64_t cell = std::max<std::int64_t>(4, std::min<std::int64_t>(12, 512 / std::max(f.heat_rows, f.heat_cols)));
+  std::string cells;
+  for (const float v : f.heatmap) {
+    const int q = v <= 1 ? static_cast<int>(std::lround(std::max(0.0f, v) * 254)) : 255;
+    cells += fmt::format("{:02x}", q);
+  }
+  return fmt::format("<canvas class=\"heatmap\" width=\"{}\" height=\"{}\" data-rows=\"{}\" data-cols=\"{}\" data-cells=\"{}\">"
+                     "</canvas>",
+                     cell * f.heat_cols, cell * f.heat_rows, f.heat_rows, f.heat_cols, cells);
 }
 
 std::string histogram_svg(const ErrorField& f) {
@@ -125,6 +117,9 @@ rows.sort(function(x,y){var a=x.cells[col].dataset.sort,c=y.cells[col].dataset.s
 var p=a!==undefined?parseFloat(a):NaN,q=c!==undefined?parseFloat(c):NaN;
 var r=(!isNaN(p)&&!isNaN(q))?p-q:x.cells[col].textContent.localeCompare(y.cells[col].textContent);return asc?r:-r;});
 rows.forEach(function(r){b.appendChild(r);});});});
+document.querySelectorAll('canvas.heatmap').forEach(function(c){var g=c.getContext('2d'),r=+c.dataset.rows,k=+c.dataset.cols,
+d=c.dataset.cells,w=c.width/k,h=c.height/r;for(var i=0;i<r;i++)for(var j=0;j<k;j++){var q=parseInt(d.substr(2*(i*k+j),2),16),t=q/254;
+g.fillStyle=q==255?'#6a0dad':'rgb('+Math.round(t<0.5?510*t:255)+','+Math.round(t<0.5?200:400*(1-t))+',64)';g.fillRect(j*w,i*h,w,h);}});
 document.body.dataset.ready='yes';
 )";
 
@@ -195,7 +190,7 @@ std::string GateResult::html() const {
       s += fmt::format("<div class=\"maps\"><figure>{}<figcaption>|error| / bound over the output ({}×{}, shown as {}×{} cells, max "
                        "per cell; green 0, red 1, purple beyond)</figcaption></figure><figure>{}<figcaption>errors in output ulps "
                        "(log-scaled counts)</figcaption></figure></div>\n",
-                       heatmap_svg(e), e.rows, e.cols, e.heat_rows, e.heat_cols, histogram_svg(e));
+                       heatmap_canvas(e), e.rows, e.cols, e.heat_rows, e.heat_cols, histogram_svg(e));
       s += check_details_html(f);
     }
     s += migration_html(c);

@@ -79,7 +79,7 @@ struct GateLoader {
 
   GateCase gate_case(const YAML::Node& n, const std::optional<std::pair<std::string, int>>& default_claim,
                      bool default_baseline) const {
-    static const std::vector<std::string> keys{"name", "op", "a", "b", "c", "x", "ref", "ref_claim", "claim", "addend", "axis", "eps", "baseline"};
+    static const std::vector<std::string> keys{"name", "op", "a", "b", "c", "x", "ref", "ref_claim", "claim", "addend", "axis", "eps", "baseline", "rerun"};
     check_keys(n, keys, "a case");
     GateCase c;
     c.line = n.Mark().line + 1;
@@ -112,7 +112,7 @@ struct GateLoader {
       return operand(n[k], fmt::format("{}: {}", where, k));
     };
     c.a = opt_operand("a"), c.b = opt_operand("b"), c.c = opt_operand("c"), c.x = opt_operand("x");
-    c.ref = opt_operand("ref"), c.addend = opt_operand("addend");
+    c.ref = opt_operand("ref"), c.addend = opt_operand("addend"), c.rerun = opt_operand("rerun");
     if (n["ref"] && !n["ref_claim"]) fail(n["ref"], fmt::format("{}: 'ref' needs 'ref_claim' (the claim of the platform that produced it)", where));
     if (n["ref_claim"] && !n["ref"]) fail(n["ref_claim"], fmt::format("{}: 'ref_claim' needs 'ref'", where));
     if (n["ref_claim"]) c.ref_claim = text(n["ref_claim"], fmt::format("{}: ref_claim", where));

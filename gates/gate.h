@@ -28,6 +28,7 @@ struct GateCase {
   int claim_line = 0;  ///< line of the claim text in force (the case's or defaults.claim)
   /// Operands: "FILE" or "FILE.safetensors:NAME", relative paths resolved.
   std::optional<std::string> a, b, c, x, ref, addend;
+  std::optional<std::string> rerun;      ///< a second run's output of the same kernel (determinism)
   std::string claim;                    ///< the claim text in force
   std::optional<std::string> ref_claim;  ///< cross-platform: the claim of `ref`'s platform
   std::optional<int> axis;               ///< sum: axis summed (default -1)
@@ -91,6 +92,24 @@ struct GateFigures {
   std::string check_json;  ///< CheckResult::json()
 };
 
+/// One platform's side of a cross-platform case: its claim, its output judged against the
+/// exact result under that claim alone, and what the claim says it computes.
+struct GatePlatform {
+  std::string claim;  ///< canonical text form
+  TensorKind verdict = TensorKind::consistent;
+  std::string reason;
+  double max_error_ulps = 0;
+  std::optional<ModelMatch> model;  ///< how much of its output its model predicts bit for bit
+  bool fixed_order = false;         ///< a plan or profile fixes the summation order (runs must agree)
+  std::string inputs, casts, output, accumulation, tiling;  ///< descriptions (the migration report's evidence)
+};
+
+/// A cross-platform case's migration figures: both platforms and how far their outputs agree.
+struct GateMigration {
+  GatePlatform target, reference;  ///< target: `c` under `claim`; reference: `ref` under `ref_claim`
+  std::int64_t identical = 0, elements = 0;  ///< elements bit-identical between `c` and `ref`
+};
+
 /// The outcome of one case: a verdict (consistent, suspicious, defect), a regression against
 /// its baseline, or an error.
 struct GateCaseResult {
@@ -110,6 +129,8 @@ struct GateCaseResult {
   std::string baseline_state;
   std::string baseline_file;
   BaselineComparison comparison;
+  std::optional<GateMigration> migration;  ///< cases with `ref`: the migration report's figures
+  std::optional<std::int64_t> rerun_identical;  ///< with `rerun`: elements bit-identical between the runs
 
   /// "consistent", "suspicious", "defect", "regressed" or "error" (docs/gate.md: precedence).
   std::string_view status() const;

@@ -34,6 +34,37 @@ nlohmann::json model_json(const std::optional<ModelMatch>& m) {
   return {{"equal", m->equal}, {"elements", m->elements}, {"model", m->model}, {"note", m->note}};
 }
 
+nlohmann::json platform_json(const GatePlatform& p) {
+  return {{"claim", p.claim},     {"verdict", kind_name(p.verdict)}, {"reason", p.reason},   {"max_error_ulps", json_number(p.max_error_ulps)},
+          {"model", model_json(p.model)}, {"fixed_order", p.fixed_order}, {"inputs", p.inputs}, {"casts", p.casts},
+          {"output", p.output},   {"accumulation", p.accumulation}, {"tiling", p.tiling}};
+}
+
+TensorKind kind_named(const detail::JsonReader& r, const std::string& v) {
+  if (v == "consistent") return TensorKind::consistent;
+  if (v == "suspicious") return TensorKind::suspicious;
+  if (v == "defect") return TensorKind::defect;
+  r.fail(fmt::format("unknown verdict '{}'", v));
+}
+
+std::optional<ModelMatch> model_from(const detail::JsonReader& r, const nlohmann::json& m) {
+  if (m.is_null()) return std::nullopt;
+  return ModelMatch{r.integer(m, "equal"), r.integer(m, "elements"), r.text(m, "model"), r.text(m, "note")};
+}
+
+GatePlatform platform_from(const detail::JsonReader& r, const nlohmann::json& j) {
+  GatePlatform p;
+  p.claim = r.text(j, "claim");
+  p.verdict = kind_named(r, r.text(j, "verdict"));
+  p.reason = r.text(j, "reason");
+  p.max_error_ulps = r.number(j, "max_error_ulps");
+  p.model = model_from(r, r.at(j, "model"));
+  p.fixed_order = r.boolean(j, "fixed_order");
+  p.inputs = r.text(j, "inputs"), p.casts = r.text(j, "casts"), p.output = r.text(j, "output");
+  p.accumulation = r.text(j, "accumulation"), p.tiling = r.text(j, "tiling");
+  return p;
+}
+
 }  // namespace
 
 std::string_view GateCaseResult::status() const {
@@ -162,6 +193,12 @@ std::string GateResult::json() const {
                       {"report", f.report}};
       k["check"] = nlohmann::json::parse(f.check_json);
     }
+    if (c.migration)
+      k["migration"] = {{"target", platform_json(c.migration->target)},
+                        {"reference", platform_json(c.migration->reference)},
+                        {"identical", c.migration->identical},
+                        {"elements", c.migration->elements}};
+    if (c.rerun_identical) k["rerun_identical"] = *c.rerun_identical;
     k["baseline"] = {{"tracked", c.tracked},
                      {"state", c.baseline_state},
                      {"file", c.baseline_file},
@@ -209,24 +246,25 @@ GateResult parse_gate_result(const std::string& text, const std::string& file) {
     if (k.contains("figures")) {
       const nlohmann::json& f = r.at(k, "figures");
       GateFigures g2;
-      const std::string v = r.text(f, "verdict");
-      if (v == "consistent") g2.verdict = TensorKind::consistent;
-      else if (v == "suspicious") g2.verdict = TensorKind::suspicious;
-      else if (v == "defect") g2.verdict = TensorKind::defect;
-      else r.fail(fmt::format("unknown verdict '{}'", v));
+      g2.verdict = kind_named(r, r.text(f, "verdict"));
       g2.reason = r.text(f, "reason");
       g2.elements = r.integer(f, "elements");
       const nlohmann::json& counts = r.at(f, "counts");
       if (!counts.is_array() || counts.size() != 4) r.fail("'counts' must be 4 integers");
       for (std::size_t i = 0; i < 4; ++i) g2.counts[i] = r.integer(nlohmann::json{{"n", counts[i]}}, "n");
       g2.max_error_ulps = r.number(f, "max_error_ulps");
-      if (const nlohmann::json& m = r.at(f, "model"); !m.is_null())
-        g2.model = ModelMatch{r.integer(m, "equal"), r.integer(m, "elements"), r.text(m, "model"), r.text(m, "note")};
+      g2.model = model_from(r, r.at(f, "model"));
       g2.field = detail::field_from_json(r.at(f, "field"), r, true);
       g2.report = r.text(f, "report");
       g2.check_json = r.at(k, "check").dump(2) + "\n";  // CheckResult::json()'s own layout
       c.figures = std::move(g2);
     }
+    if (k.contains("migration")) {
+      const nlohmann::json& m = r.at(k, "migration");
+      c.migration = GateMigration{platform_from(r, r.at(m, "target")), platform_from(r, r.at(m, "reference")),
+                                  r.integer(m, "identical"), r.integer(m, "elements")};
+    }
+    if (k.contains("rerun_identical")) c.rerun_identical = r.integer(k, "rerun_identical");
     const nlohmann::json& b = r.at(k, "baseline");
     c.tracked = r.boolean(b, "tracked");
     c.baseline_state = r.text(b, "state");

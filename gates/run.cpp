@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "gates/gate_detail.h"
+#include "gates/migration.h"
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/tensor_io.h"
@@ -35,27 +36,66 @@ TensorData load(const std::string& spec, const FormatSpec& declared) {
   return tensor_data(read_tensor(ts.path, ts.name), declared);
 }
 
+/// What a case's run produces besides its figures' source, the check.
+struct CaseOutcome {
+  CheckResult check;
+  std::optional<GateMigration> migration;
+  std::optional<std::int64_t> rerun_identical;
+};
+
+std::int64_t identical(const TensorData& x, const TensorData& y, const char* what) {
+  if (x.shape != y.shape) throw InputError(fmt::format("{}: shape differs from c ({})", what, y.name));
+  std::int64_t n = 0;
+  for (std::size_t i = 0; i < x.values.size(); ++i) n += x.values[i] == y.values[i] ? 1 : 0;
+  return n;
+}
+
 /// Runs one case; InputError / ProfileError: the case's error.
-CheckResult run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOptions& options) {
+CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOptions& options) {
+  CaseOutcome out;
+  std::optional<TensorData> C;
   if (c.op == "matmul" || c.op == "dot") {
     const FormatSpec& fa = *claim.in;
     const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
-    const TensorData A = load(*c.a, fa), B = load(*c.b, fb), C = load(*c.c, *claim.out);
+    const TensorData A = load(*c.a, fa), B = load(*c.b, fb);
+    C = load(*c.c, *claim.out);
     MatmulCheckOptions o;
     o.worst = options.worst;
     if (c.addend) o.addend = load(*c.addend, *claim.acc);
-    if (c.ref) {
-      o.ref = load(*c.ref, *claim.out);
-      o.ref_claim = parse_claim(*c.ref_claim);
+    if (!c.ref) {
+      out.check = c.op == "dot" ? check_dot(A, B, *C, claim, o) : check_matmul(A, B, *C, claim, o);
+    } else {
+      // A port: the exact results once, judged three times (C against R, and each platform's
+      // output against the exact result under its own claim, with its model's prediction).
+      const ClaimSpec ref_claim = parse_claim(*c.ref_claim);
+      const TensorData R = load(*c.ref, *claim.out);
+      const MatmulReference mr = c.op == "dot" ? dot_reference(A, B, o.addend) : matmul_reference(A, B, o.addend);
+      MatmulCheckOptions own;
+      own.worst = options.worst;
+      o.ref = R;
+      o.ref_claim = ref_claim;
+      out.check = check_matmul(mr, *C, claim, o);
+      GateMigration m;
+      m.target = describe_platform(claim, check_matmul(mr, *C, claim, own));
+      m.reference = describe_platform(ref_claim, check_matmul(mr, R, ref_claim, own));
+      m.identical = identical(R, *C, "ref");
+      m.elements = static_cast<std::int64_t>(C->values.size());
+      out.migration = std::move(m);
     }
-    return c.op == "dot" ? check_dot(A, B, C, claim, o) : check_matmul(A, B, C, claim, o);
+  } else {
+    const TensorData X = load(*c.x, *claim.in);
+    C = load(*c.c, *claim.out);
+    if (c.op == "sum") {
+      out.check = check_sum(X, *C, c.axis.value_or(-1), claim, options.worst);
+    } else {
+      RowCheckOptions o;
+      o.worst = options.worst;
+      if (c.eps) o.eps = *c.eps;
+      out.check = check_rows(*find_row_op(c.op), X, *C, claim, o);
+    }
   }
-  const TensorData X = load(*c.x, *claim.in), C = load(*c.c, *claim.out);
-  if (c.op == "sum") return check_sum(X, C, c.axis.value_or(-1), claim, options.worst);
-  RowCheckOptions o;
-  o.worst = options.worst;
-  if (c.eps) o.eps = *c.eps;
-  return check_rows(*find_row_op(c.op), X, C, claim, o);
+  if (c.rerun) out.rerun_identical = identical(load(*c.rerun, *claim.out), *C, "rerun");
+  return out;
 }
 
 /// The `numfid check` command line that reruns the case (docs/cli.md).
@@ -196,7 +236,10 @@ GateCaseResult run_one(const Gate& gate, std::size_t index, const GateRunOptions
     cr.claim = claim.text();
     step.clear();
     line = c.line;
-    cr.figures = figures_of(run_case(c, claim, options));  // the tensors are freed here
+    CaseOutcome o = run_case(c, claim, options);  // the tensors are freed here
+    cr.figures = figures_of(o.check);
+    cr.migration = std::move(o.migration);
+    cr.rerun_identical = o.rerun_identical;
   } catch (const InputError& e) {
     error(e.what());
   } catch (const ProfileError& e) {

@@ -5,6 +5,8 @@ numfid_add_test(gate_baseline_test SOURCES gate_baseline_test.cpp DEPS numfid::g
 target_compile_definitions(gate_baseline_test PRIVATE NUMFID_EXAMPLE_DATA="${PROJECT_SOURCE_DIR}/examples/data")
 numfid_add_test(gate_shard_test SOURCES gate_shard_test.cpp DEPS numfid::gates fmt::fmt)
 target_compile_definitions(gate_shard_test PRIVATE NUMFID_EXAMPLE_DATA="${PROJECT_SOURCE_DIR}/examples/data")
+numfid_add_test(gate_migration_test SOURCES gate_migration_test.cpp DEPS numfid::gates fmt::fmt)
+target_compile_definitions(gate_migration_test PRIVATE NUMFID_EXAMPLE_DATA="${PROJECT_SOURCE_DIR}/examples/data")
 
 # The example gate (examples/gate/README.md): its data generator, and the whole example run
 # with its expected exit codes, a sharded run merged, and the HTML report in headless Chromium.

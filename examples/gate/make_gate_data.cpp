@@ -81,7 +81,9 @@ int main(int argc, char** argv) {
     write(dir / "matmul_tile_defect.npy", tile);
     // A Trainium port of an H100 kernel with fp32 output: each platform's own output (Tensor
     // Engine with PSUM accumulation; tensor-core block FMA). They differ in most elements.
-    write(dir / "qk_trn2.npy", emulate(A, B, "--in bf16 --out fp32 --profile trn2"));
+    const TensorData trn2 = emulate(A, B, "--in bf16 --out fp32 --profile trn2");
+    write(dir / "qk_trn2.npy", trn2);
+    write(dir / "qk_trn2_rerun.npy", trn2);  // a second run: the Tensor Engine's order is fixed
     write(dir / "qk_h100.npy", emulate(A, B, "--in bf16 --out fp32 --profile nvidia-h100-tc"));
     // Softmax of 16 rows of 200 bf16 values, computed in fp32: subtract the row max, exp,
     // sequential sum, divide; each step rounded to fp32 (what a plain fp32 kernel does).

@@ -2,6 +2,7 @@
 // gates/run.cpp, baselines gates/baseline.cpp, the reports gates/report*.cpp.
 #include "gates/gate.h"
 
+#include <glob.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -148,11 +149,14 @@ struct GateLoader {
     return c;
   }
 
+  /// `include:` entries of the file loaded last: (pattern resolved against its directory, line).
+  mutable std::vector<std::pair<std::string, int>> includes;
+
   Gate load(const std::string& yaml) const {
     if (yaml.size() > max_gate_bytes)
       throw InputError(fmt::format("{}: larger than a gate file can be ({} bytes)", path, max_gate_bytes));
     const YAML::Node root = detail::load_strict_yaml(yaml, rules);
-    check_keys(root, {"version", "defaults", "cases"}, "the gate file");
+    check_keys(root, {"version", "defaults", "include", "cases"}, "the gate file");
     Gate g;
     g.path = path;
     if (!root["version"]) fail(root, "missing 'version' (write version: 1)");
@@ -165,16 +169,28 @@ struct GateLoader {
       if (d["claim"]) default_claim.emplace(text(d["claim"], "defaults.claim"), d["claim"].Mark().line + 1);
       if (d["baseline"]) default_baseline = flag(d["baseline"], "defaults.baseline");
     }
-    const YAML::Node cases = root["cases"];
-    if (!cases) fail(root, "missing 'cases'");
-    if (!cases.IsSequence() || cases.size() == 0) fail(cases, "cases must be a non-empty list");
-    std::map<std::string, int> names;  // name -> line
-    for (const YAML::Node& n : cases) {
-      GateCase c = gate_case(n, default_claim, default_baseline);
-      const auto [at, fresh] = names.emplace(c.name, c.line);
-      if (!fresh) fail(n["name"], fmt::format("duplicate case name '{}' (first at line {})", printable(c.name), at->second));
-      g.cases.push_back(std::move(c));
+    includes.clear();
+    if (const YAML::Node inc = root["include"]) {
+      if (!inc.IsSequence() || inc.size() == 0) fail(inc, "include must be a non-empty list of gate files (globs allowed)");
+      for (const YAML::Node& n : inc) {
+        const std::string f = text(n, "include");
+        if (f.empty()) fail(n, "include: an empty file name");
+        const std::filesystem::path fp(f);
+        includes.emplace_back((fp.is_relative() ? dir / fp : fp).lexically_normal().string(), n.Mark().line + 1);
+      }
     }
+    const YAML::Node cases = root["cases"];
+    if (!cases && includes.empty()) fail(root, "missing 'cases' (or 'include')");
+    if (cases && (!cases.IsSequence() || cases.size() == 0)) fail(cases, "cases must be a non-empty list");
+    std::map<std::string, int> names;  // name -> line
+    if (cases)
+      for (const YAML::Node& n : cases) {
+        GateCase c = gate_case(n, default_claim, default_baseline);
+        c.file = path;
+        const auto [at, fresh] = names.emplace(c.name, c.line);
+        if (!fresh) fail(n["name"], fmt::format("duplicate case name '{}' (first at line {})", printable(c.name), at->second));
+        g.cases.push_back(std::move(c));
+      }
     return g;
   }
 };
@@ -204,15 +220,73 @@ TensorData tensor_data(const Tensor& t, const FormatSpec& declared) {
   return o;
 }
 
-Gate load_gate_text(const std::string& yaml, const std::filesystem::path& path) {
+namespace {
+
+/// The files a glob pattern names, sorted bytewise (glob(3)'s order follows the locale).
+std::vector<std::string> glob_files(const std::string& pattern) {
+  glob_t g{};
+  const int rc = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+  std::vector<std::string> out;
+  if (rc == 0)
+    for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  ::globfree(&g);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+constexpr int max_include_depth = 16;
+
+/// Loads `yaml` (the file `path`) into `g`, then the files it includes, depth first.
+void load_tree(Gate& g, const std::string& yaml, const std::filesystem::path& path, bool follow_includes,
+               std::vector<std::string>& stack, std::map<std::string, std::string>& names) {
   const GateLoader l(path);
+  Gate part;
   try {
-    return l.load(yaml);
+    part = l.load(yaml);
   } catch (const YAML::Exception& e) {  // a value of an unexpected kind not caught above
     detail::strict_yaml_fail(l.rules, e.mark, fmt::format("unexpected YAML value: {}", e.msg));
   }
+  for (GateCase& c : part.cases) {
+    const auto [at, fresh] = names.emplace(c.name, fmt::format("{}:{}", c.file, c.line));
+    if (!fresh)
+      throw InputError(fmt::format("{}:{}: duplicate case name '{}' (first at {})", c.file, c.line, printable(c.name), at->second));
+    g.cases.push_back(std::move(c));
+  }
+  if (!follow_includes) return;
+  for (const auto& [pattern, line] : l.includes) {
+    const std::vector<std::string> files = glob_files(pattern);
+    if (files.empty()) throw InputError(fmt::format("{}:{}: include '{}' matches no file", path.string(), line, pattern));
+    for (const std::string& f : files) {
+      std::error_code ec;
+      const std::string key = std::filesystem::weakly_canonical(f, ec).string();
+      if (std::find(stack.begin(), stack.end(), key) != stack.end())
+        throw InputError(fmt::format("{}:{}: include cycle: '{}' includes itself", path.string(), line, f));
+      if (stack.size() >= max_include_depth)
+        throw InputError(fmt::format("{}:{}: includes nested deeper than {}", path.string(), line, max_include_depth));
+      stack.push_back(key);
+      load_tree(g, read_gate_file(f), f, true, stack, names);
+      stack.pop_back();
+    }
+  }
 }
 
-Gate load_gate(const std::filesystem::path& path) { return load_gate_text(read_gate_file(path), path); }
+Gate load_root(const std::string& yaml, const std::filesystem::path& path, bool follow_includes) {
+  Gate g;
+  g.path = path.string();
+  std::error_code ec;
+  std::vector<std::string> stack{std::filesystem::weakly_canonical(path, ec).string()};
+  std::map<std::string, std::string> names;
+  load_tree(g, yaml, path, follow_includes, stack, names);
+  if (g.cases.empty()) throw InputError(fmt::format("{}: no cases (its includes hold none)", g.path));
+  return g;
+}
+
+}  // namespace
+
+Gate load_gate_text(const std::string& yaml, const std::filesystem::path& path, bool follow_includes) {
+  return load_root(yaml, path, follow_includes);
+}
+
+Gate load_gate(const std::filesystem::path& path) { return load_root(read_gate_file(path), path, true); }
 
 }  // namespace numfid

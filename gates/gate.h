@@ -24,7 +24,8 @@ namespace numfid {
 struct GateCase {
   std::string name;
   std::string op;    ///< "matmul", "dot", "sum" or a RowOp name ("softmax", ...)
-  int line = 0;      ///< 1-based line of the case in the gate file
+  std::string file;  ///< the gate file the case is written in (the root or an included one)
+  int line = 0;      ///< 1-based line of the case in that file
   int claim_line = 0;  ///< line of the claim text in force (the case's or defaults.claim)
   /// Operands: "FILE" or "FILE.safetensors:NAME", relative paths resolved.
   std::optional<std::string> a, b, c, x, ref, addend;
@@ -44,14 +45,17 @@ struct Gate {
 };
 
 /// Loads a gate file strictly: one YAML document; `version: 1`; optional `defaults:
-/// {claim, baseline}`; `cases`: a non-empty list of mappings with the keys documented in
-/// docs/gate.md. Unknown keys, values of the wrong type, duplicate keys, duplicate case names,
-/// an unknown op, a missing or inapplicable operand, a case without a claim and a second
-/// document are InputError "FILE:LINE: ...". Claims and operands are not read here (run_gate
-/// does, per case).
+/// {claim, baseline}`; optional `include:` (gate files, globs allowed, relative to the
+/// including file; their cases join this gate's, each under its own file's defaults); `cases`:
+/// a non-empty list of mappings with the keys documented in docs/gate.md. Unknown keys, values
+/// of the wrong type, duplicate keys, duplicate case names (across included files too), an
+/// unknown op, a missing or inapplicable operand, a case without a claim, a second document, an
+/// include matching no file and an include cycle are InputError "FILE:LINE: ...". Claims and
+/// operands are not read here (run_gate does, per case).
 Gate load_gate(const std::filesystem::path& path);
-/// The same from text (`path`: for messages and to resolve relative operand paths).
-Gate load_gate_text(const std::string& yaml, const std::filesystem::path& path);
+/// The same from text (`path`: for messages and to resolve relative paths). Without
+/// `follow_includes` the include entries are checked but not loaded (the fuzz target).
+Gate load_gate_text(const std::string& yaml, const std::filesystem::path& path, bool follow_includes = true);
 
 /// What a baseline stores about a case (a small JSON file, no tensor copied): the figures the
 /// regression rule of docs/gate.md compares.
@@ -114,7 +118,8 @@ struct GateMigration {
 /// its baseline, or an error.
 struct GateCaseResult {
   std::string name, op;
-  std::int64_t index = 0;             ///< position in the gate file (0-based)
+  std::int64_t index = 0;             ///< position in the gate (0-based; included files' cases follow the includer's)
+  std::string file;                   ///< the gate file the case is written in
   int line = 0;
   std::string claim;                  ///< the claim text in force (canonical text form once parsed)
   std::string repro;                  ///< the `numfid check ...` command that reruns the case

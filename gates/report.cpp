@@ -174,8 +174,8 @@ std::string GateResult::html() const {
   for (const GateCaseResult& c : cases) {
     s += fmt::format("<section class=\"case\" id=\"case-{}\"><h2>{} — <span class=\"{}\">{}</span></h2>\n", c.index,
                      xml_escape(c.name), c.status(), c.status());
-    s += fmt::format("<p>op <b>{}</b>, claim <code>{}</code> (line {})</p><p class=\"reason\">{}</p>\n", c.op, xml_escape(c.claim),
-                     c.line, xml_escape(c.reason()));
+    s += fmt::format("<p>op <b>{}</b>, claim <code>{}</code> ({}:{})</p><p class=\"reason\">{}</p>\n", c.op, xml_escape(c.claim),
+                     xml_escape(c.file), c.line, xml_escape(c.reason()));
     s += fmt::format("<p>Reproduce:</p><pre>{}</pre>\n", xml_escape(c.repro));
     s += list_html("Regressions against the baseline", c.comparison.regressions);
     s += list_html("Improvements against the baseline", c.comparison.improvements);

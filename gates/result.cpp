@@ -172,6 +172,7 @@ std::string GateResult::json() const {
     k["name"] = c.name;
     k["op"] = c.op;
     k["index"] = c.index;
+    k["file"] = c.file;
     k["line"] = c.line;
     k["claim"] = c.claim;
     k["reproduce"] = c.repro;
@@ -238,6 +239,7 @@ GateResult parse_gate_result(const std::string& text, const std::string& file) {
     c.name = r.text(k, "name");
     c.op = r.text(k, "op");
     c.index = r.integer(k, "index");
+    c.file = r.text(k, "file");
     c.line = static_cast<int>(r.integer(k, "line"));
     c.claim = r.text(k, "claim");
     c.repro = r.text(k, "reproduce");

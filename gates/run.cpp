@@ -180,7 +180,7 @@ GateBaseline baseline_of(const GateCaseResult& cr) {
 }
 
 /// Compares a checked, tracked case with its baseline and (update) writes the new one.
-void track(GateCaseResult& cr, const std::filesystem::path& dir, const GateCase& c, const std::string& gate_path, bool update) {
+void track(GateCaseResult& cr, const std::filesystem::path& dir, const GateCase& c, bool update) {
   const std::filesystem::path file = dir / baseline_file_name(c.name);
   cr.baseline_file = file.string();
   const GateBaseline now = baseline_of(cr);
@@ -197,7 +197,7 @@ void track(GateCaseResult& cr, const std::filesystem::path& dir, const GateCase&
     }
   } catch (const InputError& e) {
     // A corrupt baseline is the case's error, unless this run replaces it.
-    if (!update) cr.error = fmt::format("{}:{}: case '{}': baseline: {}", gate_path, c.line, printable(c.name), e.what());
+    if (!update) cr.error = fmt::format("{}:{}: case '{}': baseline: {}", c.file, c.line, printable(c.name), e.what());
     else cr.comparison.notes.push_back(fmt::format("the old baseline was unreadable: {}", e.what()));
   }
   if (!update) return;
@@ -211,7 +211,7 @@ void track(GateCaseResult& cr, const std::filesystem::path& dir, const GateCase&
     write_file_atomically(file, now.json());
     cr.baseline_state = "written";
   } catch (const InputError& e) {
-    cr.error = fmt::format("{}:{}: case '{}': baseline: {}", gate_path, c.line, printable(c.name), e.what());
+    cr.error = fmt::format("{}:{}: case '{}': baseline: {}", c.file, c.line, printable(c.name), e.what());
   }
 }
 
@@ -221,6 +221,7 @@ GateCaseResult run_one(const Gate& gate, std::size_t index, const GateRunOptions
   cr.name = c.name;
   cr.op = c.op;
   cr.index = static_cast<std::int64_t>(index);
+  cr.file = c.file;
   cr.line = c.line;
   cr.claim = c.claim;
   cr.tracked = c.baseline;
@@ -229,7 +230,7 @@ GateCaseResult run_one(const Gate& gate, std::size_t index, const GateRunOptions
   std::string step = "claim";
   int line = c.claim_line;
   const auto error = [&](const char* what) {
-    cr.error = fmt::format("{}:{}: case '{}': {}{}", gate.path, line, printable(c.name), step.empty() ? "" : step + ": ", what);
+    cr.error = fmt::format("{}:{}: case '{}': {}{}", c.file, line, printable(c.name), step.empty() ? "" : step + ": ", what);
   };
   try {
     const ClaimSpec claim = parse_claim(c.claim);
@@ -249,7 +250,7 @@ GateCaseResult run_one(const Gate& gate, std::size_t index, const GateRunOptions
   } catch (const std::exception& e) {  // a worker thread must not end the run
     error(fmt::format("unexpected error: {}", e.what()).c_str());
   }
-  if (cr.figures && c.baseline) track(cr, gate_baseline_dir(gate.path), c, gate.path, options.update_baseline);
+  if (cr.figures && c.baseline) track(cr, gate_baseline_dir(gate.path), c, options.update_baseline);
   cr.seconds = seconds_since(t0);
   return cr;
 }

@@ -226,7 +226,7 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
   };
   const std::vector<Case> cases{
       {"unknown top-level key", "version: 1\nextra: 3\ncases:\n" + legal,
-       p + ":2: unknown key 'extra' in the gate file (valid: version, defaults, cases)"},
+       p + ":2: unknown key 'extra' in the gate file (valid: version, defaults, include, cases)"},
       {"unknown case key", gate_with(legal + "    tolerance: 3\n"),
        p + ":10: unknown key 'tolerance' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, axis, eps, baseline, rerun)"},
       {"baseline not a boolean", gate_with(legal + "    baseline: yes please\n"), p + ":10: case 'legal': baseline must be true or false, not 'yes please'"},
@@ -284,6 +284,51 @@ TEST_F(GateTest, SafetensorsOperandNamesArePathRelative) {
   const Gate g = load_gate(write(gate_with("  - name: st\n    op: matmul\n    a: data/w.safetensors:A\n    b: /abs/b.npy\n    c: data/c.npy\n")));
   EXPECT_EQ(g.cases[0].a, (dir_ / "data" / "w.safetensors").string() + ":A");
   EXPECT_EQ(g.cases[0].b, "/abs/b.npy");
+}
+
+/// include: gate files (globs, relative to the including file), their cases after the
+/// includer's, each under its own file's defaults and directory; duplicates across files,
+/// cycles and patterns matching nothing refused with FILE:LINE.
+TEST_F(GateTest, IncludesAndGlobs) {
+  fs::create_directories(dir_ / "parts" / "more");
+  const auto part = [&](const std::string& file, const std::string& name, const std::string& extra = "") {
+    std::ofstream(dir_ / "parts" / file) << fmt::format(
+        "version: 1\ndefaults:\n  claim: --in bf16 --out bf16 --profile cpu-sequential\n{}cases:\n"
+        "  - name: {}\n    op: matmul\n    a: ../data/a.npy\n    b: ../data/b.npy\n    c: ../data/c_sequential_fp32acc.npy\n",
+        extra, name);
+  };
+  part("b_part.yaml", "from_b");
+  part("a_part.yaml", "from_a", "include: [more/*.yaml]\n");
+  std::ofstream(dir_ / "parts" / "more" / "deep.yaml")
+      << "version: 1\ncases:\n  - name: deep\n    op: matmul\n    a: ../../data/a.npy\n    b: ../../data/b.npy\n"
+         "    c: ../../data/c_bf16acc.npy\n    claim: --in bf16 --out bf16 --acc fp32\n";
+  const std::string root = write("version: 1\ninclude:\n  - parts/*_part.yaml\ndefaults:\n  claim: " + std::string(claim_text) +
+                                 "\ncases:\n" + matmul_case("root", "c_sequential_fp32acc.npy"));
+  const Gate g = load_gate(root);
+  ASSERT_EQ(g.cases.size(), 4u);
+  // The root's cases, then a_part.yaml (bytewise glob order) with its own include, then b_part.yaml.
+  EXPECT_EQ(g.cases[0].name, "root");
+  EXPECT_EQ(g.cases[1].name, "from_a");
+  EXPECT_EQ(g.cases[2].name, "deep");
+  EXPECT_EQ(g.cases[3].name, "from_b");
+  EXPECT_EQ(g.cases[1].file, (dir_ / "parts" / "a_part.yaml").string());
+  EXPECT_EQ(g.cases[1].claim, "--in bf16 --out bf16 --profile cpu-sequential");  // its own file's defaults
+  EXPECT_EQ(g.cases[2].a, (dir_ / "data" / "a.npy").string());                    // relative to its own file
+  const GateResult r = run_gate(g);
+  EXPECT_EQ(r.cases[2].status(), "defect");
+  EXPECT_EQ(r.count("consistent"), 3);
+  // Errors name the file and line of the include or the case.
+  const std::string p = (dir_ / "gate.yaml").string();
+  part("dup_part.yaml", "root");
+  EXPECT_EQ(load_error("version: 1\ninclude: [parts/dup_part.yaml]\ndefaults:\n  claim: x\ncases:\n" + matmul_case("root", "c.npy")),
+            fmt::format("{}:5: duplicate case name 'root' (first at {}:6)", (dir_ / "parts" / "dup_part.yaml").string(), p));
+  EXPECT_EQ(load_error("version: 1\ninclude: [parts/none*.yaml]\n"),
+            fmt::format("{}:2: include '{}' matches no file", p, (dir_ / "parts" / "none*.yaml").string()));
+  EXPECT_EQ(load_error("version: 1\ninclude: [gate.yaml]\n"), fmt::format("{}:2: include cycle: '{}' includes itself", p, p));
+  EXPECT_EQ(load_error("version: 1\ninclude: []\n"), p + ":2: include must be a non-empty list of gate files (globs allowed)");
+  EXPECT_EQ(load_error("version: 1\n"), p + ":1: missing 'cases' (or 'include')");
+  // An include-only gate.
+  EXPECT_EQ(load_gate(write("version: 1\ninclude: [parts/b_part.yaml]\n")).cases.size(), 1u);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // tracked case, and the regression rule that compares a run's error field with it. Also the
 // JSON helpers the gate's documents share (gates/gate_detail.h).
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -130,10 +131,13 @@ ErrorField field_from_json(const nlohmann::json& j, const JsonReader& r, bool ma
     f.heat_rows = r.integer(nlohmann::json{{"r", hs[0]}}, "r"), f.heat_cols = r.integer(nlohmann::json{{"c", hs[1]}}, "c");
     if (f.heat_rows < 0 || f.heat_cols < 0 || f.heat_rows > ErrorField::kHeatmapSide || f.heat_cols > ErrorField::kHeatmapSide)
       r.fail("'heatmap_shape' out of range");
-    for (const double v : r.numbers(j, "heatmap")) f.heatmap.push_back(static_cast<float>(v));
+    for (const double v : r.numbers(j, "heatmap"))  // (a value beyond float's range: infinite, not UB)
+      f.heatmap.push_back(std::fabs(v) <= FLT_MAX || std::isnan(v) ? static_cast<float>(v) : std::copysign(INFINITY, static_cast<float>(v > 0 ? 1 : -1)));
     if (static_cast<std::int64_t>(f.heatmap.size()) != f.heat_rows * f.heat_cols) r.fail("'heatmap' does not match its shape");
     f.hist_range = r.number(j, "histogram_range_ulps");
-    for (const double v : r.numbers(j, "histogram")) f.histogram.push_back(static_cast<std::int64_t>(v));
+    const nlohmann::json& h = r.at(j, "histogram");
+    if (!h.is_array()) r.fail("'histogram' must be a list of counts");
+    for (const nlohmann::json& v : h) f.histogram.push_back(r.integer(nlohmann::json{{"n", v}}, "n"));
   }
   return f;
 }

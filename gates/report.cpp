@@ -74,29 +74,32 @@ std::string list_html(const char* title, const std::vector<std::string>& items) 
   return s + "</ul>";
 }
 
-/// Worst elements, signatures and derivation, from the check's own JSON document.
+/// Worst elements, signatures and derivation, from the check's own JSON document (read
+/// defensively: a merged result's document comes from a file).
 std::string check_details_html(const GateFigures& f) {
-  const nlohmann::json j = nlohmann::json::parse(f.check_json);
+  const nlohmann::json j = nlohmann::json::parse(f.check_json, nullptr, false);
+  if (!j.is_object()) return "";
+  const auto field = [](const nlohmann::json& o, const char* k) {
+    return o.is_object() && o.contains(k) ? xml_escape(o[k].is_string() ? o[k].get<std::string>() : o[k].dump()) : std::string();
+  };
+  const auto list = [&](const char* k) { return j.contains(k) && j[k].is_array() ? j[k] : nlohmann::json::array(); };
   std::string s;
-  if (j.contains("model")) s += fmt::format("<p>{}</p>", xml_escape(j["model"].get<std::string>()));
-  if (j.contains("worst")) {
+  if (j.contains("model")) s += fmt::format("<p>{}</p>", field(j, "model"));
+  if (!list("worst").empty()) {
     s += "<p><b>Worst elements</b> (|error| / deterministic bound)</p><table class=\"worst\"><tr><th>index</th><th>value</th>"
          "<th>exact</th><th>error ulps</th><th>of bound</th><th>class</th></tr>";
-    for (const nlohmann::json& e : j["worst"])
-      s += fmt::format("<tr><td>[{}, {}]</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", e["row"].dump(),
-                       e["col"].dump(), xml_escape(e["value"].dump()), xml_escape(e["exact"].dump()),
-                       xml_escape(e["error_ulps"].dump()), xml_escape(e["fraction_of_bound"].dump()),
-                       xml_escape(e["class"].get<std::string>()));
+    for (const nlohmann::json& e : list("worst"))
+      s += fmt::format("<tr><td>[{}, {}]</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", field(e, "row"), field(e, "col"),
+                       field(e, "value"), field(e, "exact"), field(e, "error_ulps"), field(e, "fraction_of_bound"), field(e, "class"));
     s += "</table>";
   }
-  if (j.contains("signatures")) {
+  if (!list("signatures").empty()) {
     s += "<p><b>Signatures</b></p><ul>";
-    for (const nlohmann::json& g : j["signatures"])
-      s += fmt::format("<li><b>{}</b>: {}</li>", xml_escape(g["name"].get<std::string>()), xml_escape(g["evidence"].get<std::string>()));
+    for (const nlohmann::json& g : list("signatures")) s += fmt::format("<li><b>{}</b>: {}</li>", field(g, "name"), field(g, "evidence"));
     s += "</ul>";
   }
   s += "<details><summary>Bound derivation</summary><pre>";
-  for (const nlohmann::json& d : j["derivation"]) s += xml_escape(d.get<std::string>()) + "\n";
+  for (const nlohmann::json& d : list("derivation")) s += (d.is_string() ? xml_escape(d.get<std::string>()) : xml_escape(d.dump())) + "\n";
   return s + "</pre></details>";
 }
 

@@ -118,8 +118,12 @@ TEST_F(GateBaselineTest, AWorseLegalOutputRegressesAndABetterOneImproves) {
   EXPECT_EQ(worse.exit_code(), 1);
   EXPECT_NE(worse.text().find("regressed   mm: regressed against its baseline: "), std::string::npos) << worse.text();
   EXPECT_NE(worse.junit().find("type=\"regression\""), std::string::npos);
+  // --update-baseline accepts the worse figures: reported, not failed.
+  const GateResult accepted = run(gate({{"mm", "c_bf16acc.npy"}}), true);
+  EXPECT_EQ(accepted.cases[0].status(), "consistent");
+  EXPECT_EQ(accepted.exit_code(), 0);
+  EXPECT_TRUE(any_contains(accepted.cases[0].comparison.notes, "accepted by --update-baseline: max error"));
   // The other way round: reported as an improvement, never failed.
-  run(gate({{"mm", "c_bf16acc.npy"}}), true);
   const GateResult better = run(gate({{"mm", "c_sequential_fp32acc.npy"}}));
   EXPECT_EQ(better.cases[0].status(), "consistent");
   EXPECT_TRUE(better.cases[0].comparison.regressions.empty());

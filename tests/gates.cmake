@@ -25,3 +25,6 @@ add_test(NAME gate_report_chromium
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gate_report_chromium.sh $<TARGET_FILE:gate_report_check>
           ${CMAKE_CURRENT_BINARY_DIR}/example_gate)
 set_tests_properties(gate_report_chromium PROPERTIES FIXTURES_REQUIRED example_gate_report TIMEOUT 300)
+
+# The error-field summary behind the gate's figures (tolerances/error_field.h).
+numfid_add_test(error_field_test SOURCES error_field_test.cpp DEPS numfid::tolerances)

@@ -133,6 +133,7 @@ struct GateCaseResult {
   /// (--update-baseline), "kept" (--update-baseline on a defect: the old one is kept).
   std::string baseline_state;
   std::string baseline_file;
+  std::optional<GateBaseline> stored;  ///< the baseline compared with (as read before any update)
   BaselineComparison comparison;
   std::optional<GateMigration> migration;  ///< cases with `ref`: the migration report's figures
   std::optional<std::int64_t> rerun_identical;  ///< with `rerun`: elements bit-identical between the runs

@@ -103,6 +103,28 @@ std::string check_details_html(const GateFigures& f) {
   return s + "</pre></details>";
 }
 
+/// The baseline's figures beside today's.
+std::string baseline_table(const GateBaseline& b, const GateFigures& f) {
+  const ErrorField &o = b.field, &n = f.field;
+  const auto model = [](const std::optional<bool>& x) { return x ? (*x ? "yes" : "no") : "no model ran"; };
+  std::optional<bool> today;
+  if (f.model) today = f.model->equal == f.model->elements;
+  std::string s = fmt::format("<table class=\"baseline\"><tr><th>figure</th><th>baseline ({})</th><th>today</th></tr>",
+                              xml_escape(b.numfid_version.empty() ? "" : "numfid " + b.numfid_version));
+  const auto row = [&](const char* what, const std::string& x, const std::string& y) {
+    s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>", what, xml_escape(x), xml_escape(y));
+  };
+  row("elements", fmt::format("{}", o.elements), fmt::format("{}", n.elements));
+  row("max error (ulps)", short_number(o.max_ulps), short_number(n.max_ulps));
+  row("p99 error (ulps) [limits]", fmt::format("{} [{}, {}]", short_number(o.p99_ulps), short_number(o.p99_low), short_number(o.p99_high)),
+      fmt::format("{} [{}, {}]", short_number(n.p99_ulps), short_number(n.p99_low), short_number(n.p99_high)));
+  row("fraction of bound", short_number(o.max_ratio), short_number(n.max_ratio));
+  row("bias (ulps) ± sd", fmt::format("{} ± {}", short_number(o.bias_mean), short_number(o.bias_sd)),
+      fmt::format("{} ± {}", short_number(n.bias_mean), short_number(n.bias_sd)));
+  row("bit-exact vs model", model(b.bit_exact_vs_model), model(today));
+  return s + "</table>";
+}
+
 constexpr const char* kStyle = R"(body{font-family:sans-serif;margin:1.5em;max-width:90em}
 table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:.2em .5em;text-align:left}
 th{background:#eee;cursor:pointer}th.sorted-asc::after{content:" \25B2"}th.sorted-desc::after{content:" \25BC"}
@@ -183,6 +205,7 @@ std::string GateResult::html() const {
     s += list_html("Regressions against the baseline", c.comparison.regressions);
     s += list_html("Improvements against the baseline", c.comparison.improvements);
     s += list_html("Baseline", c.comparison.notes);
+    if (c.stored && c.figures) s += baseline_table(*c.stored, *c.figures);
     if (c.figures) {
       const GateFigures& f = *c.figures;
       const ErrorField& e = f.field;

@@ -205,7 +205,8 @@ std::string GateResult::json() const {
                      {"file", c.baseline_file},
                      {"regressions", c.comparison.regressions},
                      {"improvements", c.comparison.improvements},
-                     {"notes", c.comparison.notes}};
+                     {"notes", c.comparison.notes},
+                     {"stored", c.stored ? nlohmann::json::parse(c.stored->json()) : nlohmann::json(nullptr)}};
     list.push_back(std::move(k));
   }
   j["cases"] = std::move(list);
@@ -274,6 +275,7 @@ GateResult parse_gate_result(const std::string& text, const std::string& file) {
     c.comparison.regressions = r.texts(b, "regressions");
     c.comparison.improvements = r.texts(b, "improvements");
     c.comparison.notes = r.texts(b, "notes");
+    if (const nlohmann::json& st = r.at(b, "stored"); !st.is_null()) c.stored = parse_gate_baseline(st.dump(), file);
     if (c.status() != r.text(k, "status")) r.fail(fmt::format("case '{}': its status does not follow from its figures", c.name));
     g.cases.push_back(std::move(c));
   }

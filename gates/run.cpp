@@ -188,8 +188,9 @@ void track(GateCaseResult& cr, const std::filesystem::path& dir, const GateCase&
   const bool exists = std::filesystem::exists(file, ec);
   try {
     if (exists) {
-      const GateBaseline old = parse_gate_baseline(read_text(file), file.string());
+      GateBaseline old = parse_gate_baseline(read_text(file), file.string());
       cr.comparison = compare_to_baseline(old, now);
+      cr.stored = std::move(old);
       cr.baseline_state = "compared";
     } else {
       cr.baseline_state = "missing";

@@ -104,6 +104,9 @@ TEST_F(GateBaselineTest, WrittenOnlyUnderUpdateAndUnchangedWhenTheOutputIs) {
   EXPECT_TRUE(again.cases[0].comparison.improvements.empty());
   EXPECT_EQ(again.cases[0].status(), "consistent");
   EXPECT_EQ(slurp(file), b.json());  // read back and written again: the same bytes
+  ASSERT_TRUE(again.cases[0].stored.has_value());
+  EXPECT_EQ(again.cases[0].stored->json(), b.json());
+  EXPECT_NE(again.html().find("<table class=\"baseline\">"), std::string::npos);  // baseline beside today in the report
 }
 
 TEST_F(GateBaselineTest, AWorseLegalOutputRegressesAndABetterOneImproves) {

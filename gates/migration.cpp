@@ -165,7 +165,7 @@ std::string migration_markdown(const GateResult& r) {
     if (s.empty()) s = "### Migration report\n\n| case | section | grade | evidence |\n|---|---|---|---|\n";
     for (const MigrationSection& x : sections) {
       std::string ev;
-      for (const std::string& e : x.evidence) ev += (ev.empty() ? "" : "<br>") + e;
+      for (const std::string& e : x.evidence) ev += ev.empty() ? e : fmt::format("<br>{}", e);
       for (char& ch : ev)
         if (ch == '|' || ch == '\n') ch = ' ';
       s += fmt::format("| {} | {} | {} | {} |\n", c.name, x.title, x.grade, ev);

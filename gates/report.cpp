@@ -110,7 +110,7 @@ std::string baseline_table(const GateBaseline& b, const GateFigures& f) {
   std::optional<bool> today;
   if (f.model) today = f.model->equal == f.model->elements;
   std::string s = fmt::format("<table class=\"baseline\"><tr><th>figure</th><th>baseline ({})</th><th>today</th></tr>",
-                              xml_escape(b.numfid_version.empty() ? "" : "numfid " + b.numfid_version));
+                              xml_escape(b.numfid_version.empty() ? std::string() : fmt::format("numfid {}", b.numfid_version)));
   const auto row = [&](const char* what, const std::string& x, const std::string& y) {
     s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>", what, xml_escape(x), xml_escape(y));
   };
@@ -167,9 +167,9 @@ std::string GateResult::markdown() const {
   for (const GateCaseResult& c : cases)
     for (const std::string& i : c.comparison.improvements) extra += fmt::format("- `{}` improved: {}\n", md_cell(c.name), i);
   for (const std::string& o : orphan_baselines) extra += fmt::format("- orphan baseline `{}`: no case of the gate\n", o);
-  if (!extra.empty()) s += "\n" + extra;
+  if (!extra.empty()) s += fmt::format("\n{}", extra);
   const std::string migration = migration_markdown(*this);
-  if (!migration.empty()) s += "\n" + migration;
+  if (!migration.empty()) s += fmt::format("\n{}", migration);
   return s;
 }
 

@@ -21,7 +21,10 @@ using detail::xml_escape;
 
 std::string joined(const std::vector<std::string>& v, std::string_view sep) {
   std::string s;
-  for (const std::string& x : v) s += (s.empty() ? "" : std::string(sep)) + x;
+  for (const std::string& x : v) {
+    if (!s.empty()) s += sep;
+    s += x;
+  }
   return s;
 }
 
@@ -78,7 +81,7 @@ std::string_view GateCaseResult::status() const {
 std::string GateCaseResult::reason() const {
   const std::string_view s = status();
   if (s == "error") return error;
-  if (s == "regressed") return "regressed against its baseline: " + joined(comparison.regressions, "; ");
+  if (s == "regressed") return fmt::format("regressed against its baseline: {}", joined(comparison.regressions, "; "));
   return figures->reason;
 }
 

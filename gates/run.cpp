@@ -115,7 +115,7 @@ std::string repro_command(const GateCase& c) {
   }
   if (c.axis) s += fmt::format(" --axis {}", *c.axis);
   if (c.eps) s += fmt::format(" --eps {}", *c.eps);
-  s += " " + c.claim;
+  s += fmt::format(" {}", c.claim);
   if (c.ref) {
     // The CLI states the reference platform by its profile (--ref-profile); a ref_claim that
     // names no profile has no command-line form.
@@ -213,7 +213,7 @@ void track(GateCaseResult& cr, const std::filesystem::path& dir, const GateCase&
     cr.baseline_state = "written";
     // The update accepts today's figures: what was a regression against the old baseline is
     // reported, not failed.
-    for (const std::string& r : cr.comparison.regressions) cr.comparison.notes.push_back("accepted by --update-baseline: " + r);
+    for (const std::string& r : cr.comparison.regressions) cr.comparison.notes.push_back(fmt::format("accepted by --update-baseline: {}", r));
     cr.comparison.regressions.clear();
   } catch (const InputError& e) {
     cr.error = fmt::format("{}:{}: case '{}': baseline: {}", c.file, c.line, printable(c.name), e.what());

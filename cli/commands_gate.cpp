@@ -1,47 +1,129 @@
-// `numfid gate run FILE [--junit F] [--json F]`: load the gate file (gates/gate.h), check that
-// the reports can be written, run every case, print one line per case and a summary, write
-// the reports atomically. No numerics here.
+// `numfid gate run FILE ...` and `numfid gate merge PART.json ...`: parse the options, call the
+// gate library (gates/gate.h), print what it returns, write the reports atomically. No
+// numerics, no rules here.
+#include <unistd.h>
+
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
 
 #include "cli/commands_verdict.h"
 #include "cli/errors.h"
 #include "gates/gate.h"
+#include "io/error.h"
 
 namespace numfid::cli {
 
 namespace {
 
-struct GateRunArgs {
-  std::string file, junit, json;
-  int worst = 8;
+/// The outputs both subcommands write.
+struct ReportArgs {
+  std::string junit, json, markdown, report;
+
+  void check() const {
+    if (!junit.empty()) check_output(junit, "--junit");
+    if (!json.empty()) check_output(json, "--json");
+    if (!markdown.empty()) check_output(markdown, "--markdown");
+    if (!report.empty()) {
+      // An existing directory receives index.html; an absent one is created (its parent must be writable).
+      std::error_code ec;
+      const bool dir = std::filesystem::is_directory(report, ec);
+      check_output(dir ? (std::filesystem::path(report) / "index.html").string() : report, "--report");
+    }
+  }
+
+  int write(const GateResult& r) const {
+    if (!junit.empty()) write_text_output(junit, r.junit(), "--junit");
+    if (!json.empty()) write_text_output(json, r.json(), "--json");
+    if (!markdown.empty()) write_text_output(markdown, r.markdown(), "--markdown");
+    if (!report.empty()) write_gate_report(r, report);
+    fmt::print("{}", r.text());
+    return r.exit_code();
+  }
+
+  void add(CLI::App* app) {
+    app->add_option("--junit", junit, "also write a JUnit XML report");
+    app->add_option("--json", json, "also write the complete result as JSON (the input of `gate merge`)");
+    app->add_option("--markdown", markdown, "also write a Markdown summary");
+    app->add_option("--report", report, "write the HTML report (index.html) and summary.md into this directory");
+  }
 };
+
+struct GateRunArgs {
+  std::string file, shard;
+  ReportArgs out;
+  int worst = 8;
+  int jobs = 0;
+  bool update_baseline = false;
+};
+
+/// "I/N" with 1 <= I <= N.
+std::pair<int, int> parse_shard(const std::string& s) {
+  int i = 0, n = 0;
+  char slash = 0;
+  int used = 0;
+  if (std::sscanf(s.c_str(), "%d%c%d%n", &i, &slash, &n, &used) != 3 || slash != '/' || used != static_cast<int>(s.size()) || n < 1 ||
+      i < 1 || i > n)
+    throw UsageError(fmt::format("--shard: '{}' is not I/N with 1 <= I <= N", s));
+  return {i, n};
+}
 
 int run_gate_run(const GateRunArgs& a) {
   const Gate gate = load_gate(a.file);  // a gate-file error: InputError, exit 2 before anything runs
-  if (!a.junit.empty()) check_output(a.junit, "--junit");
-  if (!a.json.empty()) check_output(a.json, "--json");
-  const GateResult r = run_gate(gate, {.worst = a.worst});
-  if (!a.junit.empty()) write_text_output(a.junit, r.junit(), "--junit");
-  if (!a.json.empty()) write_text_output(a.json, r.json(), "--json");
-  fmt::print("{}", r.text());
-  return r.exit_code();
+  a.out.check();
+  GateRunOptions o;
+  o.worst = a.worst;
+  o.jobs = a.jobs;
+  o.update_baseline = a.update_baseline;
+  if (!a.shard.empty()) std::tie(o.shard_index, o.shard_count) = parse_shard(a.shard);
+  if (a.jobs < 0) throw UsageError("-j: the number of parallel cases must be >= 0 (0: every core)");
+  if (::isatty(STDERR_FILENO)) {
+    o.progress = [](const GateProgress& p) {
+      fmt::print(stderr, "\r\033[Kcase {} of {}, {:.1f} s; slowest {} ({:.1f} s){}", p.done, p.total, p.elapsed, p.slowest,
+                 p.slowest_seconds, p.done == p.total ? "\n" : "");
+      std::fflush(stderr);
+    };
+  }
+  return a.out.write(run_gate(gate, o));
+}
+
+struct GateMergeArgs {
+  std::vector<std::string> parts;
+  ReportArgs out;
+};
+
+int run_gate_merge(const GateMergeArgs& a) {
+  std::vector<GateResult> parts;
+  for (const std::string& p : a.parts) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) throw InputError(fmt::format("{}: cannot open", p));
+    parts.push_back(parse_gate_result(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), p));
+  }
+  a.out.check();
+  return a.out.write(merge_gate_results(parts));
 }
 
 }  // namespace
 
 Command add_gate_command(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
-      "gate", "CI numerical regression gates over a YAML gate file (docs/gate.md; exit 0 pass, 1 a defect, 2 a gate-file or input error)");
+      "gate", "CI numerical regression gates over a YAML gate file (docs/gate.md; exit 0 pass, 1 a defect or regression, 2 an error)");
   app->require_subcommand(1);
   auto run = std::make_shared<GateRunArgs>();
   CLI::App* r = app->add_subcommand("run", "run every case of a gate file through the check pipeline");
   r->add_option("file", run->file, "the gate file (YAML)")->required();
-  r->add_option("--junit", run->junit, "also write a JUnit XML report");
-  r->add_option("--json", run->json, "also write a JSON report");
+  run->out.add(r);
   r->add_option("--worst", run->worst, "elements listed per check (reports)")->capture_default_str();
-  return {app, [=]() { return r->parsed() ? run_gate_run(*run) : exit_usage; }};
+  r->add_option("-j,--jobs", run->jobs, "cases run in parallel (0: every core)")->capture_default_str();
+  r->add_option("--shard", run->shard, "run shard I of N (1-based, by a stable hash of the case name)");
+  r->add_flag("--update-baseline", run->update_baseline, "store the tracked cases' figures as their new baselines");
+  auto merge = std::make_shared<GateMergeArgs>();
+  CLI::App* m = app->add_subcommand("merge", "combine the --json results of the shards of one gate into the full run's reports");
+  m->add_option("parts", merge->parts, "the shards' JSON results")->required();
+  merge->out.add(m);
+  return {app, [=]() { return r->parsed() ? run_gate_run(*run) : m->parsed() ? run_gate_merge(*merge) : exit_usage; }};
 }
 
 }  // namespace numfid::cli

@@ -1,6 +1,9 @@
-// libFuzzer target: the gate-file loader (gates/gate.h) on arbitrary text (docs/gate.md).
-// Every input is a Gate or an InputError; anything else escaping (yaml-cpp's own exceptions,
-// std::out_of_range, ...), a sanitizer report or a failed check is a finding.
+// libFuzzer target: the gate's three input parsers (gates/gate.h, docs/gate.md) on arbitrary
+// text: the gate-file loader (includes checked, not followed: no file is read), a baseline
+// file (parse_gate_baseline) and a shard's JSON result (parse_gate_result, what `gate merge`
+// reads). Every input is accepted or an InputError; anything else escaping (yaml-cpp's or
+// nlohmann's own exceptions, std::out_of_range, ...), a sanitizer report or a failed check is
+// a finding.
 #include <cstddef>
 #include <cstdint>
 #include <set>
@@ -13,9 +16,20 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace numfid;
   const std::string text(reinterpret_cast<const char*>(data), size);
+  try {
+    const GateBaseline b = parse_gate_baseline(text, "fuzz/baseline.json");
+    // An accepted baseline writes and reads back as itself.
+    fuzz::require(parse_gate_baseline(b.json(), "fuzz/baseline.json").json() == b.json());
+  } catch (const InputError&) {
+  }
+  try {
+    const GateResult r = parse_gate_result(text, "fuzz/result.json");
+    (void)r.text(), (void)r.junit(), (void)r.markdown(), (void)r.html();
+  } catch (const InputError&) {
+  }
   Gate g;
   try {
-    g = load_gate_text(text, "fuzz/gate.yaml");
+    g = load_gate_text(text, "fuzz/gate.yaml", false);
   } catch (const InputError&) {
     return 0;
   }

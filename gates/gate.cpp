@@ -1,7 +1,8 @@
-// Gate files: strict loading (numerics/yaml_strict_detail.h, shared with profiles), the run
-// through the check pipeline, and the text, JUnit and JSON reports.
+// Gate files: strict loading (numerics/yaml_strict_detail.h, shared with profiles). The run is
+// gates/run.cpp, baselines gates/baseline.cpp, the reports gates/report*.cpp.
 #include "gates/gate.h"
 
+#include <glob.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -69,8 +70,17 @@ struct GateLoader {
     return spec.name.empty() ? spec.path.string() : fmt::format("{}:{}", spec.path.string(), spec.name);
   }
 
-  GateCase gate_case(const YAML::Node& n, const std::optional<std::pair<std::string, int>>& default_claim) const {
-    static const std::vector<std::string> keys{"name", "op", "a", "b", "c", "x", "ref", "ref_claim", "claim", "addend", "axis", "eps"};
+  /// A yes/no value (YAML's true/false).
+  bool flag(const YAML::Node& n, const std::string& what) const {
+    const std::string v = text(n, what);
+    if (v == "true") return true;
+    if (v == "false") return false;
+    fail(n, fmt::format("{} must be true or false, not '{}'", what, printable(v)));
+  }
+
+  GateCase gate_case(const YAML::Node& n, const std::optional<std::pair<std::string, int>>& default_claim,
+                     bool default_baseline) const {
+    static const std::vector<std::string> keys{"name", "op", "a", "b", "c", "x", "ref", "ref_claim", "claim", "addend", "axis", "eps", "baseline", "rerun"};
     check_keys(n, keys, "a case");
     GateCase c;
     c.line = n.Mark().line + 1;
@@ -103,7 +113,7 @@ struct GateLoader {
       return operand(n[k], fmt::format("{}: {}", where, k));
     };
     c.a = opt_operand("a"), c.b = opt_operand("b"), c.c = opt_operand("c"), c.x = opt_operand("x");
-    c.ref = opt_operand("ref"), c.addend = opt_operand("addend");
+    c.ref = opt_operand("ref"), c.addend = opt_operand("addend"), c.rerun = opt_operand("rerun");
     if (n["ref"] && !n["ref_claim"]) fail(n["ref"], fmt::format("{}: 'ref' needs 'ref_claim' (the claim of the platform that produced it)", where));
     if (n["ref_claim"] && !n["ref"]) fail(n["ref_claim"], fmt::format("{}: 'ref_claim' needs 'ref'", where));
     if (n["ref_claim"]) c.ref_claim = text(n["ref_claim"], fmt::format("{}: ref_claim", where));
@@ -116,6 +126,7 @@ struct GateLoader {
     } else {
       fail(n, fmt::format("{}: no 'claim' and no defaults.claim", where));
     }
+    c.baseline = n["baseline"] ? flag(n["baseline"], fmt::format("{}: baseline", where)) : default_baseline;
     if (n["axis"]) {
       const std::string what = fmt::format("{}: axis", where);
       text(n["axis"], what);
@@ -138,31 +149,48 @@ struct GateLoader {
     return c;
   }
 
+  /// `include:` entries of the file loaded last: (pattern resolved against its directory, line).
+  mutable std::vector<std::pair<std::string, int>> includes;
+
   Gate load(const std::string& yaml) const {
     if (yaml.size() > max_gate_bytes)
       throw InputError(fmt::format("{}: larger than a gate file can be ({} bytes)", path, max_gate_bytes));
     const YAML::Node root = detail::load_strict_yaml(yaml, rules);
-    check_keys(root, {"version", "defaults", "cases"}, "the gate file");
+    check_keys(root, {"version", "defaults", "include", "cases"}, "the gate file");
     Gate g;
     g.path = path;
     if (!root["version"]) fail(root, "missing 'version' (write version: 1)");
     const std::string v = text(root["version"], "version");
     if (v != "1") fail(root["version"], fmt::format("version must be 1 (the only gate-file version), not '{}'", printable(v)));
     std::optional<std::pair<std::string, int>> default_claim;
+    bool default_baseline = false;
     if (const YAML::Node d = root["defaults"]) {
-      check_keys(d, {"claim"}, "defaults");
+      check_keys(d, {"claim", "baseline"}, "defaults");
       if (d["claim"]) default_claim.emplace(text(d["claim"], "defaults.claim"), d["claim"].Mark().line + 1);
+      if (d["baseline"]) default_baseline = flag(d["baseline"], "defaults.baseline");
+    }
+    includes.clear();
+    if (const YAML::Node inc = root["include"]) {
+      if (!inc.IsSequence() || inc.size() == 0) fail(inc, "include must be a non-empty list of gate files (globs allowed)");
+      for (const YAML::Node& n : inc) {
+        const std::string f = text(n, "include");
+        if (f.empty()) fail(n, "include: an empty file name");
+        const std::filesystem::path fp(f);
+        includes.emplace_back((fp.is_relative() ? dir / fp : fp).lexically_normal().string(), n.Mark().line + 1);
+      }
     }
     const YAML::Node cases = root["cases"];
-    if (!cases) fail(root, "missing 'cases'");
-    if (!cases.IsSequence() || cases.size() == 0) fail(cases, "cases must be a non-empty list");
+    if (!cases && includes.empty()) fail(root, "missing 'cases' (or 'include')");
+    if (cases && (!cases.IsSequence() || cases.size() == 0)) fail(cases, "cases must be a non-empty list");
     std::map<std::string, int> names;  // name -> line
-    for (const YAML::Node& n : cases) {
-      GateCase c = gate_case(n, default_claim);
-      const auto [at, fresh] = names.emplace(c.name, c.line);
-      if (!fresh) fail(n["name"], fmt::format("duplicate case name '{}' (first at line {})", printable(c.name), at->second));
-      g.cases.push_back(std::move(c));
-    }
+    if (cases)
+      for (const YAML::Node& n : cases) {
+        GateCase c = gate_case(n, default_claim, default_baseline);
+        c.file = path;
+        const auto [at, fresh] = names.emplace(c.name, c.line);
+        if (!fresh) fail(n["name"], fmt::format("duplicate case name '{}' (first at line {})", printable(c.name), at->second));
+        g.cases.push_back(std::move(c));
+      }
     return g;
   }
 };
@@ -181,66 +209,6 @@ std::string read_gate_file(const std::filesystem::path& path) {
   return bytes;
 }
 
-Tensor read(const std::string& spec) {
-  const TensorSpec ts = parse_tensor_spec(spec);
-  return read_tensor(ts.path, ts.name);
-}
-
-TensorData load(const std::string& spec, const FormatSpec& declared) { return tensor_data(read(spec), declared); }
-
-/// Runs one case; InputError / ProfileError: the case's error.
-CheckResult run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOptions& options) {
-  if (c.op == "matmul" || c.op == "dot") {
-    const FormatSpec& fa = *claim.in;
-    const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
-    // Shapes from the headers first: a wrong-shaped operand is refused before any value is read.
-    const Tensor ta = read(*c.a), tb = read(*c.b), tc = read(*c.c);
-    std::optional<Tensor> td, tr;
-    if (c.addend) td = read(*c.addend);
-    if (c.ref) tr = read(*c.ref);
-    const ShapeRef sd = td ? ShapeRef{td->shape, td->source} : ShapeRef{}, sr = tr ? ShapeRef{tr->shape, tr->source} : ShapeRef{};
-    matmul_check_dims({ta.shape, ta.source}, {tb.shape, tb.source}, {tc.shape, tc.source}, td ? &sd : nullptr,
-                      tr ? &sr : nullptr, c.op == "dot");
-    const TensorData A = tensor_data(ta, fa), B = tensor_data(tb, fb), C = tensor_data(tc, *claim.out);
-    MatmulCheckOptions o;
-    o.worst = options.worst;
-    if (td) o.addend = tensor_data(*td, *claim.acc);
-    if (tr) {
-      o.ref = tensor_data(*tr, *claim.out);
-      o.ref_claim = parse_claim(*c.ref_claim);
-    }
-    return c.op == "dot" ? check_dot(A, B, C, claim, o) : check_matmul(A, B, C, claim, o);
-  }
-  const TensorData X = load(*c.x, *claim.in), C = load(*c.c, *claim.out);
-  if (c.op == "sum") return check_sum(X, C, c.axis.value_or(-1), claim, options.worst);
-  RowCheckOptions o;
-  o.worst = options.worst;
-  if (c.eps) o.eps = *c.eps;
-  return check_rows(*find_row_op(c.op), X, C, claim, o);
-}
-
-/// A JSON number, or its text for a non-finite value (JSON has none).
-nlohmann::json number(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(fmt::format("{}", x)); }
-
-/// `s` escaped for an XML attribute or text; control characters other than tab and newline
-/// (not allowed in XML 1.0) become U+FFFD.
-std::string xml(std::string_view s) {
-  std::string o;
-  for (const char ch : s) {
-    switch (ch) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&apos;"; break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n') o += "\xef\xbf\xbd";
-        else o += ch;
-    }
-  }
-  return o;
-}
-
 }  // namespace
 
 TensorData tensor_data(const Tensor& t, const FormatSpec& declared) {
@@ -252,131 +220,73 @@ TensorData tensor_data(const Tensor& t, const FormatSpec& declared) {
   return o;
 }
 
-Gate load_gate_text(const std::string& yaml, const std::filesystem::path& path) {
+namespace {
+
+/// The files a glob pattern names, sorted bytewise (glob(3)'s order follows the locale).
+std::vector<std::string> glob_files(const std::string& pattern) {
+  glob_t g{};
+  const int rc = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+  std::vector<std::string> out;
+  if (rc == 0)
+    for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  ::globfree(&g);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+constexpr int max_include_depth = 16;
+
+/// Loads `yaml` (the file `path`) into `g`, then the files it includes, depth first.
+void load_tree(Gate& g, const std::string& yaml, const std::filesystem::path& path, bool follow_includes,
+               std::vector<std::string>& stack, std::map<std::string, std::string>& names) {
   const GateLoader l(path);
+  Gate part;
   try {
-    return l.load(yaml);
+    part = l.load(yaml);
   } catch (const YAML::Exception& e) {  // a value of an unexpected kind not caught above
     detail::strict_yaml_fail(l.rules, e.mark, fmt::format("unexpected YAML value: {}", e.msg));
   }
-}
-
-Gate load_gate(const std::filesystem::path& path) { return load_gate_text(read_gate_file(path), path); }
-
-GateResult run_gate(const Gate& gate, const GateRunOptions& options) {
-  using clock = std::chrono::steady_clock;
-  const auto seconds = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
-  GateResult r;
-  r.path = gate.path;
-  const auto t_gate = clock::now();
-  for (const GateCase& c : gate.cases) {
-    GateCaseResult cr;
-    cr.name = c.name;
-    cr.op = c.op;
-    cr.line = c.line;
-    cr.claim = c.claim;
-    const auto t0 = clock::now();
-    std::string step = "claim";
-    int line = c.claim_line;
-    try {
-      const ClaimSpec claim = parse_claim(c.claim);
-      cr.claim = claim.text();
-      step.clear();
-      line = c.line;
-      cr.check = run_case(c, claim, options);
-    } catch (const InputError& e) {
-      cr.error = fmt::format("{}:{}: case '{}': {}{}", gate.path, line, printable(c.name), step.empty() ? "" : step + ": ", e.what());
-    } catch (const ProfileError& e) {
-      cr.error = fmt::format("{}:{}: case '{}': {}{}", gate.path, line, printable(c.name), step.empty() ? "" : step + ": ", e.what());
-    }
-    cr.seconds = seconds(t0);
-    r.cases.push_back(std::move(cr));
+  for (GateCase& c : part.cases) {
+    const auto [at, fresh] = names.emplace(c.name, fmt::format("{}:{}", c.file, c.line));
+    if (!fresh)
+      throw InputError(fmt::format("{}:{}: duplicate case name '{}' (first at {})", c.file, c.line, printable(c.name), at->second));
+    g.cases.push_back(std::move(c));
   }
-  r.seconds = seconds(t_gate);
-  return r;
-}
-
-std::string_view GateCaseResult::status() const { return check ? kind_name(check->verdict.kind) : "error"; }
-
-std::string GateCaseResult::reason() const { return check ? check->verdict.reason : error; }
-
-std::int64_t GateResult::count(std::string_view status) const {
-  return std::count_if(cases.begin(), cases.end(), [&](const GateCaseResult& c) { return c.status() == status; });
-}
-
-int GateResult::exit_code() const {
-  if (count("defect") > 0) return 1;
-  return count("error") > 0 ? 2 : 0;
-}
-
-std::string GateResult::text() const {
-  std::string s;
-  for (const GateCaseResult& c : cases) s += fmt::format("{:<10}  {}: {}\n", c.status(), printable(c.name), printable(c.reason()));
-  s += fmt::format("gate {}: {} cases: {} consistent, {} suspicious, {} defect, {} error (exit {})\n", path, cases.size(),
-                   count("consistent"), count("suspicious"), count("defect"), count("error"), exit_code());
-  return s;
-}
-
-std::string GateResult::junit() const {
-  const std::int64_t failures = count("defect"), errors = count("error");
-  const std::string suite = std::filesystem::path(path).stem().string();
-  std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  s += fmt::format("<testsuites name=\"numfid gate\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{:.3f}\">\n", cases.size(),
-                   failures, errors, seconds);
-  s += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" time=\"{:.3f}\">\n", xml(path),
-                   cases.size(), failures, errors, seconds);
-  for (const GateCaseResult& c : cases) {
-    s += fmt::format("    <testcase name=\"{}\" classname=\"{}\" time=\"{:.3f}\">\n", xml(c.name), xml(suite), c.seconds);
-    s += "      <properties>\n";
-    const auto property = [&](std::string_view name, std::string_view value) {
-      s += fmt::format("        <property name=\"{}\" value=\"{}\"/>\n", name, xml(value));
-    };
-    property("op", c.op);
-    property("verdict", c.status());
-    property("claim", c.claim);
-    if (c.check) {
-      property("max_error_ulps", fmt::format("{}", c.check->verdict.max_error_ulps));
-      property("elements", fmt::format("{}", c.check->verdict.elements));
+  if (!follow_includes) return;
+  for (const auto& [pattern, line] : l.includes) {
+    const std::vector<std::string> files = glob_files(pattern);
+    if (files.empty()) throw InputError(fmt::format("{}:{}: include '{}' matches no file", path.string(), line, pattern));
+    for (const std::string& f : files) {
+      std::error_code ec;
+      const std::string key = std::filesystem::weakly_canonical(f, ec).string();
+      if (std::find(stack.begin(), stack.end(), key) != stack.end())
+        throw InputError(fmt::format("{}:{}: include cycle: '{}' includes itself", path.string(), line, f));
+      if (stack.size() >= max_include_depth)
+        throw InputError(fmt::format("{}:{}: includes nested deeper than {}", path.string(), line, max_include_depth));
+      stack.push_back(key);
+      load_tree(g, read_gate_file(f), f, true, stack, names);
+      stack.pop_back();
     }
-    s += "      </properties>\n";
-    if (!c.check) s += fmt::format("      <error message=\"{}\" type=\"error\"/>\n", xml(c.error));
-    else if (c.check->verdict.kind == TensorKind::defect)
-      s += fmt::format("      <failure message=\"{}\" type=\"defect\">{}</failure>\n", xml(c.check->verdict.reason),
-                       xml(c.check->text()));
-    s += "    </testcase>\n";
   }
-  s += "  </testsuite>\n</testsuites>\n";
-  return s;
 }
 
-std::string GateResult::json() const {
-  nlohmann::json j;
-  j["gate"] = path;
-  j["exit_code"] = exit_code();
-  j["seconds"] = number(seconds);
-  j["summary"] = {{"cases", cases.size()},        {"consistent", count("consistent")}, {"suspicious", count("suspicious")},
-                  {"defect", count("defect")},    {"error", count("error")}};
-  nlohmann::json list = nlohmann::json::array();
-  for (const GateCaseResult& c : cases) {
-    nlohmann::json k;
-    k["name"] = c.name;
-    k["op"] = c.op;
-    k["line"] = c.line;
-    k["claim"] = c.claim;
-    k["status"] = c.status();
-    k["reason"] = c.reason();
-    k["seconds"] = number(c.seconds);
-    if (c.check) {
-      k["elements"] = c.check->verdict.elements;
-      k["max_error_ulps"] = number(c.check->verdict.max_error_ulps);
-      k["check"] = nlohmann::json::parse(c.check->json());
-    } else {
-      k["error"] = c.error;
-    }
-    list.push_back(std::move(k));
-  }
-  j["cases"] = std::move(list);
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+Gate load_root(const std::string& yaml, const std::filesystem::path& path, bool follow_includes) {
+  Gate g;
+  g.path = path.string();
+  std::error_code ec;
+  std::vector<std::string> stack{std::filesystem::weakly_canonical(path, ec).string()};
+  std::map<std::string, std::string> names;
+  load_tree(g, yaml, path, follow_includes, stack, names);
+  if (g.cases.empty()) throw InputError(fmt::format("{}: no cases (its includes hold none)", g.path));
+  return g;
 }
+
+}  // namespace
+
+Gate load_gate_text(const std::string& yaml, const std::filesystem::path& path, bool follow_includes) {
+  return load_root(yaml, path, follow_includes);
+}
+
+Gate load_gate(const std::filesystem::path& path) { return load_root(read_gate_file(path), path, true); }
 
 }  // namespace numfid

@@ -85,11 +85,11 @@ TEST_F(GateTest, LegalOutputsPass) {
   const GateResult r = run_gate(g);
   const CheckResult want = direct("c_sequential_fp32acc.npy");
   ASSERT_EQ(want.verdict.kind, TensorKind::consistent);  // examples/README.md: legal
-  ASSERT_TRUE(r.cases[0].check.has_value()) << r.cases[0].error;
+  ASSERT_TRUE(r.cases[0].figures.has_value()) << r.cases[0].error;
   EXPECT_EQ(r.cases[0].status(), "consistent");
   EXPECT_EQ(r.cases[0].reason(), want.verdict.reason);
-  EXPECT_EQ(r.cases[0].check->verdict.max_error_ulps, want.verdict.max_error_ulps);
-  ASSERT_TRUE(r.cases[1].check.has_value()) << r.cases[1].error;
+  EXPECT_EQ(r.cases[0].figures->max_error_ulps, want.verdict.max_error_ulps);
+  ASSERT_TRUE(r.cases[1].figures.has_value()) << r.cases[1].error;
   EXPECT_NE(r.cases[1].status(), "defect");
   EXPECT_EQ(r.cases[1].claim, parse_claim("--in bf16 --out bf16 --profile cpu-sequential").text());
   EXPECT_EQ(r.exit_code(), 0);
@@ -106,7 +106,7 @@ TEST_F(GateTest, DefectFailsTheGateAndIsReported) {
   EXPECT_EQ(r.cases[1].reason(), want.verdict.reason);
   EXPECT_EQ(r.exit_code(), 1);
   EXPECT_EQ(r.text(), fmt::format("consistent  legal: {}\ndefect      bf16acc: {}\n"
-                                  "gate {}: 2 cases: 1 consistent, 0 suspicious, 1 defect, 0 error (exit 1)\n",
+                                  "gate {}: 2 cases: 1 consistent, 0 suspicious, 1 defect, 0 regressed, 0 error (exit 1)\n",
                                   r.cases[0].reason(), want.verdict.reason, path));
 }
 
@@ -117,7 +117,7 @@ TEST_F(GateTest, AMissingFileIsThatCasesErrorAndTheOthersRun) {
   ASSERT_EQ(r.cases.size(), 2u);
   EXPECT_EQ(r.cases[0].status(), "consistent");
   EXPECT_EQ(r.cases[1].status(), "error");
-  EXPECT_FALSE(r.cases[1].check.has_value());
+  EXPECT_FALSE(r.cases[1].figures.has_value());
   std::string io_message;  // what io says about the file itself
   try {
     read_tensor(dir_ / "data" / "nope.npy");
@@ -156,16 +156,16 @@ TEST_F(GateTest, CrossPlatformCaseUsesRefAndRefClaim) {
   const std::string path = write(gate_with(matmul_case("port", "c_sequential_fp32acc.npy") + "    claim: " + claim +
                                            "\n    ref: data/c_sequential_fp32acc.npy\n    ref_claim: " + claim + "\n"));
   const GateResult r = run_gate(load_gate(path));
-  ASSERT_TRUE(r.cases[0].check.has_value()) << r.cases[0].error;
+  ASSERT_TRUE(r.cases[0].figures.has_value()) << r.cases[0].error;
   const ClaimSpec spec = parse_claim(claim);
   const auto load = [&](const char* f, const FormatSpec& fmt) { return tensor_data(read_tensor(dir_ / "data" / f), fmt); };
   MatmulCheckOptions o;
   o.ref = load("c_sequential_fp32acc.npy", *spec.out);
   o.ref_claim = spec;
   const CheckResult want = check_matmul(load("a.npy", *spec.in), load("b.npy", *spec.in), load("c_sequential_fp32acc.npy", *spec.out), spec, o);
-  EXPECT_EQ(r.cases[0].check->json(), want.json());
+  EXPECT_EQ(r.cases[0].figures->check_json, want.json());
   // Judged against the reference, not the exact result: the claim text says so.
-  EXPECT_NE(r.cases[0].check->json(), check_matmul(load("a.npy", *spec.in), load("b.npy", *spec.in),
+  EXPECT_NE(r.cases[0].figures->check_json, check_matmul(load("a.npy", *spec.in), load("b.npy", *spec.in),
                                                    load("c_sequential_fp32acc.npy", *spec.out), spec).json());
 }
 
@@ -176,7 +176,7 @@ TEST_F(GateTest, JUnitAndJsonReports) {
   const nlohmann::json j = nlohmann::json::parse(r.json());
   EXPECT_EQ(j["gate"], path);
   EXPECT_EQ(j["exit_code"], 1);
-  EXPECT_EQ(j["summary"], (nlohmann::json{{"cases", 3}, {"consistent", 1}, {"suspicious", 0}, {"defect", 1}, {"error", 1}}));
+  EXPECT_EQ(j["summary"], (nlohmann::json{{"cases", 3}, {"consistent", 1}, {"suspicious", 0}, {"defect", 1}, {"regressed", 0}, {"error", 1}}));
   ASSERT_EQ(j["cases"].size(), 3u);
   const char* statuses[] = {"consistent", "defect", "error"};
   for (std::size_t i = 0; i < 3; ++i) {
@@ -187,9 +187,9 @@ TEST_F(GateTest, JUnitAndJsonReports) {
     EXPECT_EQ(k["reason"], r.cases[i].reason());
     EXPECT_EQ(k["op"], "matmul");
     EXPECT_EQ(k["claim"], parse_claim(claim_text).text());
-    if (r.cases[i].check) {
-      EXPECT_EQ(k["check"], nlohmann::json::parse(r.cases[i].check->json()));
-      EXPECT_EQ(k["max_error_ulps"], r.cases[i].check->verdict.max_error_ulps);
+    if (r.cases[i].figures) {
+      EXPECT_EQ(k["check"], nlohmann::json::parse(r.cases[i].figures->check_json));
+      EXPECT_EQ(k["max_error_ulps"], r.cases[i].figures->max_error_ulps);
       EXPECT_FALSE(k.contains("error"));
     } else {
       EXPECT_EQ(k["error"], r.cases[i].error);
@@ -204,7 +204,7 @@ TEST_F(GateTest, JUnitAndJsonReports) {
   std::string error_attr;  // the error message as an XML attribute: its quotes escaped
   for (const char ch : r.cases[2].error) error_attr += ch == '\'' ? std::string("&apos;") : std::string(1, ch);
   EXPECT_NE(x.find(fmt::format("<error message=\"{}\" type=\"error\"/>", error_attr)), std::string::npos) << x;
-  EXPECT_NE(x.find(fmt::format("<property name=\"max_error_ulps\" value=\"{}\"/>", r.cases[1].check->verdict.max_error_ulps)),
+  EXPECT_NE(x.find(fmt::format("<property name=\"max_error_ulps\" value=\"{}\"/>", r.cases[1].figures->max_error_ulps)),
             std::string::npos) << x;
   EXPECT_NE(x.find("<property name=\"verdict\" value=\"defect\"/>"), std::string::npos) << x;
   // One <failure> and one <error>, none for the passing case.
@@ -226,11 +226,12 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
   };
   const std::vector<Case> cases{
       {"unknown top-level key", "version: 1\nextra: 3\ncases:\n" + legal,
-       p + ":2: unknown key 'extra' in the gate file (valid: version, defaults, cases)"},
-      {"unknown case key", gate_with(legal + "    baseline: true\n"),
-       p + ":10: unknown key 'baseline' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, axis, eps)"},
+       p + ":2: unknown key 'extra' in the gate file (valid: version, defaults, include, cases)"},
+      {"unknown case key", gate_with(legal + "    tolerance: 3\n"),
+       p + ":10: unknown key 'tolerance' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, axis, eps, baseline, rerun)"},
+      {"baseline not a boolean", gate_with(legal + "    baseline: yes please\n"), p + ":10: case 'legal': baseline must be true or false, not 'yes please'"},
       {"unknown defaults key", "version: 1\ndefaults:\n  worst: 3\ncases:\n" + legal,
-       p + ":3: unknown key 'worst' in defaults (valid: claim)"},
+       p + ":3: unknown key 'worst' in defaults (valid: claim, baseline)"},
       {"duplicate key", gate_with(legal + "    a: data/b.npy\n"), p + ":10: duplicate key 'a' (first at line 7)"},
       {"duplicate case name", gate_with(legal + legal), p + ":10: duplicate case name 'legal' (first at line 5)"},
       {"missing operand", gate_with("  - name: nob\n    op: matmul\n    a: data/a.npy\n    c: data/c.npy\n"),
@@ -283,6 +284,51 @@ TEST_F(GateTest, SafetensorsOperandNamesArePathRelative) {
   const Gate g = load_gate(write(gate_with("  - name: st\n    op: matmul\n    a: data/w.safetensors:A\n    b: /abs/b.npy\n    c: data/c.npy\n")));
   EXPECT_EQ(g.cases[0].a, (dir_ / "data" / "w.safetensors").string() + ":A");
   EXPECT_EQ(g.cases[0].b, "/abs/b.npy");
+}
+
+/// include: gate files (globs, relative to the including file), their cases after the
+/// includer's, each under its own file's defaults and directory; duplicates across files,
+/// cycles and patterns matching nothing refused with FILE:LINE.
+TEST_F(GateTest, IncludesAndGlobs) {
+  fs::create_directories(dir_ / "parts" / "more");
+  const auto part = [&](const std::string& file, const std::string& name, const std::string& extra = "") {
+    std::ofstream(dir_ / "parts" / file) << fmt::format(
+        "version: 1\ndefaults:\n  claim: --in bf16 --out bf16 --profile cpu-sequential\n{}cases:\n"
+        "  - name: {}\n    op: matmul\n    a: ../data/a.npy\n    b: ../data/b.npy\n    c: ../data/c_sequential_fp32acc.npy\n",
+        extra, name);
+  };
+  part("b_part.yaml", "from_b");
+  part("a_part.yaml", "from_a", "include: [more/*.yaml]\n");
+  std::ofstream(dir_ / "parts" / "more" / "deep.yaml")
+      << "version: 1\ncases:\n  - name: deep\n    op: matmul\n    a: ../../data/a.npy\n    b: ../../data/b.npy\n"
+         "    c: ../../data/c_bf16acc.npy\n    claim: --in bf16 --out bf16 --acc fp32\n";
+  const std::string root = write("version: 1\ninclude:\n  - parts/*_part.yaml\ndefaults:\n  claim: " + std::string(claim_text) +
+                                 "\ncases:\n" + matmul_case("root", "c_sequential_fp32acc.npy"));
+  const Gate g = load_gate(root);
+  ASSERT_EQ(g.cases.size(), 4u);
+  // The root's cases, then a_part.yaml (bytewise glob order) with its own include, then b_part.yaml.
+  EXPECT_EQ(g.cases[0].name, "root");
+  EXPECT_EQ(g.cases[1].name, "from_a");
+  EXPECT_EQ(g.cases[2].name, "deep");
+  EXPECT_EQ(g.cases[3].name, "from_b");
+  EXPECT_EQ(g.cases[1].file, (dir_ / "parts" / "a_part.yaml").string());
+  EXPECT_EQ(g.cases[1].claim, "--in bf16 --out bf16 --profile cpu-sequential");  // its own file's defaults
+  EXPECT_EQ(g.cases[2].a, (dir_ / "data" / "a.npy").string());                    // relative to its own file
+  const GateResult r = run_gate(g);
+  EXPECT_EQ(r.cases[2].status(), "defect");
+  EXPECT_EQ(r.count("consistent"), 3);
+  // Errors name the file and line of the include or the case.
+  const std::string p = (dir_ / "gate.yaml").string();
+  part("dup_part.yaml", "root");
+  EXPECT_EQ(load_error("version: 1\ninclude: [parts/dup_part.yaml]\ndefaults:\n  claim: x\ncases:\n" + matmul_case("root", "c.npy")),
+            fmt::format("{}:5: duplicate case name 'root' (first at {}:6)", (dir_ / "parts" / "dup_part.yaml").string(), p));
+  EXPECT_EQ(load_error("version: 1\ninclude: [parts/none*.yaml]\n"),
+            fmt::format("{}:2: include '{}' matches no file", p, (dir_ / "parts" / "none*.yaml").string()));
+  EXPECT_EQ(load_error("version: 1\ninclude: [gate.yaml]\n"), fmt::format("{}:2: include cycle: '{}' includes itself", p, p));
+  EXPECT_EQ(load_error("version: 1\ninclude: []\n"), p + ":2: include must be a non-empty list of gate files (globs allowed)");
+  EXPECT_EQ(load_error("version: 1\n"), p + ":1: missing 'cases' (or 'include')");
+  // An include-only gate.
+  EXPECT_EQ(load_gate(write("version: 1\ninclude: [parts/b_part.yaml]\n")).cases.size(), 1u);
 }
 
 }  // namespace

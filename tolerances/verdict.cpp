@@ -349,6 +349,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
   if (v.kind != TensorKind::defect) bias_rule(v, claim, all, ref, opt.false_alarm);
   degenerate_note(v, b, claim, all, ref);
   add_signatures(v, claim, b, all, ref, grid);
+  v.field = error_field(all, grid, opt.false_alarm);
   // The worst elements: positions sorted rather than copies of every report (96 bytes each: 1.6
   // GB for a 4096×4096 output); partial_sort moves positions exactly as it would move copies,
   // since it sees the same comparisons, so ties come out in the same order.

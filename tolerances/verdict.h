@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tolerances/bounds.h"
+#include "tolerances/error_field.h"
 
 namespace numfid {
 
@@ -80,6 +81,7 @@ struct Verdict {
   std::vector<ElementReport> worst;   ///< the worst elements by |error| / deterministic bound
   std::vector<Signature> signatures;
   double max_error_ulps = 0;
+  ErrorField field;  ///< the whole error field, summarised (reports, gate baselines)
 };
 
 /// Options of the judgement.

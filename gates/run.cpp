@@ -1,0 +1,344 @@
+// The gate run: cases (of one shard) in parallel through the check pipeline, each reduced to
+// its compact figures as soon as it is judged (one case's tensors in memory per worker),
+// compared with its baseline and, under --update-baseline, its baseline rewritten atomically.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "gates/gate_detail.h"
+#include "gates/migration.h"
+#include "io/atomic_file.h"
+#include "io/error.h"
+#include "io/tensor_io.h"
+#include "numerics/profile.h"
+
+#ifndef NUMFID_VERSION
+#define NUMFID_VERSION "unknown"
+#endif
+
+namespace numfid {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+
+Tensor read(const std::string& spec) {
+  const TensorSpec ts = parse_tensor_spec(spec);
+  return read_tensor(ts.path, ts.name);
+}
+
+TensorData load(const std::string& spec, const FormatSpec& declared) { return tensor_data(read(spec), declared); }
+
+/// What a case's run produces besides its figures' source, the check.
+struct CaseOutcome {
+  CheckResult check;
+  std::optional<GateMigration> migration;
+  std::optional<std::int64_t> rerun_identical;
+};
+
+std::int64_t identical(const TensorData& x, const TensorData& y, const char* what) {
+  if (x.shape != y.shape) throw InputError(fmt::format("{}: shape differs from c ({})", what, y.name));
+  std::int64_t n = 0;
+  for (std::size_t i = 0; i < x.values.size(); ++i) n += x.values[i] == y.values[i] ? 1 : 0;
+  return n;
+}
+
+/// Runs one case; InputError / ProfileError: the case's error.
+CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOptions& options) {
+  CaseOutcome out;
+  std::optional<TensorData> C;
+  if (c.op == "matmul" || c.op == "dot") {
+    const FormatSpec& fa = *claim.in;
+    const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
+    // Shapes from the headers first: a wrong-shaped operand is refused before any value is read.
+    const Tensor ta = read(*c.a), tb = read(*c.b), tc = read(*c.c);
+    std::optional<Tensor> td, tr;
+    if (c.addend) td = read(*c.addend);
+    if (c.ref) tr = read(*c.ref);
+    const ShapeRef sd = td ? ShapeRef{td->shape, td->source} : ShapeRef{}, sr = tr ? ShapeRef{tr->shape, tr->source} : ShapeRef{};
+    matmul_check_dims({ta.shape, ta.source}, {tb.shape, tb.source}, {tc.shape, tc.source}, td ? &sd : nullptr,
+                      tr ? &sr : nullptr, c.op == "dot");
+    const TensorData A = tensor_data(ta, fa), B = tensor_data(tb, fb);
+    C = tensor_data(tc, *claim.out);
+    MatmulCheckOptions o;
+    o.worst = options.worst;
+    if (td) o.addend = tensor_data(*td, *claim.acc);
+    if (!c.ref) {
+      out.check = c.op == "dot" ? check_dot(A, B, *C, claim, o) : check_matmul(A, B, *C, claim, o);
+    } else {
+      // A port: the exact results once, judged three times (C against R, and each platform's
+      // output against the exact result under its own claim, with its model's prediction).
+      const ClaimSpec ref_claim = parse_claim(*c.ref_claim);
+      const TensorData R = tensor_data(*tr, *claim.out);
+      const MatmulReference mr = c.op == "dot" ? dot_reference(A, B, o.addend) : matmul_reference(A, B, o.addend);
+      MatmulCheckOptions own;
+      own.worst = options.worst;
+      o.ref = R;
+      o.ref_claim = ref_claim;
+      out.check = check_matmul(mr, *C, claim, o);
+      GateMigration m;
+      m.target = describe_platform(claim, check_matmul(mr, *C, claim, own));
+      m.reference = describe_platform(ref_claim, check_matmul(mr, R, ref_claim, own));
+      m.identical = identical(R, *C, "ref");
+      m.elements = static_cast<std::int64_t>(C->values.size());
+      out.migration = std::move(m);
+    }
+  } else {
+    const TensorData X = load(*c.x, *claim.in);
+    C = load(*c.c, *claim.out);
+    if (c.op == "sum") {
+      out.check = check_sum(X, *C, c.axis.value_or(-1), claim, options.worst);
+    } else {
+      RowCheckOptions o;
+      o.worst = options.worst;
+      if (c.eps) o.eps = *c.eps;
+      out.check = check_rows(*find_row_op(c.op), X, *C, claim, o);
+    }
+  }
+  if (c.rerun) out.rerun_identical = identical(load(*c.rerun, *claim.out), *C, "rerun");
+  return out;
+}
+
+/// The `numfid check` command line that reruns the case (docs/cli.md).
+std::string repro_command(const GateCase& c) {
+  using detail::shell_word;
+  std::string s = fmt::format("numfid check {}", c.op);
+  const auto opt = [&](const char* name, const std::optional<std::string>& v) {
+    if (v) s += fmt::format(" {} {}", name, shell_word(*v));
+  };
+  opt("--a", c.a), opt("--b", c.b), opt("--x", c.x), opt("--c", c.c);
+  if (c.addend) {
+    s += fmt::format(" --addend {}", shell_word(*c.addend));
+    try {
+      s += fmt::format(" --addend-format {}", parse_claim(c.claim).acc->name);
+    } catch (const std::exception&) {  // a bad claim: the case's error says so
+    }
+  }
+  if (c.axis) s += fmt::format(" --axis {}", *c.axis);
+  if (c.eps) s += fmt::format(" --eps {}", *c.eps);
+  s += fmt::format(" {}", c.claim);
+  if (c.ref) {
+    // The CLI states the reference platform by its profile (--ref-profile); a ref_claim that
+    // names no profile has no command-line form.
+    std::string profile;
+    try {
+      profile = parse_claim(*c.ref_claim).profile_name;
+    } catch (const std::exception&) {
+    }
+    s += fmt::format(" --ref {} --ref-profile {}", shell_word(*c.ref), profile.empty() ? "'(ref_claim has no profile)'" : shell_word(profile));
+  }
+  return s;
+}
+
+/// A baseline file name for a case name: bytes other than [A-Za-z0-9_-] as %XX (a name may
+/// hold '/', '.', spaces, anything), so that distinct names give distinct files.
+std::string baseline_file_name(std::string_view name) {
+  std::string o;
+  for (const char ch : name) {
+    const auto u = static_cast<unsigned char>(ch);
+    if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || u == '_' || u == '-') o += ch;
+    else o += fmt::format("%{:02X}", u);
+  }
+  return o + ".json";
+}
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open", p.string()));
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw InputError(fmt::format("{}: cannot read", p.string()));
+  return s;
+}
+
+GateFigures figures_of(const CheckResult& r) {
+  GateFigures f;
+  f.verdict = r.verdict.kind;
+  f.reason = r.verdict.reason;
+  f.elements = r.verdict.elements;
+  f.counts = r.verdict.counts;
+  f.max_error_ulps = r.verdict.max_error_ulps;
+  f.model = r.model;
+  f.field = r.verdict.field;
+  f.report = r.text();
+  f.check_json = r.json();
+  return f;
+}
+
+GateBaseline baseline_of(const GateCaseResult& cr) {
+  GateBaseline b;
+  b.name = cr.name;
+  b.op = cr.op;
+  b.claim = cr.claim;
+  b.numfid_version = NUMFID_VERSION;
+  b.field = cr.figures->field;
+  b.field.heatmap.clear(), b.field.histogram.clear();
+  b.field.heat_rows = b.field.heat_cols = 0;
+  if (cr.figures->model) {
+    b.model_equal = cr.figures->model->equal;
+    b.bit_exact_vs_model = cr.figures->model->equal == cr.figures->model->elements;
+  }
+  return b;
+}
+
+/// Compares a checked, tracked case with its baseline and (update) writes the new one.
+void track(GateCaseResult& cr, const std::filesystem::path& dir, const GateCase& c, bool update) {
+  const std::filesystem::path file = dir / baseline_file_name(c.name);
+  cr.baseline_file = file.string();
+  const GateBaseline now = baseline_of(cr);
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(file, ec);
+  try {
+    if (exists) {
+      GateBaseline old = parse_gate_baseline(read_text(file), file.string());
+      cr.comparison = compare_to_baseline(old, now);
+      cr.stored = std::move(old);
+      cr.baseline_state = "compared";
+    } else {
+      cr.baseline_state = "missing";
+      cr.comparison.notes.push_back(update ? "no baseline yet" : "no baseline yet (run with --update-baseline to store one)");
+    }
+  } catch (const InputError& e) {
+    // A corrupt baseline is the case's error, unless this run replaces it.
+    if (!update) cr.error = fmt::format("{}:{}: case '{}': baseline: {}", c.file, c.line, printable(c.name), e.what());
+    else cr.comparison.notes.push_back(fmt::format("the old baseline was unreadable: {}", e.what()));
+  }
+  if (!update) return;
+  if (cr.figures->verdict == TensorKind::defect) {
+    cr.baseline_state = "kept";
+    cr.comparison.notes.push_back("a defect: its baseline is not updated");
+    return;
+  }
+  try {
+    std::filesystem::create_directories(dir, ec);
+    write_file_atomically(file, now.json());
+    cr.baseline_state = "written";
+    // The update accepts today's figures: what was a regression against the old baseline is
+    // reported, not failed.
+    for (const std::string& r : cr.comparison.regressions) cr.comparison.notes.push_back(fmt::format("accepted by --update-baseline: {}", r));
+    cr.comparison.regressions.clear();
+  } catch (const InputError& e) {
+    cr.error = fmt::format("{}:{}: case '{}': baseline: {}", c.file, c.line, printable(c.name), e.what());
+  }
+}
+
+GateCaseResult run_one(const Gate& gate, std::size_t index, const GateRunOptions& options) {
+  const GateCase& c = gate.cases[index];
+  GateCaseResult cr;
+  cr.name = c.name;
+  cr.op = c.op;
+  cr.index = static_cast<std::int64_t>(index);
+  cr.file = c.file;
+  cr.line = c.line;
+  cr.claim = c.claim;
+  cr.tracked = c.baseline;
+  cr.repro = repro_command(c);
+  const auto t0 = clock_type::now();
+  std::string step = "claim";
+  int line = c.claim_line;
+  const auto error = [&](const char* what) {
+    cr.error = fmt::format("{}:{}: case '{}': {}{}", c.file, line, printable(c.name), step.empty() ? "" : step + ": ", what);
+  };
+  try {
+    const ClaimSpec claim = parse_claim(c.claim);
+    cr.claim = claim.text();
+    step.clear();
+    line = c.line;
+    CaseOutcome o = run_case(c, claim, options);  // the tensors are freed here
+    cr.figures = figures_of(o.check);
+    cr.migration = std::move(o.migration);
+    cr.rerun_identical = o.rerun_identical;
+  } catch (const InputError& e) {
+    error(e.what());
+  } catch (const ProfileError& e) {
+    error(e.what());
+  } catch (const std::bad_alloc&) {
+    error("out of memory");
+  } catch (const std::exception& e) {  // a worker thread must not end the run
+    error(fmt::format("unexpected error: {}", e.what()).c_str());
+  }
+  if (cr.figures && c.baseline) track(cr, gate_baseline_dir(gate.path), c, options.update_baseline);
+  cr.seconds = seconds_since(t0);
+  return cr;
+}
+
+}  // namespace
+
+int gate_shard_of(std::string_view name, int count) {
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64-bit (Fowler, Noll, Vo)
+  for (const char ch : name) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 0x100000001b3ull;
+  }
+  return static_cast<int>(h % static_cast<std::uint64_t>(std::max(count, 1))) + 1;
+}
+
+std::filesystem::path gate_baseline_dir(const std::filesystem::path& gate_path) {
+  return gate_path.parent_path() / (gate_path.stem().string() + ".baselines");
+}
+
+GateResult run_gate(const Gate& gate, const GateRunOptions& options) {
+  if (options.shard_count < 0 || (options.shard_count > 0 && (options.shard_index < 1 || options.shard_index > options.shard_count)))
+    throw InputError(fmt::format("--shard {}/{}: I must lie in 1..N", options.shard_index, options.shard_count));
+  GateResult r;
+  r.path = gate.path;
+  r.gate_cases = static_cast<std::int64_t>(gate.cases.size());
+  r.shard_index = options.shard_count > 0 ? options.shard_index : 0;
+  r.shard_count = options.shard_count;
+  r.update_baseline = options.update_baseline;
+  const auto t_gate = clock_type::now();
+  std::vector<std::size_t> mine;
+  for (std::size_t i = 0; i < gate.cases.size(); ++i)
+    if (options.shard_count == 0 || gate_shard_of(gate.cases[i].name, options.shard_count) == options.shard_index) mine.push_back(i);
+  std::vector<GateCaseResult> results(mine.size());
+  std::atomic<std::size_t> next{0};
+  std::mutex progress_mutex;
+  GateProgress progress;
+  progress.total = static_cast<std::int64_t>(mine.size());
+  const auto worker = [&] {
+    for (std::size_t k = next++; k < mine.size(); k = next++) {
+      results[k] = run_one(gate, mine[k], options);
+      if (options.progress) {
+        const std::lock_guard lock(progress_mutex);
+        ++progress.done;
+        progress.elapsed = seconds_since(t_gate);
+        if (results[k].seconds >= progress.slowest_seconds)
+          progress.slowest = results[k].name, progress.slowest_seconds = results[k].seconds;
+        options.progress(progress);
+      }
+    }
+  };
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t jobs = std::min<std::size_t>(options.jobs > 0 ? static_cast<std::size_t>(options.jobs) : hw, std::max<std::size_t>(mine.size(), 1));
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < jobs; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  r.cases = std::move(results);
+  // Baseline files of no case of the gate (whatever the shard: every shard reports the same).
+  std::error_code ec;
+  const std::filesystem::path dir = gate_baseline_dir(gate.path);
+  if (std::filesystem::is_directory(dir, ec)) {
+    std::vector<std::string> names;
+    for (const GateCase& c : gate.cases) names.push_back(baseline_file_name(c.name));
+    std::sort(names.begin(), names.end());
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string f = entry.path().filename().string();
+      if (f.starts_with(".") || !f.ends_with(".json")) continue;  // the atomic writer's temporaries
+      if (!std::binary_search(names.begin(), names.end(), f)) r.orphan_baselines.push_back(entry.path().string());
+    }
+    std::sort(r.orphan_baselines.begin(), r.orphan_baselines.end());
+  }
+  r.seconds = seconds_since(t_gate);
+  return r;
+}
+
+}  // namespace numfid

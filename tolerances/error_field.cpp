@@ -1,0 +1,118 @@
+// The error field's summary (tolerances/error_field.h): quantiles with distribution-free
+// limits, the largest errors, bias moments, a max-pooled heatmap and a histogram.
+#include "tolerances/error_field.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "tolerances/bounds.h"
+#include "tolerances/verdict.h"
+
+namespace numfid {
+
+namespace {
+
+/// Smallest k in [0, n + 1] with P(Binomial(n, p) >= k) <= alpha (n + 1: none). The tail
+/// falls as k grows: a binary search, over mean ± 40 standard deviations only (beyond them the
+/// tail is within 1e-300 of 1 or 0), so that each tail sums O(√n) terms even at n = 10^8.
+std::int64_t threshold(std::int64_t n, double p, double alpha) {
+  const double mean = static_cast<double>(n) * p, sd = std::sqrt(static_cast<double>(n) * p * (1 - p));
+  std::int64_t lo = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor(mean - 40 * sd - 1)));
+  std::int64_t hi = std::min<std::int64_t>(n + 1, static_cast<std::int64_t>(std::ceil(mean + 40 * sd + 1)));
+  if (binomial_tail(n, p, hi) > alpha) return n + 1;  // alpha below 1e-300: nothing qualifies
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (binomial_tail(n, p, mid) <= alpha) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/// The `count` largest of `v`, descending.
+std::vector<double> top(std::vector<double> v, std::size_t count) {
+  const std::size_t k = std::min(count, v.size());
+  std::partial_sort(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end(), std::greater<>());
+  v.resize(k);
+  return v;
+}
+
+}  // namespace
+
+ErrorField error_field(std::span<const ElementReport> all, const Grid& grid, double alpha) {
+  ErrorField f;
+  f.alpha = alpha;
+  f.elements = static_cast<std::int64_t>(all.size());
+  f.rows = std::max<std::int64_t>(grid.rows, 1);
+  f.cols = std::max<std::int64_t>(grid.cols, 1);
+  std::vector<double> ulps, ratio;
+  ulps.reserve(all.size());
+  ratio.reserve(all.size());
+  double sum = 0, sum2 = 0;
+  for (const ElementReport& e : all) {
+    const double u = std::isfinite(e.error_ulps) ? std::fabs(e.error_ulps) : INFINITY;
+    if (!std::isfinite(e.error_ulps)) ++f.nonfinite;
+    ulps.push_back(u);
+    ratio.push_back(std::isnan(e.ratio) ? INFINITY : e.ratio);
+    if (std::isfinite(e.error_ulps) && e.exact != 0) {
+      const double s = std::copysign(1.0, e.exact) * e.error_ulps;  // as the bias signature
+      sum += s, sum2 += s * s, ++f.bias_elements;
+    }
+  }
+  if (f.bias_elements > 0) {
+    const double n = static_cast<double>(f.bias_elements);
+    f.bias_mean = sum / n;
+    f.bias_sd = std::sqrt(std::max(sum2 / n - f.bias_mean * f.bias_mean, 0.0));
+  }
+  f.top_ulps = top(ulps, ErrorField::kTop);
+  f.top_ratio = top(std::move(ratio), ErrorField::kTop);
+  if (!f.top_ulps.empty()) f.max_ulps = f.top_ulps[0];
+  if (!f.top_ratio.empty()) f.max_ratio = f.top_ratio[0];
+  // Quantiles of the sorted |errors|: x(k) is the k-th smallest (1-based). The number B of
+  // elements at or below the true 99th percentile q is Binomial(n, 0.99), so
+  //   P(x(l) > q) = P(B < l) = P(n - B >= n + 1 - l) <= alpha  for l = n + 1 - T(n, 0.01),
+  //   P(x(u) < q) <= P(B >= u) <= alpha                        for u = T(n, 0.99),
+  // with T(n, p) the smallest k of P(Binomial(n, p) >= k) <= alpha (order-statistic limits,
+  // distribution-free: David & Nagaraja, Order Statistics, 3rd ed., §7.1).
+  const std::int64_t n = f.elements;
+  if (n > 0) {
+    const std::int64_t k99 = static_cast<std::int64_t>(std::ceil(0.99 * static_cast<double>(n)));
+    const std::int64_t l = n + 1 - threshold(n, 0.01, alpha);
+    const std::int64_t u = threshold(n, 0.99, alpha);
+    // Only the order statistics from the lowest one needed up are sorted (about 2% of n).
+    const std::int64_t first = std::clamp<std::int64_t>(std::min(l, k99), 1, n) - 1;
+    std::nth_element(ulps.begin(), ulps.begin() + first, ulps.end());
+    std::sort(ulps.begin() + first, ulps.end());
+    const auto at = [&](std::int64_t k) { return ulps[static_cast<std::size_t>(std::clamp<std::int64_t>(k, 1, n) - 1)]; };
+    f.p99_ulps = at(k99);
+    f.p99_low = l >= 1 ? at(l) : 0.0;
+    f.p99_high = u <= n ? at(u) : INFINITY;
+  }
+  // Heatmap: max |error| / bound per cell; at most kHeatmapSide cells per side.
+  f.heat_rows = std::min(f.rows, ErrorField::kHeatmapSide);
+  f.heat_cols = std::min(f.cols, ErrorField::kHeatmapSide);
+  f.heatmap.assign(static_cast<std::size_t>(f.heat_rows * f.heat_cols), 0.0f);
+  for (const ElementReport& e : all) {
+    const std::int64_t r = std::clamp<std::int64_t>(e.row, 0, f.rows - 1) * f.heat_rows / f.rows;
+    const std::int64_t c = std::clamp<std::int64_t>(e.col, 0, f.cols - 1) * f.heat_cols / f.cols;
+    float& cell = f.heatmap[static_cast<std::size_t>(r * f.heat_cols + c)];
+    const double v = std::isnan(e.ratio) ? INFINITY : e.ratio;
+    cell = std::max(cell, static_cast<float>(v));
+  }
+  // Histogram of signed errors.
+  double finite_max = 0;
+  for (const ElementReport& e : all)
+    if (std::isfinite(e.error_ulps)) finite_max = std::max(finite_max, std::fabs(e.error_ulps));
+  f.hist_range = 0.5;
+  while (f.hist_range < finite_max && f.hist_range < 0x1p60) f.hist_range *= 2;
+  f.histogram.assign(ErrorField::kBins, 0);
+  for (const ElementReport& e : all) {
+    if (!std::isfinite(e.error_ulps)) continue;
+    const double t = (e.error_ulps + f.hist_range) / (2 * f.hist_range) * ErrorField::kBins;
+    const int bin = std::clamp(static_cast<int>(std::floor(t)), 0, ErrorField::kBins - 1);
+    ++f.histogram[static_cast<std::size_t>(bin)];
+  }
+  return f;
+}
+
+}  // namespace numfid

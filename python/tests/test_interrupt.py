@@ -18,9 +18,17 @@ N = 1024  # a 1024^3 bf16 matmul: tens of seconds of exact accumulation, far bey
 
 @pytest.fixture(scope="module")
 def big():
+    # Magnitudes spread over 2^-40..2^40: the terms of a dot product span far more than fp64's
+    # 53 bits, so the exact oracle's certified fp64 GEMM cannot prove any element and every one
+    # goes through the long accumulator (tolerances/reference_fast.cpp) -- the check stays long
+    # however fast the machine, which these tests need.
     rng = np.random.default_rng(7)
-    a = numfid.convert(rng.standard_normal((N, N)), "bf16")
-    b = numfid.convert(rng.standard_normal((N, N)), "bf16")
+
+    def spread(shape):
+        return rng.standard_normal(shape) * np.exp2(rng.integers(-40, 41, size=shape).astype(np.float64))
+
+    a = numfid.convert(spread((N, N)), "bf16")
+    b = numfid.convert(spread((N, N)), "bf16")
     return a, b, numfid.convert(a.astype(np.float64) @ b, "bf16")
 
 

@@ -31,7 +31,8 @@ struct MatmulArgs {
 };
 
 int run_check_matmul(const MatmulArgs& m) {
-  const ClaimSpec claim = m.claim.parse();
+  ClaimSpec claim = m.claim.parse();
+  read_claim_files(claim);
   if (!m.json.empty()) check_output(m.json, "--json");
   if (!m.ref.empty() && m.ref_profile.empty())
     throw UsageError("--ref needs --ref-profile (the platform that produced the reference)");
@@ -107,7 +108,8 @@ int run_tol(const TolArgs& t) {
   if (t.k <= 0) throw UsageError("--k: the reduction length K must be a positive integer");
   std::map<std::string, std::string> target;
   if (!t.target_profile.empty()) target["--profile"] = t.target_profile;
-  const ClaimSpec claim = t.claim.parse(target);
+  ClaimSpec claim = t.claim.parse(target);
+  read_claim_files(claim);
   ToleranceOptions o;
   o.addend = t.addend;
   if (!t.ref_profile.empty()) o.ref_claim = t.claim.parse({{"--profile", t.ref_profile}, {"--plan", ""}});

@@ -31,6 +31,14 @@ TensorData load_operand(const std::string& spec, const FormatSpec& declared, con
   return operand_values(read_operand(spec, what), declared, what);
 }
 
+void read_claim_files(ClaimSpec& claim) {
+  QuantClaim& q = claim.quant;
+  if (!q.scale_file_pending()) return;
+  const TensorData s = load_operand(q.out_scale_text, fp32, "--out-scale");
+  for (const Bits b : s.values) q.out_scale.push_back(to_double(fp32, b));
+  if (q.out_scale.empty()) throw UsageError(fmt::format("--out-scale {}: the file holds no scales", q.out_scale_text));
+}
+
 void check_output(const std::string& path, const char* what) {
   try {
     check_output_path(path);

@@ -3,3 +3,6 @@ numfid_add_test(tolerances_test SOURCES tolerances_test.cpp DEPS numfid::toleran
 numfid_add_test(check_test SOURCES check_test.cpp DEPS numfid::tolerances fmt::fmt)
 # The claim text form and tensor views (tolerances/claim_text.cpp).
 numfid_add_test(claim_text_test SOURCES claim_text_test.cpp DEPS numfid::tolerances fmt::fmt)
+# Integer GEMMs through the pipeline (tolerances/quant_check.h): legal outputs, each classic bug
+# with its signature, the int32 overflow K. About a second.
+numfid_add_test(quant_check_test SOURCES quant_check_test.cpp DEPS numfid::tolerances fmt::fmt)

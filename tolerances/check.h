@@ -16,6 +16,7 @@
 #include "formats/rounding.h"
 #include "formats/value.h"
 #include "numerics/plan.h"
+#include "tolerances/quant_claim.h"
 #include "tolerances/verdict.h"
 
 namespace numfid {
@@ -101,6 +102,7 @@ struct ClaimSpec {
   std::optional<double> ulps;                      ///< --ulps: row/elementwise ops' claimed accuracy
   const FormatSpec* compute = nullptr;             ///< --compute: softmax's arithmetic (derived bound)
   double exp_ulps = 1;                             ///< --exp-ulps: its exp's accuracy
+  QuantClaim quant;                                ///< integer GEMM: zero points, requantisation (quant_claim.h)
 
   /// The output rounding in force (the given one, the profile's, or rne).
   Rounding output_rounding() const;

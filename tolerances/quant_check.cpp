@@ -74,8 +74,10 @@ std::string requant_text(const IntGemm& g) {
   if (g.r.out->kind != FormatKind::integer)
     return fmt::format("out {} = round_{}(acc × {}){}", g.r.out->name, rounding_name(g.r.rounding), scales,
                        g.r.saturate ? " saturating" : "");
-  return fmt::format("out {} = {}(round_{}(acc × {}) + {})", g.r.out->name, g.r.saturate ? "saturate" : "",
-                     rounding_name(g.r.rounding), scales, g.r.zero_point);
+  const std::string y = g.scale.empty() && g.r.zero_point == 0
+                            ? std::string("acc")
+                            : fmt::format("round_{}(acc × {}) + {}", rounding_name(g.r.rounding), scales, g.r.zero_point);
+  return g.r.saturate ? fmt::format("out {} = saturate({})", g.r.out->name, y) : fmt::format("out {} = {}", g.r.out->name, y);
 }
 
 std::string claim_description(const IntGemm& g) {
@@ -336,13 +338,18 @@ CheckResult check_int_gemm(const TensorData& A, const TensorData& B, const Tenso
     constexpr std::size_t kSample = 4096;
     const std::size_t n = std::min(mismatched.size(), kSample);
     const std::vector<Hypothesis> hs = hypotheses(g, p, exact);
+    std::vector<std::pair<std::size_t, const Hypothesis*>> hits;
     for (const Hypothesis& h : hs) {
       std::size_t hit = 0;
       for (std::size_t i = 0; i < n; ++i) hit += h.predict(mismatched[i]) == C.values[mismatched[i]] ? 1 : 0;
-      if (hit == n || 2 * hit > n)
-        v.signatures.push_back({h.name, fmt::format("{} of the {} differing elements{} {}", hit, n,
-                                                    n < mismatched.size() ? " (sampled)" : "", h.evidence)});
+      if (2 * hit > n) hits.emplace_back(hit, &h);
     }
+    // Explanations of every differing element, else those of most of them.
+    const bool complete = std::any_of(hits.begin(), hits.end(), [n](const auto& x) { return x.first == n; });
+    for (const auto& [hit, h] : hits)
+      if (!complete || hit == n)
+        v.signatures.push_back({h->name, fmt::format("{} of the {} differing elements{} {}", hit, n,
+                                                     n < mismatched.size() ? " (sampled)" : "", h->evidence)});
   }
   std::vector<ElementReport> sorted = all;
   const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(std::max(opt.worst, 0)), sorted.size());

@@ -2,7 +2,9 @@
 """Writes the integer-GEMM golden-test inputs (run in tests/cli/data): A (6x40 int8), B (40x5 uint8),
 per-column scales (5 fp32), and outputs computed here with Python integers and fractions:
   acc = sum_k (A - (-3)) * (B - 131);  y = clamp(round(acc * S) + 5, -128, 127)  (int8)
-with S = 2^-9 (per tensor): int_rne (ties to even, the claim), int_rna (ties away: a defect);
+with S = 2^-9 (per tensor): int_rne (ties to even, the claim), int_zp_flipped (the output zero point
+subtracted: a defect); into int32 with S = 2^-2 (a tie for every acc = 2 mod 4): int_rne32 and int_rna32
+(ties away: a defect under an rne claim);
 with the per-column scales: int_pc; and the int32 accumulator itself (acc32).
 Python standard library only; seeded."""
 import struct, random
@@ -29,6 +31,8 @@ npy('int_a.npy', (M, K), '|i1', [v for r in A for v in r])
 npy('int_b.npy', (K, N), '|u1', [v for r in B for v in r])
 npy('int_scales.npy', (N,), '<f4', scales)
 npy('int_rne.npy', (M, N), '|i1', [clamp(rne(Fraction(a) * Fraction(1, 512)) + 5) for r in acc for a in r])
-npy('int_rna.npy', (M, N), '|i1', [clamp(rna(Fraction(a) * Fraction(1, 512)) + 5) for r in acc for a in r])
+npy('int_zp_flipped.npy', (M, N), '|i1', [clamp(rne(Fraction(a) * Fraction(1, 512)) - 5) for r in acc for a in r])
+npy('int_rne32.npy', (M, N), '<i4', [rne(Fraction(a, 4)) + 5 for r in acc for a in r])
+npy('int_rna32.npy', (M, N), '<i4', [rna(Fraction(a, 4)) + 5 for r in acc for a in r])
 npy('int_pc.npy', (M, N), '|i1', [clamp(rne(Fraction(r[j]) * Fraction(scales[j])) + 5) for r in acc for j in range(N)])
 npy('int_acc32.npy', (M, N), '<i4', [a for r in acc for a in r])

@@ -21,8 +21,9 @@ struct EmulateArgs {
 int run_emulate(const EmulateArgs& e, bool dot) {
   ClaimSpec claim = e.claim.parse();
   read_claim_files(claim);
-  // An integer GEMM is exact in every order: it needs no plan (tolerances/quant_check.h).
-  if (!is_integer_claim(claim) && !claim.plan == !claim.profile)
+  // An integer GEMM is exact in every order, a scaled GEMM has its promotion model: no plan
+  // needed (tolerances/quant_check.h).
+  if (!is_quantised_claim(claim) && !claim.plan == !claim.profile)
     throw UsageError("give exactly one of --plan P or --profile NAME");
   if (!e.output.ends_with(".npy") && !e.output.ends_with(".safetensors"))
     throw UsageError(fmt::format("--output {}: the file name must end in .npy or .safetensors", e.output));

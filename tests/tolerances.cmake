@@ -6,3 +6,6 @@ numfid_add_test(claim_text_test SOURCES claim_text_test.cpp DEPS numfid::toleran
 # Integer GEMMs through the pipeline (tolerances/quant_check.h): legal outputs, each classic bug
 # with its signature, the int32 overflow K. About a second.
 numfid_add_test(quant_check_test SOURCES quant_check_test.cpp DEPS numfid::tolerances fmt::fmt)
+# Scaled float GEMMs (FP8 with DeepSeek-style block scales, promotion) against a naive model and
+# long-double references: emulation bit for bit, legal outputs, wrong-block scale, missing promotion.
+numfid_add_test(scaled_check_test SOURCES scaled_check_test.cpp DEPS numfid::tolerances fmt::fmt)

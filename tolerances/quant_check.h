@@ -13,6 +13,10 @@ namespace numfid {
 
 /// Whether `c` claims an integer GEMM (its inputs are of an integer format).
 bool is_integer_claim(const ClaimSpec& c);
+/// Whether `c` claims a scaled float GEMM (--scale-a/--scale-b/--scale-block/--promote-every).
+bool is_scaled_claim(const ClaimSpec& c);
+/// Either: the pipeline routes the claim here instead of the plain reduction.
+inline bool is_quantised_claim(const ClaimSpec& c) { return is_integer_claim(c) || is_scaled_claim(c); }
 
 namespace detail {
 
@@ -30,6 +34,25 @@ bool parse_quant_option(QuantClaim& q, std::string_view opt, const std::string& 
 void validate_quant_claim(const ClaimSpec& c);
 /// Appends the quantisation options in their canonical order (claim text form).
 void append_quant_claim(std::string& text, const QuantClaim& q);
+
+/// check_matmul / check_dot / emulate_* / tolerance / emulation_description of a quantised
+/// claim: the integer or the scaled GEMM below.
+CheckResult check_quantised_gemm(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,
+                                 const MatmulCheckOptions& opt, bool rowwise);
+TensorData emulate_quantised_gemm(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
+                                  const ClaimSpec& claim, bool rowwise);
+ToleranceResult quantised_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim);
+std::string quantised_emulation_description(const ClaimSpec& claim);
+
+/// Scaled float GEMM (scaled_check.cpp): exact reference of the dequantised products (long
+/// accumulator), the bound per element from Σ|scaled terms| with its derivation, the verdict,
+/// and the promotion model's prediction (numerics/scaled_gemm.h). Row-wise dots: InputError.
+CheckResult check_scaled_gemm(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,
+                              const MatmulCheckOptions& opt);
+TensorData emulate_scaled_gemm(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
+                               const ClaimSpec& claim);
+ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim);
+std::string scaled_emulation_description(const ClaimSpec& claim);
 
 /// check_matmul / check_dot of an integer claim (opt.ref: InputError).
 CheckResult check_int_gemm(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,

@@ -14,12 +14,15 @@ namespace numfid {
 
 bool is_integer_claim(const ClaimSpec& c) { return c.in != nullptr && c.in->kind == FormatKind::integer; }
 
+bool is_scaled_claim(const ClaimSpec& c) { return c.quant.scaled(); }
+
 namespace detail {
 
 namespace {
 
 constexpr std::string_view kValueOptions[] = {"--zero-point-a", "--zero-point-b", "--out-scale", "--out-zero-point",
-                                              "--requant-rounding"};
+                                              "--requant-rounding", "--scale-a", "--scale-b", "--scale-block",
+                                              "--promote-every"};
 constexpr std::string_view kFlags[] = {"--saturate", "--requant-fixed-point"};
 
 std::int64_t parse_integer(std::string_view opt, const std::string& s) {
@@ -33,7 +36,7 @@ std::int64_t parse_integer(std::string_view opt, const std::string& s) {
 }
 
 /// A comma-separated list of numbers, or nullopt when `s` does not look like one (a file).
-std::optional<std::vector<double>> parse_scales(const std::string& s) {
+std::optional<std::vector<double>> parse_scales(const std::string& s, std::string_view opt = "--out-scale") {
   const char c0 = s.empty() ? '\0' : s[0];
   const bool numeric = (c0 >= '0' && c0 <= '9') || c0 == '.' || c0 == '-' || c0 == '+';
   if (!numeric) return std::nullopt;
@@ -47,13 +50,30 @@ std::optional<std::vector<double>> parse_scales(const std::string& s) {
     errno = 0;
     const double v = std::strtod(begin, &end);
     if (item.empty() || end != begin + item.size() || errno == ERANGE)
-      throw InputError(fmt::format("--out-scale '{}': '{}' is not a number (give S, S0,S1,... or a file)", s, item));
+      throw InputError(fmt::format("{} '{}': '{}' is not a number (give S, S0,S1,... or a file)", opt, s, item));
     if (!(v > 0) || !std::isfinite(v))
-      throw InputError(fmt::format("--out-scale '{}': {} is not a positive finite scale", s, item));
+      throw InputError(fmt::format("{} '{}': {} is not a positive finite scale", opt, s, item));
     out.push_back(v);
     pos = comma + 1;
   }
   return out;
+}
+
+/// "RxK" -> the block; InputError naming --scale-block otherwise.
+ScaleBlock parse_block(const std::string& all, const std::string& s) {
+  const std::size_t x = s.find('x');
+  const auto number = [&](const std::string& t) {
+    bool ok = !t.empty() && t.size() <= 12;
+    for (const char ch : t) ok = ok && ch >= '0' && ch <= '9';
+    const long long v = ok ? std::stoll(t) : 0;
+    if (v <= 0)
+      throw InputError(fmt::format("--scale-block '{}': '{}' is not RxK with positive integers R and K (e.g. 1x128, "
+                                   "128x128, 1x32)",
+                                   all, s));
+    return static_cast<std::int64_t>(v);
+  };
+  if (x == std::string::npos) number("");
+  return {number(s.substr(0, x)), number(s.substr(x + 1))};
 }
 
 void check_range(std::string_view opt, std::optional<std::int64_t> z, const FormatSpec& f) {
@@ -77,7 +97,7 @@ bool is_quant_flag(std::string_view opt) {
 
 std::string_view quant_option_names() {
   return "--zero-point-a, --zero-point-b, --out-scale, --out-zero-point, --requant-rounding, --saturate, "
-         "--requant-fixed-point";
+         "--requant-fixed-point; scaled float GEMM: --scale-a, --scale-b, --scale-block, --promote-every";
 }
 
 bool parse_quant_option(QuantClaim& q, std::string_view opt, const std::string& value) {
@@ -93,6 +113,20 @@ bool parse_quant_option(QuantClaim& q, std::string_view opt, const std::string& 
     if (r == Rounding::stochastic)
       throw InputError("--requant-rounding stochastic: a requantisation rounds deterministically (rne, rna, rtz, rup, rdn)");
     q.requant_rounding = r;
+  } else if (opt == "--scale-a" || opt == "--scale-b") {
+    if (value.empty()) throw InputError(fmt::format("{} needs a value (a scale or a file)", opt));
+    auto scales = parse_scales(value, opt).value_or(std::vector<double>{});
+    if (scales.size() > 1) throw InputError(fmt::format("{} '{}': one scale, or a file of scales", opt, value));
+    (opt == "--scale-a" ? q.scale_a_text : q.scale_b_text) = value;
+    (opt == "--scale-a" ? q.scale_a : q.scale_b) = std::move(scales);
+  } else if (opt == "--scale-block") {
+    const std::size_t comma = value.find(',');
+    q.scale_block_a = parse_block(value, value.substr(0, comma));
+    if (comma != std::string::npos) q.scale_block_b = parse_block(value, value.substr(comma + 1));
+  } else if (opt == "--promote-every") {
+    const std::int64_t v = parse_integer(opt, value);
+    if (v <= 0) throw InputError(fmt::format("--promote-every '{}': a positive number of products", value));
+    q.promote_every = v;
   } else if (opt == "--saturate") q.saturate = true;
   else if (opt == "--requant-fixed-point") q.fixed_point = true;
   else return false;
@@ -101,6 +135,26 @@ bool parse_quant_option(QuantClaim& q, std::string_view opt, const std::string& 
 
 void validate_quant_claim(const ClaimSpec& c) {
   const QuantClaim& q = c.quant;
+  if (q.scaled()) {
+    if (is_integer_claim(c) || q.any())
+      throw InputError("the scaled-GEMM options (--scale-a, --scale-b, --scale-block, --promote-every) are for float "
+                       "operands; an integer GEMM takes --zero-point-a/b and --out-scale");
+    if (c.in->kind != FormatKind::binary_float || c.in->bits > 16 || (c.in_b && c.in_b->bits > 16))
+      throw InputError(fmt::format("scaled GEMM: --in {} is not a narrow float operand format (fp8, fp6, fp4, bf16, "
+                                   "fp16)",
+                                   c.in->name));
+    if (c.cast || c.plan || c.products_rounded || c.acc_ftz)
+      throw InputError("scaled GEMM: --cast, --plan, --products-rounded and --ftz do not apply (each partial sum is "
+                       "summed in the accumulator, or by the profile's tensor-core model)");
+    if (c.acc->kind != FormatKind::binary_float || c.acc->bits > 32 || c.acc_rounding == Rounding::stochastic)
+      throw InputError(fmt::format("scaled GEMM: --acc {} {}: the partial sums' accumulator is a float format of at "
+                                   "most 32 bits with a deterministic rounding",
+                                   c.acc->name, rounding_name(c.acc_rounding)));
+    if (q.scale_block_a && (q.scale_a_text.empty() || q.scale_b_text.empty()))
+      throw InputError("--scale-block needs --scale-a and --scale-b (the scale tensors it lays out)");
+    if (c.ulps || c.compute) throw InputError("scaled GEMM: --ulps and --compute do not apply");
+    return;
+  }
   if (!is_integer_claim(c)) {
     if (c.in_b && c.in_b->kind == FormatKind::integer)
       throw InputError(fmt::format("--in-b {} is an integer format but --in {} is not: an integer GEMM takes integer "
@@ -150,6 +204,14 @@ void append_quant_claim(std::string& text, const QuantClaim& q) {
   if (q.requant_rounding) append_claim_option(text, "--requant-rounding", rounding_name(*q.requant_rounding));
   if (q.saturate) append_claim_flag(text, "--saturate");
   if (q.fixed_point) append_claim_flag(text, "--requant-fixed-point");
+  if (!q.scale_a_text.empty()) append_claim_option(text, "--scale-a", q.scale_a_text);
+  if (!q.scale_b_text.empty()) append_claim_option(text, "--scale-b", q.scale_b_text);
+  if (q.scale_block_a) {
+    std::string b = fmt::format("{}x{}", q.scale_block_a->rows, q.scale_block_a->k);
+    if (q.scale_block_b) b += fmt::format(",{}x{}", q.scale_block_b->rows, q.scale_block_b->k);
+    append_claim_option(text, "--scale-block", b);
+  }
+  if (q.promote_every) append_claim_option(text, "--promote-every", fmt::format("{}", *q.promote_every));
 }
 
 }  // namespace detail

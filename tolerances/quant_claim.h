@@ -2,6 +2,8 @@
 // ClaimSpec (tolerances/check.h) parsed from the same one text form by parse_claim:
 //   --zero-point-a Z --zero-point-b Z --out-scale S|S0,S1,...|FILE --out-zero-point Z
 //   --requant-rounding rne|rna|rtz|rup|rdn --saturate --requant-fixed-point
+// and of a scaled float GEMM (FP8/FP6/FP4/BF16 operands with block scales):
+//   --scale-a S|FILE --scale-b S|FILE --scale-block RxK[,RxK] --promote-every N
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "formats/rounding.h"
+#include "numerics/scaled_gemm.h"
 
 namespace numfid {
 
@@ -27,13 +30,28 @@ struct QuantClaim {
   bool saturate = false;                       ///< --saturate: out-of-range results clamp
   bool fixed_point = false;                    ///< --requant-fixed-point: gemmlowp/TFLite multiplier + shift
 
-  /// Whether any option was given.
+  // Scaled float GEMM.
+  std::string scale_a_text, scale_b_text;      ///< --scale-a / --scale-b as given: a number or a file
+  std::vector<double> scale_a, scale_b;        ///< resolved (a file's fp32 values, or E8M0 as powers of two)
+  std::optional<ScaleBlock> scale_block_a;     ///< --scale-block (A's, or both); absent: per tensor
+  std::optional<ScaleBlock> scale_block_b;     ///< B's when --scale-block gives two
+  std::optional<std::int64_t> promote_every;   ///< --promote-every: partial sums promoted to fp32 every N products
+
+  /// Whether any integer-GEMM option was given.
   bool any() const {
     return zero_point_a || zero_point_b || !out_scale_text.empty() || out_zero_point || requant_rounding || saturate ||
            fixed_point;
   }
+  /// Whether any scaled-GEMM option was given.
+  bool scaled() const {
+    return !scale_a_text.empty() || !scale_b_text.empty() || scale_block_a || promote_every.has_value();
+  }
   /// Whether --out-scale names a file whose values the caller has not read yet.
   bool scale_file_pending() const { return !out_scale_text.empty() && out_scale.empty(); }
+  /// Whether --scale-a / --scale-b name files whose values the caller has not read yet.
+  bool operand_scales_pending() const {
+    return (!scale_a_text.empty() && scale_a.empty()) || (!scale_b_text.empty() && scale_b.empty());
+  }
 };
 
 }  // namespace numfid

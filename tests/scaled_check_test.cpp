@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "formats/error.h"
+#include "numerics/profile.h"
 #include "tolerances/check.h"
 #include "tolerances/quant_check.h"
 
@@ -186,6 +187,36 @@ TEST(ScaledGemm, MissingPromotionUnderANarrowAccumulatorIsADefect) {
   EXPECT_EQ(ok.model->equal, 9);  // the model's bf16 partials are the naive ones
   const CheckResult bad = check_matmul(A_of(p), B_of(p), C_of(p, naive(p, 2048, round_bf16)), claim);
   EXPECT_EQ(bad.verdict.kind, TensorKind::defect) << bad.text();
+}
+
+TEST(ScaledGemm, HopperTensorCorePartialsPromotedEvery128) {
+  // DeepGEMM on H100: each 128-product partial from the fp8 tensor-core model (its truncating
+  // block FMA, numerics/block_fma.h, validated on recorded H100 vectors), promoted by fmaf.
+  const Problem p = make(4, 512, 3, 128, 6);
+  const ClaimSpec claim = deepseek_claim(p, "--profile nvidia-h100-tc --promote-every 128");
+  const BlockFmaModel* m = block_fma_for(*claim.profile, fp8_e4m3, fp32);
+  ASSERT_NE(m, nullptr);
+  std::vector<float> want(static_cast<std::size_t>(p.m * p.n));
+  for (std::int64_t i = 0; i < p.m; ++i)
+    for (std::int64_t j = 0; j < p.n; ++j) {
+      float o = 0;
+      for (std::int64_t c = 0; c < p.k; c += 128) {
+        std::vector<Bits> a, b;
+        for (std::int64_t k = c; k < c + 128; ++k) {
+          a.push_back(Bits{p.a[static_cast<std::size_t>(i * p.k + k)]});
+          b.push_back(Bits{p.b[static_cast<std::size_t>(k * p.n + j)]});
+        }
+        const float part = static_cast<float>(to_double(fp32, block_fma_dot(*m, a, b, Bits{0}).bits));
+        o = std::fmaf(static_cast<float>(sa_of(p, i, c) * sb_of(p, c, j)), part, o);
+      }
+      want[static_cast<std::size_t>(i * p.n + j)] = o;
+    }
+  const TensorData d = emulate_matmul(A_of(p), B_of(p), std::nullopt, claim);
+  for (std::size_t e = 0; e < want.size(); ++e) ASSERT_EQ(d.values[e].raw, bits_of(want[e])) << e;
+  // Its output is consistent under the block-FMA bound (soundness), and the fp32-accumulator
+  // model's output under the same claim too (both are legal partial sums).
+  EXPECT_EQ(check_matmul(A_of(p), B_of(p), C_of(p, want), claim).verdict.kind, TensorKind::consistent);
+  EXPECT_EQ(check_matmul(A_of(p), B_of(p), C_of(p, naive(p, 128)), claim).verdict.kind, TensorKind::consistent);
 }
 
 TEST(ScaledGemm, ShapesOfScalesAreChecked) {

@@ -38,6 +38,8 @@ void write_text_output(const std::string& path, const std::string& text, const c
 
 /// `numfid check OP ...`: is an output consistent with its claimed arithmetic?
 Command add_check_command(CLI::App& parent);
+/// `numfid quantize --x X --in F --mx MX ...`: MX elements and E8M0 scales of a GEMM operand.
+Command add_quantize_command(CLI::App& parent);
 /// `numfid tol OP --k K ...`: the bounds a claim implies, with their derivation.
 Command add_tol_command(CLI::App& parent);
 /// `numfid gate run FILE [--junit F] [--json F]` (gates/gate.h)

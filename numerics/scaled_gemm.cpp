@@ -76,4 +76,32 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
   return out;
 }
 
+MxOperand quantize_mx_operand(const MxFormat& f, std::span<const Bits> x, const FormatSpec& from, std::int64_t rows,
+                              std::int64_t cols, bool k_is_rows, std::size_t block, const RoundOptions& o) {
+  if (block == 0) throw std::invalid_argument("quantize_mx_operand: the block size must be positive");
+  if (static_cast<std::int64_t>(x.size()) != rows * cols)
+    throw std::invalid_argument("quantize_mx_operand: the data does not hold rows × cols values");
+  const auto b = static_cast<std::int64_t>(block);
+  MxOperand out;
+  out.elements.resize(x.size());
+  out.scale_rows = k_is_rows ? ceil_div(rows, b) : rows;
+  out.scale_cols = k_is_rows ? cols : ceil_div(cols, b);
+  out.scales.resize(static_cast<std::size_t>(out.scale_rows * out.scale_cols));
+  // One line along K at a time: a row of A or a column of B.
+  const std::int64_t lines = k_is_rows ? cols : rows, len = k_is_rows ? rows : cols;
+  std::vector<Bits> line(static_cast<std::size_t>(len));
+  for (std::int64_t l = 0; l < lines; ++l) {
+    const auto at = [&](std::int64_t t) { return static_cast<std::size_t>(k_is_rows ? t * cols + l : l * cols + t); };
+    for (std::int64_t t = 0; t < len; ++t) line[static_cast<std::size_t>(t)] = x[at(t)];
+    RoundOptions lo = o;
+    lo.stream = o.stream + static_cast<std::uint64_t>(l * len);  // value t of line l: stream l·len + t
+    const MxArray q = quantize_mx(f, line, from, block, lo);
+    out.status = out.status | q.status;
+    for (std::int64_t t = 0; t < len; ++t) out.elements[at(t)] = q.elements[static_cast<std::size_t>(t)];
+    for (std::int64_t s = 0; s < ceil_div(len, b); ++s)
+      out.scales[static_cast<std::size_t>(k_is_rows ? s * cols + l : l * out.scale_cols + s)] = q.scales[static_cast<std::size_t>(s)];
+  }
+  return out;
+}
+
 }  // namespace numfid

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "formats/rounding.h"
+#include "formats/mx.h"
 #include "numerics/block_fma.h"
 
 namespace numfid {
@@ -56,5 +57,21 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
                                       const FormatSpec& fb, std::span<const Bits> b, const OperandScales& sb,
                                       std::int64_t m, std::int64_t k, std::int64_t n, const ScaledGemmModel& model,
                                       std::span<const Bits> addend_fp32 = {});
+
+/// An operand quantised into MX blocks along K, in the layout the scaled GEMM reads.
+struct MxOperand {
+  std::vector<Bits> elements;              ///< rows × cols patterns of the element format, C order
+  std::vector<Bits> scales;                ///< E8M0 patterns, scale_rows × scale_cols, C order
+  std::int64_t scale_rows = 0, scale_cols = 0;
+  Status status = status_ok;               ///< union of the flags
+};
+
+/// MX-quantises a rows × cols tensor (OCP MX v1.0 §6.3, quantize_mx) in blocks of `block`
+/// along K: `k_is_rows` false (A, M×K): blocks along each row, scales rows × ⌈cols/block⌉;
+/// true (B, K×N): blocks down each column, scales ⌈rows/block⌉ × cols — the layouts of
+/// `--scale-block 1x<block>`. Value t of line l (a row of A, a column of B) rounds with stream
+/// o.stream + l·(its length) + t (stochastic rounding).
+MxOperand quantize_mx_operand(const MxFormat& f, std::span<const Bits> x, const FormatSpec& from, std::int64_t rows,
+                              std::int64_t cols, bool k_is_rows, std::size_t block, const RoundOptions& o = {});
 
 }  // namespace numfid

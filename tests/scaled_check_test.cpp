@@ -16,6 +16,7 @@
 
 #include "formats/error.h"
 #include "numerics/profile.h"
+#include "numerics/scaled_gemm.h"
 #include "tolerances/check.h"
 #include "tolerances/quant_check.h"
 
@@ -217,6 +218,31 @@ TEST(ScaledGemm, HopperTensorCorePartialsPromotedEvery128) {
   // model's output under the same claim too (both are legal partial sums).
   EXPECT_EQ(check_matmul(A_of(p), B_of(p), C_of(p, want), claim).verdict.kind, TensorKind::consistent);
   EXPECT_EQ(check_matmul(A_of(p), B_of(p), C_of(p, naive(p, 128)), claim).verdict.kind, TensorKind::consistent);
+}
+
+TEST(ScaledGemm, MxOperandLayouts) {
+  // A (3×70): blocks along rows; B (70×2): blocks down columns; each line = quantize_mx of it.
+  std::mt19937 gen(8);
+  std::vector<Bits> x(210);
+  for (Bits& v : x) v = Bits{bits_of(static_cast<float>(std::ldexp(static_cast<double>(gen() % 2001) - 1000, -7)))};
+  const MxOperand a = quantize_mx_operand(mxfp8_e4m3, x, fp32, 3, 70, false, 32);
+  EXPECT_EQ(a.scale_rows, 3);
+  EXPECT_EQ(a.scale_cols, 3);
+  for (std::size_t r = 0; r < 3; ++r) {
+    const MxArray q = quantize_mx(mxfp8_e4m3, std::span<const Bits>(x).subspan(r * 70, 70), fp32, 32);
+    for (std::size_t t = 0; t < 70; ++t) ASSERT_EQ(a.elements[r * 70 + t], q.elements[t]);
+    for (std::size_t s = 0; s < 3; ++s) ASSERT_EQ(a.scales[r * 3 + s], q.scales[s]);
+  }
+  const MxOperand b = quantize_mx_operand(mxfp8_e4m3, x, fp32, 105, 2, true, 32);
+  EXPECT_EQ(b.scale_rows, 4);
+  EXPECT_EQ(b.scale_cols, 2);
+  for (std::size_t c = 0; c < 2; ++c) {
+    std::vector<Bits> col;
+    for (std::size_t r = 0; r < 105; ++r) col.push_back(x[r * 2 + c]);
+    const MxArray q = quantize_mx(mxfp8_e4m3, col, fp32, 32);
+    for (std::size_t r = 0; r < 105; ++r) ASSERT_EQ(b.elements[r * 2 + c], q.elements[r]);
+    for (std::size_t s = 0; s < 4; ++s) ASSERT_EQ(b.scales[s * 2 + c], q.scales[s]);
+  }
 }
 
 TEST(ScaledGemm, ShapesOfScalesAreChecked) {

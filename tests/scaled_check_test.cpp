@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -243,6 +245,102 @@ TEST(ScaledGemm, MxOperandLayouts) {
     for (std::size_t r = 0; r < 105; ++r) ASSERT_EQ(b.elements[r * 2 + c], q.elements[r]);
     for (std::size_t s = 0; s < 4; ++s) ASSERT_EQ(b.scales[s * 2 + c], q.scales[s]);
   }
+}
+
+/// DeepGEMM's calc_diff (deepseek-ai/DeepGEMM tests: 1 - 2·Σxy / Σ(x² + y²); its tests
+/// assert diff < 0.001).
+double calc_diff(const std::vector<float>& x, const std::vector<double>& y) {
+  double xy = 0, xx = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    xy += static_cast<double>(x[i]) * y[i];
+    xx += static_cast<double>(x[i]) * x[i] + y[i] * y[i];
+  }
+  return 1 - 2 * xy / xx;
+}
+
+/// The scaled-GEMM corpus of docs/verdict.md: legal variation and each classic bug, judged
+/// under the DeepGEMM claim (fp8 E4M3, 1×128 / 128×128 fp32 scales, H100 tensor-core partials
+/// promoted every 128), with DeepGEMM's own calc_diff beside the verdict.
+TEST(ScaledGemm, Corpus) {
+  const Problem p = make(16, 512, 256, 128, 11);
+  const ClaimSpec claim = deepseek_claim(p, "--profile nvidia-h100-tc --promote-every 128");
+  const BlockFmaModel* tc = block_fma_for(*claim.profile, fp8_e4m3, fp32);
+  ASSERT_NE(tc, nullptr);
+  const auto av = [&](std::int64_t i, std::int64_t k) { return Bits{p.a[static_cast<std::size_t>(i * p.k + k)]}; };
+  const auto bv = [&](std::int64_t k, std::int64_t j) { return Bits{p.b[static_cast<std::size_t>(k * p.n + j)]}; };
+  // Exact values (long double sums of exact terms; only for calc_diff).
+  std::vector<double> exact(static_cast<std::size_t>(p.m * p.n));
+  for (std::int64_t i = 0; i < p.m; ++i)
+    for (std::int64_t j = 0; j < p.n; ++j) {
+      long double s = 0;
+      for (std::int64_t k = 0; k < p.k; ++k)
+        s += static_cast<long double>(e4m3_value(p.a[static_cast<std::size_t>(i * p.k + k)])) *
+             e4m3_value(p.b[static_cast<std::size_t>(k * p.n + j)]) * sa_of(p, i, k) * sb_of(p, k, j);
+      exact[static_cast<std::size_t>(i * p.n + j)] = static_cast<double>(s);
+    }
+  // Tensor-core partials over [c0, c0 + len), promoted with the scale function `scale`.
+  const auto tc_gemm = [&](std::int64_t chunk, const std::function<double(std::int64_t, std::int64_t, std::int64_t)>& scale) {
+    std::vector<float> out(static_cast<std::size_t>(p.m * p.n));
+    for (std::int64_t i = 0; i < p.m; ++i)
+      for (std::int64_t j = 0; j < p.n; ++j) {
+        float o = 0;
+        for (std::int64_t c = 0; c < p.k; c += chunk) {
+          std::vector<Bits> a, b;
+          for (std::int64_t k = c; k < c + chunk; ++k) {
+            a.push_back(av(i, k));
+            b.push_back(bv(k, j));
+          }
+          const auto part = static_cast<float>(to_double(fp32, block_fma_dot(*tc, a, b, Bits{0}).bits));
+          o = std::fmaf(static_cast<float>(scale(i, c, j)), part, o);
+        }
+        out[static_cast<std::size_t>(i * p.n + j)] = o;
+      }
+    return out;
+  };
+  const auto right = [&](std::int64_t i, std::int64_t c, std::int64_t j) { return sa_of(p, i, c) * sb_of(p, c, j); };
+  struct Case {
+    std::string name;
+    std::vector<float> out;
+    TensorKind want;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"legal: H100 partials of 128, promoted (the model)", tc_gemm(128, right), TensorKind::consistent});
+  cases.push_back({"legal: fp32 partials of 128 (exact products), promoted", naive(p, 128), TensorKind::consistent});
+  cases.push_back({"legal: correctly rounded result", {}, TensorKind::consistent});
+  for (const double x : exact) cases.back().out.push_back(static_cast<float>(x));
+  cases.push_back({"bug: A's scale of the previous K block", tc_gemm(128, [&](std::int64_t i, std::int64_t c, std::int64_t j) {
+                     return sa_of(p, i, c == 0 ? 0 : c - 128) * sb_of(p, c, j);
+                   }),
+                   TensorKind::defect});
+  cases.push_back({"bug: B's scale tensor transposed (read [j/128, k/128])",
+                   tc_gemm(128, [&](std::int64_t i, std::int64_t c, std::int64_t j) {
+                     return sa_of(p, i, c) * p.sb[static_cast<std::size_t>((j / 128) * (p.k / 128) + c / 128)];
+                   }),
+                   TensorKind::defect});
+  cases.push_back({"bug: A's scales of row i+1 (off by one row)", tc_gemm(128, [&](std::int64_t i, std::int64_t c, std::int64_t j) {
+                     return sa_of(p, (i + 1) % p.m, c) * sb_of(p, c, j);
+                   }),
+                   TensorKind::defect});
+  cases.push_back({"bug: scale applied twice to A", tc_gemm(128, [&](std::int64_t i, std::int64_t c, std::int64_t j) {
+                     return sa_of(p, i, c) * sa_of(p, i, c) * sb_of(p, c, j);
+                   }),
+                   TensorKind::defect});
+  cases.push_back({"bug: one output tile (rows 0-3, columns 128-255) uses its neighbour's B scale in one K block",
+                   tc_gemm(128, [&](std::int64_t i, std::int64_t c, std::int64_t j) {
+                     const bool tile = i < 4 && j >= 128 && c == 256;
+                     return sa_of(p, i, c) * sb_of(p, c, tile ? j - 128 : j);
+                   }),
+                   TensorKind::defect});
+  std::string table = "| case | verdict | outside the bound | calc_diff |\n|---|---|---|---|\n";
+  MatmulCheckOptions no_model;
+  no_model.predict = false;
+  for (const Case& c : cases) {
+    const CheckResult r = check_matmul(A_of(p), B_of(p), C_of(p, c.out), claim, no_model);
+    table += fmt::format("| {} | {} | {} of {} | {:.2e} |\n", c.name, kind_name(r.verdict.kind), r.verdict.counts[3],
+                         r.verdict.elements, calc_diff(c.out, exact));
+    EXPECT_EQ(r.verdict.kind, c.want) << c.name << "\n" << r.text();
+  }
+  std::printf("%s", table.c_str());
 }
 
 TEST(ScaledGemm, ShapesOfScalesAreChecked) {

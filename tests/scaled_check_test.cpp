@@ -7,6 +7,7 @@
 // missing promotion under a narrow accumulator judged defects.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -339,8 +340,44 @@ TEST(ScaledGemm, Corpus) {
     table += fmt::format("| {} | {} | {} of {} | {:.2e} |\n", c.name, kind_name(r.verdict.kind), r.verdict.counts[3],
                          r.verdict.elements, calc_diff(c.out, exact));
     EXPECT_EQ(r.verdict.kind, c.want) << c.name << "\n" << r.text();
+    for (const Signature& g : r.verdict.signatures) std::printf("  %s: %s: %s\n", c.name.c_str(), g.name.c_str(), g.evidence.c_str());
   }
   std::printf("%s", table.c_str());
+}
+
+TEST(ScaledGemm, ScaleBugSignatures) {
+  // Outputs of the claim's own model with one scale bug: the signature names the bug.
+  const Problem p = make(4, 256, 256, 128, 12);
+  const ClaimSpec claim = deepseek_claim(p, "--promote-every 128");
+  const auto sig = [&](const std::vector<float>& out, std::string_view name, std::string_view part) {
+    const CheckResult r = check_matmul(A_of(p), B_of(p), C_of(p, out), claim);
+    EXPECT_EQ(r.verdict.kind, TensorKind::defect);
+    EXPECT_TRUE(r.model && r.model->equal < r.model->elements);
+    EXPECT_TRUE(std::any_of(r.verdict.signatures.begin(), r.verdict.signatures.end(), [&](const Signature& g) {
+      return g.name == name && g.evidence.find(part) != std::string::npos;
+    })) << r.text();
+  };
+  Problem t = p;  // B's 2×2 scale tensor read transposed
+  t.sb = {p.sb[0], p.sb[2], p.sb[1], p.sb[3]};
+  sig(naive(t, 128), "scale-transposed", "B's scale tensor");
+  Problem no_b = p;
+  for (double& x : no_b.sb) x = 1;
+  sig(naive(no_b, 128), "scale-missing", "B's scales left out");
+  // Per-tensor scales, promotion every 64 claimed, one bf16 partial over all K computed: not
+  // outside the (wide) bf16 bound here, but the model misses and the hypothesis explains it.
+  Problem q = make(4, 256, 8, 256, 13);
+  ClaimSpec pc = parse_claim(fmt::format("--in fp8_e4m3 --out fp32 --acc bf16 --scale-a {:a} --scale-b {:a} "
+                                         "--promote-every 64",
+                                         q.sa[0], q.sb[0]));
+  // The unpromoted output: the model itself with one partial over all K (the model is checked
+  // against the naive loop above).
+  ClaimSpec whole = pc;
+  whole.quant.promote_every = 256;
+  const TensorData unpromoted = emulate_matmul(A_of(q), B_of(q), std::nullopt, whole);
+  const CheckResult r = check_matmul(A_of(q), B_of(q), unpromoted, pc);
+  EXPECT_TRUE(std::any_of(r.verdict.signatures.begin(), r.verdict.signatures.end(),
+                          [](const Signature& g) { return g.name == "missing-promotion"; }))
+      << r.text();
 }
 
 TEST(ScaledGemm, ShapesOfScalesAreChecked) {

@@ -107,7 +107,7 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
   d.push_back(fmt::format("claim: scaled GEMM, in {}, {}; partial sums of {} products in {}, each promoted: o = "
                           "fma_fp32(fp32(sa·sb), partial, o) ({} promotions per element{})",
                           in.name, layout_text(s), L, s.inner, B, s.promoted ? ", --promote-every" : ": one per scale block"));
-  double c_in = 0, abs_in = 0;
+  double c_in = 0, abs_in = 0, u_in = 0;
   if (s.block_fma) {
     Claim bc;
     bc.input = &in;
@@ -115,10 +115,12 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
     const ReductionBound ib = block_fma_bound(bc, L, false);
     c_in = ib.deterministic;
     abs_in = ib.absolute;
+    u_in = ib.u_acc;
     d.push_back(fmt::format("partial sum (block-FMA model over {} products): |p̂ - p| <= {:.6g}·Σ|a·b| + {:.3g}", L, c_in,
                             abs_in));
   } else {
     const double u = unit_roundoff(*c.acc, c.acc_rounding);
+    u_in = u;
     // From zero, every one of the L products meets a rounding on its way in (the first one too).
     c_in = gamma_n(static_cast<double>(L), u);
     abs_in = static_cast<double>(L) * min_positive(*c.acc) / 2 * (c.acc_rounding == Rounding::rne ? 1 : 2);
@@ -138,7 +140,7 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
   const double max_scale = *std::max_element(s.sa.begin(), s.sa.end()) * *std::max_element(s.sb.begin(), s.sb.end());
   b.absolute = abs_in * max_scale * (1 + us) * grow + static_cast<double>(B) * min_positive(fp32) / 2;
   b.roundings = L + B + (s.pow2 ? 0 : 1);
-  b.u_acc = u32;
+  b.u_acc = std::max(u_in, u32);  // the signatures' scale of rounding errors: the partials' arithmetic
   b.probabilistic_applies = false;
   b.probabilistic = b.deterministic;
   b.confidence = 1;
@@ -153,9 +155,67 @@ Claim judge_claim(const ClaimSpec& c, const FormatSpec& in) {
   k.input = &in;
   k.output = c.out;
   k.output_rounding = c.output_rounding();
-  k.acc.format = &fp32;
-  k.acc.rounding = Rounding::rne;
+  k.acc.format = c.profile ? &fp32 : c.acc;
+  k.acc.rounding = c.profile ? Rounding::rne : c.acc_rounding;
   return k;
+}
+
+/// Which scale-layout bug reproduces C bit for bit under the claim's own promotion model: B's
+/// or A's scale tensor read transposed, a scale left out, no promotion. Evidence where the
+/// kernel's partial sums are the model's (else no hypothesis matches and nothing is said).
+void scale_signatures(Verdict& v, const Scaled& s, const ClaimSpec& claim, const TensorData& A, const TensorData& B,
+                      const std::optional<TensorData>& addend, const TensorData& C, const MatmulDims& d) {
+  std::vector<Bits> add;
+  if (addend)
+    for (const Bits x : addend->values) add.push_back(convert(*addend->format, fp32, x).bits);
+  ScaledGemmModel m;
+  m.chunk = s.chunk;
+  m.acc = claim.acc;
+  m.acc_rounding = claim.acc_rounding;
+  m.block_fma = s.block_fma;
+  m.out = claim.out;
+  m.out_rounding.rounding = claim.output_rounding();
+  m.out_rounding.seed = claim.seed;
+  const auto equal = [&](const OperandScales& sa, const OperandScales& sb, const ScaledGemmModel& model) {
+    const std::vector<Bits> y = scaled_gemm_emulate(*A.format, A.values, sa, *B.format, B.values, sb, d.m, d.k, d.n, model, add);
+    std::int64_t n = 0;
+    for (std::size_t e = 0; e < y.size(); ++e) n += y[e] == C.values[e] ? 1 : 0;
+    return n;
+  };
+  const auto report = [&](std::int64_t n, std::string_view name, const std::string& what) {
+    if (10 * n >= 9 * v.elements)
+      v.signatures.push_back({std::string(name), fmt::format("{} of {} elements equal the claim's model with {}",
+                                                             n, v.elements, what)});
+  };
+  const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+  // A transposed scale tensor: the same values read in the other orientation (the shape
+  // [⌈K/k⌉, ⌈N/R⌉] taken as [⌈N/R⌉, ⌈K/k⌉]).
+  const auto transposed = [&](const std::vector<double>& x, std::int64_t rows, std::int64_t cols) {
+    std::vector<double> t(x.size());
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c)
+        t[static_cast<std::size_t>(r * cols + c)] = x[static_cast<std::size_t>(c * rows + r)];
+    return t;
+  };
+  const std::int64_t bk = ceil_div(d.k, s.bb.k), bn = ceil_div(d.n, s.bb.rows);
+  const std::int64_t am = ceil_div(d.m, s.ba.rows), ak = ceil_div(d.k, s.ba.k);
+  if (bk > 1 && bn > 1) {
+    const std::vector<double> t = transposed(s.sb, bk, bn);
+    report(equal({s.sa, s.ba}, {t, s.bb}, m), "scale-transposed", "B's scale tensor read transposed");
+  }
+  if (am > 1 && ak > 1) {
+    const std::vector<double> t = transposed(s.sa, am, ak);
+    report(equal({t, s.ba}, {s.sb, s.bb}, m), "scale-transposed", "A's scale tensor read transposed");
+  }
+  const std::vector<double> ones_a(s.sa.size(), 1.0), ones_b(s.sb.size(), 1.0);
+  report(equal({ones_a, s.ba}, {s.sb, s.bb}, m), "scale-missing", "A's scales left out");
+  report(equal({s.sa, s.ba}, {ones_b, s.bb}, m), "scale-missing", "B's scales left out");
+  if (s.promoted && s.ba.k >= d.k && s.bb.k >= d.k) {
+    ScaledGemmModel whole = m;
+    whole.chunk = d.k;
+    report(equal({s.sa, s.ba}, {s.sb, s.bb}, whole), "missing-promotion",
+           fmt::format("one partial sum over all K = {} instead of promotions every {}", d.k, s.chunk));
+  }
 }
 
 }  // namespace
@@ -215,6 +275,10 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
                              out.name, rounding_name(claim.output_rounding()));
   if (opt.predict && d.m * d.n * d.k <= (std::int64_t{1} << 24)) {
     TensorData predicted = emulate_scaled_gemm(A, B, opt.addend, claim);
+    std::int64_t same = 0;
+    for (std::size_t e = 0; e < predicted.values.size(); ++e) same += predicted.values[e] == C.values[e] ? 1 : 0;
+    // Where the model misses, which one scale-layout bug would reproduce C (evidence).
+    if (same < r.verdict.elements) scale_signatures(r.verdict, s, claim, A, B, opt.addend, C, d);
     ModelMatch mm;
     mm.elements = static_cast<std::int64_t>(predicted.values.size());
     for (std::size_t e = 0; e < predicted.values.size(); ++e) mm.equal += predicted.values[e] == C.values[e] ? 1 : 0;

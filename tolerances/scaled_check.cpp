@@ -29,6 +29,7 @@ struct Scaled {
   std::int64_t chunk = 1;      ///< products per promoted partial sum
   bool promoted = false;       ///< --promote-every given
   bool pow2 = true;            ///< every scale a power of two: sa·sb is exact
+  bool values_known = true;    ///< false for tol: the scale files are not read
   const BlockFmaModel* block_fma = nullptr;
   std::string inner;           ///< the partial sums' arithmetic, for messages
 };
@@ -38,20 +39,27 @@ bool power_of_two(double v) {
   return std::frexp(v, &e) == 0.5;
 }
 
-Scaled scaled_of(const ClaimSpec& c, std::int64_t M, std::int64_t K, std::int64_t N, const FormatSpec& in) {
+/// The claim's scaled GEMM for M×K×N. `values` false (tol): the scales' values are unknown, so
+/// they count as one scale per operand, not a power of two, and their number is not checked.
+Scaled scaled_of(const ClaimSpec& c, std::int64_t M, std::int64_t K, std::int64_t N, const FormatSpec& in,
+                 bool values = true) {
   validate_quant_claim(c);
   const QuantClaim& q = c.quant;
-  if (q.operand_scales_pending())
+  if (values && q.operand_scales_pending())
     throw InputError("--scale-a/--scale-b: the scale files' values were not read (the caller reads them into "
                      "ClaimSpec::quant.scale_a/scale_b; the CLI does)");
   Scaled s;
   s.sa = q.scale_a.empty() ? std::vector<double>{1.0} : q.scale_a;
   s.sb = q.scale_b.empty() ? std::vector<double>{1.0} : q.scale_b;
+  if (!values && (q.scale_block_a || q.operand_scales_pending())) {
+    s.sa = s.sb = {1.5};
+    s.values_known = false;
+  }
   const ScaleBlock whole_a{std::max<std::int64_t>(M, 1), std::max<std::int64_t>(K, 1)};
   const ScaleBlock whole_b{std::max<std::int64_t>(N, 1), std::max<std::int64_t>(K, 1)};
   s.ba = q.scale_block_a.value_or(whole_a);
   s.bb = q.scale_block_b ? *q.scale_block_b : q.scale_block_a.value_or(whole_b);
-  if (!q.scale_block_a) {
+  if (!q.scale_block_a && values) {
     if (s.sa.size() != 1 || s.sb.size() != 1)
       throw InputError("--scale-a/--scale-b: a tensor of scales needs --scale-block RxK[,RxK] (its layout)");
   }
@@ -64,8 +72,10 @@ Scaled scaled_of(const ClaimSpec& c, std::int64_t M, std::int64_t K, std::int64_
     for (const double x : v)
       if (!(x > 0) || !std::isfinite(x)) throw InputError(fmt::format("{} {}: the scale {} is not positive and finite", opt, text, x));
   };
-  check_count("--scale-a", q.scale_a_text, s.sa, s.ba, M, K, "A ({} x {})");
-  check_count("--scale-b", q.scale_b_text, s.sb, s.bb, N, K, "B (N x K = {} x {})");
+  if (values) {
+    check_count("--scale-a", q.scale_a_text, s.sa, s.ba, M, K, "A ({} x {})");
+    check_count("--scale-b", q.scale_b_text, s.sb, s.bb, N, K, "B (N x K = {} x {})");
+  }
   for (const double x : s.sa) s.pow2 = s.pow2 && power_of_two(x);
   for (const double x : s.sb) s.pow2 = s.pow2 && power_of_two(x);
   const std::int64_t ka = std::min(s.ba.k, K), kb = std::min(s.bb.k, K);
@@ -94,6 +104,9 @@ Scaled scaled_of(const ClaimSpec& c, std::int64_t M, std::int64_t K, std::int64_
 }
 
 std::string layout_text(const Scaled& s) {
+  if (!s.values_known)
+    return fmt::format("scale blocks A {}x{}, B {}x{} (values not read: counted as not powers of two)", s.ba.rows,
+                       s.ba.k, s.bb.rows, s.bb.k);
   return fmt::format("scales A {}x{} ({} values), B {}x{} ({} values){}", s.ba.rows, s.ba.k, s.sa.size(), s.bb.rows,
                      s.bb.k, s.sb.size(), s.pow2 ? ", all powers of two" : "");
 }
@@ -321,19 +334,9 @@ TensorData emulate_scaled_gemm(const TensorData& A, const TensorData& B, const s
 ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim) {
   if (op != "matmul") throw InputError("tol: scaled GEMM claims are for matmul");
   if (k <= 0) throw InputError("--k: the reduction length K must be a positive integer");
-  // The bound depends on K and the blocks' K extents, not on M and N: one row and column.
-  ClaimSpec c = claim;
-  const ScaleBlock ba = c.quant.scale_block_a.value_or(ScaleBlock{1, k});
-  const ScaleBlock bb = c.quant.scale_block_b ? *c.quant.scale_block_b : c.quant.scale_block_a.value_or(ScaleBlock{1, k});
-  // Scale tensors (files, or blocks): their values are unknown here, so they count as not powers
-  // of two (the scale product's rounding is in the bound); one row of A and one column of B.
-  if (c.quant.operand_scales_pending() || c.quant.scale_block_a) {
-    c.quant.scale_a.assign(static_cast<std::size_t>(scale_count({1, ba.k}, 1, k)), 1.5);
-    c.quant.scale_b.assign(static_cast<std::size_t>(scale_count({1, bb.k}, 1, k)), 1.5);
-    c.quant.scale_block_a = ScaleBlock{1, ba.k};
-    c.quant.scale_block_b = ScaleBlock{1, bb.k};
-  }
-  const Scaled s = scaled_of(c, 1, k, 1, *claim.in);
+  // The bound depends on K, the blocks' K extents and whether the scales are powers of two,
+  // not on M, N or the scale files (which need not exist): one row and one column.
+  const Scaled s = scaled_of(claim, 1, k, 1, *claim.in, false);
   const ReductionBound b = scaled_bound(s, claim, *claim.in, k, false);
   ToleranceResult t;
   t.op = std::string(op);
@@ -347,6 +350,7 @@ ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const Clai
   t.mean_abs_term = 2 / M_PI;
   t.atol_deterministic = t.atol_probabilistic = b.deterministic * static_cast<double>(k) * t.mean_abs_term;
   t.bound = b;
+  t.bound.probabilistic_applies = true;  // printed as "confidence 1": the same coefficient (no probabilistic model)
   nlohmann::json j;
   j["op"] = t.op;
   j["k"] = k;

@@ -238,6 +238,42 @@ TEST(QuantCheck, FloatOutputAndRowwiseDot) {
             1);
 }
 
+TEST(QuantCheck, FixedPointPipelineWithBias) {
+  // TFLite's integer pipeline, restated here from its definition for a scale of 3·2^-12
+  // (QuantizeMultiplier: 0.75·2^-10 -> M = 0.75·2^31, shift -10): y = floor(acc·M/2^31 + 1/2)
+  // (the doubling high mul), then / 2^10 rounded half away from zero, + zero point, clamped.
+  const Gemm g = random_gemm(7, 90, 6, 6);
+  std::vector<std::int64_t> acc = naive_acc(g, 0, 128);
+  std::vector<std::uint32_t> bias(acc.size());
+  std::mt19937 gen(7);
+  for (std::size_t e = 0; e < acc.size(); ++e) {
+    const auto b = static_cast<std::int32_t>(gen() % 20001) - 10000;
+    bias[e] = static_cast<std::uint32_t>(b);
+    acc[e] += b;
+  }
+  std::vector<std::uint8_t> out(acc.size());
+  for (std::size_t e = 0; e < acc.size(); ++e) {
+    const long double hi = std::floor(static_cast<long double>(acc[e]) * 0.75L + 0.5L);  // acc·M/2^31 = acc·0.75
+    const long double q = hi / 1024;
+    const long double r = q < 0 ? -std::floor(-q + 0.5L) : std::floor(q + 0.5L);         // half away from zero
+    out[e] = static_cast<std::uint8_t>(static_cast<std::int8_t>(std::clamp(r - 7, -128.0L, 127.0L)));
+  }
+  const TensorData C = view(std::span<const std::uint8_t>(out), {g.m, g.n}, "int8", "C");
+  const ClaimSpec claim = parse_claim("--in int8 --in-b uint8 --acc int32 --zero-point-b 128 --out int8 --out-scale 0x1.8p-11 "
+                                      "--out-zero-point -7 --saturate --requant-fixed-point");
+  MatmulCheckOptions o;
+  o.addend = view(std::span<const std::uint32_t>(bias), {g.m, g.n}, "int32", "bias");
+  const CheckResult r = check_matmul(A_of(g), B_of(g), C, claim, o);
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+  // The same output under the exact-rounding claim: the double rounding shows on some elements.
+  const ClaimSpec exact = parse_claim("--in int8 --in-b uint8 --acc int32 --zero-point-b 128 --out int8 "
+                                      "--out-scale 0x1.8p-11 --out-zero-point -7 --saturate --requant-rounding rna");
+  const CheckResult x = check_matmul(A_of(g), B_of(g), C, exact, o);
+  if (x.verdict.kind == TensorKind::defect) {
+    EXPECT_TRUE(has_signature(x, "requant-rounding", "fixed-point")) << signatures(x);
+  }
+}
+
 TEST(QuantCheck, ToleranceStatesExactnessAndOverflowK) {
   const ToleranceResult t = tolerance("matmul", 4096, parse_claim("--in int8 --acc int32 --out int32"));
   EXPECT_EQ(t.bound.deterministic, 0);

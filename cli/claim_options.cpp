@@ -42,6 +42,19 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind) {
       opt("--profile", "platform profile (profiles/NAME.yaml): its accumulator, casts and order");
     }
     opt("--seed", "seed of stochastic roundings (stream = the output element's index)", "0");
+    // Integer GEMM (int8/uint8 inputs, --acc int32): zero points and requantisation.
+    opt("--zero-point-a", "integer GEMM: zero point subtracted from A's values");
+    opt("--zero-point-b", "integer GEMM: zero point subtracted from B's values");
+    opt("--out-scale", "integer GEMM: requantisation scale S, S0,S1,... per output column, or a file (.npy of fp32)");
+    opt("--out-zero-point", "integer GEMM: zero point added after the rounding (integer outputs)");
+    opt("--requant-rounding", "integer GEMM: rounding of acc × scale (rne, rna, rtz, rup, rdn)", "rne");
+    flag("--saturate", "integer GEMM: out-of-range results clamp to the output's range");
+    flag("--requant-fixed-point", "integer GEMM: gemmlowp/TFLite fixed-point multiplier + shift instead of exact rounding");
+    // Scaled float GEMM (fp8/fp6/fp4/bf16 operands with block scales).
+    opt("--scale-a", "scaled GEMM: A's scales, ⌈M/R⌉×⌈K/k⌉ (.npy fp32, or uint8 E8M0 patterns), or one number");
+    opt("--scale-b", "scaled GEMM: B's scales, ⌈K/k⌉×⌈N/R⌉, or one number");
+    opt("--scale-block", "scaled GEMM: RxK block of the scales (one for both, or A,B: 1x128,128x128; MX: 1x32)");
+    opt("--promote-every", "scaled GEMM: partial sums promoted into an fp32 accumulator every N products");
   }
   opt("--out-rounding", "rounding of the output cast", "rne");
   if (kind != ClaimKind::emulate) {

@@ -32,7 +32,8 @@ struct MatmulArgs {
 };
 
 int run_check_matmul(const MatmulArgs& m) {
-  const ClaimSpec claim = m.claim.parse();
+  ClaimSpec claim = m.claim.parse();
+  read_claim_files(claim);
   if (!m.json.empty()) check_output(m.json, "--json");
   if (!m.ref.empty() && m.ref_profile.empty())
     throw UsageError("--ref needs --ref-profile (the platform that produced the reference)");
@@ -123,7 +124,7 @@ int run_tol(const TolArgs& t) {
   }
   std::map<std::string, std::string> target;
   if (!t.target_profile.empty()) target["--profile"] = t.target_profile;
-  const ClaimSpec claim = t.claim.parse(target);
+  const ClaimSpec claim = t.claim.parse(target);  // scale files: their values do not enter the bound
   ToleranceOptions o;
   o.addend = t.addend;
   if (!t.ref_profile.empty()) o.ref_claim = t.claim.parse({{"--profile", t.ref_profile}, {"--plan", ""}});

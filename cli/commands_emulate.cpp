@@ -7,6 +7,7 @@
 #include "io/error.h"
 #include "io/tensor_io.h"
 #include "numerics/profile.h"
+#include "tolerances/quant_check.h"
 
 namespace numfid::cli {
 
@@ -18,8 +19,12 @@ struct EmulateArgs {
 };
 
 int run_emulate(const EmulateArgs& e, bool dot) {
-  const ClaimSpec claim = e.claim.parse();
-  if (!claim.plan == !claim.profile) throw UsageError("give exactly one of --plan P or --profile NAME");
+  ClaimSpec claim = e.claim.parse();
+  read_claim_files(claim);
+  // An integer GEMM is exact in every order, a scaled GEMM has its promotion model: no plan
+  // needed (tolerances/quant_check.h).
+  if (!is_quantised_claim(claim) && !claim.plan == !claim.profile)
+    throw UsageError("give exactly one of --plan P or --profile NAME");
   if (!e.output.ends_with(".npy") && !e.output.ends_with(".safetensors"))
     throw UsageError(fmt::format("--output {}: the file name must end in .npy or .safetensors", e.output));
   check_output(e.output, "--output");

@@ -24,6 +24,10 @@ TensorData operand_values(const Tensor& t, const FormatSpec& declared, const cha
 /// name is `spec`.
 TensorData load_operand(const std::string& spec, const FormatSpec& declared, const char* what);
 
+/// Reads the files a claim names for its values (an integer GEMM's --out-scale FILE: fp32
+/// scales, one or one per output column) into the claim.
+void read_claim_files(ClaimSpec& claim);
+
 /// Checks before any work that `path` can be written (io/atomic_file.h check_output_path);
 /// UsageError naming `what` (the option) otherwise.
 void check_output(const std::string& path, const char* what);
@@ -34,6 +38,8 @@ void write_text_output(const std::string& path, const std::string& text, const c
 
 /// `numfid check OP ...`: is an output consistent with its claimed arithmetic?
 Command add_check_command(CLI::App& parent);
+/// `numfid quantize --x X --in F --mx MX ...`: MX elements and E8M0 scales of a GEMM operand.
+Command add_quantize_command(CLI::App& parent);
 /// `numfid tol OP --k K ...`: the bounds a claim implies, with their derivation.
 Command add_tol_command(CLI::App& parent);
 /// `numfid gate run FILE [--junit F] [--json F]` (gates/gate.h)

@@ -13,3 +13,6 @@ target_compile_definitions(blockfma_vectors_test PRIVATE ${NUMFID_TENSOR_CORE_DA
 # Against the naive rational implementation (Boost.Multiprecision): random and adversarial inputs.
 numfid_add_test(blockfma_naive_test SOURCES blockfma_naive_test.cpp
   DEPS numfid::numerics numfid_test_support Boost::headers fmt::fmt TIMEOUT 300)
+# Integer GEMM and requantisation against naive loops, brute force and exact rationals (Boost):
+# about a second.
+numfid_add_test(int_gemm_test SOURCES int_gemm_test.cpp DEPS numfid::numerics Boost::headers fmt::fmt)

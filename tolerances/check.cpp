@@ -20,6 +20,7 @@
 #include "tolerances/row_bounds.h"
 #include "tolerances/parallel_detail.h"
 #include "tolerances/reference_fast_detail.h"
+#include "tolerances/quant_check.h"
 
 namespace numfid {
 
@@ -244,6 +245,7 @@ MatmulReference dot_reference(const TensorData& A, const TensorData& B, const st
 
 CheckResult check_dot(const TensorData& A, const TensorData& B, const TensorData& D, const ClaimSpec& claim,
                       const MatmulCheckOptions& opt) {
+  if (is_quantised_claim(claim)) return detail::check_quantised_gemm(A, B, D, claim, opt, true);  // quant_check.h
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
   expect_format(D, *claim.out, "C");
@@ -256,6 +258,7 @@ CheckResult check_dot(const TensorData& A, const TensorData& B, const TensorData
 
 CheckResult check_matmul(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& claim,
                          const MatmulCheckOptions& opt) {
+  if (is_quantised_claim(claim)) return detail::check_quantised_gemm(A, B, C, claim, opt, false);  // quant_check.h
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
   expect_format(C, *claim.out, "C");
@@ -268,6 +271,11 @@ CheckResult check_matmul(const TensorData& A, const TensorData& B, const TensorD
 
 CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const ClaimSpec& claim,
                          const MatmulCheckOptions& opt) {
+  if (is_quantised_claim(claim)) {  // integer or scaled GEMM: the reference's operands, judged by quant_check.h
+    MatmulCheckOptions o = opt;
+    o.addend = mr.addend;
+    return detail::check_quantised_gemm(mr.a, mr.b, C, claim, o, mr.rowwise_dot);
+  }
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   const TensorData& A = mr.a;
   const TensorData& B = mr.b;

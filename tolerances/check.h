@@ -16,6 +16,7 @@
 #include "formats/rounding.h"
 #include "formats/value.h"
 #include "numerics/plan.h"
+#include "tolerances/quant_claim.h"
 #include "tolerances/verdict.h"
 
 namespace numfid {
@@ -113,6 +114,7 @@ struct ClaimSpec {
   /// --expect bit-exact: the output must equal the model of --plan/--profile bit for bit
   /// (a regression test against a known platform); any differing element is a defect.
   bool expect_bit_exact = false;
+  QuantClaim quant;                                ///< integer GEMM: zero points, requantisation (quant_claim.h)
 
   /// The output rounding in force (the given one, the profile's, or rne).
   Rounding output_rounding() const;

@@ -14,6 +14,7 @@
 #include "tolerances/check.h"
 #include "tolerances/check_detail.h"
 #include "tolerances/row_bounds.h"
+#include "tolerances/quant_check.h"
 
 namespace numfid {
 
@@ -116,19 +117,20 @@ ClaimSpec parse_claim(std::string_view text) {
       has_inline = true;
     }
     if (!opt.starts_with("--")) throw InputError(fmt::format("claim: unexpected token '{}' (options start with --)", opt));
-    const bool flag = opt == "--products-rounded" || opt == "--probabilistic-defects" || opt == "--ftz";
+    const bool flag = opt == "--products-rounded" || opt == "--probabilistic-defects" || opt == "--ftz" ||
+                      detail::is_quant_flag(opt);
     static constexpr std::string_view known[] = {
         "--in",   "--in-b",         "--acc",  "--acc-rounding", "--products-rounded", "--ftz", "--cast",       "--cast-rounding",
         "--plan", "--profile",      "--out",  "--out-rounding", "--seed",             "--confidence", "--probabilistic-defects",
         "--ulps", "--compute",      "--exp-ulps",     "--fn-ulps", "--fn-abs", "--expect"};
     bool is_known = false;
     for (std::string_view k : known) is_known = is_known || k == opt;
-    if (!is_known)
+    if (!is_known && !detail::is_quant_option(opt))
       throw InputError(fmt::format("claim: unknown option '{}' (known: --in, --in-b, --acc, --acc-rounding, "
                                    "--products-rounded, --ftz, --cast, --cast-rounding, --plan, --profile, --out, "
                                    "--out-rounding, --seed, --confidence, --probabilistic-defects, --ulps, --compute, "
-                                   "--fn-ulps, --fn-abs, --exp-ulps, --expect)",
-                                   opt));
+                                   "--fn-ulps, --fn-abs, --exp-ulps, --expect; integer GEMM: {})",
+                                   opt, detail::quant_option_names()));
     for (const std::string& s : seen)
       if (s == opt) throw InputError(fmt::format("claim: {} given twice", opt));
     seen.push_back(opt);
@@ -140,6 +142,7 @@ ClaimSpec parse_claim(std::string_view text) {
         throw InputError(fmt::format("claim: {} needs a value", opt));
       value = tokens[++i];
     }
+    if (detail::parse_quant_option(c.quant, opt, value)) continue;  // integer GEMM (quant_check.cpp)
     if (opt == "--in") c.in = &format_named(value);
     else if (opt == "--in-b") c.in_b = &format_named(value);
     else if (opt == "--acc") c.acc = &format_named(value);
@@ -212,6 +215,7 @@ ClaimSpec parse_claim(std::string_view text) {
         if (o2 == "--fn-ulps") throw InputError("--exp-ulps is --fn-ulps's older name: give one of them");
   if (c.compute && c.compute->kind != FormatKind::binary_float)
     throw InputError(fmt::format("--compute {}: not a float format", c.compute->name));
+  detail::validate_quant_claim(c);
   return c;
 }
 
@@ -237,6 +241,7 @@ std::string ClaimSpec::text() const {
   if (profile) add("--profile", profile_name);
   if (out) add("--out", out->name);
   if (out_rounding) add("--out-rounding", rounding_name(*out_rounding));
+  detail::append_quant_claim(s, quant);
   if (ulps) add("--ulps", fmt::format("{}", *ulps));
   if (compute) {
     add("--compute", compute->name);

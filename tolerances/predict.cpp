@@ -9,6 +9,7 @@
 #include "numerics/block_fma_ops.h"
 #include "numerics/profile.h"
 #include "tolerances/check_detail.h"
+#include "tolerances/quant_check.h"
 
 namespace numfid {
 
@@ -115,6 +116,7 @@ using detail::expect_format;
 
 TensorData emulate_matmul(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
                           const ClaimSpec& claim) {
+  if (is_quantised_claim(claim)) return detail::emulate_quantised_gemm(a, b, c, claim, false);  // quant_check.h
   expect_format(a, *claim.in, "A");
   expect_format(b, claim.in_b ? *claim.in_b : *claim.in, "B");
   const ShapeRef cs = c ? detail::shape_of(*c) : ShapeRef{};
@@ -128,6 +130,7 @@ TensorData emulate_matmul(const TensorData& a, const TensorData& b, const std::o
 }
 
 TensorData emulate_dot(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c, const ClaimSpec& claim) {
+  if (is_quantised_claim(claim)) return detail::emulate_quantised_gemm(a, b, c, claim, true);  // quant_check.h
   expect_format(a, *claim.in, "A");
   expect_format(b, claim.in_b ? *claim.in_b : *claim.in, "B");
   const ShapeRef cs = c ? detail::shape_of(*c) : ShapeRef{};
@@ -141,6 +144,7 @@ TensorData emulate_dot(const TensorData& a, const TensorData& b, const std::opti
 }
 
 std::string emulation_description(const ClaimSpec& claim, const FormatSpec& in) {
+  if (is_quantised_claim(claim)) return detail::quantised_emulation_description(claim);
   if (!claim.profile) return claim.plan ? fmt::format("plan {}", claim.plan->text()) : std::string("no model");
   const Profile& p = *claim.profile;
   if (p.model == ProfileModel::block_fma) {

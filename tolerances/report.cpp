@@ -8,6 +8,7 @@
 #include "formats/error.h"
 #include "formats/platform.h"
 #include "tolerances/check_detail.h"
+#include "tolerances/quant_check.h"
 
 namespace numfid {
 
@@ -136,6 +137,10 @@ std::string CheckResult::json() const {
 ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim, const ToleranceOptions& opt) {
   if (op != "matmul" && op != "dot" && op != "sum")
     throw InputError(fmt::format("tol: unknown op '{}' (matmul, dot or sum)", op));
+  if (is_quantised_claim(claim)) {  // integer or scaled GEMM: their own bounds (quant_check.h)
+    if (opt.ref_claim) throw InputError("--ref-profile: not for integer or scaled GEMM claims");
+    return detail::quantised_tolerance(op, k, claim);
+  }
   if (k <= 0) throw InputError("--k: the reduction length K must be a positive integer");
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a bound
   const bool products = op != "sum";

@@ -21,7 +21,9 @@
 #include "numerics/block_fma.h"
 #include "numerics/block_fma_ops.h"
 #include "numerics/emulate.h"
+#include "numerics/int_gemm.h"
 #include "numerics/plan.h"
+#include "numerics/scaled_gemm.h"
 #include "numerics/profile.h"
 #include "numerics/tensor_core_presets.h"
 #include "numerics/tensor_engine.h"
@@ -35,6 +37,7 @@
 #include "tolerances/cancel.h"
 #include "tolerances/check.h"
 #include "tolerances/claim.h"
+#include "tolerances/quant_check.h"
 #include "tolerances/verdict.h"
 
 // io: tensors in .npy and safetensors files.

@@ -1,0 +1,107 @@
+// Scaled float GEMM: scale layout and the promotion model (numerics/scaled_gemm.h).
+#include "numerics/scaled_gemm.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "formats/arith.h"
+#include "formats/convert.h"
+#include "formats/platform.h"
+
+namespace numfid {
+
+namespace {
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+std::int64_t scale_count(const ScaleBlock& b, std::int64_t outer, std::int64_t k) {
+  return ceil_div(outer, b.rows) * ceil_div(k, b.k);
+}
+
+double scale_at(const OperandScales& s, bool is_b, std::int64_t outer, std::int64_t k, std::int64_t K,
+                std::int64_t outer_size) {
+  const std::int64_t ob = outer / s.block.rows, kb = k / s.block.k;
+  const std::int64_t index = is_b ? kb * ceil_div(outer_size, s.block.rows) + ob : ob * ceil_div(K, s.block.k) + kb;
+  return s.values[static_cast<std::size_t>(index)];
+}
+
+std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits> a, const OperandScales& sa,
+                                      const FormatSpec& fb, std::span<const Bits> b, const OperandScales& sb,
+                                      std::int64_t M, std::int64_t K, std::int64_t N, const ScaledGemmModel& model,
+                                      std::span<const Bits> addend) {
+  const FpEnvGuard env;  // the float cast of sa·sb below is hardware arithmetic
+  if (model.chunk <= 0) throw std::invalid_argument("scaled_gemm_emulate: the chunk must be positive");
+  const FormatSpec& inner = model.block_fma ? *model.block_fma->input : *model.acc;
+  // Operands in the inner unit's format (exact for the narrow inputs into fp32 / the unit's input).
+  std::vector<Bits> av(a.size()), bt(b.size());
+  for (std::size_t x = 0; x < a.size(); ++x) av[x] = convert(fa, inner, a[x]).bits;
+  for (std::int64_t kk = 0; kk < K; ++kk)
+    for (std::int64_t j = 0; j < N; ++j)
+      bt[static_cast<std::size_t>(j * K + kk)] = convert(fb, inner, b[static_cast<std::size_t>(kk * N + j)]).bits;
+  std::vector<Bits> out(static_cast<std::size_t>(M * N));
+  RoundOptions acc_o;
+  acc_o.rounding = model.acc_rounding;
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < N; ++j) {
+      const std::size_t e = static_cast<std::size_t>(i * N + j);
+      Bits o = addend.empty() ? zero(fp32, false) : addend[e];
+      const Bits* ar = av.data() + i * K;
+      const Bits* bc = bt.data() + j * K;
+      for (std::int64_t c0 = 0; c0 < K; c0 += model.chunk) {
+        const std::int64_t len = std::min(model.chunk, K - c0);
+        Bits p32;
+        if (model.block_fma) {
+          const BlockFmaModel& m = *model.block_fma;
+          const Result r = block_fma_dot(m, {ar + c0, static_cast<std::size_t>(len)}, {bc + c0, static_cast<std::size_t>(len)},
+                                         zero(*m.output, false));
+          p32 = convert(*m.output, fp32, r.bits).bits;
+        } else {
+          Bits p = zero(*model.acc, false);
+          acc_o.stream = e;
+          for (std::int64_t kk = c0; kk < c0 + len; ++kk)
+            p = fma(*model.acc, ar[kk], bc[kk], p, acc_o).bits;
+          p32 = convert(*model.acc, fp32, p).bits;
+        }
+        // The scales of this chunk (one block of A and of B), multiplied in fp32.
+        const double s = scale_at(sa, false, i, c0, K, M) * scale_at(sb, true, j, c0, K, N);  // 48 bits: exact
+        const auto sf = static_cast<float>(s);
+        std::uint32_t sbits = 0;
+        std::memcpy(&sbits, &sf, sizeof sbits);
+        o = fma(fp32, Bits{sbits}, p32, o).bits;
+      }
+      RoundOptions oo = model.out_rounding;
+      oo.stream = e;
+      out[e] = convert(fp32, *model.out, o, oo).bits;
+    }
+  return out;
+}
+
+MxOperand quantize_mx_operand(const MxFormat& f, std::span<const Bits> x, const FormatSpec& from, std::int64_t rows,
+                              std::int64_t cols, bool k_is_rows, std::size_t block, const RoundOptions& o) {
+  if (block == 0) throw std::invalid_argument("quantize_mx_operand: the block size must be positive");
+  if (static_cast<std::int64_t>(x.size()) != rows * cols)
+    throw std::invalid_argument("quantize_mx_operand: the data does not hold rows × cols values");
+  const auto b = static_cast<std::int64_t>(block);
+  MxOperand out;
+  out.elements.resize(x.size());
+  out.scale_rows = k_is_rows ? ceil_div(rows, b) : rows;
+  out.scale_cols = k_is_rows ? cols : ceil_div(cols, b);
+  out.scales.resize(static_cast<std::size_t>(out.scale_rows * out.scale_cols));
+  // One line along K at a time: a row of A or a column of B.
+  const std::int64_t lines = k_is_rows ? cols : rows, len = k_is_rows ? rows : cols;
+  std::vector<Bits> line(static_cast<std::size_t>(len));
+  for (std::int64_t l = 0; l < lines; ++l) {
+    const auto at = [&](std::int64_t t) { return static_cast<std::size_t>(k_is_rows ? t * cols + l : l * cols + t); };
+    for (std::int64_t t = 0; t < len; ++t) line[static_cast<std::size_t>(t)] = x[at(t)];
+    RoundOptions lo = o;
+    lo.stream = o.stream + static_cast<std::uint64_t>(l * len);  // value t of line l: stream l·len + t
+    const MxArray q = quantize_mx(f, line, from, block, lo);
+    out.status = out.status | q.status;
+    for (std::int64_t t = 0; t < len; ++t) out.elements[at(t)] = q.elements[static_cast<std::size_t>(t)];
+    for (std::int64_t s = 0; s < ceil_div(len, b); ++s)
+      out.scales[static_cast<std::size_t>(k_is_rows ? s * cols + l : l * out.scale_cols + s)] = q.scales[static_cast<std::size_t>(s)];
+  }
+  return out;
+}
+
+}  // namespace numfid

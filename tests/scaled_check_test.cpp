@@ -1,0 +1,403 @@
+// Scaled float GEMMs through the pipeline (tolerances/quant_check.h, numerics/scaled_gemm.h)
+// against a naive implementation written here from the definitions: FP8 E4M3 decoded by its
+// field layout (OCP OFP8), partial sums in hardware float (fp8·fp8 products are exact in
+// float, so `p += a*b` is the one rounding of p + a·b), promotion as fmaf(fp32(sa·sb), p, o)
+// (DeepGEMM's `final_accum += scale * accum`, contracted); exact values in long double where
+// they are exact. Legal outputs consistent and predicted bit for bit; wrong-block scales and a
+// missing promotion under a narrow accumulator judged defects.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "formats/error.h"
+#include "numerics/profile.h"
+#include "numerics/scaled_gemm.h"
+#include "tolerances/check.h"
+#include "tolerances/quant_check.h"
+
+namespace numfid {
+namespace {
+
+/// OCP OFP8 E4M3: 1 sign, 4 exponent (bias 7), 3 mantissa bits; S.1111.111 is NaN, no infinity.
+float e4m3_value(std::uint8_t p) {
+  const int e = (p >> 3) & 0xf, m = p & 7;
+  const float mag = e == 0 ? std::ldexp(static_cast<float>(m), -9) : std::ldexp(static_cast<float>(8 + m), e - 10);
+  return (p & 0x80) ? -mag : mag;
+}
+
+std::uint32_t bits_of(float f) {
+  std::uint32_t b = 0;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+struct Problem {
+  std::int64_t m, k, n;
+  std::vector<std::uint8_t> a, b;
+  std::vector<double> sa, sb;  // A: 1xKB blocks (M × K/KB), B: KBxKB blocks (K/KB × ⌈N/KB⌉)
+  std::int64_t kb;
+};
+
+Problem make(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t kb, unsigned seed, bool positive = false) {
+  std::mt19937 gen(seed);
+  Problem p{m, k, n, {}, {}, {}, {}, kb};
+  const auto pattern = [&] {
+    std::uint8_t x = 0;
+    do x = static_cast<std::uint8_t>(gen() & (positive ? 0x7f : 0xff));
+    while ((x & 0x7f) == 0x7f || (x & 0x78) == 0x78);  // no NaN; magnitudes below 256
+    return x;
+  };
+  for (std::int64_t i = 0; i < m * k; ++i) p.a.push_back(pattern());
+  for (std::int64_t i = 0; i < k * n; ++i) p.b.push_back(pattern());
+  // fp32 scales, not powers of two (as DeepSeek's amax / 448 scales).
+  for (std::int64_t i = 0; i < m * (k / kb); ++i) p.sa.push_back(static_cast<float>(std::ldexp(1.0 + static_cast<double>(gen() % 1000) / 997.0, -8)));
+  for (std::int64_t i = 0; i < (k / kb) * ((n + kb - 1) / kb); ++i)
+    p.sb.push_back(static_cast<float>(std::ldexp(1.0 + static_cast<double>(gen() % 1000) / 991.0, -6)));
+  return p;
+}
+
+double sa_of(const Problem& p, std::int64_t i, std::int64_t k) { return p.sa[static_cast<std::size_t>(i * (p.k / p.kb) + k / p.kb)]; }
+double sb_of(const Problem& p, std::int64_t k, std::int64_t j) {
+  return p.sb[static_cast<std::size_t>((k / p.kb) * ((p.n + p.kb - 1) / p.kb) + j / p.kb)];
+}
+
+/// The promotion model, naively: partials of `chunk` in float, promoted by fmaf. `promote`
+/// false: the whole K in one partial of the inner accumulator `inner` (a missing promotion),
+/// scaled at the end by the first block's scales (only meaningful with equal scales).
+std::vector<float> naive(const Problem& p, std::int64_t chunk, float (*inner)(float) = nullptr) {
+  std::vector<float> out(static_cast<std::size_t>(p.m * p.n));
+  for (std::int64_t i = 0; i < p.m; ++i)
+    for (std::int64_t j = 0; j < p.n; ++j) {
+      float o = 0;
+      for (std::int64_t c = 0; c < p.k; c += chunk) {
+        float part = 0;
+        for (std::int64_t k = c; k < std::min(p.k, c + chunk); ++k) {
+          part += e4m3_value(p.a[static_cast<std::size_t>(i * p.k + k)]) * e4m3_value(p.b[static_cast<std::size_t>(k * p.n + j)]);
+          if (inner) part = inner(part);
+        }
+        const auto s = static_cast<float>(sa_of(p, i, c) * sb_of(p, c, j));
+        o = std::fmaf(s, part, o);
+      }
+      out[static_cast<std::size_t>(i * p.n + j)] = o;
+    }
+  return out;
+}
+
+TensorData A_of(const Problem& p) { return view(std::span<const std::uint8_t>(p.a), {p.m, p.k}, "fp8_e4m3", "A"); }
+TensorData B_of(const Problem& p) { return view(std::span<const std::uint8_t>(p.b), {p.k, p.n}, "fp8_e4m3", "B"); }
+TensorData C_of(const Problem& p, const std::vector<float>& c) { return view(std::span<const float>(c), {p.m, p.n}, "fp32", "C"); }
+
+ClaimSpec deepseek_claim(const Problem& p, const std::string& extra = "") {
+  ClaimSpec c = parse_claim(fmt::format("--in fp8_e4m3 --out fp32 --scale-a a.npy --scale-b b.npy --scale-block 1x{},{}x{} {}",
+                                        p.kb, p.kb, p.kb, extra));
+  c.quant.scale_a = p.sa;  // what the CLI reads from the files
+  c.quant.scale_b = p.sb;
+  return c;
+}
+
+TEST(ScaledGemm, ClaimText) {
+  const ClaimSpec c = parse_claim("--in fp8_e4m3 --out bf16 --scale-a sa.npy --scale-b sb.npy --scale-block 1x128,128x128 "
+                                  "--promote-every 128");
+  EXPECT_TRUE(is_scaled_claim(c));
+  EXPECT_EQ(c.text(), "--in fp8_e4m3 --out bf16 --scale-a sa.npy --scale-b sb.npy --scale-block 1x128,128x128 "
+                      "--promote-every 128");
+  EXPECT_TRUE(c.quant.operand_scales_pending());
+  EXPECT_THROW(parse_claim("--in fp8_e4m3 --out fp32 --scale-block 1x128"), InputError);  // no scale tensors
+  EXPECT_THROW(parse_claim("--in fp8_e4m3 --out fp32 --scale-a 1 --scale-b 1 --scale-block 1y3"), InputError);
+  EXPECT_THROW(parse_claim("--in int8 --acc int32 --out int32 --promote-every 4"), InputError);
+  EXPECT_THROW(parse_claim("--in fp8_e4m3 --out fp32 --promote-every 0"), InputError);
+}
+
+TEST(ScaledGemm, EmulationIsTheNaiveModelBitForBit) {
+  const Problem p = make(5, 384, 7, 128, 1);
+  const std::vector<float> want = naive(p, 128);
+  const TensorData d = emulate_matmul(A_of(p), B_of(p), std::nullopt, deepseek_claim(p, "--promote-every 128"));
+  ASSERT_EQ(d.values.size(), want.size());
+  for (std::size_t e = 0; e < want.size(); ++e)
+    ASSERT_EQ(d.values[e].raw, bits_of(want[e])) << fmt::format("element {}: {:a} vs naive {:a}", e,
+                                                                to_double(fp32, d.values[e]), want[e]);
+  // Promotion every 64 inside 128-blocks: the same naive loop with chunk 64.
+  const std::vector<float> want64 = naive(p, 64);
+  const TensorData d64 = emulate_matmul(A_of(p), B_of(p), std::nullopt, deepseek_claim(p, "--promote-every 64"));
+  for (std::size_t e = 0; e < want64.size(); ++e) ASSERT_EQ(d64.values[e].raw, bits_of(want64[e])) << e;
+}
+
+TEST(ScaledGemm, LegalOutputsAreConsistent) {
+  const Problem p = make(6, 512, 5, 128, 2);
+  const ClaimSpec claim = deepseek_claim(p, "--promote-every 128");
+  // The model's own output, and another legal order: the partials summed backwards.
+  const CheckResult r = check_matmul(A_of(p), B_of(p), C_of(p, naive(p, 128)), claim);
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+  ASSERT_TRUE(r.model);
+  EXPECT_EQ(r.model->equal, 30);
+  // Every element: the exact dequantised sum in long double (64 bits: fp8·fp8·fp32·fp32 terms
+  // of 8 + 48 bits, 512 of them, may round) rounded to float is within the bound too.
+  std::vector<float> near(static_cast<std::size_t>(p.m * p.n));
+  for (std::int64_t i = 0; i < p.m; ++i)
+    for (std::int64_t j = 0; j < p.n; ++j) {
+      long double s = 0;
+      for (std::int64_t k = 0; k < p.k; ++k)
+        s += static_cast<long double>(e4m3_value(p.a[static_cast<std::size_t>(i * p.k + k)])) *
+             e4m3_value(p.b[static_cast<std::size_t>(k * p.n + j)]) * sa_of(p, i, k) * sb_of(p, k, j);
+      near[static_cast<std::size_t>(i * p.n + j)] = static_cast<float>(s);
+    }
+  const CheckResult x = check_matmul(A_of(p), B_of(p), C_of(p, near), claim);
+  EXPECT_EQ(x.verdict.kind, TensorKind::consistent) << x.text();
+  EXPECT_GT(x.verdict.counts[0], 20);  // mostly the correctly rounded result itself
+}
+
+TEST(ScaledGemm, WrongBlockScaleIsADefect) {
+  const Problem p = make(4, 256, 4, 128, 3);
+  Problem wrong = p;
+  // A's second K block takes the first block's scale (a scale applied to the wrong block).
+  for (std::int64_t i = 0; i < p.m; ++i) wrong.sa[static_cast<std::size_t>(i * 2 + 1)] = p.sa[static_cast<std::size_t>(i * 2)];
+  const CheckResult r = check_matmul(A_of(p), B_of(p), C_of(p, naive(wrong, 128)), deepseek_claim(p, "--promote-every 128"));
+  EXPECT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
+  EXPECT_GT(r.verdict.counts[3], 8);
+}
+
+TEST(ScaledGemm, MissingPromotionUnderANarrowAccumulatorIsADefect) {
+  // Terms in [1, 2), equal scales, a bf16 inner accumulator: promoted every 32, the partials
+  // stay below 64; without promotion the bf16 sum over K = 2048 stagnates near 512 (its ulp 4
+  // swallows every term), far outside the bound.
+  Problem p = make(3, 2048, 3, 2048, 4, true);
+  for (auto& x : p.a) x = 0x38;                                        // 1.0
+  for (auto& x : p.b) x = static_cast<std::uint8_t>(0x38 + (x & 7));  // 1.0 ... 1.875
+  for (double& s : p.sa) s = 0.5;
+  for (double& s : p.sb) s = 0.25;
+  const auto to_bf16 = [](float x) {  // round to nearest even at 8 significant bits
+    std::uint32_t u = bits_of(x);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    float y = 0;
+    std::memcpy(&y, &u, 4);
+    return y;
+  };
+  static float (*round_bf16)(float) = +to_bf16;
+  const ClaimSpec claim = [&] {
+    ClaimSpec c = parse_claim("--in fp8_e4m3 --out fp32 --acc bf16 --scale-a 0.5 --scale-b 0.25 --promote-every 32");
+    return c;
+  }();
+  const CheckResult ok = check_matmul(A_of(p), B_of(p), C_of(p, naive(p, 32, round_bf16)), claim);
+  EXPECT_EQ(ok.verdict.kind, TensorKind::consistent) << ok.text();
+  ASSERT_TRUE(ok.model);
+  EXPECT_EQ(ok.model->equal, 9);  // the model's bf16 partials are the naive ones
+  const CheckResult bad = check_matmul(A_of(p), B_of(p), C_of(p, naive(p, 2048, round_bf16)), claim);
+  EXPECT_EQ(bad.verdict.kind, TensorKind::defect) << bad.text();
+}
+
+TEST(ScaledGemm, HopperTensorCorePartialsPromotedEvery128) {
+  // DeepGEMM on H100: each 128-product partial from the fp8 tensor-core model (its truncating
+  // block FMA, numerics/block_fma.h, validated on recorded H100 vectors), promoted by fmaf.
+  const Problem p = make(4, 512, 3, 128, 6);
+  const ClaimSpec claim = deepseek_claim(p, "--profile nvidia-h100-tc --promote-every 128");
+  const BlockFmaModel* m = block_fma_for(*claim.profile, fp8_e4m3, fp32);
+  ASSERT_NE(m, nullptr);
+  std::vector<float> want(static_cast<std::size_t>(p.m * p.n));
+  for (std::int64_t i = 0; i < p.m; ++i)
+    for (std::int64_t j = 0; j < p.n; ++j) {
+      float o = 0;
+      for (std::int64_t c = 0; c < p.k; c += 128) {
+        std::vector<Bits> a, b;
+        for (std::int64_t k = c; k < c + 128; ++k) {
+          a.push_back(Bits{p.a[static_cast<std::size_t>(i * p.k + k)]});
+          b.push_back(Bits{p.b[static_cast<std::size_t>(k * p.n + j)]});
+        }
+        const float part = static_cast<float>(to_double(fp32, block_fma_dot(*m, a, b, Bits{0}).bits));
+        o = std::fmaf(static_cast<float>(sa_of(p, i, c) * sb_of(p, c, j)), part, o);
+      }
+      want[static_cast<std::size_t>(i * p.n + j)] = o;
+    }
+  const TensorData d = emulate_matmul(A_of(p), B_of(p), std::nullopt, claim);
+  for (std::size_t e = 0; e < want.size(); ++e) ASSERT_EQ(d.values[e].raw, bits_of(want[e])) << e;
+  // Its output is consistent under the block-FMA bound (soundness), and the fp32-accumulator
+  // model's output under the same claim too (both are legal partial sums).
+  EXPECT_EQ(check_matmul(A_of(p), B_of(p), C_of(p, want), claim).verdict.kind, TensorKind::consistent);
+  EXPECT_EQ(check_matmul(A_of(p), B_of(p), C_of(p, naive(p, 128)), claim).verdict.kind, TensorKind::consistent);
+}
+
+TEST(ScaledGemm, MxOperandLayouts) {
+  // A (3×70): blocks along rows; B (70×2): blocks down columns; each line = quantize_mx of it.
+  std::mt19937 gen(8);
+  std::vector<Bits> x(210);
+  for (Bits& v : x) v = Bits{bits_of(static_cast<float>(std::ldexp(static_cast<double>(gen() % 2001) - 1000, -7)))};
+  const MxOperand a = quantize_mx_operand(mxfp8_e4m3, x, fp32, 3, 70, false, 32);
+  EXPECT_EQ(a.scale_rows, 3);
+  EXPECT_EQ(a.scale_cols, 3);
+  for (std::size_t r = 0; r < 3; ++r) {
+    const MxArray q = quantize_mx(mxfp8_e4m3, std::span<const Bits>(x).subspan(r * 70, 70), fp32, 32);
+    for (std::size_t t = 0; t < 70; ++t) ASSERT_EQ(a.elements[r * 70 + t], q.elements[t]);
+    for (std::size_t s = 0; s < 3; ++s) ASSERT_EQ(a.scales[r * 3 + s], q.scales[s]);
+  }
+  const MxOperand b = quantize_mx_operand(mxfp8_e4m3, x, fp32, 105, 2, true, 32);
+  EXPECT_EQ(b.scale_rows, 4);
+  EXPECT_EQ(b.scale_cols, 2);
+  for (std::size_t c = 0; c < 2; ++c) {
+    std::vector<Bits> col;
+    for (std::size_t r = 0; r < 105; ++r) col.push_back(x[r * 2 + c]);
+    const MxArray q = quantize_mx(mxfp8_e4m3, col, fp32, 32);
+    for (std::size_t r = 0; r < 105; ++r) ASSERT_EQ(b.elements[r * 2 + c], q.elements[r]);
+    for (std::size_t s = 0; s < 4; ++s) ASSERT_EQ(b.scales[s * 2 + c], q.scales[s]);
+  }
+}
+
+/// DeepGEMM's calc_diff (deepseek-ai/DeepGEMM tests: 1 - 2·Σxy / Σ(x² + y²); its tests
+/// assert diff < 0.001).
+double calc_diff(const std::vector<float>& x, const std::vector<double>& y) {
+  double xy = 0, xx = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    xy += static_cast<double>(x[i]) * y[i];
+    xx += static_cast<double>(x[i]) * x[i] + y[i] * y[i];
+  }
+  return 1 - 2 * xy / xx;
+}
+
+/// The scaled-GEMM corpus of docs/verdict.md: legal variation and each classic bug, judged
+/// under the DeepGEMM claim (fp8 E4M3, 1×128 / 128×128 fp32 scales, H100 tensor-core partials
+/// promoted every 128), with DeepGEMM's own calc_diff beside the verdict.
+TEST(ScaledGemm, Corpus) {
+  const Problem p = make(16, 512, 256, 128, 11);
+  const ClaimSpec claim = deepseek_claim(p, "--profile nvidia-h100-tc --promote-every 128");
+  const BlockFmaModel* tc = block_fma_for(*claim.profile, fp8_e4m3, fp32);
+  ASSERT_NE(tc, nullptr);
+  const auto av = [&](std::int64_t i, std::int64_t k) { return Bits{p.a[static_cast<std::size_t>(i * p.k + k)]}; };
+  const auto bv = [&](std::int64_t k, std::int64_t j) { return Bits{p.b[static_cast<std::size_t>(k * p.n + j)]}; };
+  // Exact values (long double sums of exact terms; only for calc_diff).
+  std::vector<double> exact(static_cast<std::size_t>(p.m * p.n));
+  for (std::int64_t i = 0; i < p.m; ++i)
+    for (std::int64_t j = 0; j < p.n; ++j) {
+      long double s = 0;
+      for (std::int64_t k = 0; k < p.k; ++k)
+        s += static_cast<long double>(e4m3_value(p.a[static_cast<std::size_t>(i * p.k + k)])) *
+             e4m3_value(p.b[static_cast<std::size_t>(k * p.n + j)]) * sa_of(p, i, k) * sb_of(p, k, j);
+      exact[static_cast<std::size_t>(i * p.n + j)] = static_cast<double>(s);
+    }
+  // Tensor-core partials over [c0, c0 + len), promoted with the scale function `scale`.
+  const auto tc_gemm = [&](std::int64_t chunk, const std::function<double(std::int64_t, std::int64_t, std::int64_t)>& scale) {
+    std::vector<float> out(static_cast<std::size_t>(p.m * p.n));
+    for (std::int64_t i = 0; i < p.m; ++i)
+      for (std::int64_t j = 0; j < p.n; ++j) {
+        float o = 0;
+        for (std::int64_t c = 0; c < p.k; c += chunk) {
+          std::vector<Bits> a, b;
+          for (std::int64_t k = c; k < c + chunk; ++k) {
+            a.push_back(av(i, k));
+            b.push_back(bv(k, j));
+          }
+          const auto part = static_cast<float>(to_double(fp32, block_fma_dot(*tc, a, b, Bits{0}).bits));
+          o = std::fmaf(static_cast<float>(scale(i, c, j)), part, o);
+        }
+        out[static_cast<std::size_t>(i * p.n + j)] = o;
+      }
+    return out;
+  };
+  const auto right = [&](std::int64_t i, std::int64_t c, std::int64_t j) { return sa_of(p, i, c) * sb_of(p, c, j); };
+  struct Case {
+    std::string name;
+    std::vector<float> out;
+    TensorKind want;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"legal: H100 partials of 128, promoted (the model)", tc_gemm(128, right), TensorKind::consistent});
+  cases.push_back({"legal: fp32 partials of 128 (exact products), promoted", naive(p, 128), TensorKind::consistent});
+  cases.push_back({"legal: correctly rounded result", {}, TensorKind::consistent});
+  for (const double x : exact) cases.back().out.push_back(static_cast<float>(x));
+  cases.push_back({"bug: A's scale of the previous K block", tc_gemm(128, [&](std::int64_t i, std::int64_t c, std::int64_t j) {
+                     return sa_of(p, i, c == 0 ? 0 : c - 128) * sb_of(p, c, j);
+                   }),
+                   TensorKind::defect});
+  cases.push_back({"bug: B's scale tensor transposed (read [j/128, k/128])",
+                   tc_gemm(128, [&](std::int64_t i, std::int64_t c, std::int64_t j) {
+                     return sa_of(p, i, c) * p.sb[static_cast<std::size_t>((j / 128) * (p.k / 128) + c / 128)];
+                   }),
+                   TensorKind::defect});
+  cases.push_back({"bug: A's scales of row i+1 (off by one row)", tc_gemm(128, [&](std::int64_t i, std::int64_t c, std::int64_t j) {
+                     return sa_of(p, (i + 1) % p.m, c) * sb_of(p, c, j);
+                   }),
+                   TensorKind::defect});
+  cases.push_back({"bug: scale applied twice to A", tc_gemm(128, [&](std::int64_t i, std::int64_t c, std::int64_t j) {
+                     return sa_of(p, i, c) * sa_of(p, i, c) * sb_of(p, c, j);
+                   }),
+                   TensorKind::defect});
+  cases.push_back({"bug: one output tile (rows 0-3, columns 128-255) uses its neighbour's B scale in one K block",
+                   tc_gemm(128, [&](std::int64_t i, std::int64_t c, std::int64_t j) {
+                     const bool tile = i < 4 && j >= 128 && c == 256;
+                     return sa_of(p, i, c) * sb_of(p, c, tile ? j - 128 : j);
+                   }),
+                   TensorKind::defect});
+  std::string table = "| case | verdict | outside the bound | calc_diff |\n|---|---|---|---|\n";
+  MatmulCheckOptions no_model;
+  no_model.predict = false;
+  for (const Case& c : cases) {
+    const CheckResult r = check_matmul(A_of(p), B_of(p), C_of(p, c.out), claim, no_model);
+    table += fmt::format("| {} | {} | {} of {} | {:.2e} |\n", c.name, kind_name(r.verdict.kind), r.verdict.counts[3],
+                         r.verdict.elements, calc_diff(c.out, exact));
+    EXPECT_EQ(r.verdict.kind, c.want) << c.name << "\n" << r.text();
+    for (const Signature& g : r.verdict.signatures) std::printf("  %s: %s: %s\n", c.name.c_str(), g.name.c_str(), g.evidence.c_str());
+  }
+  std::printf("%s", table.c_str());
+}
+
+TEST(ScaledGemm, ScaleBugSignatures) {
+  // Outputs of the claim's own model with one scale bug: the signature names the bug.
+  const Problem p = make(4, 256, 256, 128, 12);
+  const ClaimSpec claim = deepseek_claim(p, "--promote-every 128");
+  const auto sig = [&](const std::vector<float>& out, std::string_view name, std::string_view part) {
+    const CheckResult r = check_matmul(A_of(p), B_of(p), C_of(p, out), claim);
+    EXPECT_EQ(r.verdict.kind, TensorKind::defect);
+    EXPECT_TRUE(r.model && r.model->equal < r.model->elements);
+    EXPECT_TRUE(std::any_of(r.verdict.signatures.begin(), r.verdict.signatures.end(), [&](const Signature& g) {
+      return g.name == name && g.evidence.find(part) != std::string::npos;
+    })) << r.text();
+  };
+  Problem t = p;  // B's 2×2 scale tensor read transposed
+  t.sb = {p.sb[0], p.sb[2], p.sb[1], p.sb[3]};
+  sig(naive(t, 128), "scale-transposed", "B's scale tensor");
+  Problem no_b = p;
+  for (double& x : no_b.sb) x = 1;
+  sig(naive(no_b, 128), "scale-missing", "B's scales left out");
+  // Per-tensor scales, promotion every 64 claimed, one bf16 partial over all K computed: not
+  // outside the (wide) bf16 bound here, but the model misses and the hypothesis explains it.
+  Problem q = make(4, 256, 8, 256, 13);
+  ClaimSpec pc = parse_claim(fmt::format("--in fp8_e4m3 --out fp32 --acc bf16 --scale-a {:a} --scale-b {:a} "
+                                         "--promote-every 64",
+                                         q.sa[0], q.sb[0]));
+  // The unpromoted output: the model itself with one partial over all K (the model is checked
+  // against the naive loop above).
+  ClaimSpec whole = pc;
+  whole.quant.promote_every = 256;
+  const TensorData unpromoted = emulate_matmul(A_of(q), B_of(q), std::nullopt, whole);
+  const CheckResult r = check_matmul(A_of(q), B_of(q), unpromoted, pc);
+  EXPECT_TRUE(std::any_of(r.verdict.signatures.begin(), r.verdict.signatures.end(),
+                          [](const Signature& g) { return g.name == "missing-promotion"; }))
+      << r.text();
+}
+
+TEST(ScaledGemm, ShapesOfScalesAreChecked) {
+  const Problem p = make(4, 256, 4, 128, 5);
+  ClaimSpec c = deepseek_claim(p);
+  c.quant.scale_a.pop_back();
+  EXPECT_THROW(check_matmul(A_of(p), B_of(p), C_of(p, naive(p, 128)), c), InputError);
+  // A promotion interval that straddles the 128-blocks.
+  EXPECT_THROW(check_matmul(A_of(p), B_of(p), C_of(p, naive(p, 128)), deepseek_claim(p, "--promote-every 96")),
+               InputError);
+}
+
+TEST(ScaledGemm, ToleranceDerivation) {
+  const ToleranceResult t =
+      tolerance("matmul", 4096, parse_claim("--in fp8_e4m3 --out bf16 --scale-a a.npy --scale-b b.npy "
+                                            "--scale-block 1x128,128x128 --promote-every 128"));
+  EXPECT_GT(t.bound.deterministic, 0);
+  EXPECT_LT(t.bound.deterministic, 1e-4);  // γ_128(2^-24) and 32 fp32 promotions: ~ 1e-5
+  EXPECT_NE(t.text().find("32 promotions"), std::string::npos) << t.text();
+}
+
+}  // namespace
+}  // namespace numfid

@@ -1,0 +1,70 @@
+// Integer GEMMs (INT8/UINT8 operands, INT32 accumulation, zero points, requantisation) in the
+// one check pipeline: check_matmul/check_dot, emulate_matmul/emulate_dot and tolerance route a
+// claim with integer inputs here (tolerances/check.h). Everything up to the requantisation is
+// exact and independent of the summation order, so the verdict is bit-exact or a defect.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "tolerances/check.h"
+
+namespace numfid {
+
+/// Whether `c` claims an integer GEMM (its inputs are of an integer format).
+bool is_integer_claim(const ClaimSpec& c);
+/// Whether `c` claims a scaled float GEMM (--scale-a/--scale-b/--scale-block/--promote-every).
+bool is_scaled_claim(const ClaimSpec& c);
+/// Either: the pipeline routes the claim here instead of the plain reduction.
+inline bool is_quantised_claim(const ClaimSpec& c) { return is_integer_claim(c) || is_scaled_claim(c); }
+
+namespace detail {
+
+/// The claim-text options of quant_claim.h: whether `opt` is one, whether it is a flag, and
+/// their names for the unknown-option message.
+bool is_quant_option(std::string_view opt);
+bool is_quant_flag(std::string_view opt);
+std::string_view quant_option_names();
+/// Stores option `opt` (with `value`) in `q`; false if `opt` is not a quantisation option.
+/// InputError for a bad value, naming the option.
+bool parse_quant_option(QuantClaim& q, std::string_view opt, const std::string& value);
+/// InputError for a claim whose quantisation options do not fit its formats (integer-GEMM
+/// options with float inputs, an accumulator other than int32, zero points outside the
+/// formats' ranges, options that exclude each other).
+void validate_quant_claim(const ClaimSpec& c);
+/// Appends the quantisation options in their canonical order (claim text form).
+void append_quant_claim(std::string& text, const QuantClaim& q);
+
+/// check_matmul / check_dot / emulate_* / tolerance / emulation_description of a quantised
+/// claim: the integer or the scaled GEMM below.
+CheckResult check_quantised_gemm(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,
+                                 const MatmulCheckOptions& opt, bool rowwise);
+TensorData emulate_quantised_gemm(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
+                                  const ClaimSpec& claim, bool rowwise);
+ToleranceResult quantised_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim);
+std::string quantised_emulation_description(const ClaimSpec& claim);
+
+/// Scaled float GEMM (scaled_check.cpp): exact reference of the dequantised products (long
+/// accumulator), the bound per element from Σ|scaled terms| with its derivation, the verdict,
+/// and the promotion model's prediction (numerics/scaled_gemm.h). Row-wise dots: InputError.
+CheckResult check_scaled_gemm(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,
+                              const MatmulCheckOptions& opt);
+TensorData emulate_scaled_gemm(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
+                               const ClaimSpec& claim);
+ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim);
+std::string scaled_emulation_description(const ClaimSpec& claim);
+
+/// check_matmul / check_dot of an integer claim (opt.ref: InputError).
+CheckResult check_int_gemm(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,
+                           const MatmulCheckOptions& opt, bool rowwise);
+/// emulate_matmul / emulate_dot of an integer claim: a wrapping int32 accumulator (the same
+/// in every order), then the requantisation. `c`: an int32 addend (bias).
+TensorData emulate_int_gemm(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
+                            const ClaimSpec& claim, bool rowwise);
+/// tolerance() of an integer claim: exact, with the K at which int32 can first overflow.
+ToleranceResult int_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim);
+/// emulation_description() of an integer claim.
+std::string int_emulation_description(const ClaimSpec& claim);
+
+}  // namespace detail
+}  // namespace numfid

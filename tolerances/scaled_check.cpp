@@ -1,0 +1,398 @@
+// Scaled float GEMMs in the check pipeline (tolerances/quant_check.h): the exact dequantised
+// products by the long accumulator, the bound per element from Σ|scaled terms| with its
+// derivation, the verdict (judge), the promotion model (numerics/scaled_gemm.h); and the
+// dispatch of quantised claims (integer or scaled).
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "formats/convert.h"
+#include "formats/error.h"
+#include "formats/platform.h"
+#include "numerics/profile.h"
+#include "numerics/scaled_gemm.h"
+#include "oracles/accumulator.h"
+#include "tolerances/check_detail.h"
+#include "tolerances/quant_check.h"
+
+namespace numfid::detail {
+
+namespace {
+
+/// The scaled GEMM a claim states, resolved against the operands' dimensions.
+struct Scaled {
+  std::vector<double> sa, sb;  ///< resolved scales (1 when absent)
+  ScaleBlock ba, bb;           ///< blocks (per tensor when absent)
+  std::int64_t chunk = 1;      ///< products per promoted partial sum
+  bool promoted = false;       ///< --promote-every given
+  bool pow2 = true;            ///< every scale a power of two: sa·sb is exact
+  bool values_known = true;    ///< false for tol: the scale files are not read
+  const BlockFmaModel* block_fma = nullptr;
+  std::string inner;           ///< the partial sums' arithmetic, for messages
+};
+
+bool power_of_two(double v) {
+  int e = 0;
+  return std::frexp(v, &e) == 0.5;
+}
+
+/// The claim's scaled GEMM for M×K×N. `values` false (tol): the scales' values are unknown, so
+/// they count as one scale per operand, not a power of two, and their number is not checked.
+Scaled scaled_of(const ClaimSpec& c, std::int64_t M, std::int64_t K, std::int64_t N, const FormatSpec& in,
+                 bool values = true) {
+  validate_quant_claim(c);
+  const QuantClaim& q = c.quant;
+  if (values && q.operand_scales_pending())
+    throw InputError("--scale-a/--scale-b: the scale files' values were not read (the caller reads them into "
+                     "ClaimSpec::quant.scale_a/scale_b; the CLI does)");
+  Scaled s;
+  s.sa = q.scale_a.empty() ? std::vector<double>{1.0} : q.scale_a;
+  s.sb = q.scale_b.empty() ? std::vector<double>{1.0} : q.scale_b;
+  if (!values && (q.scale_block_a || q.operand_scales_pending())) {
+    s.sa = s.sb = {1.5};
+    s.values_known = false;
+  }
+  const ScaleBlock whole_a{std::max<std::int64_t>(M, 1), std::max<std::int64_t>(K, 1)};
+  const ScaleBlock whole_b{std::max<std::int64_t>(N, 1), std::max<std::int64_t>(K, 1)};
+  s.ba = q.scale_block_a.value_or(whole_a);
+  s.bb = q.scale_block_b ? *q.scale_block_b : q.scale_block_a.value_or(whole_b);
+  if (!q.scale_block_a && values) {
+    if (s.sa.size() != 1 || s.sb.size() != 1)
+      throw InputError("--scale-a/--scale-b: a tensor of scales needs --scale-block RxK[,RxK] (its layout)");
+  }
+  const auto check_count = [](const char* opt, const std::string& text, const std::vector<double>& v,
+                              const ScaleBlock& b, std::int64_t outer, std::int64_t k, const char* shape) {
+    const std::int64_t want = scale_count(b, outer, k);
+    if (static_cast<std::int64_t>(v.size()) != want)
+      throw InputError(fmt::format("{} {}: {} scales, but blocks {}x{} over {} need {}", opt, text.empty() ? "1" : text,
+                                   v.size(), b.rows, b.k, fmt::format(fmt::runtime(shape), outer, k), want));
+    for (const double x : v)
+      if (!(x > 0) || !std::isfinite(x)) throw InputError(fmt::format("{} {}: the scale {} is not positive and finite", opt, text, x));
+  };
+  if (values) {
+    check_count("--scale-a", q.scale_a_text, s.sa, s.ba, M, K, "A ({} x {})");
+    check_count("--scale-b", q.scale_b_text, s.sb, s.bb, N, K, "B (N x K = {} x {})");
+  }
+  for (const double x : s.sa) s.pow2 = s.pow2 && power_of_two(x);
+  for (const double x : s.sb) s.pow2 = s.pow2 && power_of_two(x);
+  const std::int64_t ka = std::min(s.ba.k, K), kb = std::min(s.bb.k, K);
+  s.promoted = q.promote_every.has_value();
+  s.chunk = std::max<std::int64_t>(std::min(q.promote_every.value_or(std::min(ka, kb)), K), 1);
+  for (const auto& [kk, name] : {std::pair{ka, "A"}, std::pair{kb, "B"}})
+    if (kk < K && kk % s.chunk != 0)
+      throw InputError(fmt::format("--promote-every {}: a partial sum would straddle {}'s scale blocks of {} along K "
+                                   "(the promotion interval must divide the blocks' K extent)",
+                                   s.chunk, name, kk));
+  if (c.profile) {
+    if (c.profile->model != ProfileModel::block_fma)
+      throw InputError(fmt::format("scaled GEMM: profile {} is not a tensor-core (block-FMA) profile; give --acc F or a "
+                                   "block-FMA profile for the partial sums",
+                                   c.profile->name));
+    s.block_fma = block_fma_for(*c.profile, in, fp32);
+    if (!s.block_fma)
+      throw InputError(fmt::format("profile {} has no tensor-core model for {} inputs (it has {})", c.profile->name,
+                                   in.name, variant_names(*c.profile)));
+    s.inner = fmt::format("profile {} (v{}) {}->{} block FMA", c.profile->name, c.profile->version,
+                          s.block_fma->input->name, s.block_fma->output->name);
+  } else {
+    s.inner = fmt::format("acc {} {} (products exact)", c.acc->name, rounding_name(c.acc_rounding));
+  }
+  return s;
+}
+
+std::string layout_text(const Scaled& s) {
+  if (!s.values_known)
+    return fmt::format("scale blocks A {}x{}, B {}x{} (values not read: counted as not powers of two)", s.ba.rows,
+                       s.ba.k, s.bb.rows, s.bb.k);
+  return fmt::format("scales A {}x{} ({} values), B {}x{} ({} values){}", s.ba.rows, s.ba.k, s.sa.size(), s.bb.rows,
+                     s.bb.k, s.sb.size(), s.pow2 ? ", all powers of two" : "");
+}
+
+/// The deterministic bound and its derivation: |D̂ - D| <= coef·Σ|sa·sb·a·b| + absolute.
+ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpec& in, std::int64_t K, bool addend) {
+  ReductionBound b;
+  auto& d = b.derivation;
+  const std::int64_t L = s.chunk, B = (K + L - 1) / L;
+  b.terms = K + (addend ? 1 : 0);
+  d.push_back(fmt::format("claim: scaled GEMM, in {}, {}; partial sums of {} products in {}, each promoted: o = "
+                          "fma_fp32(fp32(sa·sb), partial, o) ({} promotions per element{})",
+                          in.name, layout_text(s), L, s.inner, B, s.promoted ? ", --promote-every" : ": one per scale block"));
+  double c_in = 0, abs_in = 0, u_in = 0;
+  if (s.block_fma) {
+    Claim bc;
+    bc.input = &in;
+    bc.block_fma = s.block_fma;
+    const ReductionBound ib = block_fma_bound(bc, L, false);
+    c_in = ib.deterministic;
+    abs_in = ib.absolute;
+    u_in = ib.u_acc;
+    d.push_back(fmt::format("partial sum (block-FMA model over {} products): |p̂ - p| <= {:.6g}·Σ|a·b| + {:.3g}", L, c_in,
+                            abs_in));
+  } else {
+    const double u = unit_roundoff(*c.acc, c.acc_rounding);
+    u_in = u;
+    // From zero, every one of the L products meets a rounding on its way in (the first one too).
+    c_in = gamma_n(static_cast<double>(L), u);
+    abs_in = static_cast<double>(L) * min_positive(*c.acc) / 2 * (c.acc_rounding == Rounding::rne ? 1 : 2);
+    d.push_back(fmt::format("partial sum of {} exact products in {} (u = {:.6g}), any order: |p̂ - p| <= γ_{}·Σ|a·b| = "
+                            "{:.6g}·Σ|a·b| (+ underflow {:.3g})",
+                            L, c.acc->name, u, L, c_in, abs_in));
+  }
+  const double u32 = unit_roundoff(fp32, Rounding::rne);
+  const double us = s.pow2 ? 0 : u32;
+  d.push_back(s.pow2 ? std::string("scale product sa·sb: exact (powers of two)")
+                     : fmt::format("scale product fp32(sa·sb): one rounding, u = {:.6g}", u32));
+  d.push_back(fmt::format("promotion: {} fused multiply-adds into the fp32 accumulator: at most {} roundings (u = "
+                          "{:.6g}) on each partial's path",
+                          B, B, u32));
+  const double grow = std::exp(static_cast<double>(B) * std::log1p(u32));
+  b.deterministic = (1 + c_in) * (1 + us) * grow - 1;
+  const double max_scale = *std::max_element(s.sa.begin(), s.sa.end()) * *std::max_element(s.sb.begin(), s.sb.end());
+  b.absolute = abs_in * max_scale * (1 + us) * grow + static_cast<double>(B) * min_positive(fp32) / 2;
+  b.roundings = L + B + (s.pow2 ? 0 : 1);
+  b.u_acc = std::max(u_in, u32);  // the signatures' scale of rounding errors: the partials' arithmetic
+  b.probabilistic_applies = false;
+  b.probabilistic = b.deterministic;
+  b.confidence = 1;
+  d.push_back(fmt::format("deterministic coefficient = (1 + {:.6g})(1 + {:.3g})(1 + u)^{} - 1 = {:.6g}  (|D̂ - D| <= "
+                          "coef·Σ_k |sa·sb·a·b| + {:.3g}; Σ taken per scale block, as the scales weigh it)",
+                          c_in, us, B, b.deterministic, b.absolute));
+  return b;
+}
+
+Claim judge_claim(const ClaimSpec& c, const FormatSpec& in) {
+  Claim k;
+  k.input = &in;
+  k.output = c.out;
+  k.output_rounding = c.output_rounding();
+  k.acc.format = c.profile ? &fp32 : c.acc;
+  k.acc.rounding = c.profile ? Rounding::rne : c.acc_rounding;
+  return k;
+}
+
+/// Which scale-layout bug reproduces C bit for bit under the claim's own promotion model: B's
+/// or A's scale tensor read transposed, a scale left out, no promotion. Evidence where the
+/// kernel's partial sums are the model's (else no hypothesis matches and nothing is said).
+void scale_signatures(Verdict& v, const Scaled& s, const ClaimSpec& claim, const TensorData& A, const TensorData& B,
+                      const std::optional<TensorData>& addend, const TensorData& C, const MatmulDims& d) {
+  std::vector<Bits> add;
+  if (addend)
+    for (const Bits x : addend->values) add.push_back(convert(*addend->format, fp32, x).bits);
+  ScaledGemmModel m;
+  m.chunk = s.chunk;
+  m.acc = claim.acc;
+  m.acc_rounding = claim.acc_rounding;
+  m.block_fma = s.block_fma;
+  m.out = claim.out;
+  m.out_rounding.rounding = claim.output_rounding();
+  m.out_rounding.seed = claim.seed;
+  const auto equal = [&](const OperandScales& sa, const OperandScales& sb, const ScaledGemmModel& model) {
+    const std::vector<Bits> y = scaled_gemm_emulate(*A.format, A.values, sa, *B.format, B.values, sb, d.m, d.k, d.n, model, add);
+    std::int64_t n = 0;
+    for (std::size_t e = 0; e < y.size(); ++e) n += y[e] == C.values[e] ? 1 : 0;
+    return n;
+  };
+  const auto report = [&](std::int64_t n, std::string_view name, const std::string& what) {
+    if (10 * n >= 9 * v.elements)
+      v.signatures.push_back({std::string(name), fmt::format("{} of {} elements equal the claim's model with {}",
+                                                             n, v.elements, what)});
+  };
+  const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+  // A transposed scale tensor: the same values read in the other orientation (the shape
+  // [⌈K/k⌉, ⌈N/R⌉] taken as [⌈N/R⌉, ⌈K/k⌉]).
+  const auto transposed = [&](const std::vector<double>& x, std::int64_t rows, std::int64_t cols) {
+    std::vector<double> t(x.size());
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c)
+        t[static_cast<std::size_t>(r * cols + c)] = x[static_cast<std::size_t>(c * rows + r)];
+    return t;
+  };
+  const std::int64_t bk = ceil_div(d.k, s.bb.k), bn = ceil_div(d.n, s.bb.rows);
+  const std::int64_t am = ceil_div(d.m, s.ba.rows), ak = ceil_div(d.k, s.ba.k);
+  if (bk > 1 && bn > 1) {
+    const std::vector<double> t = transposed(s.sb, bk, bn);
+    report(equal({s.sa, s.ba}, {t, s.bb}, m), "scale-transposed", "B's scale tensor read transposed");
+  }
+  if (am > 1 && ak > 1) {
+    const std::vector<double> t = transposed(s.sa, am, ak);
+    report(equal({t, s.ba}, {s.sb, s.bb}, m), "scale-transposed", "A's scale tensor read transposed");
+  }
+  const std::vector<double> ones_a(s.sa.size(), 1.0), ones_b(s.sb.size(), 1.0);
+  report(equal({ones_a, s.ba}, {s.sb, s.bb}, m), "scale-missing", "A's scales left out");
+  report(equal({s.sa, s.ba}, {ones_b, s.bb}, m), "scale-missing", "B's scales left out");
+  if (s.promoted && s.ba.k >= d.k && s.bb.k >= d.k) {
+    ScaledGemmModel whole = m;
+    whole.chunk = d.k;
+    report(equal({s.sa, s.ba}, {s.sb, s.bb}, whole), "missing-promotion",
+           fmt::format("one partial sum over all K = {} instead of promotions every {}", d.k, s.chunk));
+  }
+}
+
+}  // namespace
+
+CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& claim,
+                              const MatmulCheckOptions& opt) {
+  const FpEnvGuard env;
+  expect_format(A, *claim.in, "A");
+  expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
+  expect_format(C, *claim.out, "C");
+  const ShapeRef cs = shape_of(C);
+  const MatmulDims d = matmul_dims(shape_of(A), shape_of(B), &cs);
+  if (opt.ref) throw InputError("--ref: cross-platform comparison is not available for scaled GEMM claims");
+  const Scaled s = scaled_of(claim, d.m, d.k, d.n, *A.format);
+  const FormatSpec& out = *claim.out;
+  if (opt.addend) expect_format(*opt.addend, fp32, "the addend");
+  // Exact reference: each term a·b·sa·sb exactly (significands multiplied: at most 4·24 bits).
+  std::vector<ReferenceElement> ref(static_cast<std::size_t>(d.m * d.n));
+  LongAccumulator acc;
+  const auto scale_parts = [](double v) {
+    int e = 0;
+    const double fr = std::frexp(v, &e);
+    auto m = static_cast<std::uint64_t>(std::ldexp(fr, 53));
+    const int tz = std::countr_zero(m);
+    return std::pair{m >> tz, e - 53 + tz};
+  };
+  const OperandScales osa{s.sa, s.ba}, osb{s.sb, s.bb};
+  for (std::int64_t i = 0; i < d.m; ++i)
+    for (std::int64_t j = 0; j < d.n; ++j) {
+      acc.clear();
+      for (std::int64_t k = 0; k < d.k; ++k) {
+        const Bits a = A.values[static_cast<std::size_t>(i * d.k + k)], b = B.values[static_cast<std::size_t>(k * d.n + j)];
+        const FpClass ca = classify(*A.format, a), cb = classify(*B.format, b);
+        if (ca == FpClass::nan || cb == FpClass::nan || ca == FpClass::infinite || cb == FpClass::infinite) {
+          acc.add_product(*A.format, a, *B.format, b);  // positive scales change no special value
+          continue;
+        }
+        const Unrounded xa = exact_value(*A.format, a), xb = exact_value(*B.format, b);
+        const auto [ma, ea] = scale_parts(scale_at(osa, false, i, k, d.k, d.m));
+        const auto [mb, eb] = scale_parts(scale_at(osb, true, j, k, d.k, d.n));
+        const uint128 mag = xa.significand * xb.significand * (uint128{ma} * mb);
+        if (mag == 0) acc.add_exact(xa.negative != xb.negative, 0, 0);
+        else acc.add_exact(xa.negative != xb.negative, mag, xa.exponent + xb.exponent + ea + eb);
+      }
+      const std::size_t e = static_cast<std::size_t>(i * d.n + j);
+      if (opt.addend) acc.add(fp32, opt.addend->values[e]);
+      ref[e] = {acc.round(out).bits, acc.to_double(), acc.abs_sum_upper()};
+    }
+  ReductionBound b = scaled_bound(s, claim, *A.format, d.k, opt.addend.has_value());
+  const Claim jc = judge_claim(claim, *A.format);
+  Verdict v = judge(jc, b, C.values, ref, {d.m, d.n}, judge_options(claim, opt.worst, true));
+  ClaimSetup setup;
+  setup.claim = jc;
+  setup.order = fmt::format("partials of {} in {}, promoted to fp32", s.chunk, s.inner);
+  CheckResult r = finish("matmul", setup, claim, std::move(b), std::move(v), true);
+  r.claim_text = fmt::format("scaled GEMM, in {}, {}, {}; out {} {}", A.format->name, layout_text(s), setup.order,
+                             out.name, rounding_name(claim.output_rounding()));
+  if (opt.predict && d.m * d.n * d.k <= (std::int64_t{1} << 24)) {
+    TensorData predicted = emulate_scaled_gemm(A, B, opt.addend, claim);
+    std::int64_t same = 0;
+    for (std::size_t e = 0; e < predicted.values.size(); ++e) same += predicted.values[e] == C.values[e] ? 1 : 0;
+    // Where the model misses, which one scale-layout bug would reproduce C (evidence).
+    if (same < r.verdict.elements) scale_signatures(r.verdict, s, claim, A, B, opt.addend, C, d);
+    ModelMatch mm;
+    mm.elements = static_cast<std::int64_t>(predicted.values.size());
+    for (std::size_t e = 0; e < predicted.values.size(); ++e) mm.equal += predicted.values[e] == C.values[e] ? 1 : 0;
+    mm.model = fmt::format("the promotion model (sequential partials of {}, {})", s.chunk, s.inner);
+    r.model = mm;
+    r.predicted = std::move(predicted.values);
+  }
+  return r;
+}
+
+TensorData emulate_scaled_gemm(const TensorData& A, const TensorData& B, const std::optional<TensorData>& C,
+                               const ClaimSpec& claim) {
+  expect_format(A, *claim.in, "A");
+  expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
+  const ShapeRef cs = C ? shape_of(*C) : ShapeRef{};
+  const MatmulDims d = matmul_dims(shape_of(A), shape_of(B), C ? &cs : nullptr);
+  const Scaled s = scaled_of(claim, d.m, d.k, d.n, *A.format);
+  std::vector<Bits> addend;
+  if (C) {
+    addend.reserve(C->values.size());
+    for (const Bits x : C->values) addend.push_back(convert(*C->format, fp32, x).bits);
+  }
+  ScaledGemmModel m;
+  m.chunk = s.chunk;
+  m.acc = claim.acc;
+  m.acc_rounding = claim.acc_rounding;
+  m.block_fma = s.block_fma;
+  m.out = claim.out;
+  m.out_rounding.rounding = claim.output_rounding();
+  m.out_rounding.seed = claim.seed;
+  TensorData t;
+  t.format = claim.out;
+  t.shape = {d.m, d.n};
+  t.name.assign(1, 'D');
+  t.values = scaled_gemm_emulate(*A.format, A.values, {s.sa, s.ba}, *B.format, B.values, {s.sb, s.bb}, d.m, d.k, d.n, m,
+                                 addend);
+  return t;
+}
+
+ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim) {
+  if (op != "matmul") throw InputError("tol: scaled GEMM claims are for matmul");
+  if (k <= 0) throw InputError("--k: the reduction length K must be a positive integer");
+  // The bound depends on K, the blocks' K extents and whether the scales are powers of two,
+  // not on M, N or the scale files (which need not exist): one row and one column.
+  const Scaled s = scaled_of(claim, 1, k, 1, *claim.in, false);
+  const ReductionBound b = scaled_bound(s, claim, *claim.in, k, false);
+  ToleranceResult t;
+  t.op = std::string(op);
+  t.k = k;
+  t.claim_text = fmt::format("scaled GEMM, in {}, partials of {} in {}", claim.in->name, s.chunk, s.inner);
+  t.order = "partials in any order, promoted in order";
+  t.output = claim.out;
+  t.output_rounding_half = claim.output_rounding() == Rounding::rne || claim.output_rounding() == Rounding::rna;
+  const double u_out = unit_roundoff(*claim.out, claim.output_rounding());
+  t.rtol_deterministic = t.rtol_probabilistic = b.deterministic + u_out;
+  t.mean_abs_term = 2 / M_PI;
+  t.atol_deterministic = t.atol_probabilistic = b.deterministic * static_cast<double>(k) * t.mean_abs_term;
+  t.bound = b;
+  t.bound.probabilistic_applies = true;  // printed as "confidence 1": the same coefficient (no probabilistic model)
+  nlohmann::json j;
+  j["op"] = t.op;
+  j["k"] = k;
+  j["claim"] = t.claim_text;
+  j["bounds"]["deterministic"]["sum_abs_coefficient"] = b.deterministic;
+  j["bounds"]["deterministic"]["absolute"] = b.absolute;
+  j["roundings"] = b.roundings;
+  j["derivation"] = b.derivation;
+  t.json_text = j.dump(2) + "\n";
+  return t;
+}
+
+std::string scaled_emulation_description(const ClaimSpec& claim) {
+  const auto& q = claim.quant;
+  return fmt::format("scaled GEMM: partials of {} products{} promoted to fp32 per scale block",
+                     q.promote_every ? fmt::format("{}", *q.promote_every) : std::string("a scale block's"),
+                     claim.profile ? fmt::format(" on profile {}", claim.profile_name)
+                                   : fmt::format(" in {}", claim.acc->name));
+}
+
+// ------------------------------------------------------------------- dispatch
+
+CheckResult check_quantised_gemm(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,
+                                 const MatmulCheckOptions& opt, bool rowwise) {
+  if (is_integer_claim(claim)) return check_int_gemm(a, b, c, claim, opt, rowwise);
+  if (rowwise) throw InputError("check dot: scaled GEMM claims are for check matmul");
+  return check_scaled_gemm(a, b, c, claim, opt);
+}
+
+TensorData emulate_quantised_gemm(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
+                                  const ClaimSpec& claim, bool rowwise) {
+  if (is_integer_claim(claim)) return emulate_int_gemm(a, b, c, claim, rowwise);
+  if (rowwise) throw InputError("emulate dot: scaled GEMM claims are for emulate matmul");
+  return emulate_scaled_gemm(a, b, c, claim);
+}
+
+ToleranceResult quantised_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim) {
+  return is_integer_claim(claim) ? int_tolerance(op, k, claim) : scaled_tolerance(op, k, claim);
+}
+
+std::string quantised_emulation_description(const ClaimSpec& claim) {
+  return is_integer_claim(claim) ? int_emulation_description(claim) : scaled_emulation_description(claim);
+}
+
+}  // namespace numfid::detail

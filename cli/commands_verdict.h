@@ -36,6 +36,8 @@ void write_text_output(const std::string& path, const std::string& text, const c
 Command add_check_command(CLI::App& parent);
 /// `numfid tol OP --k K ...`: the bounds a claim implies, with their derivation.
 Command add_tol_command(CLI::App& parent);
+/// `numfid probe run|make|infer` (numerics/probe.h)
+Command add_probe_command(CLI::App& parent);
 /// `numfid gate run FILE [--junit F] [--json F]` (gates/gate.h)
 Command add_gate_command(CLI::App& parent);
 /// `numfid emulate matmul|dot ...`: the bit-exact output a plan or platform profile predicts.

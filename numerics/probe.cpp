@@ -87,6 +87,18 @@ class Session {
   std::vector<std::pair<ProbeCall, std::vector<Bits>>> evidence_, validation_;
 };
 
+/// The first `rows` rows of a call and their answers (a cheap screen before the whole call).
+std::pair<ProbeCall, std::vector<Bits>> head(const std::pair<ProbeCall, std::vector<Bits>>& e, std::int64_t rows) {
+  const ProbeCall& c = e.first;
+  ProbeCall h = c;
+  h.rows = std::min(rows, c.rows);
+  const auto per_row = static_cast<std::size_t>(c.k);
+  h.a.resize(static_cast<std::size_t>(h.rows) * per_row);
+  if (c.op == ProbeOp::dot) h.b.resize(h.a.size());
+  const std::size_t outs = static_cast<std::size_t>(h.rows * (c.op == ProbeOp::matmul ? c.cols : 1));
+  return {std::move(h), std::vector<Bits>(e.second.begin(), e.second.begin() + static_cast<std::ptrdiff_t>(outs))};
+}
+
 bool reproduces(const ProbeModel& m, const std::vector<std::pair<ProbeCall, std::vector<Bits>>>& calls,
                 std::int64_t* mismatches = nullptr) {
   std::int64_t bad = 0;
@@ -190,7 +202,9 @@ std::vector<Row> crafted_rows(const ProbeOptions& o, std::mt19937_64& g) {
   const double tiny = std::ldexp(1.0, emin(*o.out));  // subnormal results of the output/accumulator
   pats.push_back({tiny, -1.5 * tiny / 2});
   pats.push_back({1.5 * tiny, -tiny});
-  std::vector<Row> rows;
+  std::vector<Row> rows;  // random rows first: they refute most models in the first few rows
+  for (int t = 0; t < 40; ++t)
+    for (std::string_view kind : kinds) rows.push_back({random_terms(g, kind, o.k, *o.in), {}});
   for (const auto& pat : pats) {
     if (pat.size() > k) continue;
     for (int where = 0; where < 2; ++where) {
@@ -215,8 +229,6 @@ std::vector<Row> crafted_rows(const ProbeOptions& o, std::mt19937_64& g) {
       rows.push_back(std::move(r));
     }
   }
-  for (std::string_view kind : kinds)
-    for (int t = 0; t < 40; ++t) rows.push_back({random_terms(g, kind, o.k, *o.in), {}});
   return rows;
 }
 
@@ -342,8 +354,9 @@ ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
     std::vector<ProbeModel> alive;
     // The arithmetic call first (it refutes most models), then the order calls.
     std::vector<std::pair<ProbeCall, std::vector<Bits>>> ev(s.evidence().rbegin(), s.evidence().rend());
+    const std::vector<std::pair<ProbeCall, std::vector<Bits>>> screen{head(ev.front(), 4), head(ev.front(), 64)};
     for (const ProbeModel& m : space)
-      if (reproduces(m, ev)) alive.push_back(m);
+      if (reproduces(m, screen) && reproduces(m, ev)) alive.push_back(m);
     s.say(fmt::format("arithmetic: {} of {} models reproduce all {} calls", alive.size(), space.size(), r.calls));
     // 4. Validation on fresh inputs.
     validation_calls(s, o, g, r);

@@ -341,7 +341,14 @@ ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
         if (reproduces(m, order_evidence)) matching.push_back(p);
       }
       s.say(fmt::format("order: {} of {} plans have this tree", matching.size(), plans.size()));
-      if (!matching.empty()) plans = matching;
+      if (!matching.empty()) {
+        plans = matching;
+      } else if (const auto t = ReductionPlan::parse(fmt::format("tree{}", r.tree))) {
+        // No shape has this order: the tree itself is the plan (a binary tree; a node of more
+        // than two terms is a fused add, left to the block-FMA models).
+        plans = {*t};
+        s.say("order: no plan shape has this tree: it becomes a tree(...) plan");
+      }
     }
     // 3. The arithmetic: crafted and random rows in one call.
     const std::vector<Row> rows = crafted_rows(o, g);

@@ -229,13 +229,14 @@ TEST(ProbeIndependent, FloatLoops) {
   EXPECT_TRUE(f.model->reduction.acc.products_rounded);
 }
 
-TEST(ProbeIndependent, AnOrderNoPlanExpressesIsReportedNotWritten) {
+TEST(ProbeIndependent, AnOrderNoShapeExpressesBecomesATreePlan) {
   BlackBox odd = [](const ProbeCall& c) {  // (x0 + x3) + (x1 + x2)
     std::vector<Bits> out;
     for (std::int64_t r = 0; r < c.rows; ++r) {
       float x[4];
       for (int k = 0; k < 4; ++k) std::memcpy(&x[k], &c.a[static_cast<std::size_t>(r * 4 + k)].raw, 4);
-      const float t = (x[0] + x[3]) + (x[1] + x[2]);
+      volatile float left = x[0] + x[3], right = x[1] + x[2];
+      const float t = left + right;
       std::uint32_t u;
       std::memcpy(&u, &t, 4);
       out.emplace_back(u);
@@ -246,10 +247,38 @@ TEST(ProbeIndependent, AnOrderNoPlanExpressesIsReportedNotWritten) {
   o.op = ProbeOp::sum;
   o.k = 4;
   const ProbeResult r = probe(odd, o);
-  EXPECT_FALSE(r.pinned);
+  ASSERT_TRUE(r.pinned) << r.message;
   EXPECT_EQ(r.tree, "((0 3) (1 2))");
+  EXPECT_EQ(r.model->reduction.plan.text(), "tree((0 3) (1 2))");
+  EXPECT_NE(r.yaml.find("value: tree((0 3) (1 2))"), std::string::npos) << r.yaml;
+}
+
+TEST(ProbeIndependent, AWiderAccumulatorIsReportedNotWritten) {
+  BlackBox wide = [](const ProbeCall& c) {  // sums in double, rounds once to float
+    std::vector<Bits> out;
+    for (std::int64_t r = 0; r < c.rows; ++r) {
+      double s = 0;
+      for (std::int64_t k = 0; k < c.k; ++k) {
+        float x;
+        std::memcpy(&x, &c.a[static_cast<std::size_t>(r * c.k + k)].raw, 4);
+        s += x;
+      }
+      const auto t = static_cast<float>(s);
+      std::uint32_t u;
+      std::memcpy(&u, &t, 4);
+      out.emplace_back(u);
+    }
+    return out;
+  };
+  ProbeOptions o;
+  o.op = ProbeOp::sum;
+  o.k = 8;
+  const ProbeResult r = probe(wide, o);
+  EXPECT_FALSE(r.pinned);
   EXPECT_TRUE(r.yaml.empty());
-  EXPECT_NE(r.message.find("((0 3) (1 2))"), std::string::npos) << r.message;
+  EXPECT_EQ(r.tree, "(((((((0 1) 2) 3) 4) 5) 6) 7)");  // M = 2^64 absorbs the units even in double
+  EXPECT_EQ(r.candidate_count, 0);
+  EXPECT_NE(r.message.find("no model numfid can run"), std::string::npos) << r.message;
 }
 
 TEST(ProbeOptionsTest, BudgetAndRange) {

@@ -214,19 +214,24 @@ std::vector<Row> crafted_rows(const ProbeOptions& o, std::mt19937_64& g) {
       rows.push_back(std::move(r));
     }
   }
-  if (o.op != ProbeOp::sum && k >= 2) {  // exact or rounded products: x·y - fl(x·y)
+  if (o.op != ProbeOp::sum && k >= 2) {  // exact or rounded products: -fl(x·y) + x·y
+    // The product is the second term of its addition (a fused multiply-add keeps it exact),
+    // at the start of the row and at its end.
     std::uniform_real_distribution<double> m(1.0, 2.0);
     const double y = static_cast<double>(static_cast<float>(m(g)));
     Row col;
     col.b.assign(k, 1.0);
-    col.b[0] = y;
+    col.b[1] = col.b[k - 1] = y;
     for (int t = 0; t < 16; ++t) {
       const double x = static_cast<double>(static_cast<float>(m(g)));
-      Row r = col;
-      r.a.assign(k, 0.0);
-      r.a[0] = x;
-      r.a[1] = -static_cast<double>(static_cast<float>(x * y));
-      rows.push_back(std::move(r));
+      const double fxy = static_cast<double>(static_cast<float>(x * y));
+      for (std::size_t at : {std::size_t{0}, k - 2}) {
+        Row r = col;
+        r.a.assign(k, 0.0);
+        r.a[at] = -fxy;
+        r.a[at + 1] = x;
+        rows.push_back(std::move(r));
+      }
     }
   }
   return rows;

@@ -17,6 +17,14 @@ namespace numfid {
 
 namespace {
 
+/// Columns of every matmul call (probe and validation).
+constexpr std::int64_t matmul_cols = 16;
+
+/// Rows of every matmul call are a multiple of this: a BLAS computes the rows of a partial
+/// tile (and the last row of a thread's share) with another kernel (OpenBLAS sgemm: a
+/// different order there), so the probe describes the kernel of whole tiles (docs/probes.md).
+constexpr std::int64_t matmul_row_multiple = 64;
+
 /// The black box ran out of its call budget.
 struct BudgetExhausted {};
 
@@ -50,6 +58,10 @@ class Session {
     c.a.reserve(rows.size() * static_cast<std::size_t>(o_.k));
     for (const Row& r : rows)
       for (double x : r.a) c.a.push_back(value(x));
+    if (o_.op == ProbeOp::matmul) {  // whole row tiles (see matmul_row_multiple): zero rows after
+      c.rows = (c.rows + matmul_row_multiple - 1) / matmul_row_multiple * matmul_row_multiple;
+      c.a.resize(static_cast<std::size_t>(c.rows * o_.k), zero(*o_.in, false));
+    }
     if (o_.op == ProbeOp::sum) return c;
     const std::vector<double> ones(static_cast<std::size_t>(o_.k), 1.0);
     if (o_.op == ProbeOp::dot) {
@@ -60,6 +72,10 @@ class Session {
     std::vector<std::vector<double>> cols{ones};
     for (const Row& r : rows)
       if (!r.b.empty() && std::find(cols.begin(), cols.end(), r.b) == cols.end()) cols.push_back(r.b);
+    // Every matmul call has matmul_cols columns (more copies of the ones column): a library
+    // may pick another kernel for another N (OpenBLAS: gemv for N = 1), and the probe must
+    // see the kernel the validation set sees.
+    while (cols.size() < static_cast<std::size_t>(matmul_cols)) cols.push_back(ones);
     c.cols = static_cast<std::int64_t>(cols.size());
     c.b.resize(static_cast<std::size_t>(o_.k * c.cols));
     for (std::size_t j = 0; j < cols.size(); ++j)
@@ -133,9 +149,11 @@ std::string reveal_order(Session& s, const ProbeOptions& o, ProbeResult& r, std:
       rows[t].a[static_cast<std::size_t>(q[t].second)] = -big;
     }
     r.order_rows += static_cast<std::int64_t>(rows.size());
-    const auto& out = s.call(s.make(rows));
+    ProbeCall c = s.make(rows);
+    // matmul: column 0 of B is the ones column (the others are copies of it).
+    const auto stride = static_cast<std::size_t>(o.op == ProbeOp::matmul ? c.cols : 1);
+    const auto& out = s.call(std::move(c));
     std::vector<std::int64_t> sizes(q.size());
-    const std::size_t stride = 1;  // matmul: B is one column of ones
     for (std::size_t t = 0; t < q.size(); ++t) {
       const double v = to_double(*o.out, out[t * stride]) / unit;
       if (!(v >= 0 && v <= static_cast<double>(n - 2) && v == std::floor(v))) {
@@ -296,8 +314,9 @@ void validation_calls(Session& s, const ProbeOptions& o, std::mt19937_64& g, Pro
   for (std::string_view kind : kinds) {
     ProbeCall c{o.op, o.in, per_kind, o.k, 1, {}, {}};
     if (o.op == ProbeOp::matmul) {
-      c.cols = 32;
+      c.cols = matmul_cols;
       c.rows = (per_kind + c.cols - 1) / c.cols;
+      c.rows = (c.rows + matmul_row_multiple - 1) / matmul_row_multiple * matmul_row_multiple;
     }
     for (std::int64_t i = 0; i < c.rows; ++i)
       for (double x : random_terms(g, kind, o.k, *o.in)) c.a.push_back(s.value(x));

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <immintrin.h>
 #include <functional>
 #include <random>
 
@@ -290,6 +291,61 @@ TEST(ProbeOptionsTest, BudgetAndRange) {
   EXPECT_NE(r.message.find("budget"), std::string::npos) << r.message;
   o.k = 1;
   EXPECT_THROW(probe(model_black_box(plan_model("pairwise")), o), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace numfid
+
+namespace numfid {
+namespace {
+
+// A C++ AVX-512 BF16 loop (vdpbf16ps, 16 fp32 lanes, each adding a pair of bf16 products per
+// instruction; lanes then combined by halving): a black box whose arithmetic comes
+// from the CPU. Only where the CPU has the instruction.
+__attribute__((target("avx512f,avx512bf16"))) std::vector<Bits> dpbf16_rows(const ProbeCall& c) {
+  std::vector<Bits> out;
+  for (std::int64_t r = 0; r < c.rows; ++r) {
+    __m512 acc = _mm512_setzero_ps();
+    for (std::int64_t k = 0; k < c.k; k += 32) {
+      std::uint16_t a[32], b[32];
+      for (int i = 0; i < 32; ++i) {
+        a[i] = static_cast<std::uint16_t>(c.a[static_cast<std::size_t>(r * c.k + k + i)].raw);
+        b[i] = static_cast<std::uint16_t>(c.b[static_cast<std::size_t>(r * c.k + k + i)].raw);
+      }
+      __m512bh va, vb;
+      std::memcpy(&va, a, 64);
+      std::memcpy(&vb, b, 64);
+      acc = _mm512_dpbf16_ps(acc, va, vb);
+    }
+    float lanes[16];
+    _mm512_storeu_ps(lanes, acc);
+    // Lanes combined by halving (the order of _mm512_reduce_add_ps, written out: GCC 12's
+    // header trips -Wmaybe-uninitialized).
+    for (int w = 8; w >= 1; w /= 2)
+      for (int i = 0; i < w; ++i) {
+        volatile float t = lanes[i] + lanes[i + w];
+        lanes[i] = t;
+      }
+    std::uint32_t u;
+    std::memcpy(&u, &lanes[0], 4);
+    out.emplace_back(u);
+  }
+  return out;
+}
+
+TEST(ProbeIndependent, Avx512Bf16DotProduct) {
+  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "this CPU has no AVX-512 BF16";
+  ProbeOptions o;
+  o.k = 64;
+  o.in = &bf16;
+  const ProbeResult r = probe(dpbf16_rows, o);
+  ASSERT_TRUE(r.pinned) << r.message;
+  // Lane j adds the odd product of its pair first, then the even one (one FMA chain per
+  // instruction), lanes of 32-term chunks, then the halving; results flushed to zero.
+  EXPECT_EQ(r.tree.substr(0, 40), "(((((((0 1) 33) 32) (((16 17) 49) 48)) (") << r.tree;
+  EXPECT_EQ(r.model->reduction.plan.kind, PlanKind::tree);
+  EXPECT_TRUE(r.model->reduction.acc.rounding.ftz) << r.model->text();
+  EXPECT_EQ(r.model->reduction.acc.rounding.rounding, Rounding::rne);
 }
 
 }  // namespace

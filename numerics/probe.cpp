@@ -237,19 +237,25 @@ std::vector<Row> crafted_rows(const ProbeOptions& o, std::mt19937_64& g) {
     // at the start of the row and at its end.
     std::uniform_real_distribution<double> m(1.0, 2.0);
     const double y = static_cast<double>(static_cast<float>(m(g)));
-    Row col;
-    col.b.assign(k, 1.0);
-    col.b[1] = col.b[k - 1] = y;
+    // Product x·y at position q (b[q] = y), -fl(x·y) beside it at position e, for both
+    // orders of the pair (a reversed order meets the later index first).
+    Row second, first;
+    second.b.assign(k, 1.0);
+    first.b.assign(k, 1.0);
+    second.b[1] = second.b[k - 1] = y;
+    first.b[0] = first.b[k - 2] = y;
     for (int t = 0; t < 16; ++t) {
       const double x = static_cast<double>(static_cast<float>(m(g)));
       const double fxy = static_cast<double>(static_cast<float>(x * y));
-      for (std::size_t at : {std::size_t{0}, k - 2}) {
-        Row r = col;
-        r.a.assign(k, 0.0);
-        r.a[at] = -fxy;
-        r.a[at + 1] = x;
-        rows.push_back(std::move(r));
-      }
+      for (std::size_t at : {std::size_t{0}, k - 2})
+        for (const Row* col : {&second, &first}) {
+          Row r = *col;
+          r.a.assign(k, 0.0);
+          const bool later = col == &second;
+          r.a[at + (later ? 1 : 0)] = x;
+          r.a[at + (later ? 0 : 1)] = -fxy;
+          rows.push_back(std::move(r));
+        }
     }
   }
   return rows;

@@ -42,6 +42,8 @@ Command add_check_command(CLI::App& parent);
 Command add_quantize_command(CLI::App& parent);
 /// `numfid tol OP --k K ...`: the bounds a claim implies, with their derivation.
 Command add_tol_command(CLI::App& parent);
+/// `numfid probe run|make|infer` (numerics/probe.h)
+Command add_probe_command(CLI::App& parent);
 /// `numfid gate run FILE [--junit F] [--json F]` (gates/gate.h)
 Command add_gate_command(CLI::App& parent);
 /// `numfid emulate matmul|dot ...`: the bit-exact output a plan or platform profile predicts.

@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands{add_formats_command(app), add_bits_command(app),   add_convert_command(app),
                                       add_arith_command(app),   add_check_command(app),  add_tol_command(app),
                                       add_emulate_command(app), add_profiles_command(app), add_gate_command(app),
-                                      add_quantize_command(app)};
+                                      add_quantize_command(app), add_probe_command(app)};
   std::vector<std::string> args = protect_negative_values(argc, argv);
   std::reverse(args.begin(), args.end());  // CLI11 consumes the vector from the back
   try {

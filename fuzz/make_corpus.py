@@ -122,6 +122,9 @@ text_seeds["plan"].update({
     "bad_blocked_2p63_kmax": plan_seed(2**63 - 1, "blocked(9223372036854775807)"),
     "bad_pairwise_kmax": plan_seed(2**63 - 1, "pairwise"),
     "bad_empty": plan_seed(16, ""),
+    "tree_4": plan_seed(4, "tree((0 1) (2 3))"),
+    "tree_seq_5": plan_seed(5, "tree((((0 1) 2) 3) 4)"),
+    "bad_tree_ternary": plan_seed(3, "tree((0 1 2))"),
     "bad_limit_kmax": plan_seed(2**63 - 1, "splitk(1099511627776)"),
     # found by fuzz_plan: numpy's pairwise depth of 8e11 terms, unmemoised, ran for minutes
     "bad_numpy_depth_timeout": plan_seed(0x2800000000100001, "blocked(801104857690, numpy)"),

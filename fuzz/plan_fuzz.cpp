@@ -2,12 +2,15 @@
 // docs/io.md, "Fuzzing"). Input: 8 bytes of K (little-endian, sign bit cleared), then the
 // plan text. parse must never throw; an accepted plan must print as text that parses to
 // the same plan, and its count must be defined for K (no overflow, no division by zero:
-// splitk(2^63 - 1) once divided by zero).
+// splitk(2^63 - 1) once divided by zero); a tree plan sums its leaves' count of ones exactly.
+#include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fuzz/fuzz_common.h"
 #include "numerics/plan.h"
@@ -35,5 +38,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Every path but strided's lane tree (log2 L additions of lanes, empty ones included) has
   // at most K - 1 roundings: each rounding joins two partial sums.
   if (plan->kind != PlanKind::strided && k > 0) fuzz::require(n <= k - 1);
+  // A tree plan is evaluated over its own leaves: K ones sum to K exactly (K <= 2^16 < 2^24).
+  if (plan->kind == PlanKind::tree) {
+    const auto leaves = static_cast<std::size_t>(std::count_if(plan->tree.begin(), plan->tree.end(), [](std::int32_t x) { return x >= 0; }));
+    const std::vector<Term> ones(leaves, as_term(fp32, Bits{0x3f800000u}));
+    fuzz::require(reduce(*plan, AccumulatorModel{}, ones).raw == std::bit_cast<std::uint32_t>(static_cast<float>(leaves)));
+  }
   return 0;
 }

@@ -1,6 +1,7 @@
 // Reduction plans: parsing, bound counts and the one evaluator every plan runs through.
 #include "numerics/plan.h"
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <fmt/format.h>
@@ -56,6 +57,119 @@ std::int64_t numpy_depth(std::int64_t n) {
   return numpy_depth(n, memo);
 }
 
+/// tree(...) text: `tree(` node `)`, node = index | `(` node node `)`; leaves 0..K-1 once each,
+/// at most max_tree_leaves. Iterative (a deeply nested text costs no stack).
+bool parse_tree(std::string_view t, std::vector<std::int32_t>& out, std::string* err) {
+  auto fail = [&](std::string msg) {
+    *err = std::move(msg);
+    return false;
+  };
+  t.remove_prefix(4);
+  t = trim(t);
+  if (t.size() < 2 || t.front() != '(' || t.back() != ')')
+    return fail("a tree is written tree(LEFT RIGHT), e.g. tree((0 1) 2), or tree(0) for one term");
+  // tree(...)'s parentheses are the root's: tree((0 1) 2). One term: tree(0).
+  if (const std::string_view in = trim(t.substr(1, t.size() - 2));
+      !in.empty() && in.find_first_not_of("0123456789") == std::string_view::npos)
+    t = in;
+  std::vector<int> open_children;  // per open '(': subtrees seen so far
+  std::int64_t leaves = 0, max_leaf = -1;
+  std::size_t i = 0;
+  bool done = false;
+  auto close_subtree = [&]() -> bool {  // a complete subtree ended
+    if (open_children.empty()) {
+      if (done) return false;
+      done = true;
+      return true;
+    }
+    if (++open_children.back() > 2) return false;
+    return true;
+  };
+  while (i < t.size()) {
+    const char c = t[i];
+    if (c == ' ' || c == '\t') {
+      ++i;
+    } else if (c == '(') {
+      if (done) return fail("text after the tree's root");
+      out.push_back(-1);
+      open_children.push_back(0);
+      ++i;
+    } else if (c == ')') {
+      if (open_children.empty()) return fail("unbalanced ')'");
+      if (open_children.back() != 2) return fail(fmt::format("a node has {} children (a tree node adds exactly two)", open_children.back()));
+      open_children.pop_back();
+      if (!close_subtree()) return fail("a node has more than two children (a tree node adds exactly two)");
+      ++i;
+    } else if (c >= '0' && c <= '9') {
+      std::int64_t v = 0;
+      while (i < t.size() && t[i] >= '0' && t[i] <= '9') {
+        v = v * 10 + (t[i] - '0');
+        if (v >= max_tree_leaves) return fail(fmt::format("a leaf index beyond the largest tree ({} leaves)", max_tree_leaves));
+        ++i;
+      }
+      if (done) return fail("text after the tree's root");
+      out.push_back(static_cast<std::int32_t>(v));
+      max_leaf = std::max(max_leaf, v);
+      if (++leaves > max_tree_leaves) return fail(fmt::format("more than {} leaves", max_tree_leaves));
+      if (!close_subtree()) return fail("a node has more than two children (a tree node adds exactly two)");
+    } else {
+      return fail(fmt::format("unexpected '{}' in a tree (digits, spaces and parentheses only)", c));
+    }
+  }
+  if (!open_children.empty() || !done) return fail("unbalanced '('");
+  if (max_leaf + 1 != leaves) return fail(fmt::format("the leaves must be 0..{} once each", leaves - 1));
+  std::vector<bool> seen(static_cast<std::size_t>(leaves));
+  for (std::int32_t x : out)
+    if (x >= 0) {
+      if (seen[static_cast<std::size_t>(x)]) return fail(fmt::format("leaf {} appears twice", x));
+      seen[static_cast<std::size_t>(x)] = true;
+    }
+  return true;
+}
+
+std::int64_t tree_leaves(const std::vector<std::int32_t>& t) {
+  return static_cast<std::int64_t>(std::count_if(t.begin(), t.end(), [](std::int32_t x) { return x >= 0; }));
+}
+
+/// Roundings on the longest root-to-leaf path (the leaf's own rounding not counted, as
+/// pairwise's count has none: a leaf enters the accumulator exactly when products are).
+std::int64_t tree_depth(const std::vector<std::int32_t>& t) {
+  std::int64_t best = 0;
+  std::vector<std::int64_t> stack;  // depth of each pending subtree
+  stack.push_back(0);
+  for (std::int32_t x : t) {
+    const std::int64_t d = stack.back();
+    stack.pop_back();
+    if (x >= 0) {
+      best = std::max(best, d);
+    } else {
+      stack.push_back(d + 1);
+      stack.push_back(d + 1);
+    }
+  }
+  return best;
+}
+
+std::string tree_text(const std::vector<std::int32_t>& t) {
+  if (t.size() == 1) return fmt::format("tree({})", t[0]);
+  std::string s = "tree";
+  std::vector<int> pending;  // per open node: children still to print
+  for (std::int32_t x : t) {
+    if (!pending.empty() && pending.back() == 1) s.push_back(' ');
+    if (x < 0) {
+      s.push_back('(');
+      pending.push_back(2);
+      continue;
+    }
+    s.append(fmt::format("{}", x));
+    while (!pending.empty() && --pending.back() == 0) {
+      pending.pop_back();
+      s.push_back(')');
+    }
+  }
+  return s;
+}
+
 }  // namespace
 
 std::optional<ReductionPlan> ReductionPlan::parse(std::string_view text, std::string* error) {
@@ -65,8 +179,15 @@ std::optional<ReductionPlan> ReductionPlan::parse(std::string_view text, std::st
   };
   const std::string_view t = trim(text);
   const std::string valid =
-      "sequential, reverse, pairwise, numpy, blocked(T), blocked(T, pairwise), blocked(T, numpy), splitk(S), strided(L)";
+      "sequential, reverse, pairwise, numpy, blocked(T), blocked(T, pairwise), blocked(T, numpy), splitk(S), strided(L), "
+      "tree((0 1) (2 3))";
   if (t.empty()) return fail(fmt::format("empty plan text (valid: {})", valid));
+  if (t.starts_with("tree")) {
+    ReductionPlan tp{PlanKind::tree};
+    std::string err;
+    if (!parse_tree(t, tp.tree, &err)) return fail(fmt::format("plan '{}': {}", text, err));
+    return tp;
+  }
   const std::size_t open = t.find('(');
   const std::string_view name = trim(t.substr(0, open));
   std::vector<std::string_view> args;
@@ -130,6 +251,7 @@ std::string ReductionPlan::text() const {
       return fmt::format("blocked({})", param);
     case PlanKind::splitk: return fmt::format("splitk({})", param);
     case PlanKind::strided: return fmt::format("strided({})", param);
+    case PlanKind::tree: return tree_text(tree);
   }
   return "?";
 }
@@ -156,6 +278,8 @@ std::int64_t ReductionPlan::roundings(std::int64_t n, bool has_addend) const {
     }
     case PlanKind::strided:
       return ceil_div(n, param) - 1 + std::countr_zero(static_cast<std::uint64_t>(param)) + a;
+    case PlanKind::tree:
+      return (n == tree_leaves(tree) ? tree_depth(tree) : n - 1) + a;
   }
   return n;
 }
@@ -332,6 +456,32 @@ Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<co
         const auto tile = terms.subspan(lo, std::min(t, n - lo));
         fold(run, tile_sum(ad, tile, plan.inner));
       }
+      break;
+    }
+    case PlanKind::tree: {
+      if (tree_leaves(plan.tree) != static_cast<std::int64_t>(n))
+        throw std::invalid_argument(fmt::format("plan {}...: a tree of {} leaves cannot sum {} terms",
+                                                plan.text().substr(0, 40), tree_leaves(plan.tree), n));
+      // Postorder on an explicit stack: each inner node adds its two children's sums.
+      std::vector<Term> sums;
+      std::vector<int> pending;  // per open node: children still to come
+      for (std::int32_t x : plan.tree) {
+        if (x < 0) {
+          pending.push_back(2);
+          continue;
+        }
+        // A leaf that is a node's second child enters that addition exactly (a fused
+        // multiply-add, as sequential's terms do); any other leaf is rounded first.
+        const Term& leaf = terms[static_cast<std::size_t>(x)];
+        sums.push_back(!pending.empty() && pending.back() == 1 ? leaf : ad.round(leaf));
+        while (!pending.empty() && --pending.back() == 0) {
+          pending.pop_back();
+          const Term right = sums.back();
+          sums.pop_back();
+          sums.back() = ad.add(sums.back(), right);
+        }
+      }
+      fold(run, sums.back());
       break;
     }
     case PlanKind::strided: {

@@ -1,5 +1,6 @@
 // Reduction plans: the order in which K terms are added, as data with a text form
-// (`sequential`, `reverse`, `pairwise`, `blocked(T[, pairwise|numpy])`, `splitk(S)`, `strided(L)`;
+// (`sequential`, `reverse`, `pairwise`, `blocked(T[, pairwise|numpy])`, `splitk(S)`, `strided(L)`,
+// `tree((0 1) (2 3))`;
 // `numpy` is short for numpy's float reduction, blocked(8192, numpy)),
 // executed by one evaluator under an accumulator model.
 #pragma once
@@ -23,7 +24,16 @@ enum class PlanKind : std::uint8_t {
   blocked,     ///< tiles of T consecutive terms, each summed from its first term, tile sums added in order (PSUM)
   splitk,      ///< S contiguous chunks of ceil(K/S), each sequential, partials added in chunk order
   strided,     ///< L lanes, lane l sums k ≡ l (mod L) in order, lanes combined by halving (warp shuffle)
+  /// An explicit binary summation tree over K = its leaves, e.g. `tree(((0 1) (2 3)) 4)`:
+  /// what a probe reveals when no shape above has its order (docs/probes.md). Each node adds
+  /// its two children; a leaf that is a node's second child enters that addition exactly (as
+  /// sequential's terms: a fused multiply-add), every other leaf is rounded into the
+  /// accumulator first (as pairwise's). So tree(((0 1) 2) 3) is sequential over 4 terms.
+  tree,
 };
+
+/// The most leaves of a `tree(...)` plan (and so the most nesting): 65536.
+inline constexpr std::int64_t max_tree_leaves = std::int64_t{1} << 16;
 
 /// How the terms inside one tile of a blocked plan are summed.
 enum class InnerOrder : std::uint8_t {
@@ -51,6 +61,9 @@ struct ReductionPlan {
   PlanKind kind = PlanKind::sequential;
   std::int64_t param = 0;       ///< T (blocked), S (splitk), L (strided, a power of two)
   InnerOrder inner = InnerOrder::sequential;  ///< blocked(T, pairwise|numpy): order inside each tile
+  /// tree: the nodes in preorder, a leaf as its term index (>= 0), an inner node as -1
+  /// followed by its two subtrees. The leaves are 0..K-1, each once.
+  std::vector<std::int32_t> tree{};
 
   /// Parses the text form; on failure returns nullopt and sets *error to what is wrong.
   /// An empty text is an error (no plan means "any order", which is said by giving none);
@@ -62,7 +75,8 @@ struct ReductionPlan {
   /// that starts the sum): the plan's own error-bound count. Sequential: n - 1 (+1);
   /// pairwise: ceil(log2 n) (+1); blocked(T): (T - 1) + (ceil(n/T) - 1) (+1); and so on.
   /// Exact for every n >= 0 (no overflow); a parameter below 1 (a plan not made by parse)
-  /// throws std::invalid_argument.
+  /// throws std::invalid_argument. A tree plan: its depth for n = its leaf count, else the
+  /// bound of any order, n - 1 (+1) (a tree is defined for one K only).
   std::int64_t roundings(std::int64_t n, bool has_addend) const;
   friend bool operator==(const ReductionPlan&, const ReductionPlan&) = default;
 };
@@ -91,7 +105,8 @@ Term as_term(const FormatSpec& f, Bits x, bool daz = false);
 /// Sums `terms` (+ `addend`, a value of the accumulator format that starts the sum) in the
 /// plan's order; every addition is rounded by the accumulator model. `stream` seeds the
 /// per-rounding stochastic streams: rounding number i uses stream (stream << 24) + i.
-/// Returns the accumulator-format result (NaN as the canonical positive NaN).
+/// Returns the accumulator-format result (NaN as the canonical positive NaN). A tree plan
+/// over a different number of terms than its leaves throws std::invalid_argument.
 Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<const Term> terms,
             std::optional<Bits> addend = std::nullopt, std::uint64_t stream = 0);
 

@@ -14,6 +14,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -26,6 +27,7 @@
 #include "formats/error.h"
 #include "gates/gate.h"
 #include "io/tensor.h"
+#include "numerics/probe.h"
 #include "numerics/profile.h"
 #include "tolerances/cancel.h"
 #include "tolerances/check.h"
@@ -322,6 +324,69 @@ py::dict format_info(const std::string& name) {
                   py::arg("float") = is_float(f), py::arg("max_finite") = max_finite(f));
 }
 
+
+// ------------------------------------------------------------------- probe
+
+/// numfid.probe: the black box is a Python callable fn(a, b) -> array, a and b float32
+/// arrays of the input values (every probe input format fits float32 exactly; b is None for
+/// "sum"); each output value must be exactly a value of the output format. Runs with the GIL
+/// held (the callable is Python).
+py::dict probe_callable(py::object fn, const std::string& op, std::int64_t k, const std::string& in_name,
+                        const std::string& out_name, std::uint64_t seed, std::int64_t budget, std::int64_t validation,
+                        const std::string& name) {
+  ProbeOptions o;
+  const auto pop = parse_probe_op(op);
+  if (!pop) throw py::value_error(fmt::format("numfid.probe: op '{}' must be dot, matmul or sum", op));
+  o.op = *pop;
+  o.k = k;
+  o.in = find_format(in_name);
+  o.out = find_format(out_name);
+  if (!o.in || !o.out) throw py::value_error(fmt::format("numfid.probe: unknown format '{}'", !o.in ? in_name : out_name));
+  if (o.in->kind != FormatKind::binary_float || o.in->precision > 24 || emax(*o.in) > 127)
+    throw py::value_error("numfid.probe: the input format must fit float32");
+  o.seed = seed;
+  o.budget = budget;
+  o.validation_elements = validation;
+  o.name = name;
+  BlackBox box = [&](const ProbeCall& c) {
+    auto values = [&](const std::vector<Bits>& v, std::int64_t rows, std::int64_t cols) {
+      py::array_t<float> a({rows, cols});
+      float* p = a.mutable_data();
+      for (std::size_t i = 0; i < v.size(); ++i) p[i] = static_cast<float>(to_double(*c.in, v[i]));
+      return a;
+    };
+    py::object b = py::none();
+    if (c.op == ProbeOp::dot) b = values(c.b, c.rows, c.k);
+    if (c.op == ProbeOp::matmul) b = values(c.b, c.k, c.cols);
+    const py::array_t<double, py::array::c_style | py::array::forcecast> out = fn(values(c.a, c.rows, c.k), b);
+    std::vector<Bits> r;
+    r.reserve(static_cast<std::size_t>(out.size()));
+    for (py::ssize_t i = 0; i < out.size(); ++i) {
+      const double v = out.data()[i];
+      const Result x = convert_double(*o.out, v);
+      if (x.status != status_ok && !std::isnan(v) && !std::isinf(v))
+        throw py::value_error(fmt::format("numfid.probe: output {} = {} is not a {} value", i, v, o.out->name));
+      r.push_back(x.bits);
+    }
+    return r;
+  };
+  const ProbeResult res = probe(box, o);
+  py::dict d;
+  d["pinned"] = res.pinned;
+  d["yaml"] = res.yaml;
+  d["model"] = res.model ? py::object(py::str(res.model->text())) : py::object(py::none());
+  d["tree"] = res.tree;
+  d["tree_note"] = res.tree_note;
+  d["candidates"] = res.candidates;
+  d["candidate_count"] = res.candidate_count;
+  d["calls"] = res.calls;
+  d["probe_rows"] = res.probe_rows;
+  d["validation_elements"] = res.validation_elements;
+  d["validation_mismatches"] = res.validation_mismatches;
+  d["message"] = res.message;
+  return d;
+}
+
 }  // namespace
 
 }  // namespace numfid::python
@@ -388,6 +453,8 @@ PYBIND11_MODULE(_numfid, m) {
   m.def("convert", &convert_array, py::arg("x"), py::arg("from_format"), py::arg("to"), py::arg("rounding") = "rne",
         py::arg("saturate") = false, py::arg("seed") = 0, py::arg("bits") = false);
   m.def("profiles", &profiles_list);
+  m.def("probe", &probe_callable, py::arg("fn"), py::arg("op"), py::arg("k"), py::arg("in_format"), py::arg("out_format"),
+        py::arg("seed"), py::arg("budget"), py::arg("validation"), py::arg("name"));
   m.def("format_info", &format_info, py::arg("name"));
   m.def("format_names", [] {
     std::vector<std::string> names;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <mpfr.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 
@@ -76,9 +77,9 @@ TEST(PlanText, RefusesParametersBeyondTheLimitWithTheMessage) {
       {"splitk(-9223372036854775809)", "plan 'splitk(-9223372036854775809)': '-9223372036854775809' is not a positive integer"},
       {"blocked()", "plan 'blocked()': '' is not a positive integer"},
       {"", "empty plan text (valid: sequential, reverse, pairwise, numpy, blocked(T), blocked(T, pairwise), "
-           "blocked(T, numpy), splitk(S), strided(L))"},
+           "blocked(T, numpy), splitk(S), strided(L), tree((0 1) (2 3)))"},
       {" \t ", "empty plan text (valid: sequential, reverse, pairwise, numpy, blocked(T), blocked(T, pairwise), "
-              "blocked(T, numpy), splitk(S), strided(L))"},
+              "blocked(T, numpy), splitk(S), strided(L), tree((0 1) (2 3)))"},
   };
   for (const auto& [text, why] : bad) {
     std::string err;
@@ -423,6 +424,64 @@ TEST(EmulateSum, AxesAndStochasticReproducibility) {
   EXPECT_EQ(s1, emulate_sum({&bf16, y, 64, 64}, 1, sr));
   sr.acc.rounding.seed = 12;
   EXPECT_NE(s1, emulate_sum({&bf16, y, 64, 64}, 1, sr));
+}
+
+
+// ------------------------------------------------------------------- tree(...) plans
+
+TEST(PlanTree, ParsesPrintsAndCounts) {
+  for (const char* t : {"tree(0)", "tree(0 1)", "tree((0 1) 2)", "tree(((0 1) 2) 3)", "tree((0 3) (1 2))", "tree((2 (0 1)) 3)"}) {
+    std::string err;
+    const auto p = ReductionPlan::parse(t, &err);
+    ASSERT_TRUE(p) << t << ": " << err;
+    EXPECT_EQ(p->kind, PlanKind::tree);
+    EXPECT_EQ(p->text(), t);
+    EXPECT_EQ(*ReductionPlan::parse(p->text()), *p);
+  }
+  EXPECT_EQ(ReductionPlan::parse("tree( ( (0 1)  2 ) 3 )")->text(), "tree(((0 1) 2) 3)");
+  EXPECT_EQ(ReductionPlan::parse(" tree( 0 ) ")->text(), "tree(0)");
+  auto n = [](const char* t, std::int64_t k, bool c = false) { return ReductionPlan::parse(t)->roundings(k, c); };
+  EXPECT_EQ(n("tree(((0 1) 2) 3)", 4), 3);
+  EXPECT_EQ(n("tree((0 1) (2 3))", 4), 2);
+  EXPECT_EQ(n("tree((0 1) (2 3))", 4, true), 3);
+  EXPECT_EQ(n("tree((0 1) (2 3))", 10), 9);  // another K: the bound of any order
+  const std::pair<const char*, const char*> bad[] = {
+      {"tree((0 1) 2 3)", "more than two children"},  {"tree((0 1 2) 3)", "more than two children"},
+      {"tree((0) 1)", "1 children"},  {"tree((0 1)) (2 3)", "1 children"},                   {"tree(0 2)", "leaves must be 0..1"},
+      {"tree((0 0) 2)", "leaf 0 appears twice"},          {"tree(((0 1) 2)", "unbalanced"},
+      {"tree(0 x)", "unexpected 'x'"},                {"tree", "tree(LEFT RIGHT)"},
+      {"tree(0 99999999)", "largest tree"}};
+  for (const auto& [text, why] : bad) {
+    std::string err;
+    EXPECT_FALSE(ReductionPlan::parse(text, &err)) << text;
+    EXPECT_NE(err.find(why), std::string::npos) << text << " -> " << err;
+  }
+}
+
+TEST(PlanTree, AgreesWithTheShapesAndWithCompiledFloatCode) {
+  std::mt19937_64 g(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  AccumulatorModel exact, rounded;
+  rounded.products_rounded = true;
+  const ReductionPlan seq = *ReductionPlan::parse("sequential"), pw = *ReductionPlan::parse("pairwise");
+  const ReductionPlan tseq = *ReductionPlan::parse("tree(((0 1) 2) 3)"), tpw = *ReductionPlan::parse("tree((0 1) (2 3))");
+  const ReductionPlan odd = *ReductionPlan::parse("tree((0 3) (1 2))");
+  for (int t = 0; t < 2000; ++t) {
+    float a[4], b[4];
+    std::vector<Term> terms, sums;
+    for (int i = 0; i < 4; ++i) {
+      a[i] = u(g), b[i] = u(g);
+      terms.push_back(exact_product(fp32, convert_double(fp32, a[i]).bits, fp32, convert_double(fp32, b[i]).bits));
+      sums.push_back(as_term(fp32, convert_double(fp32, a[i]).bits));
+    }
+    ASSERT_EQ(reduce(tseq, exact, terms), reduce(seq, exact, terms));  // fused: leaves enter exactly
+    ASSERT_EQ(reduce(tpw, rounded, terms), reduce(pw, rounded, terms));
+    // The compiler's own fp32 arithmetic: ((x0 + x3) + (x1 + x2)).
+    volatile float l = a[0] + a[3], r = a[1] + a[2];
+    const float want = l + r;
+    ASSERT_EQ(reduce(odd, exact, sums).raw, std::bit_cast<std::uint32_t>(want));
+  }
+  EXPECT_THROW(reduce(odd, exact, std::vector<Term>(5)), std::invalid_argument);
 }
 
 }  // namespace

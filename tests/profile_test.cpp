@@ -154,7 +154,7 @@ TEST(ProfileHardening, BadValuesAreRefusedWithFileLineAndReason) {
        "parameter 1099511627776 (2^40)"},
       {head + "plan:\n  order: {value: '', assumed: x}\n" + acc,
        "6: plan.order: empty plan text (valid: sequential, reverse, pairwise, numpy, blocked(T), blocked(T, pairwise), "
-       "blocked(T, numpy), splitk(S), strided(L))"},
+       "blocked(T, numpy), splitk(S), strided(L), tree((0 1) (2 3)))"},
       {ok + "output: " + std::string(40, '[') + std::string(40, ']') + "\n",
        "10: nested deeper than 16 levels"},
       {ok + "output: " + std::string(100000, '[') + "\n", "10: nested deeper than 16 levels"},  // yaml-cpp's own limit

@@ -19,8 +19,8 @@ from ._arrays import operand as _operand
 from ._result import CheckResult, Tolerance
 from ._version import version as __version__  # numfid's project version (CMakeLists.txt)
 
-__all__ = ["check", "check_matmul", "tol", "emulate", "convert", "profiles", "formats", "CheckResult", "Tolerance",
-           "testing"]
+__all__ = ["check", "check_matmul", "tol", "emulate", "convert", "profiles", "formats", "probe", "CheckResult",
+           "Tolerance", "testing"]
 
 # An installed package carries its profiles (python/CMakeLists.txt); the build tree uses the
 # source tree's. NUMFID_PROFILES, when set, wins over both (numerics/profile.cpp).
@@ -127,6 +127,20 @@ def profiles():
 def formats():
     """The names of numfid's formats, in the order `numfid formats` lists them."""
     return list(_numfid.format_names())
+
+
+def probe(fn, op, *, k, in_format="fp32", out_format="fp32", seed=1, budget=0, validation=10000, name="probed"):
+    """Reveal the summation order and arithmetic of the black box `fn` (docs/probes.md), as
+    `numfid probe run` does for a command.
+
+    fn(a, b) -> array: "dot": a, b float32 (R, K), returns R values of the row-wise dot;
+    "sum": a (R, K), b None, returns R row sums; "matmul": a (M, K), b (K, N), returns M×N.
+    Inputs hold values of `in_format`; every output must be a value of `out_format`.
+    Returns a dict: pinned, yaml (the profile text, empty unless validated with 0 mismatches
+    on `validation` fresh outputs), model, tree, candidates, calls, validation_mismatches,
+    message.
+    """
+    return _numfid.probe(fn, op, k, in_format, out_format, seed, budget, validation, name)
 
 
 from . import testing  # noqa: E402  (numfid.testing uses the functions above)

@@ -1,0 +1,233 @@
+// `numfid probe run|make|infer`: reveal a black-box kernel's order and arithmetic
+// (numerics/probe.h) and write its profile. The black box is a command run on .npy files
+// (run), or a person running the kernel on a folder of inputs (make, then infer, in rounds).
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/commands_verdict.h"
+#include "io/error.h"
+#include "io/tensor_io.h"
+#include "numerics/probe.h"
+
+namespace numfid::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ProbeArgs {
+  std::string op = "dot", in = "fp32", out = "fp32", cmd, output, dir;
+  std::int64_t k = 0, budget = 0, validation = 10'000;
+  std::uint64_t seed = 1;
+  std::string name;
+};
+
+/// The inputs of call `c` as .npy files: {a} (and {b}).
+void write_inputs(const ProbeCall& c, const fs::path& a, const fs::path& b) {
+  write_tensor(a, make_tensor(*c.in, {c.rows, c.k}, c.a));
+  if (c.op == ProbeOp::dot) write_tensor(b, make_tensor(*c.in, {c.rows, c.k}, c.b));
+  if (c.op == ProbeOp::matmul) write_tensor(b, make_tensor(*c.in, {c.k, c.cols}, c.b));
+}
+
+/// The outputs of call `c` from `path` (any container holding `out` values exactly).
+std::vector<Bits> read_outputs(const ProbeCall& c, const fs::path& path, const FormatSpec& out) {
+  const Tensor t = read_tensor(path);
+  const std::vector<Bits> v = tensor_values(t, out);
+  const std::int64_t want = c.op == ProbeOp::matmul ? c.rows * c.cols : c.rows;
+  if (static_cast<std::int64_t>(v.size()) != want)
+    throw UsageError(fmt::format("{}: {} values of shape {}; the call needs {} ({})", path.string(), v.size(),
+                                 shape_string(t.shape), want,
+                                 c.op == ProbeOp::matmul ? fmt::format("{}×{}", c.rows, c.cols) : fmt::format("{} rows", c.rows)));
+  return v;
+}
+
+std::string replace_all(std::string s, std::string_view what, std::string_view with) {
+  for (std::size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + with.size())) s.replace(p, what.size(), with);
+  return s;
+}
+
+/// Single-quoted for /bin/sh.
+std::string shell_quote(const std::string& s) { return "'" + replace_all(s, "'", "'\\''") + "'"; }
+
+/// The black box of `probe run`: CMD with {a} {b} {c} replaced by files in a fresh folder.
+BlackBox command_box(const std::string& cmd, const FormatSpec& out) {
+  return [cmd, &out](const ProbeCall& c) {
+    char tmpl[] = "/tmp/numfid-probe-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw UsageError("probe: cannot create a temporary folder");
+    const fs::path dir = tmpl;
+    struct Cleanup {
+      fs::path d;
+      ~Cleanup() {
+        std::error_code ec;
+        fs::remove_all(d, ec);
+      }
+    } cleanup{dir};
+    const fs::path a = dir / "a.npy", b = dir / "b.npy", d = dir / "c.npy";
+    write_inputs(c, a, b);
+    const std::string line =
+        replace_all(replace_all(replace_all(cmd, "{a}", shell_quote(a.string())), "{b}", shell_quote(b.string())), "{c}",
+                    shell_quote(d.string()));
+    const int status = std::system(line.c_str());
+    if (status != 0)
+      throw UsageError(fmt::format("probe: the command failed ({}): {}",
+                                   WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status)) : "killed", line));
+    if (!fs::exists(d)) throw UsageError(fmt::format("probe: the command wrote no {{c}} file: {}", line));
+    return read_outputs(c, d, out);
+  };
+}
+
+/// `probe make/infer`: the outputs of call N come from DIR/call-N-c.npy; a call without
+/// them has its inputs written (DIR/call-N-a.npy, -b.npy) and ends this round.
+struct NeedOutputs {
+  std::int64_t call;
+};
+
+BlackBox folder_box(const fs::path& dir, const FormatSpec& out) {
+  auto n = std::make_shared<std::int64_t>(0);
+  return [dir, &out, n](const ProbeCall& c) {
+    const std::int64_t i = (*n)++;
+    const fs::path a = dir / fmt::format("call-{}-a.npy", i), b = dir / fmt::format("call-{}-b.npy", i),
+                   d = dir / fmt::format("call-{}-c.npy", i);
+    if (fs::exists(d)) return read_outputs(c, d, out);
+    write_inputs(c, a, b);
+    throw NeedOutputs{i};
+  };
+}
+
+ProbeOptions options(const ProbeArgs& p) {
+  ProbeOptions o;
+  const auto op = parse_probe_op(p.op);
+  if (!op) throw UsageError(fmt::format("--op {}: must be dot, matmul or sum", p.op));
+  o.op = *op;
+  if (p.k < 2 || p.k > 4096) throw UsageError(fmt::format("--k {}: must be in 2..4096", p.k));
+  o.k = p.k;
+  o.in = &lookup_format(p.in);
+  o.out = &lookup_format(p.out);
+  if (o.in->kind != FormatKind::binary_float || o.out->kind != FormatKind::binary_float)
+    throw UsageError("--in and --out must be float formats");
+  if (p.validation < 10'000) throw UsageError(fmt::format("--validation {}: at least 10000 elements", p.validation));
+  o.validation_elements = p.validation;
+  o.seed = p.seed;
+  o.budget = p.budget;
+  o.progress = [](std::string_view line) { fmt::print(stderr, "numfid probe: {}\n", line); };
+  return o;
+}
+
+int report(const ProbeResult& r, const std::string& output) {
+  fmt::print("calls: {} ({} for the order, {} probe vectors)\n", r.calls, r.order_calls, r.probe_rows);
+  fmt::print("tree: {}\n", r.tree.empty() ? fmt::format("not revealed ({})", r.tree_note) : r.tree);
+  fmt::print("candidates: {} consistent with every probe\n", r.candidate_count);
+  for (const std::string& c : r.candidates) fmt::print("  {}\n", c);
+  if (r.validation_mismatches >= 0)
+    fmt::print("validation: {} mismatches in {} fresh outputs ({})\n", r.validation_mismatches, r.validation_elements,
+               fmt::join(r.validation_kinds, ", "));
+  if (!r.pinned || r.yaml.empty()) {
+    fmt::print("not pinned down: {}\nno profile written\n", r.message);
+    return exit_defect;
+  }
+  write_text_output(output, r.yaml, "--output");
+  fmt::print("model: {}\nwrote {}\n", r.model->text(), output);
+  return exit_ok;
+}
+
+std::string profile_name(const ProbeArgs& p) {
+  if (!p.output.ends_with(".yaml")) throw UsageError(fmt::format("--output {}: the file name must end in .yaml", p.output));
+  return fs::path(p.output).stem().string();
+}
+
+int run_probe(const ProbeArgs& p) {
+  ProbeOptions o = options(p);
+  o.name = profile_name(p);
+  check_output(p.output, "--output");
+  if (p.cmd.empty()) throw UsageError("probe run: give --cmd 'CMD {a} {b} {c}'");
+  return report(probe(command_box(p.cmd, *o.out), o), p.output);
+}
+
+/// make and infer: the options are kept in DIR/probe.txt by make.
+int run_folder(const ProbeArgs& given, bool make) {
+  const fs::path dir = given.dir;
+  ProbeArgs p = given;
+  const fs::path conf = dir / "probe.txt";
+  if (make) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw UsageError(fmt::format("{}: cannot create the folder: {}", dir.string(), ec.message()));
+    profile_name(p);
+    options(p);
+    write_text_output(conf.string(),
+                      fmt::format("op {}\nk {}\nin {}\nout {}\nseed {}\nbudget {}\nvalidation {}\noutput {}\n", p.op, p.k,
+                                  p.in, p.out, p.seed, p.budget, p.validation, p.output),
+                      "DIR/probe.txt");
+  } else {
+    std::ifstream f(conf);
+    if (!f) throw UsageError(fmt::format("{}: missing (run `numfid probe make` first)", conf.string()));
+    std::string key, value;
+    int line = 0;
+    while (f >> key >> value) {
+      ++line;
+      try {
+        if (key == "op") p.op = value;
+        else if (key == "k") p.k = std::stoll(value);
+        else if (key == "in") p.in = value;
+        else if (key == "out") p.out = value;
+        else if (key == "seed") p.seed = std::stoull(value);
+        else if (key == "budget") p.budget = std::stoll(value);
+        else if (key == "validation") p.validation = std::stoll(value);
+        else if (key == "output") p.output = value;
+        else throw std::invalid_argument(key);
+      } catch (const std::exception&) {
+        throw UsageError(fmt::format("{}:{}: '{} {}' is not a probe setting", conf.string(), line, key, value));
+      }
+    }
+  }
+  ProbeOptions o = options(p);
+  o.name = profile_name(p);
+  try {
+    return report(probe(folder_box(dir, *o.out), o), p.output);
+  } catch (const NeedOutputs& n) {
+    fmt::print("round needed: run the kernel on {0}/call-{1}-a.npy{2} and write its output to {0}/call-{1}-c.npy, then "
+               "run `numfid probe infer {0}`\n",
+               dir.string(), n.call, p.op == "sum" ? "" : fmt::format(" and {}/call-{}-b.npy", dir.string(), n.call));
+    return exit_ok;
+  }
+}
+
+void add_common(CLI::App& app, ProbeArgs& p) {
+  app.add_option("--op", p.op, "dot (A, B: R×K, row-wise), matmul (A: M×K, B: K×N) or sum (A: R×K)");
+  app.add_option("--k", p.k, "terms per output (2..4096)")->required();
+  app.add_option("--in", p.in, "input format (default fp32)");
+  app.add_option("--out", p.out, "output format (default fp32)");
+  app.add_option("--budget", p.budget, "most calls of the black box (0: no limit)");
+  app.add_option("--seed", p.seed, "seed of the random probe and validation inputs");
+  app.add_option("--validation", p.validation, "output elements of the validation set (>= 10000)");
+  app.add_option("--output", p.output, "the profile to write (NAME.yaml; NAME becomes the profile's name)")->required();
+}
+
+}  // namespace
+
+Command add_probe_command(CLI::App& parent) {
+  CLI::App* app = parent.add_subcommand("probe", "reveal a black-box kernel's summation order and arithmetic as a profile");
+  app->require_subcommand(1);
+  auto rp = std::make_shared<ProbeArgs>(), mp = std::make_shared<ProbeArgs>(), ip = std::make_shared<ProbeArgs>();
+  CLI::App* run = app->add_subcommand("run", "probe a command: CMD reads {a} ({b}) and writes {c} (.npy)");
+  add_common(*run, *rp);
+  run->add_option("--cmd", rp->cmd, "the black box, e.g. 'python3 k.py {a} {b} {c}'")->required();
+  CLI::App* make = app->add_subcommand("make", "write the first round of probe inputs into DIR (offline devices)");
+  make->add_option("dir", mp->dir, "folder for the probe inputs and outputs")->required();
+  add_common(*make, *mp);
+  CLI::App* infer = app->add_subcommand("infer", "read the outputs in DIR: the next round's inputs, or the profile");
+  infer->add_option("dir", ip->dir, "the folder of `probe make`")->required();
+  return {app, [=]() {
+            if (run->parsed()) return run_probe(*rp);
+            if (make->parsed()) return run_folder(*mp, true);
+            return run_folder(*ip, false);
+          }};
+}
+
+}  // namespace numfid::cli

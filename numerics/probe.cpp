@@ -1,0 +1,452 @@
+// Probes: the search. Every call made to the black box is kept with its answer (the evidence);
+// a model survives only if it reproduces all of it; the survivor must then reproduce a fresh
+// validation set before a profile is written. Method and limits: docs/probes.md.
+#include "numerics/probe.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <random>
+#include <stdexcept>
+
+#include "formats/convert.h"
+#include "numerics/tensor_core_presets.h"
+
+namespace numfid {
+
+namespace {
+
+/// Columns of every matmul call (probe and validation).
+constexpr std::int64_t matmul_cols = 16;
+
+/// Rows of every matmul call are a multiple of this: a BLAS computes the rows of a partial
+/// tile (and the last row of a thread's share) with another kernel (OpenBLAS sgemm: a
+/// different order there), so the probe describes the kernel of whole tiles (docs/probes.md).
+constexpr std::int64_t matmul_row_multiple = 64;
+
+/// The black box ran out of its call budget.
+struct BudgetExhausted {};
+
+/// A row of a probe call: term values a[k] (and b[k]; empty: ones).
+struct Row {
+  std::vector<double> a, b;
+};
+
+class Session {
+ public:
+  Session(const BlackBox& box, const ProbeOptions& o, ProbeResult& r) : box_(box), o_(o), r_(r) {}
+
+  /// Calls the black box (counted, budgeted) and keeps the call as evidence when `keep`.
+  const std::vector<Bits>& call(ProbeCall c, bool keep = true) {
+    if (o_.budget > 0 && r_.calls >= o_.budget) throw BudgetExhausted{};
+    ++r_.calls;
+    std::vector<Bits> out = box_(c);
+    const std::int64_t want = c.op == ProbeOp::matmul ? c.rows * c.cols : c.rows;
+    if (static_cast<std::int64_t>(out.size()) != want)
+      throw std::runtime_error(fmt::format("the black box answered {} values for a call that needs {} ({} rows{})",
+                                           out.size(), want, c.rows, c.op == ProbeOp::matmul ? fmt::format(" × {} columns", c.cols) : ""));
+    auto& slot = keep ? evidence_ : validation_;
+    slot.emplace_back(std::move(c), std::move(out));
+    return slot.back().second;
+  }
+
+  /// A call holding `rows` (b: ones when empty; matmul: B's columns are the distinct b rows,
+  /// at most `max_cols`, and every row × column output is evidence).
+  ProbeCall make(const std::vector<Row>& rows) const {
+    ProbeCall c{o_.op, o_.in, static_cast<std::int64_t>(rows.size()), o_.k, 1, {}, {}};
+    c.a.reserve(rows.size() * static_cast<std::size_t>(o_.k));
+    for (const Row& r : rows)
+      for (double x : r.a) c.a.push_back(value(x));
+    if (o_.op == ProbeOp::matmul) {  // whole row tiles (see matmul_row_multiple): zero rows after
+      c.rows = (c.rows + matmul_row_multiple - 1) / matmul_row_multiple * matmul_row_multiple;
+      c.a.resize(static_cast<std::size_t>(c.rows * o_.k), zero(*o_.in, false));
+    }
+    if (o_.op == ProbeOp::sum) return c;
+    const std::vector<double> ones(static_cast<std::size_t>(o_.k), 1.0);
+    if (o_.op == ProbeOp::dot) {
+      for (const Row& r : rows)
+        for (double x : r.b.empty() ? ones : r.b) c.b.push_back(value(x));
+      return c;
+    }
+    std::vector<std::vector<double>> cols{ones};
+    for (const Row& r : rows)
+      if (!r.b.empty() && std::find(cols.begin(), cols.end(), r.b) == cols.end()) cols.push_back(r.b);
+    // Every matmul call has matmul_cols columns (more copies of the ones column): a library
+    // may pick another kernel for another N (OpenBLAS: gemv for N = 1), and the probe must
+    // see the kernel the validation set sees.
+    while (cols.size() < static_cast<std::size_t>(matmul_cols)) cols.push_back(ones);
+    c.cols = static_cast<std::int64_t>(cols.size());
+    c.b.resize(static_cast<std::size_t>(o_.k * c.cols));
+    for (std::size_t j = 0; j < cols.size(); ++j)
+      for (std::size_t k = 0; k < cols[j].size(); ++k) c.b[k * cols.size() + j] = value(cols[j][k]);
+    return c;
+  }
+
+  /// x in the input format (rounded to nearest); values it cannot hold finitely become 0.
+  Bits value(double x) const {
+    const Result v = convert_double(*o_.in, x);
+    const FpClass cls = classify(*o_.in, v.bits);
+    return cls == FpClass::infinite || cls == FpClass::nan ? zero(*o_.in, false) : v.bits;
+  }
+
+  const std::vector<std::pair<ProbeCall, std::vector<Bits>>>& evidence() const { return evidence_; }
+  const std::vector<std::pair<ProbeCall, std::vector<Bits>>>& validation() const { return validation_; }
+  void say(std::string_view line) const {
+    if (o_.progress) o_.progress(line);
+  }
+
+ private:
+  const BlackBox& box_;
+  const ProbeOptions& o_;
+  ProbeResult& r_;
+  std::vector<std::pair<ProbeCall, std::vector<Bits>>> evidence_, validation_;
+};
+
+/// The first `rows` rows of a call and their answers (a cheap screen before the whole call).
+std::pair<ProbeCall, std::vector<Bits>> head(const std::pair<ProbeCall, std::vector<Bits>>& e, std::int64_t rows) {
+  const ProbeCall& c = e.first;
+  ProbeCall h = c;
+  h.rows = std::min(rows, c.rows);
+  const auto per_row = static_cast<std::size_t>(c.k);
+  h.a.resize(static_cast<std::size_t>(h.rows) * per_row);
+  if (c.op == ProbeOp::dot) h.b.resize(h.a.size());
+  const std::size_t outs = static_cast<std::size_t>(h.rows * (c.op == ProbeOp::matmul ? c.cols : 1));
+  return {std::move(h), std::vector<Bits>(e.second.begin(), e.second.begin() + static_cast<std::ptrdiff_t>(outs))};
+}
+
+bool reproduces(const ProbeModel& m, const std::vector<std::pair<ProbeCall, std::vector<Bits>>>& calls,
+                std::int64_t* mismatches = nullptr) {
+  std::int64_t bad = 0;
+  for (const auto& [c, out] : calls) {
+    const std::vector<Bits> got = run_probe_model(m, c);
+    for (std::size_t i = 0; i < out.size(); ++i) bad += got[i] == out[i] ? 0 : 1;
+    if (bad && !mismatches) return false;
+  }
+  if (mismatches) *mismatches = bad;
+  return bad == 0;
+}
+
+// ---------------------------------------------------------------- order (FPRev)
+
+/// The FPRev probes: +M at i, -M at j, unit u elsewhere; the output / u counts the units
+/// outside the smallest subtree holding i and j. Returns the tree text or "" with *note.
+std::string reveal_order(Session& s, const ProbeOptions& o, ProbeResult& r, std::string* note) {
+  const std::int64_t n = o.k;
+  const int lo = std::max({emin(*o.in), emin(*o.out), -100});
+  const int hi = std::min({emax(*o.in), emax(*o.out) - 1, 100});
+  const int eu = std::max(lo, std::min(0, hi - 64));
+  const int em = std::min(hi, eu + 64);
+  const double unit = std::ldexp(1.0, eu), big = std::ldexp(1.0, em);
+  s.say(fmt::format("order: FPRev probes with M = 2^{} and unit 2^{} ({} inputs)", em, eu, o.in->name));
+  const std::int64_t before = r.calls;
+  bool bad = false;
+  auto lca = [&](const std::vector<std::pair<std::int64_t, std::int64_t>>& q) {
+    std::vector<Row> rows(q.size());
+    for (std::size_t t = 0; t < q.size(); ++t) {
+      rows[t].a.assign(static_cast<std::size_t>(n), unit);
+      rows[t].a[static_cast<std::size_t>(q[t].first)] = big;
+      rows[t].a[static_cast<std::size_t>(q[t].second)] = -big;
+    }
+    r.order_rows += static_cast<std::int64_t>(rows.size());
+    ProbeCall c = s.make(rows);
+    // matmul: column 0 of B is the ones column (the others are copies of it).
+    const auto stride = static_cast<std::size_t>(o.op == ProbeOp::matmul ? c.cols : 1);
+    const auto& out = s.call(std::move(c));
+    std::vector<std::int64_t> sizes(q.size());
+    for (std::size_t t = 0; t < q.size(); ++t) {
+      const double v = to_double(*o.out, out[t * stride]) / unit;
+      if (!(v >= 0 && v <= static_cast<double>(n - 2) && v == std::floor(v))) {
+        if (!bad) *note = fmt::format("terms {} and {}: the output {} is not a count of units (the black box does not absorb "
+                                      "the units into ±M the way round-to-nearest does, or M is too small)",
+                                      q[t].first, q[t].second, to_double(*o.out, out[t * stride]));
+        bad = true;
+        sizes[t] = 0;
+      } else {
+        sizes[t] = n - static_cast<std::int64_t>(v);
+      }
+    }
+    s.say(fmt::format("order: call {}: {} probe vectors", r.calls, rows.size()));
+    return sizes;
+  };
+  std::string local;
+  std::string tree = detail::reveal_tree(n, lca, &local);
+  r.order_calls = r.calls - before;
+  if (bad) return {};
+  if (tree.empty()) *note = local;
+  return tree;
+}
+
+// ---------------------------------------------------------------- arithmetic
+
+/// Random term values of one kind ("uniform", "wide", "cancel", "ones+big", "sparse").
+std::vector<double> random_terms(std::mt19937_64& g, std::string_view kind, std::int64_t k, const FormatSpec& in) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0), m(1.0, 2.0);
+  const int span = std::clamp(std::min(-emin(in), emax(in)) / 2, 2, 20);
+  std::uniform_int_distribution<int> e(-span, span), pos(0, static_cast<int>(k) - 1);
+  std::vector<double> t(static_cast<std::size_t>(k), 0.0);
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const double sign = g() & 1 ? -1.0 : 1.0;
+    if (kind == "uniform") t[i] = u(g);
+    else if (kind == "wide") t[i] = sign * std::ldexp(m(g), e(g));
+    else if (kind == "cancel") t[i] = i % 2 ? -t[i - 1] * (1 + std::ldexp(u(g), -8)) : sign * m(g);
+    else if (kind == "ones+big") t[i] = (g() % 8 == 0) ? sign * std::ldexp(1.0, std::min(span, 12)) : sign;
+    else if (kind == "sparse") t[i] = 0;
+  }
+  if (kind == "sparse")
+    for (int j = 0; j < 3; ++j) t[static_cast<std::size_t>(pos(g))] = (g() & 1 ? -1.0 : 1.0) * std::ldexp(m(g), e(g));
+  if (kind == "cancel") std::shuffle(t.begin(), t.end(), g);
+  return t;
+}
+
+const std::vector<std::string_view> kinds{"uniform", "wide", "cancel", "ones+big", "sparse"};
+
+/// Crafted rows (Fasi et al. 2021 style): rounding ties and directions, the accumulator's
+/// precision, subnormal results, exact or rounded products; each pattern at the start and at
+/// the end of the row, so that a blocked order sees it within a block and across blocks.
+std::vector<Row> crafted_rows(const ProbeOptions& o, std::mt19937_64& g) {
+  const std::size_t k = static_cast<std::size_t>(o.k);
+  const int p = o.out->precision > o.in->precision ? o.out->precision : o.in->precision;
+  std::vector<std::vector<double>> pats;
+  for (int j = 1; j <= p + 16; ++j) {
+    const double d = std::ldexp(1.0, -j);
+    pats.push_back({1, d});
+    pats.push_back({1, -d});
+    pats.push_back({1, 3 * d});
+    pats.push_back({-1, 3 * d});
+    pats.push_back({1 + std::ldexp(1.0, 1 - p), d});
+    pats.push_back({std::ldexp(1.0, j), 1, -std::ldexp(1.0, j)});
+  }
+  const double tiny = std::ldexp(1.0, emin(*o.out));  // subnormal results of the output/accumulator
+  pats.push_back({tiny, -1.5 * tiny / 2});
+  pats.push_back({1.5 * tiny, -tiny});
+  std::vector<Row> rows;  // random rows first: they refute most models in the first few rows
+  for (int t = 0; t < 40; ++t)
+    for (std::string_view kind : kinds) rows.push_back({random_terms(g, kind, o.k, *o.in), {}});
+  for (const auto& pat : pats) {
+    if (pat.size() > k) continue;
+    for (int where = 0; where < 2; ++where) {
+      Row r;
+      r.a.assign(k, 0.0);
+      for (std::size_t i = 0; i < pat.size(); ++i) r.a[where ? k - pat.size() + i : i] = pat[i];
+      rows.push_back(std::move(r));
+    }
+  }
+  if (o.op != ProbeOp::sum && k >= 2) {  // exact or rounded products: -fl(x·y) + x·y
+    // The product is the second term of its addition (a fused multiply-add keeps it exact),
+    // at the start of the row and at its end.
+    std::uniform_real_distribution<double> m(1.0, 2.0);
+    const double y = static_cast<double>(static_cast<float>(m(g)));
+    // Product x·y at position q (b[q] = y), -fl(x·y) beside it at position e, for both
+    // orders of the pair (a reversed order meets the later index first).
+    Row second, first;
+    second.b.assign(k, 1.0);
+    first.b.assign(k, 1.0);
+    second.b[1] = second.b[k - 1] = y;
+    first.b[0] = first.b[k - 2] = y;
+    for (int t = 0; t < 16; ++t) {
+      const double x = static_cast<double>(static_cast<float>(m(g)));
+      const double fxy = static_cast<double>(static_cast<float>(x * y));
+      for (std::size_t at : {std::size_t{0}, k - 2})
+        for (const Row* col : {&second, &first}) {
+          Row r = *col;
+          r.a.assign(k, 0.0);
+          const bool later = col == &second;
+          r.a[at + (later ? 1 : 0)] = x;
+          r.a[at + (later ? 0 : 1)] = -fxy;
+          rows.push_back(std::move(r));
+        }
+    }
+  }
+  return rows;
+}
+
+/// The reduction plans a probe considers for K terms.
+std::vector<ReductionPlan> plan_space(std::int64_t k) {
+  std::vector<ReductionPlan> ps{{PlanKind::sequential}, {PlanKind::reverse}, {PlanKind::pairwise},
+                                {PlanKind::blocked, 8192, InnerOrder::numpy}};
+  for (std::int64_t l = 2; l <= std::min<std::int64_t>(k, max_plan_lanes); l *= 2) ps.push_back({PlanKind::strided, l});
+  for (std::int64_t t = 2; t < k; ++t) {
+    if (t > 64 && (t & (t - 1)) != 0 && k % t != 0) continue;
+    for (InnerOrder in : {InnerOrder::sequential, InnerOrder::pairwise, InnerOrder::numpy})
+      ps.push_back({PlanKind::blocked, t, in});
+  }
+  for (std::int64_t s = 2; s <= std::min<std::int64_t>(k, 64); ++s) ps.push_back({PlanKind::splitk, s});
+  return ps;
+}
+
+std::vector<ProbeModel> arithmetic_space(const ReductionPlan& plan, const ProbeOptions& o) {
+  std::vector<ProbeModel> ms;
+  std::vector<const FormatSpec*> accs{&fp32};
+  if (!(*o.out == fp32) && o.out->kind == FormatKind::binary_float) accs.push_back(o.out);
+  for (const FormatSpec* acc : accs)
+    for (Rounding rd : {Rounding::rne, Rounding::rtz, Rounding::rup, Rounding::rdn, Rounding::rna})
+      for (bool ftz : {false, true})
+        for (bool prod : {false, true}) {
+          if (prod && o.op == ProbeOp::sum) continue;
+          for (Rounding out_rd : {Rounding::rne, Rounding::rtz}) {
+            if (out_rd != Rounding::rne && *acc == *o.out) continue;
+            ProbeModel m;
+            m.reduction.plan = plan;
+            m.reduction.acc.format = acc;
+            m.reduction.acc.rounding.rounding = rd;
+            m.reduction.acc.rounding.ftz = ftz;
+            m.reduction.acc.products_rounded = prod;
+            m.reduction.output = o.out;
+            m.reduction.output_rounding.rounding = out_rd;
+            ms.push_back(m);
+          }
+        }
+  return ms;
+}
+
+std::vector<ProbeModel> block_fma_space(const ProbeOptions& o) {
+  std::vector<ProbeModel> ms;
+  for (const TensorCorePreset& t : tensor_core_presets) {
+    if (!(*t.model.input == *o.in) || !(*t.model.output == *o.out)) continue;
+    ProbeModel m;
+    m.block_fma = true;
+    m.unit = t.model;
+    m.source = fmt::format("{} preset", t.model.name);
+    const bool dup = std::any_of(ms.begin(), ms.end(), [&](const ProbeModel& x) { return describe(x.unit) == describe(m.unit); });
+    if (!dup) ms.push_back(m);
+  }
+  return ms;
+}
+
+/// Fresh random calls: `kinds` × enough rows for o.validation_elements outputs.
+void validation_calls(Session& s, const ProbeOptions& o, std::mt19937_64& g, ProbeResult& r) {
+  const std::int64_t per_kind = (o.validation_elements + static_cast<std::int64_t>(kinds.size()) - 1) / static_cast<std::int64_t>(kinds.size());
+  for (std::string_view kind : kinds) {
+    ProbeCall c{o.op, o.in, per_kind, o.k, 1, {}, {}};
+    if (o.op == ProbeOp::matmul) {
+      c.cols = matmul_cols;
+      c.rows = (per_kind + c.cols - 1) / c.cols;
+      c.rows = (c.rows + matmul_row_multiple - 1) / matmul_row_multiple * matmul_row_multiple;
+    }
+    for (std::int64_t i = 0; i < c.rows; ++i)
+      for (double x : random_terms(g, kind, o.k, *o.in)) c.a.push_back(s.value(x));
+    if (o.op == ProbeOp::dot)
+      for (std::int64_t i = 0; i < c.rows; ++i)
+        for (double x : random_terms(g, "uniform", o.k, *o.in)) c.b.push_back(s.value(kind == "cancel" ? 1.0 : x));
+    if (o.op == ProbeOp::matmul) {
+      std::vector<Bits> bt;  // columns generated as rows, then transposed
+      for (std::int64_t j = 0; j < c.cols; ++j)
+        for (double x : random_terms(g, "uniform", o.k, *o.in)) bt.push_back(s.value(kind == "cancel" ? 1.0 : x));
+      c.b.resize(bt.size());
+      for (std::int64_t j = 0; j < c.cols; ++j)
+        for (std::int64_t k = 0; k < o.k; ++k) c.b[static_cast<std::size_t>(k * c.cols + j)] = bt[static_cast<std::size_t>(j * o.k + k)];
+    }
+    r.validation_elements += o.op == ProbeOp::matmul ? c.rows * c.cols : c.rows;
+    r.validation_kinds.emplace_back(kind);
+    s.call(std::move(c), false);
+  }
+}
+
+}  // namespace
+
+ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
+  if (o.k < 2 || o.k > 4096) throw std::invalid_argument(fmt::format("probe: K = {} is outside 2..4096", o.k));
+  if (o.in->kind != FormatKind::binary_float || o.out->kind != FormatKind::binary_float)
+    throw std::invalid_argument("probe: the input and output formats must be float formats");
+  if (o.validation_elements < 1) throw std::invalid_argument("probe: the validation set needs at least one element");
+  const auto t0 = std::chrono::steady_clock::now();
+  ProbeResult r;
+  Session s(box, o, r);
+  std::mt19937_64 g(o.seed);
+  try {
+    // 1. The order.
+    r.tree = reveal_order(s, o, r, &r.tree_note);
+    if (!r.tree.empty()) s.say(fmt::format("order: tree {} ({} calls, {} probe vectors)", r.tree, r.order_calls, r.order_rows));
+    else s.say(fmt::format("order: not revealed: {}", r.tree_note));
+    const auto order_evidence = s.evidence();
+    // 2. Plans whose order matches the tree, under plain fp32 round-to-nearest arithmetic.
+    std::vector<ReductionPlan> plans = plan_space(o.k);
+    if (!r.tree.empty()) {
+      std::vector<ReductionPlan> matching;
+      for (const ReductionPlan& p : plans) {
+        ProbeModel m;
+        m.reduction.plan = p;
+        m.reduction.output = o.out;
+        if (reproduces(m, order_evidence)) matching.push_back(p);
+      }
+      s.say(fmt::format("order: {} of {} plans have this tree", matching.size(), plans.size()));
+      if (!matching.empty()) {
+        plans = matching;
+      } else if (const auto t = ReductionPlan::parse(fmt::format("tree{}", r.tree))) {
+        // No shape has this order: the tree itself is the plan (a binary tree; a node of more
+        // than two terms is a fused add, left to the block-FMA models).
+        plans = {*t};
+        s.say("order: no plan shape has this tree: it becomes a tree(...) plan");
+      }
+    }
+    // 3. The arithmetic: crafted and random rows in one call.
+    const std::vector<Row> rows = crafted_rows(o, g);
+    r.probe_rows = r.order_rows + static_cast<std::int64_t>(rows.size());
+    s.call(s.make(rows));
+    s.say(fmt::format("arithmetic: call {}: {} crafted and random rows", r.calls, rows.size()));
+    std::vector<ProbeModel> space = block_fma_space(o);
+    for (const ReductionPlan& p : plans)
+      for (ProbeModel& m : arithmetic_space(p, o)) space.push_back(std::move(m));
+    std::vector<ProbeModel> alive;
+    // The arithmetic call first (it refutes most models), then the order calls.
+    std::vector<std::pair<ProbeCall, std::vector<Bits>>> ev(s.evidence().rbegin(), s.evidence().rend());
+    const std::vector<std::pair<ProbeCall, std::vector<Bits>>> screen{head(ev.front(), 4), head(ev.front(), 64)};
+    for (const ProbeModel& m : space)
+      if (reproduces(m, screen) && reproduces(m, ev)) alive.push_back(m);
+    s.say(fmt::format("arithmetic: {} of {} models reproduce all {} calls", alive.size(), space.size(), r.calls));
+    // 4. Validation on fresh inputs.
+    validation_calls(s, o, g, r);
+    std::vector<ProbeModel> valid;
+    std::int64_t first_bad = -1;
+    for (const ProbeModel& m : alive) {
+      std::int64_t bad = 0;
+      reproduces(m, s.validation(), &bad);
+      if (bad == 0) valid.push_back(m);
+      else if (first_bad < 0) first_bad = bad;
+    }
+    r.candidate_count = static_cast<std::int64_t>(alive.size());
+    for (std::size_t i = 0; i < alive.size() && i < 20; ++i) r.candidates.push_back(alive[i].text());
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (valid.empty()) {
+      r.validation_mismatches = alive.empty() ? -1 : first_bad;
+      r.message = alive.empty()
+                      ? fmt::format("no model numfid can run reproduces the black box's {} probe calls{}", s.evidence().size(),
+                                    r.tree.empty() ? "" : fmt::format(" (its summation tree is {})", r.tree))
+                      : fmt::format("{} models reproduce the probes but none the validation set ({} of {} outputs differ "
+                                    "for the first)", alive.size(), first_bad, r.validation_elements);
+      return r;
+    }
+    r.model = valid.front();
+    r.validation_mismatches = 0;
+    r.pinned = true;
+    std::string alternatives;
+    if (valid.size() > 1)
+      alternatives = fmt::format("; {} other models are indistinguishable on all data (e.g. {})", valid.size() - 1, valid[1].text());
+    const std::string evidence = fmt::format(
+        "probed: {} calls ({} FPRev calls, {} probe vectors{}), {} models tried, {} consistent; validated on {} fresh "
+        "outputs ({}): 0 mismatches{}",
+        r.calls, r.order_calls, r.probe_rows, r.tree.empty() ? "" : fmt::format(", tree {}", r.tree.size() > 200 ? r.tree.substr(0, 200) + "..." : r.tree),
+        space.size(), alive.size(), r.validation_elements, fmt::join(r.validation_kinds, ", "), alternatives);
+    const std::string yaml = probe_profile_yaml(*r.model, o, evidence);
+    // The written profile itself must reproduce the validation set.
+    const Profile loaded = load_profile_text(yaml, o.name + ".yaml");
+    const auto back = probe_model_of(loaded, *o.in, *o.out);
+    std::int64_t bad = -1;
+    if (!back || !reproduces(*back, s.validation(), &bad)) {
+      r.pinned = false;
+      r.validation_mismatches = bad;
+      r.message = fmt::format("the profile as written does not reproduce the validation set ({} mismatches): not written", bad);
+      return r;
+    }
+    r.yaml = yaml;
+    r.message = fmt::format("{}: {} calls, {:.1f} s; {} fresh outputs reproduced bit for bit", r.model->text(), r.calls, secs,
+                            r.validation_elements);
+  } catch (const BudgetExhausted&) {
+    r.pinned = false;
+    r.message = fmt::format("the call budget ({}) ran out before the model was pinned down", o.budget);
+  }
+  return r;
+}
+
+}  // namespace numfid

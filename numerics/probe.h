@@ -1,0 +1,125 @@
+// Probes: reveal a black-box kernel's summation order and arithmetic from its outputs, and
+// write the result as a validated platform profile (docs/probes.md).
+//
+// Order: FPRev (Xie et al., "FPRev: Revealing the Order of Floating-Point Summation by Numerical
+// Testing", USENIX ATC 2025): a probe vector holds +M at term i, -M at term j and a unit u
+// everywhere else, with M so large that M + (any partial sum of units) rounds to M. The output
+// is then u times the number of units outside the smallest subtree that holds both i and j,
+// which gives that subtree's size; the sizes seen from the first term of every subtree
+// rebuild the whole summation tree (n - 1 probe vectors for a sequential order, about
+// (n/2)·log2 n for a balanced tree). All probe vectors of one level of the recursion are rows of
+// one call, so the number of calls is the depth of the recursion, not the number of vectors.
+//
+// Arithmetic: crafted rows in the manner of Fasi, Higham, Mikaitis & Pranesh, "Numerical
+// behavior of NVIDIA tensor cores", PeerJ CS 7:e330 (2021) (rounding ties and directions,
+// subnormal results, exact or rounded products, the accumulator's precision) and random rows;
+// every model of the space numfid can run (the plans whose order matches × accumulator
+// format, rounding, FTZ, product rounding, output rounding; the tensor-core block-FMA presets
+// of the same formats) is kept only if it reproduces every output the black box gave, bit for
+// bit. The survivor is validated on fresh random inputs of several kinds; a profile is
+// produced only if it reproduces all of them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "numerics/block_fma.h"
+#include "numerics/emulate.h"
+#include "numerics/profile.h"
+
+namespace numfid {
+
+/// What the black box computes.
+enum class ProbeOp : std::uint8_t {
+  dot,     ///< D[r] = Σ_k A[r,k]·B[r,k], A and B: rows×k
+  sum,     ///< D[r] = Σ_k A[r,k], A: rows×k
+  matmul,  ///< D = A·B, A: rows×k, B: k×cols
+};
+
+/// "dot", "sum", "matmul"; and back (nullopt for anything else).
+std::string_view probe_op_name(ProbeOp op);
+std::optional<ProbeOp> parse_probe_op(std::string_view s);
+
+/// One call's inputs (patterns of `in`, row-major): dot: a and b rows×k; sum: a rows×k (b
+/// empty, cols 1); matmul: a rows×k, b k×cols.
+struct ProbeCall {
+  ProbeOp op = ProbeOp::dot;
+  const FormatSpec* in = &fp32;
+  std::int64_t rows = 0, k = 0, cols = 1;
+  std::vector<Bits> a, b;
+};
+
+/// A black box: the outputs of one call as patterns of the output format (dot, sum: rows
+/// values; matmul: rows×cols, row-major). It may throw; the probe reports the message.
+using BlackBox = std::function<std::vector<Bits>(const ProbeCall&)>;
+
+/// A model numfid can run: a reduction plan with its accumulator, or a tensor-core block FMA.
+struct ProbeModel {
+  bool block_fma = false;
+  ReductionModel reduction{};  ///< when !block_fma
+  BlockFmaModel unit{};        ///< when block_fma
+  std::string source;          ///< where a block-FMA model came from ("H100 fp16->fp32 preset")
+  /// One-line description: "plan pairwise, fp32 acc rne, products exact, output rne".
+  std::string text() const;
+};
+
+/// The outputs `m` predicts for `call` (through numfid's one evaluator per model kind:
+/// emulate_dot_rows / emulate_sum / emulate_matmul, block_fma_dot_rows / block_fma_matmul).
+std::vector<Bits> run_probe_model(const ProbeModel& m, const ProbeCall& call);
+
+/// The model a loaded profile describes for inputs `in`, outputs `out` (plan profiles; a
+/// block-fma profile's variant for in->out); nullopt for what the probe's model space cannot
+/// hold (tensor-engine profiles, input casts) or a block-fma profile without that variant.
+std::optional<ProbeModel> probe_model_of(const Profile& p, const FormatSpec& in, const FormatSpec& out);
+
+/// What to probe and how.
+struct ProbeOptions {
+  ProbeOp op = ProbeOp::dot;
+  std::int64_t k = 16;                ///< terms per output (2 .. 4096)
+  const FormatSpec* in = &fp32;       ///< input format (fp32, bf16, fp16, tf32, fp8)
+  const FormatSpec* out = &fp32;      ///< output format
+  std::uint64_t seed = 1;             ///< random rows and validation data
+  std::int64_t budget = 0;            ///< most black-box calls; 0: no limit
+  std::int64_t validation_elements = 10'000;  ///< output elements of the validation set (>= 10^4 is the rule)
+  std::string name = "probed";        ///< the profile's name (its file stem)
+  std::function<void(std::string_view)> progress;  ///< one line per step (stderr in the CLI)
+};
+
+/// What a probe found.
+struct ProbeResult {
+  bool pinned = false;             ///< one model (or models identical on all data) reproduces everything
+  std::string tree;                ///< the revealed summation tree, e.g. "((0 1) (2 3))"; empty if not revealed
+  std::string tree_note;           ///< why the tree could not be revealed, if so
+  std::vector<std::string> candidates;  ///< models consistent with every probe call (at most 20 listed)
+  std::int64_t candidate_count = 0;
+  std::optional<ProbeModel> model;  ///< the chosen model when pinned
+  std::int64_t calls = 0, probe_rows = 0, order_calls = 0, order_rows = 0;
+  std::int64_t validation_elements = 0, validation_mismatches = -1;  ///< -1: not validated
+  std::vector<std::string> validation_kinds;
+  std::string yaml;  ///< the profile text; empty unless pinned and validated with 0 mismatches
+  std::string message;  ///< one-paragraph summary for people
+};
+
+/// Probes `box`. Throws std::invalid_argument for options out of range; a black box that
+/// throws ends the probe (the exception propagates).
+ProbeResult probe(const BlackBox& box, const ProbeOptions& o);
+
+/// The profile YAML of `m` (schema of profiles/, every field `measured: "probed: ..."`).
+std::string probe_profile_yaml(const ProbeModel& m, const ProbeOptions& o, std::string_view evidence);
+
+/// A black box answering from model `m` (tests; `numfid probe` against an emulated device).
+BlackBox model_black_box(ProbeModel m);
+
+namespace detail {
+/// FPRev tree reconstruction from a subtree-size oracle lca(i, js) -> sizes (one batch per
+/// call), n leaves. Returns the canonical tree text, or an error in *note.
+std::string reveal_tree(std::int64_t n,
+                        const std::function<std::vector<std::int64_t>(const std::vector<std::pair<std::int64_t, std::int64_t>>&)>& lca,
+                        std::string* note);
+}  // namespace detail
+
+}  // namespace numfid

@@ -1,0 +1,31 @@
+"""numfid.probe on Python callables: NumPy's float32 sum is recovered blind and its profile
+validated; a float64 accumulator (outside numfid's model space) is reported, not written."""
+import numpy as np
+import pytest
+
+import numfid
+
+
+def test_numpy_sum_is_recovered():
+    r = numfid.probe(lambda a, b: np.sum(a, axis=1, dtype=np.float32), "sum", k=48)
+    assert r["pinned"], r["message"]
+    assert r["validation_mismatches"] == 0 and r["validation_elements"] >= 10000
+    assert "value: blocked(8192, numpy)" in r["yaml"]
+
+
+def test_a_wider_accumulator_is_reported_not_written():
+    r = numfid.probe(lambda a, b: np.sum(a.astype(np.float64), axis=1).astype(np.float32), "sum", k=8)
+    assert not r["pinned"]
+    assert r["yaml"] == ""
+    assert "no model" in r["message"]
+
+
+def test_outputs_that_are_not_output_format_values_are_refused():
+    with pytest.raises(ValueError, match="is not a fp32 value"):
+        numfid.probe(lambda a, b: np.sum(a.astype(np.float64), axis=1) + 1e-12, "sum", k=8)
+
+
+def test_row_wise_dot_with_rounded_products():
+    r = numfid.probe(lambda a, b: np.add.reduce(a * b, axis=1), "dot", k=16)
+    assert r["pinned"], r["message"]
+    assert "products rounded" in r["model"] or "pairwise" in r["model"] or "numpy" in r["model"], r["model"]

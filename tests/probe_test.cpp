@@ -1,0 +1,352 @@
+// Probes: the FPRev reconstruction against trees given as data, blind recovery of every
+// built-in plan and shipped profile from its own emulated outputs (the recovered model must
+// reproduce the original on fresh data it never saw), and black boxes written independently
+// of numfid's evaluator (plain float loops compiled by the C++ compiler).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <immintrin.h>
+#include <functional>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "formats/convert.h"
+#include "numerics/probe.h"
+#include "numerics/tensor_engine.h"
+
+namespace numfid {
+namespace {
+
+/// Subtree sizes of LCA(i, j) for a tree given by parent pointers over leaves 0..n-1.
+struct TreeOracle {
+  std::vector<int> parent;  // node -> parent (root: -1); leaves are nodes 0..n-1
+  std::vector<std::int64_t> size;
+  int calls = 0;
+  std::int64_t depth(int v) const {
+    std::int64_t d = 0;
+    while (parent[static_cast<std::size_t>(v)] >= 0) v = parent[static_cast<std::size_t>(v)], ++d;
+    return d;
+  }
+  std::vector<std::int64_t> operator()(const std::vector<std::pair<std::int64_t, std::int64_t>>& q) {
+    ++calls;
+    std::vector<std::int64_t> out;
+    for (auto [i, j] : q) {
+      int a = static_cast<int>(i), b = static_cast<int>(j);
+      while (depth(a) > depth(b)) a = parent[static_cast<std::size_t>(a)];
+      while (depth(b) > depth(a)) b = parent[static_cast<std::size_t>(b)];
+      while (a != b) a = parent[static_cast<std::size_t>(a)], b = parent[static_cast<std::size_t>(b)];
+      out.push_back(size[static_cast<std::size_t>(a)]);
+    }
+    return out;
+  }
+};
+
+TreeOracle tree_of(int leaves, const std::vector<std::vector<int>>& internal) {
+  TreeOracle t;
+  t.parent.assign(static_cast<std::size_t>(leaves) + internal.size(), -1);
+  t.size.assign(t.parent.size(), 1);
+  for (std::size_t v = 0; v < internal.size(); ++v) {
+    const int id = leaves + static_cast<int>(v);
+    t.size[static_cast<std::size_t>(id)] = 0;
+    for (int c : internal[v]) {
+      t.parent[static_cast<std::size_t>(c)] = id;
+      t.size[static_cast<std::size_t>(id)] += t.size[static_cast<std::size_t>(c)];
+    }
+  }
+  return t;
+}
+
+TEST(ProbeTree, SequentialPairwiseAndFusedTrees) {
+  // sequential over 4: ((0 1) 2) 3
+  TreeOracle seq = tree_of(4, {{0, 1}, {4, 2}, {5, 3}});
+  std::string note;
+  EXPECT_EQ(detail::reveal_tree(4, std::ref(seq), &note), "(((0 1) 2) 3)") << note;
+  EXPECT_EQ(seq.calls, 1);  // n - 1 vectors in one call
+  TreeOracle pw = tree_of(8, {{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}});
+  EXPECT_EQ(detail::reveal_tree(8, std::ref(pw), &note), "(((0 1) (2 3)) ((4 5) (6 7)))") << note;
+  EXPECT_EQ(pw.calls, 3);  // one call per level
+  // A fused 4-term add (tensor-core block) chained with a second one: ((0 1 2 3) 4 5 6 7).
+  TreeOracle fused = tree_of(8, {{0, 1, 2, 3}, {8, 4, 5, 6, 7}});
+  EXPECT_EQ(detail::reveal_tree(8, std::ref(fused), &note), "((0 1 2 3) 4 5 6 7)") << note;
+  // Sizes that are no tree are reported, not turned into one.
+  auto liar = [](const std::vector<std::pair<std::int64_t, std::int64_t>>& q) { return std::vector<std::int64_t>(q.size(), 3); };
+  EXPECT_EQ(detail::reveal_tree(5, liar, &note), "");
+  EXPECT_NE(note.find("not a tree"), std::string::npos) << note;
+}
+
+ProbeModel plan_model(const char* text) {
+  ProbeModel m;
+  m.reduction.plan = *ReductionPlan::parse(text);
+  return m;
+}
+
+/// `found` and `truth` agree on a fresh call of random inputs neither the probe nor the
+/// validation set used (seed 999).
+void expect_same_on_fresh_data(const ProbeModel& found, const ProbeModel& truth, ProbeOp op, const FormatSpec& in,
+                               std::int64_t k) {
+  std::mt19937_64 g(999);
+  std::normal_distribution<double> n(0.0, 1.0);
+  ProbeCall c{op, &in, 400, k, op == ProbeOp::matmul ? 8 : 1, {}, {}};
+  for (std::int64_t i = 0; i < c.rows * k; ++i) c.a.push_back(convert_double(in, std::ldexp(n(g), static_cast<int>(g() % 9) - 4)).bits);
+  const std::int64_t nb = op == ProbeOp::sum ? 0 : op == ProbeOp::matmul ? k * c.cols : c.rows * k;
+  for (std::int64_t i = 0; i < nb; ++i) c.b.push_back(convert_double(in, n(g)).bits);
+  const auto x = run_probe_model(found, c), y = run_probe_model(truth, c);
+  std::int64_t bad = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) bad += x[i] == y[i] ? 0 : 1;
+  EXPECT_EQ(bad, 0) << found.text() << " vs " << truth.text();
+}
+
+ProbeResult run(const ProbeModel& truth, ProbeOp op, std::int64_t k, const FormatSpec& in = fp32,
+                const FormatSpec& out = fp32) {
+  ProbeOptions o;
+  o.op = op;
+  o.k = k;
+  o.in = &in;
+  o.out = &out;
+  ProbeResult r = probe(model_black_box(truth), o);
+  EXPECT_TRUE(r.pinned) << truth.text() << ": " << r.message;
+  EXPECT_EQ(r.validation_mismatches, 0);
+  EXPECT_GE(r.validation_elements, 10'000);
+  EXPECT_FALSE(r.yaml.empty());
+  if (r.model) expect_same_on_fresh_data(*r.model, truth, op, in, k);
+  return r;
+}
+
+TEST(ProbeRecovery, EveryPlanFormBlind) {
+  for (const char* p : {"sequential", "reverse", "pairwise", "numpy", "blocked(8)", "blocked(8, pairwise)", "splitk(4)",
+                        "strided(4)", "blocked(5)"}) {
+    SCOPED_TRACE(p);
+    const ProbeResult r = run(plan_model(p), ProbeOp::dot, 32);
+    ASSERT_TRUE(r.model);
+    EXPECT_FALSE(r.tree.empty()) << r.tree_note;
+  }
+}
+
+TEST(ProbeRecovery, CallCountsNearFPRev) {
+  // Sequential: the n - 1 FPRev vectors fit one call; pairwise over 64: one call per level.
+  const ProbeResult s = run(plan_model("sequential"), ProbeOp::sum, 64);
+  EXPECT_EQ(s.order_calls, 1);
+  EXPECT_EQ(s.order_rows, 63);
+  const ProbeResult p = run(plan_model("pairwise"), ProbeOp::sum, 64);
+  EXPECT_EQ(p.order_calls, 6);
+  EXPECT_EQ(p.order_rows, 32 * 6);  // (n/2)·log2 n
+}
+
+TEST(ProbeRecovery, Arithmetic) {
+  for (Rounding rd : {Rounding::rtz, Rounding::rup, Rounding::rdn}) {
+    ProbeModel m = plan_model("pairwise");
+    m.reduction.acc.rounding.rounding = rd;
+    const ProbeResult r = run(m, ProbeOp::dot, 16);
+    ASSERT_TRUE(r.model);
+    EXPECT_EQ(r.model->reduction.acc.rounding.rounding, rd) << r.model->text();
+  }
+  ProbeModel rounded = plan_model("sequential");
+  rounded.reduction.acc.products_rounded = true;
+  const ProbeResult r = run(rounded, ProbeOp::dot, 16);
+  ASSERT_TRUE(r.model);
+  EXPECT_TRUE(r.model->reduction.acc.products_rounded);
+  ProbeModel bf = plan_model("blocked(4)");  // bf16 output of an fp32 accumulator
+  bf.reduction.output = &bf16;
+  run(bf, ProbeOp::matmul, 16, bf16, bf16);
+}
+
+TEST(ProbeRecovery, EveryShippedProfile) {
+  for (const std::string& name : list_profiles()) {
+    const Profile p = find_profile(name);
+    SCOPED_TRACE(name);
+    if (p.model == ProfileModel::block_fma) {
+      for (const BlockFmaVariant& v : p.variants) {
+        if (v.model.input->bits < 16) continue;  // fp8: see docs/probes.md (the units do not fit)
+        SCOPED_TRACE(v.name);
+        run(*probe_model_of(p, *v.model.input, *v.model.output), ProbeOp::dot, 32, *v.model.input, *v.model.output);
+      }
+      continue;
+    }
+    if (p.model == ProfileModel::tensor_engine) {  // through the Tensor Engine model itself
+      if (p.input_cast) continue;
+      const TensorEngineModel te = tensor_engine_for(p, fp32);
+      ProbeOptions o;
+      o.k = 300;  // three 128-row tiles
+      BlackBox box = [&](const ProbeCall& c) {
+        return tensor_engine_dot_rows(te, MatrixView{c.in, c.a, c.rows, c.k}, MatrixView{c.in, c.b, c.rows, c.k}, std::nullopt);
+      };
+      const ProbeResult r = probe(box, o);
+      EXPECT_TRUE(r.pinned) << r.message;
+      continue;
+    }
+    if (p.input_cast) continue;
+    run(*probe_model_of(p, fp32, fp32), ProbeOp::dot, 64);
+  }
+}
+
+// Black boxes numfid did not write: float loops as the compiler builds them.
+TEST(ProbeIndependent, FloatLoops) {
+  BlackBox fma_loop = [](const ProbeCall& c) {
+    std::vector<Bits> out;
+    for (std::int64_t r = 0; r < c.rows; ++r) {
+      float s = 0;
+      for (std::int64_t k = 0; k < c.k; ++k) {
+        float a, b;
+        std::memcpy(&a, &c.a[static_cast<std::size_t>(r * c.k + k)].raw, 4);
+        std::memcpy(&b, &c.b[static_cast<std::size_t>(r * c.k + k)].raw, 4);
+        s = std::fma(a, b, s);
+      }
+      std::uint32_t u;
+      std::memcpy(&u, &s, 4);
+      out.emplace_back(u);
+    }
+    return out;
+  };
+  ProbeOptions o;
+  o.k = 24;
+  const ProbeResult seq = probe(fma_loop, o);
+  ASSERT_TRUE(seq.pinned) << seq.message;
+  EXPECT_EQ(seq.model->reduction.plan.text(), "sequential");
+  EXPECT_FALSE(seq.model->reduction.acc.products_rounded);
+  // Four accumulators, combined (s0 + s1) + (s2 + s3), products rounded (no fma): strided(4).
+  BlackBox four = [](const ProbeCall& c) {
+    std::vector<Bits> out;
+    for (std::int64_t r = 0; r < c.rows; ++r) {
+      volatile float s[4] = {0, 0, 0, 0};
+      for (std::int64_t k = 0; k < c.k; ++k) {
+        float a, b;
+        std::memcpy(&a, &c.a[static_cast<std::size_t>(r * c.k + k)].raw, 4);
+        std::memcpy(&b, &c.b[static_cast<std::size_t>(r * c.k + k)].raw, 4);
+        volatile float p = a * b;
+        s[k % 4] = s[k % 4] + p;
+      }
+      const float t = (s[0] + s[2]) + (s[1] + s[3]);
+      std::uint32_t u;
+      std::memcpy(&u, &t, 4);
+      out.emplace_back(u);
+    }
+    return out;
+  };
+  const ProbeResult f = probe(four, o);
+  ASSERT_TRUE(f.pinned) << f.message;
+  EXPECT_EQ(f.model->reduction.plan.text(), "strided(4)");
+  EXPECT_TRUE(f.model->reduction.acc.products_rounded);
+}
+
+TEST(ProbeIndependent, AnOrderNoShapeExpressesBecomesATreePlan) {
+  BlackBox odd = [](const ProbeCall& c) {  // (x0 + x3) + (x1 + x2)
+    std::vector<Bits> out;
+    for (std::int64_t r = 0; r < c.rows; ++r) {
+      float x[4];
+      for (int k = 0; k < 4; ++k) std::memcpy(&x[k], &c.a[static_cast<std::size_t>(r * 4 + k)].raw, 4);
+      volatile float left = x[0] + x[3], right = x[1] + x[2];
+      const float t = left + right;
+      std::uint32_t u;
+      std::memcpy(&u, &t, 4);
+      out.emplace_back(u);
+    }
+    return out;
+  };
+  ProbeOptions o;
+  o.op = ProbeOp::sum;
+  o.k = 4;
+  const ProbeResult r = probe(odd, o);
+  ASSERT_TRUE(r.pinned) << r.message;
+  EXPECT_EQ(r.tree, "((0 3) (1 2))");
+  EXPECT_EQ(r.model->reduction.plan.text(), "tree((0 3) (1 2))");
+  EXPECT_NE(r.yaml.find("value: tree((0 3) (1 2))"), std::string::npos) << r.yaml;
+}
+
+TEST(ProbeIndependent, AWiderAccumulatorIsReportedNotWritten) {
+  BlackBox wide = [](const ProbeCall& c) {  // sums in double, rounds once to float
+    std::vector<Bits> out;
+    for (std::int64_t r = 0; r < c.rows; ++r) {
+      double s = 0;
+      for (std::int64_t k = 0; k < c.k; ++k) {
+        float x;
+        std::memcpy(&x, &c.a[static_cast<std::size_t>(r * c.k + k)].raw, 4);
+        s += x;
+      }
+      const auto t = static_cast<float>(s);
+      std::uint32_t u;
+      std::memcpy(&u, &t, 4);
+      out.emplace_back(u);
+    }
+    return out;
+  };
+  ProbeOptions o;
+  o.op = ProbeOp::sum;
+  o.k = 8;
+  const ProbeResult r = probe(wide, o);
+  EXPECT_FALSE(r.pinned);
+  EXPECT_TRUE(r.yaml.empty());
+  EXPECT_EQ(r.tree, "(((((((0 1) 2) 3) 4) 5) 6) 7)");  // M = 2^64 absorbs the units even in double
+  EXPECT_EQ(r.candidate_count, 0);
+  EXPECT_NE(r.message.find("no model numfid can run"), std::string::npos) << r.message;
+}
+
+TEST(ProbeOptionsTest, BudgetAndRange) {
+  ProbeOptions o;
+  o.budget = 1;
+  o.k = 16;
+  const ProbeResult r = probe(model_black_box(plan_model("pairwise")), o);
+  EXPECT_FALSE(r.pinned);
+  EXPECT_NE(r.message.find("budget"), std::string::npos) << r.message;
+  o.k = 1;
+  EXPECT_THROW(probe(model_black_box(plan_model("pairwise")), o), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace numfid
+
+namespace numfid {
+namespace {
+
+// A C++ AVX-512 BF16 loop (vdpbf16ps, 16 fp32 lanes, each adding a pair of bf16 products per
+// instruction; lanes then combined by halving): a black box whose arithmetic comes
+// from the CPU. Only where the CPU has the instruction.
+__attribute__((target("avx512f,avx512bf16"))) std::vector<Bits> dpbf16_rows(const ProbeCall& c) {
+  std::vector<Bits> out;
+  for (std::int64_t r = 0; r < c.rows; ++r) {
+    __m512 acc = _mm512_setzero_ps();
+    for (std::int64_t k = 0; k < c.k; k += 32) {
+      std::uint16_t a[32], b[32];
+      for (int i = 0; i < 32; ++i) {
+        a[i] = static_cast<std::uint16_t>(c.a[static_cast<std::size_t>(r * c.k + k + i)].raw);
+        b[i] = static_cast<std::uint16_t>(c.b[static_cast<std::size_t>(r * c.k + k + i)].raw);
+      }
+      __m512bh va, vb;
+      std::memcpy(&va, a, 64);
+      std::memcpy(&vb, b, 64);
+      acc = _mm512_dpbf16_ps(acc, va, vb);
+    }
+    float lanes[16];
+    _mm512_storeu_ps(lanes, acc);
+    // Lanes combined by halving (the order of _mm512_reduce_add_ps, written out: GCC 12's
+    // header trips -Wmaybe-uninitialized).
+    for (int w = 8; w >= 1; w /= 2)
+      for (int i = 0; i < w; ++i) {
+        volatile float t = lanes[i] + lanes[i + w];
+        lanes[i] = t;
+      }
+    std::uint32_t u;
+    std::memcpy(&u, &lanes[0], 4);
+    out.emplace_back(u);
+  }
+  return out;
+}
+
+TEST(ProbeIndependent, Avx512Bf16DotProduct) {
+  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "this CPU has no AVX-512 BF16";
+  ProbeOptions o;
+  o.k = 64;
+  o.in = &bf16;
+  const ProbeResult r = probe(dpbf16_rows, o);
+  ASSERT_TRUE(r.pinned) << r.message;
+  // Lane j adds the odd product of its pair first, then the even one (one FMA chain per
+  // instruction), lanes of 32-term chunks, then the halving; results flushed to zero.
+  EXPECT_EQ(r.tree.substr(0, 40), "(((((((0 1) 33) 32) (((16 17) 49) 48)) (") << r.tree;
+  EXPECT_EQ(r.model->reduction.plan.kind, PlanKind::tree);
+  EXPECT_TRUE(r.model->reduction.acc.rounding.ftz) << r.model->text();
+  EXPECT_EQ(r.model->reduction.acc.rounding.rounding, Rounding::rne);
+}
+
+}  // namespace
+}  // namespace numfid

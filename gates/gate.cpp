@@ -80,7 +80,8 @@ struct GateLoader {
 
   GateCase gate_case(const YAML::Node& n, const std::optional<std::pair<std::string, int>>& default_claim,
                      bool default_baseline) const {
-    static const std::vector<std::string> keys{"name", "op", "a", "b", "c", "x", "ref", "ref_claim", "claim", "addend", "axis", "eps", "baseline", "rerun"};
+    static const std::vector<std::string> keys{"name", "op", "a", "b", "c", "x", "ref", "ref_claim", "claim", "addend", "axis", "eps", "baseline", "rerun",
+                                               "gamma", "beta", "param_format", "variance"};
     check_keys(n, keys, "a case");
     GateCase c;
     c.line = n.Mark().line + 1;
@@ -100,8 +101,9 @@ struct GateLoader {
     std::vector<std::string> required, optional;
     if (reduction) required = {"a", "b", "c"}, optional = {"addend", "ref", "ref_claim"};
     else if (c.op == "sum") required = {"x", "c"}, optional = {"axis"};
-    else required = {"x", "c"}, optional = norm ? std::vector<std::string>{"eps"} : std::vector<std::string>{};
-    for (const std::string k : {"a", "b", "c", "x", "addend", "ref", "ref_claim", "axis", "eps"}) {
+    else if (row == RowOp::layernorm) required = {"x", "c"}, optional = {"eps", "gamma", "beta", "param_format", "variance"};
+    else required = {"x", "c"}, optional = norm ? std::vector<std::string>{"eps", "gamma", "param_format"} : std::vector<std::string>{};
+    for (const std::string k : {"a", "b", "c", "x", "addend", "ref", "ref_claim", "axis", "eps", "gamma", "beta", "param_format", "variance"}) {
       const bool takes = std::find(required.begin(), required.end(), k) != required.end() ||
                          std::find(optional.begin(), optional.end(), k) != optional.end();
       if (n[k] && !takes) fail(n[k], fmt::format("{}: '{}' does not apply to op {}", where, k, c.op));
@@ -114,6 +116,25 @@ struct GateLoader {
     };
     c.a = opt_operand("a"), c.b = opt_operand("b"), c.c = opt_operand("c"), c.x = opt_operand("x");
     c.ref = opt_operand("ref"), c.addend = opt_operand("addend"), c.rerun = opt_operand("rerun");
+    c.gamma = opt_operand("gamma"), c.beta = opt_operand("beta");
+    if (n["param_format"]) {
+      const std::string what = fmt::format("{}: param_format", where);
+      c.param_format = text(n["param_format"], what);
+      try {
+        format_named(*c.param_format);
+      } catch (const InputError& e) {
+        fail(n["param_format"], fmt::format("{}: {}", what, e.what()));
+      }
+    }
+    if (n["variance"]) {
+      const std::string what = fmt::format("{}: variance", where);
+      c.variance = text(n["variance"], what);
+      try {
+        variance_method_named(*c.variance);
+      } catch (const InputError& e) {
+        fail(n["variance"], fmt::format("{}: {}", what, e.what()));
+      }
+    }
     if (n["ref"] && !n["ref_claim"]) fail(n["ref"], fmt::format("{}: 'ref' needs 'ref_claim' (the claim of the platform that produced it)", where));
     if (n["ref_claim"] && !n["ref"]) fail(n["ref_claim"], fmt::format("{}: 'ref_claim' needs 'ref'", where));
     if (n["ref_claim"]) c.ref_claim = text(n["ref_claim"], fmt::format("{}: ref_claim", where));

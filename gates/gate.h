@@ -34,6 +34,10 @@ struct GateCase {
   std::optional<std::string> ref_claim;  ///< cross-platform: the claim of `ref`'s platform
   std::optional<int> axis;               ///< sum: axis summed (default -1)
   std::optional<double> eps;             ///< layernorm / rmsnorm: variance epsilon
+  std::optional<std::string> gamma;      ///< layernorm / rmsnorm: scale operand (1-D, one per column)
+  std::optional<std::string> beta;       ///< layernorm: shift operand (1-D, one per column)
+  std::optional<std::string> param_format;  ///< layernorm / rmsnorm: gamma/beta's format (default: the claim's --in)
+  std::optional<std::string> variance;   ///< layernorm: two-pass, welford, sumsq or any (as `check --variance`)
   bool baseline = false;                 ///< tracked against its stored baseline
 };
 

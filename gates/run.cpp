@@ -101,6 +101,11 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
       RowCheckOptions o;
       o.worst = options.worst;
       if (c.eps) o.eps = *c.eps;
+      const FormatSpec& fparam = c.param_format ? format_named(*c.param_format) : *claim.in;
+      o.param_format = &fparam;
+      if (c.variance) o.variance = variance_method_named(*c.variance);
+      if (c.gamma) o.gamma = load(*c.gamma, fparam);
+      if (c.beta) o.beta = load(*c.beta, fparam);
       out.check = check_rows(*find_row_op(c.op), X, *C, claim, o);
     }
   }
@@ -125,6 +130,7 @@ std::string repro_command(const GateCase& c) {
   }
   if (c.axis) s += fmt::format(" --axis {}", *c.axis);
   if (c.eps) s += fmt::format(" --eps {}", *c.eps);
+  opt("--gamma", c.gamma), opt("--beta", c.beta), opt("--param-format", c.param_format), opt("--variance", c.variance);
   s += fmt::format(" {}", c.claim);
   if (c.ref) {
     // The CLI states the reference platform by its profile (--ref-profile); a ref_claim that

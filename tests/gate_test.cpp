@@ -228,7 +228,7 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
       {"unknown top-level key", "version: 1\nextra: 3\ncases:\n" + legal,
        p + ":2: unknown key 'extra' in the gate file (valid: version, defaults, include, cases)"},
       {"unknown case key", gate_with(legal + "    tolerance: 3\n"),
-       p + ":10: unknown key 'tolerance' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, axis, eps, baseline, rerun)"},
+       p + ":10: unknown key 'tolerance' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, axis, eps, baseline, rerun, gamma, beta, param_format, variance)"},
       {"baseline not a boolean", gate_with(legal + "    baseline: yes please\n"), p + ":10: case 'legal': baseline must be true or false, not 'yes please'"},
       {"unknown defaults key", "version: 1\ndefaults:\n  worst: 3\ncases:\n" + legal,
        p + ":3: unknown key 'worst' in defaults (valid: claim, baseline)"},
@@ -239,6 +239,16 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
       {"operand of another op", gate_with(legal + "    x: data/a.npy\n"), p + ":10: case 'legal': 'x' does not apply to op matmul"},
       {"eps on softmax", gate_with("  - name: s\n    op: softmax\n    x: x.npy\n    c: c.npy\n    eps: 1e-5\n"),
        p + ":9: case 's': 'eps' does not apply to op softmax"},
+      {"gamma on softmax", gate_with("  - name: s\n    op: softmax\n    x: x.npy\n    c: c.npy\n    gamma: g.npy\n"),
+       p + ":9: case 's': 'gamma' does not apply to op softmax"},
+      {"beta on rmsnorm", gate_with("  - name: r\n    op: rmsnorm\n    x: x.npy\n    c: c.npy\n    beta: b.npy\n"),
+       p + ":9: case 'r': 'beta' does not apply to op rmsnorm"},
+      {"unknown variance", gate_with("  - name: l\n    op: layernorm\n    x: x.npy\n    c: c.npy\n    variance: kahan\n"),
+       p + ":9: case 'l': variance: --variance 'kahan': unknown method (valid: two-pass, welford, sumsq, any)"},
+      {"unknown param_format", gate_with("  - name: l\n    op: layernorm\n    x: x.npy\n    c: c.npy\n    param_format: fp7\n"),
+       p + ":9: case 'l': param_format: unknown format 'fp7' (known: fp32, fp16, bf16, tf32, fp8_e4m3, fp8_e5m2, "
+           "fp8_e4m3fnuz, fp8_e5m2fnuz, fp6_e3m2, fp6_e2m3, fp4_e2m1, e8m0, int8, uint8, int32; aliases such as bfloat16 or "
+           "float8_e4m3fn are accepted, see `numfid formats`)"},
       {"unknown op", gate_with("  - name: g\n    op: gemm\n"),
        p + ":6: case 'g': unknown op 'gemm' (valid: matmul, dot, sum, softmax, log_softmax, layernorm, rmsnorm, exp, log, tanh, "
            "sigmoid, silu, gelu_erf, gelu_tanh, reciprocal, rsqrt)"},

@@ -10,6 +10,7 @@
 
 #include "formats/arith.h"
 #include "formats/convert.h"
+#include "formats/error.h"
 
 namespace numfid {
 
@@ -460,8 +461,11 @@ Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<co
     }
     case PlanKind::tree: {
       if (tree_leaves(plan.tree) != static_cast<std::int64_t>(n))
-        throw std::invalid_argument(fmt::format("plan {}...: a tree of {} leaves cannot sum {} terms",
-                                                plan.text().substr(0, 40), tree_leaves(plan.tree), n));
+        // A tree plan (a probed order) describes one reduction length: a user's claim or profile
+        // applied at another K is bad input, not an internal error.
+        throw InputError(fmt::format("plan {}...: a tree of {} leaves cannot sum {} terms (a tree plan, e.g. a probed "
+                                     "profile's, holds for the K it was written for only)",
+                                     plan.text().substr(0, 40), tree_leaves(plan.tree), n));
       // Postorder on an explicit stack: each inner node adds its two children's sums.
       std::vector<Term> sums;
       std::vector<int> pending;  // per open node: children still to come

@@ -103,6 +103,19 @@ Scaled scaled_of(const ClaimSpec& c, std::int64_t M, std::int64_t K, std::int64_
   return s;
 }
 
+/// The claim's model of the scaled GEMM (emulation, check and signatures use the same one).
+ScaledGemmModel model_of(const Scaled& s, const ClaimSpec& claim) {
+  ScaledGemmModel m;
+  m.chunk = s.chunk;
+  m.acc = claim.acc;
+  m.acc_rounding = claim.acc_rounding;
+  m.block_fma = s.block_fma;
+  m.out = claim.out;
+  m.out_rounding.rounding = claim.output_rounding();
+  m.out_rounding.seed = claim.seed;
+  return m;
+}
+
 std::string layout_text(const Scaled& s) {
   if (!s.values_known)
     return fmt::format("scale blocks A {}x{}, B {}x{} (values not read: counted as not powers of two)", s.ba.rows,
@@ -181,14 +194,7 @@ void scale_signatures(Verdict& v, const Scaled& s, const ClaimSpec& claim, const
   std::vector<Bits> add;
   if (addend)
     for (const Bits x : addend->values) add.push_back(convert(*addend->format, fp32, x).bits);
-  ScaledGemmModel m;
-  m.chunk = s.chunk;
-  m.acc = claim.acc;
-  m.acc_rounding = claim.acc_rounding;
-  m.block_fma = s.block_fma;
-  m.out = claim.out;
-  m.out_rounding.rounding = claim.output_rounding();
-  m.out_rounding.seed = claim.seed;
+  ScaledGemmModel m = model_of(s, claim);
   const auto equal = [&](const OperandScales& sa, const OperandScales& sb, const ScaledGemmModel& model) {
     const std::vector<Bits> y = scaled_gemm_emulate(*A.format, A.values, sa, *B.format, B.values, sb, d.m, d.k, d.n, model, add);
     std::int64_t n = 0;
@@ -314,14 +320,7 @@ TensorData emulate_scaled_gemm(const TensorData& A, const TensorData& B, const s
     addend.reserve(C->values.size());
     for (const Bits x : C->values) addend.push_back(convert(*C->format, fp32, x).bits);
   }
-  ScaledGemmModel m;
-  m.chunk = s.chunk;
-  m.acc = claim.acc;
-  m.acc_rounding = claim.acc_rounding;
-  m.block_fma = s.block_fma;
-  m.out = claim.out;
-  m.out_rounding.rounding = claim.output_rounding();
-  m.out_rounding.seed = claim.seed;
+  ScaledGemmModel m = model_of(s, claim);
   TensorData t;
   t.format = claim.out;
   t.shape = {d.m, d.n};

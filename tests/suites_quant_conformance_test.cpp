@@ -9,6 +9,8 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -50,6 +52,13 @@ numfid::TensorData emulated_deepseek(const numfid::TensorData& a, const numfid::
 }
 
 NUMFID_INT8_GEMM_CONFORMANCE(Int8Gemm, good_int8, kInt8Claim, .tile = kTile, .large_k = 1024);
+// uint8 activations (zero point 128) × int8 weights, requantised to fp32: numfid's own model of
+// the claim (a legal computation).
+constexpr const char* kUint8Claim = "--in uint8 --in-b int8 --acc int32 --zero-point-a 128 --out fp32 --out-scale 0.001";
+numfid::TensorData emulated_uint8(const numfid::TensorData& a, const numfid::TensorData& b) {
+  return numfid::emulate_matmul(a, b, std::nullopt, numfid::parse_claim(kUint8Claim));
+}
+NUMFID_INT8_GEMM_CONFORMANCE(EmulatedUint8Gemm, emulated_uint8, kUint8Claim, .tile = kTile, .large_k = 1024);
 NUMFID_SCALED_GEMM_CONFORMANCE(Fp8ScaledGemm, good_scaled, kScaledClaim, .tile = kTile, .large_k = 512);
 NUMFID_SCALED_GEMM_CONFORMANCE(Fp8DeepSeekGemm, emulated_deepseek, kDeepSeekClaim, .tile = kTile, .large_k = 512);
 
@@ -97,6 +106,13 @@ TEST(QuantConformance, CasesCoverTheShapesAndAreSeeded) {
   EXPECT_EQ(o1.scale_a.shape, (std::vector<std::int64_t>{3, 4}));
   EXPECT_EQ(o1.scale_b.shape, (std::vector<std::int64_t>{4, 34}));
   EXPECT_THROW(nt::scaled_suite_claim("--in fp8_e4m3 --acc fp32 --out bf16 --scale-a 1 --scale-b 1"), numfid::InputError);
+  // near_overflow reaches the top of bf16's range (max 2^128) and stays finite.
+  const nt::ScaledOperands big = nt::scaled_gemm_operands(quant_case("near_overflow_m4_k35_n6", true), claim);
+  double top = 0;
+  for (const numfid::Bits x : good_scaled(big.a, big.b, big.scale_a, big.scale_b).values)
+    top = std::max(top, std::fabs(numfid::to_double(numfid::bf16, x)));
+  EXPECT_GT(top, 0x1p110);
+  EXPECT_LT(top, 0x1p128);
 }
 
 TEST(QuantConformance, AttachedScalesReachThePipeline) {

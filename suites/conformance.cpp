@@ -363,6 +363,8 @@ void add_reduction_mutants(ConformanceReport& rep, const Reduction& r, const Mat
   }
 }
 
+}  // namespace
+
 void expect_conforms(const ConformanceReport& rep) {
   SCOPED_TRACE(rep.case_text);
   // The mutants' fate goes into the XML output (--gtest_output=xml) as a property of the test.
@@ -375,8 +377,6 @@ void expect_conforms(const ConformanceReport& rep) {
                   << "):\n"
                   << blind;
 }
-
-}  // namespace
 
 ConformanceReport evaluate_matmul_case(const MatmulKernel& kernel, std::string_view claim_text, const MatmulCase& c) {
   const ClaimSpec claim = parse_claim(claim_text);

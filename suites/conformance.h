@@ -99,6 +99,10 @@ struct ConformanceReport {
   std::string blind() const;
 };
 
+/// Asserts a case's report: the kernel's output is consistent and every required mutant is
+/// caught (each failure naming the case); records the mutants' fate as an XML property.
+void expect_conforms(const ConformanceReport& rep);
+
 /// Runs one case without asserting anything (the example's tests of defective kernels use it).
 ConformanceReport evaluate_matmul_case(const MatmulKernel& kernel, std::string_view claim, const MatmulCase& c);
 /// Runs one case and asserts: the kernel's output is consistent (EXPECT_NUMFID_CONSISTENT) and

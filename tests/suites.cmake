@@ -4,3 +4,4 @@ numfid_add_test(suites_test SOURCES suites_test.cpp DEPS numfid::gtest numfid::i
 target_compile_definitions(suites_test PRIVATE NUMFID_CLI="$<TARGET_FILE:numfid>")
 add_dependencies(suites_test numfid)
 numfid_add_test(suites_conformance_test SOURCES suites_conformance_test.cpp DEPS numfid::gtest fmt::fmt)
+numfid_add_test(suites_quant_conformance_test SOURCES suites_quant_conformance_test.cpp DEPS numfid::gtest fmt::fmt)

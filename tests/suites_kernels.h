@@ -3,6 +3,7 @@
 // suites must catch as options. Independent of numfid's own models.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -154,6 +155,76 @@ inline numfid::TensorData exp_tensor(const numfid::TensorData& x) {
   std::vector<std::uint16_t> y;
   for (const numfid::Bits v : x.values) y.push_back(bf16_rne(std::exp(bf16_value(static_cast<std::uint16_t>(v.raw)))));
   return numfid::view(std::span<const std::uint16_t>(y), x.shape, "bf16", "Y");
+}
+
+// ------------------------------------------------------------------- quantised GEMMs
+
+enum class Int8Defect { none, zero_point_sign, truncating_requant };
+
+/// C = saturate_int8(round((A - za)·(B - zb) · scale) + zo), int8 A (M×K), B (K×N) in int64
+/// loops, the product by `scale` (a short binary fraction: exact in double) rounded to nearest
+/// even (std::nearbyint), or truncated; the zero points subtracted, or added (the defects).
+inline numfid::TensorData int8_gemm_tensor(const numfid::TensorData& a, const numfid::TensorData& b, std::int64_t za,
+                                           std::int64_t zb, double scale, std::int64_t zo, Int8Defect d = Int8Defect::none) {
+  const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+  const auto v = [](const numfid::TensorData& t, std::int64_t i) {
+    return static_cast<std::int64_t>(static_cast<std::int8_t>(t.values[static_cast<std::size_t>(i)].raw & 0xffu));
+  };
+  if (d == Int8Defect::zero_point_sign) za = -za, zb = -zb;
+  std::vector<std::uint8_t> c(static_cast<std::size_t>(m * n));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      std::int64_t acc = 0;
+      for (std::int64_t kk = 0; kk < k; ++kk) acc += (v(a, i * k + kk) - za) * (v(b, kk * n + j) - zb);
+      const double x = static_cast<double>(acc) * scale;
+      const double r = d == Int8Defect::truncating_requant ? std::trunc(x) : std::nearbyint(x);
+      const std::int64_t y = std::clamp(static_cast<std::int64_t>(r) + zo, std::int64_t{-128}, std::int64_t{127});
+      c[static_cast<std::size_t>(i * n + j)] = static_cast<std::uint8_t>(static_cast<std::int8_t>(y));
+    }
+  return numfid::view(std::span<const std::uint8_t>(c), {m, n}, "int8", "C");
+}
+
+/// An fp8 e4m3 pattern's value (OCP 8-bit FP v1.0: bias 7, no infinities, S.1111.111 NaN).
+inline float e4m3_value(std::uint32_t bits) {
+  const int e = static_cast<int>((bits >> 3) & 0xfu), f = static_cast<int>(bits & 7u);
+  if (e == 15 && f == 7) return NAN;
+  const float mag = e == 0 ? std::ldexp(static_cast<float>(f), -9) : std::ldexp(static_cast<float>(8 + f), e - 10);
+  return (bits & 0x80u) ? -mag : mag;
+}
+
+enum class ScaledDefect { none, wrong_block_scale, transposed_scale_b, bf16_unpromoted };
+
+/// C = Σ_k sa·sb·A[i,k]·B[k,j], fp8 e4m3 A (M×K), B (K×N); scales per 1×`block` of A's rows and
+/// of B's columns (A's ⌈M⌉×⌈K/block⌉, B's ⌈K/block⌉×N, fp32): each block's products summed in
+/// fp32, then scaled and added to an fp32 sum (promotion every `block`), bf16 RNE out. Defects:
+/// A's scale of the next K block, B's scale tensor indexed transposed, or every scaled product
+/// added into one bf16 sum.
+inline numfid::TensorData scaled_gemm_tensor(const numfid::TensorData& a, const numfid::TensorData& b,
+                                             const numfid::TensorData& sa, const numfid::TensorData& sb,
+                                             std::int64_t block, ScaledDefect d = ScaledDefect::none) {
+  const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1], kb = (k + block - 1) / block;
+  const auto at = [](const numfid::TensorData& t, std::int64_t i) { return t.values[static_cast<std::size_t>(i)].raw; };
+  const auto scale = [&](const numfid::TensorData& t, std::int64_t i) { return std::bit_cast<float>(at(t, i)); };
+  std::vector<std::uint16_t> c(static_cast<std::size_t>(m * n));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      float acc = 0;
+      for (std::int64_t t = 0; t < kb; ++t) {
+        const float s_a = scale(sa, i * kb + (d == ScaledDefect::wrong_block_scale ? (t + 1) % kb : t));
+        const float s_b = scale(sb, d == ScaledDefect::transposed_scale_b ? j * kb + t : t * n + j);
+        float part = 0;
+        for (std::int64_t kk = t * block; kk < std::min((t + 1) * block, k); ++kk) {
+          const float p = e4m3_value(at(a, i * k + kk)) * e4m3_value(at(b, kk * n + j));
+          if (d == ScaledDefect::bf16_unpromoted)
+            acc = bf16_value(bf16_rne(acc + s_a * s_b * p));
+          else
+            part += p;
+        }
+        if (d != ScaledDefect::bf16_unpromoted) acc += s_a * s_b * part;
+      }
+      c[static_cast<std::size_t>(i * n + j)] = bf16_rne(acc);
+    }
+  return numfid::view(std::span<const std::uint16_t>(c), {m, n}, "bf16", "C");
 }
 
 }  // namespace numfid_test_kernels

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tolerances/check.h"
 
@@ -17,6 +18,15 @@ bool is_integer_claim(const ClaimSpec& c);
 bool is_scaled_claim(const ClaimSpec& c);
 /// Either: the pipeline routes the claim here instead of the plain reduction.
 inline bool is_quantised_claim(const ClaimSpec& c) { return is_integer_claim(c) || is_scaled_claim(c); }
+
+/// Attaches the values of a scaled claim's operand scale tensors, as the CLI does after reading
+/// --scale-a/--scale-b FILE, for a library caller that holds them (the gtest suites, a binding):
+/// A's ⌈M/R⌉×⌈K/k⌉ and B's ⌈K/k⌉×⌈N/R⌉, row-major in the --scale-block layout, E8M0 scales as the
+/// powers of two they mean. `name_a`/`name_b` stand for the tensors in the claim text where it
+/// names none. Their count and values are checked against the operands by the pipeline
+/// (check_matmul, emulate_matmul: InputError), as a file's are.
+void attach_operand_scales(ClaimSpec& claim, std::vector<double> a, std::vector<double> b,
+                           const std::string& name_a = "scale-a.npy", const std::string& name_b = "scale-b.npy");
 
 namespace detail {
 

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -15,6 +16,15 @@ namespace numfid {
 bool is_integer_claim(const ClaimSpec& c) { return c.in != nullptr && c.in->kind == FormatKind::integer; }
 
 bool is_scaled_claim(const ClaimSpec& c) { return c.quant.scaled(); }
+
+void attach_operand_scales(ClaimSpec& claim, std::vector<double> a, std::vector<double> b, const std::string& name_a,
+                           const std::string& name_b) {
+  QuantClaim& q = claim.quant;
+  if (q.scale_a_text.empty()) q.scale_a_text = name_a;
+  if (q.scale_b_text.empty()) q.scale_b_text = name_b;
+  q.scale_a = std::move(a);
+  q.scale_b = std::move(b);
+}
 
 namespace detail {
 

@@ -13,3 +13,4 @@
 #include "suites/determinism.h"
 #include "suites/matchers.h"
 #include "suites/print.h"
+#include "suites/quant_conformance.h"

@@ -18,6 +18,7 @@
 #include "io/error.h"
 #include "io/tensor_io.h"
 #include "numerics/profile.h"
+#include "oracles/mpfr_oracles.h"
 
 #ifndef NUMFID_VERSION
 #define NUMFID_VERSION "unknown"
@@ -325,7 +326,11 @@ GateResult run_gate(const Gate& gate, const GateRunOptions& options) {
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t jobs = std::min<std::size_t>(options.jobs > 0 ? static_cast<std::size_t>(options.jobs) : hw, std::max<std::size_t>(mine.size(), 1));
   std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < jobs; ++t) pool.emplace_back(worker);
+  for (std::size_t t = 1; t < jobs; ++t)
+    pool.emplace_back([&] {
+      worker();
+      release_oracle_thread_caches();  // the MPFR caches of a row-op case would outlive the thread
+    });
   worker();
   for (std::thread& t : pool) t.join();
   r.cases = std::move(results);

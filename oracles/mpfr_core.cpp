@@ -324,3 +324,9 @@ Unrounded presume(const Iv& v) {
 double up_double(mpfr_srcptr x) { return mpfr_get_d(x, MPFR_RNDU); }
 
 }  // namespace numfid::detail::mpfr
+
+namespace numfid {
+
+void release_oracle_thread_caches() { mpfr_free_cache(); }
+
+}  // namespace numfid

@@ -165,4 +165,9 @@ OracleValue oracle_unary(UnaryFn fn, const FormatSpec& in, Bits x, const FormatS
 std::vector<OracleValue> oracle_unary(UnaryFn fn, const FormatSpec& in, std::span<const Bits> x,
                                       const FormatSpec& out, const RoundOptions& o = {});
 
+/// Frees the calling thread's MPFR caches (a thread-safe MPFR keeps constants such as log 2
+/// per thread, and nothing frees them when the thread ends). Every thread the pipeline starts
+/// calls it before it returns; a caller that runs checks on threads of its own may too.
+void release_oracle_thread_caches();
+
 }  // namespace numfid

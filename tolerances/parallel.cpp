@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "formats/platform.h"
+#include "oracles/mpfr_oracles.h"
 #include "tolerances/cancel.h"
 
 namespace numfid::detail {
@@ -63,7 +64,10 @@ void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(s
   pool.reserve(static_cast<std::size_t>(threads > 0 ? threads - 1 : 0));
   for (std::int64_t t = 1; t < threads; ++t) {
     try {
-      pool.emplace_back(work, false);
+      pool.emplace_back([&work] {
+        work(false);
+        release_oracle_thread_caches();  // MPFR's per-thread caches would outlive the thread
+      });
     } catch (const std::system_error&) {
       break;  // no more threads to be had: the ones running (and this one) take every chunk
     }

@@ -3,6 +3,7 @@
 // (run), or a person running the kernel on a folder of inputs (make, then infer, in rounds).
 #include <sys/wait.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
@@ -167,23 +168,34 @@ int run_folder(const ProbeArgs& given, bool make) {
   } else {
     std::ifstream f(conf);
     if (!f) throw UsageError(fmt::format("{}: missing (run `numfid probe make` first)", conf.string()));
-    std::string key, value;
+    // One "KEY VALUE" per line, as `probe make` writes it; anything else names its line.
+    const auto integer = [](const std::string& v, auto& out) {
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+      return ec == std::errc() && end == v.data() + v.size();
+    };
+    std::string text;
     int line = 0;
-    while (f >> key >> value) {
+    while (std::getline(f, text)) {
       ++line;
-      try {
+      std::istringstream words(text);
+      std::string key, value, extra;
+      if (!(words >> key)) continue;  // a blank line
+      bool ok = static_cast<bool>(words >> value) && !(words >> extra);
+      if (ok) {
         if (key == "op") p.op = value;
-        else if (key == "k") p.k = std::stoll(value);
+        else if (key == "k") ok = integer(value, p.k);
         else if (key == "in") p.in = value;
         else if (key == "out") p.out = value;
-        else if (key == "seed") p.seed = std::stoull(value);
-        else if (key == "budget") p.budget = std::stoll(value);
-        else if (key == "validation") p.validation = std::stoll(value);
+        else if (key == "seed") ok = integer(value, p.seed);
+        else if (key == "budget") ok = integer(value, p.budget);
+        else if (key == "validation") ok = integer(value, p.validation);
         else if (key == "output") p.output = value;
-        else throw std::invalid_argument(key);
-      } catch (const std::exception&) {
-        throw UsageError(fmt::format("{}:{}: '{} {}' is not a probe setting", conf.string(), line, key, value));
+        else ok = false;
       }
+      if (!ok)
+        throw UsageError(fmt::format("{}:{}: '{}' is not a probe setting (KEY VALUE with KEY one of op, k, in, out, seed, "
+                                     "budget, validation, output)",
+                                     conf.string(), line, printable(text)));
     }
   }
   ProbeOptions o = options(p);

@@ -13,6 +13,7 @@
 #include "formats/error.h"
 #include "formats/ulp.h"
 #include "io/tensor.h"
+#include "suites/generate_detail.h"
 #include "tolerances/bounds.h"
 
 namespace numfid::testing {
@@ -21,36 +22,12 @@ namespace {
 
 // ------------------------------------------------------------------- seeded generator
 
-/// SplitMix64 (Steele, Lea & Flood, OOPSLA 2014): the same stream on every platform, unlike the
-/// standard distributions, whose algorithms are implementation-defined.
-struct Rng {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [0, 1) with 53 random bits.
-  double unit() { return static_cast<double>(next() >> 11) * 0x1p-53; }
-  /// Uniform in [lo, hi).
-  double uniform(double lo, double hi) { return lo + (hi - lo) * unit(); }
-  /// Uniform integer in [lo, hi].
-  int integer(int lo, int hi) { return lo + static_cast<int>(next() % static_cast<std::uint64_t>(hi - lo + 1)); }
-};
+using detail::Rng;
+using detail::to_format;
 
 std::uint64_t case_seed(std::uint64_t suite_seed, std::size_t index) {
   Rng r{suite_seed ^ (0x632be59bd9b4e019ull * (index + 1))};
   return r.next();
-}
-
-/// `x` rounded to nearest into `f` (through fp32, which holds every input numfid generates),
-/// saturating: generated data never overflows by accident.
-Bits to_format(const FormatSpec& f, double x) {
-  const float v = static_cast<float>(x);
-  RoundOptions o;
-  o.overflow = Overflow::saturate;
-  return convert(fp32, f, Bits{std::bit_cast<std::uint32_t>(v)}, o).bits;
 }
 
 TensorData tensor(const FormatSpec& f, std::vector<std::int64_t> shape, std::vector<Bits> values, std::string name) {

@@ -13,6 +13,7 @@
 #include "formats/error.h"
 #include "io/tensor.h"
 #include "numerics/int_gemm.h"
+#include "suites/generate_detail.h"
 #include "tolerances/bounds.h"
 #include "tolerances/quant_check.h"
 
@@ -20,28 +21,8 @@ namespace numfid::testing {
 
 namespace {
 
-/// SplitMix64 (Steele, Lea & Flood, OOPSLA 2014), as the other suites: the same stream on every
-/// platform.
-struct Rng {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * static_cast<double>(next() >> 11) * 0x1p-53; }
-  std::int64_t integer(std::int64_t lo, std::int64_t hi) {
-    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo + 1));
-  }
-};
+using detail::Rng;
 
-/// `x` rounded to nearest into the float format `f` (through fp32), saturating.
-Bits to_float_format(const FormatSpec& f, double x) {
-  RoundOptions o;
-  o.overflow = Overflow::saturate;
-  return convert(fp32, f, Bits{std::bit_cast<std::uint32_t>(static_cast<float>(x))}, o).bits;
-}
 
 TensorData tensor(const FormatSpec& f, std::vector<std::int64_t> shape, std::vector<Bits> values, std::string name) {
   TensorData t;
@@ -234,7 +215,7 @@ ScaledOperands scaled_gemm_operands(const MatmulCase& c, const ClaimSpec& claim)
   auto elements = [&](const FormatSpec& f, std::int64_t rows, std::int64_t cols, const char* name) {
     const double top = std::ldexp(1.0, emax(f) - 2), same = rng.uniform(-top, top);
     std::vector<Bits> v(static_cast<std::size_t>(rows * cols));
-    for (Bits& x : v) x = to_float_format(f, c.data == DataKind::all_equal ? same : rng.uniform(-top, top));
+    for (Bits& x : v) x = detail::to_format(f, c.data == DataKind::all_equal ? same : rng.uniform(-top, top));
     return tensor(f, {rows, cols}, std::move(v), name);
   };
   const int spread = c.data == DataKind::wide_exponent ? 24 : c.data == DataKind::all_equal ? 0 : 4;
@@ -324,10 +305,10 @@ ConformanceReport evaluate_scaled_gemm_case(const ScaledGemmKernel& kernel, std:
       if (sum_abs[i] > 0 && std::fabs(exact[i]) / sum_abs[i] > std::fabs(exact[best]) / std::max(sum_abs[best], 1e-300)) best = i;
     TensorData m = out;
     const double d = limit(best) + 4 * ulp_at(fo, exact[best]);
-    const Bits up = to_float_format(fo, exact[best] + d);
+    const Bits up = detail::to_format(fo, exact[best] + d);
     m.values[best] = std::isfinite(to_double(fo, up)) && std::fabs(to_double(fo, up)) < max_finite(fo)
                          ? up
-                         : to_float_format(fo, exact[best] - d);
+                         : detail::to_format(fo, exact[best] - d);
     add("one-element-off", fmt::format("element {} set to {}, exact {:.9g}", index_string(m.shape, static_cast<std::int64_t>(best)),
                                        to_hex(fo, m.values[best]), exact[best]),
         m);
@@ -355,8 +336,8 @@ ConformanceReport evaluate_scaled_gemm_case(const ScaledGemmKernel& kernel, std:
       for (std::size_t j = 0; j < N; ++j) {
         double s = 0;
         for (std::size_t k = 0; k < K; ++k)
-          s = to_double(bf16, to_float_format(bf16, s + scale_a(i, k) * scale_b(k, j) * A[i * K + k] * B[k * N + j]));
-        m.values[i * N + j] = to_float_format(fo, s);
+          s = to_double(bf16, detail::to_format(bf16, s + scale_a(i, k) * scale_b(k, j) * A[i * K + k] * B[k * N + j]));
+        m.values[i * N + j] = detail::to_format(fo, s);
       }
     add("bf16-unpromoted", "every scaled product added into one bf16 sum, never promoted to fp32", m);
   }

@@ -52,6 +52,8 @@ struct Defects {
   bool gamma_shifted = false;      ///< gamma[j + 1] applied to column j (wrong broadcast)
   bool gelu_tanh_for_erf = false;  ///< gelu_erf computed with the tanh approximation
   bool truncate_output = false;    ///< output cast truncates instead of rounding to nearest
+  bool truncate_compute = false;   ///< every arithmetic operation rounds toward zero (an RTZ mode left set)
+  const FormatSpec* round_through = nullptr;  ///< output rounded to this format first, then cast (double rounding)
   const FormatSpec* narrow_fn = nullptr;  ///< elementary functions rounded to this narrower format
   const FormatSpec* compute_instead = nullptr;  ///< the whole op computed in this format, not the claimed one
 };
@@ -67,7 +69,7 @@ class NaiveKernel {
         fn_abs_(fn_abs),
         d_(d) {}
 
-  double r(double v) const { return round_fmt(v, p_, emin_, max_); }
+  double r(double v) const { return round_fmt(v, p_, emin_, max_, d_.truncate_compute ? (v > 0 ? -1 : 1) : 0); }
   /// An elementary function's result: the exact value (long double) perturbed by up to fn_abs,
   /// rounded in a random direction (within one ulp of the compute format).
   /// With --fn-ulps k > 1: after the faithful rounding, up to k - 1 further ulps either way.

@@ -88,6 +88,7 @@ nlohmann::json field_json(const ErrorField& f, bool maps) {
   j["p99_low"] = json_number(f.p99_low);
   j["p99_high"] = json_number(f.p99_high);
   j["fraction_of_bound"] = json_number(f.max_ratio);
+  j["unbounded_elements"] = f.unbounded;
   j["alpha"] = f.alpha;
   j["bias_elements"] = f.bias_elements;
   j["bias_mean_ulps"] = json_number(f.bias_mean);
@@ -115,6 +116,8 @@ ErrorField field_from_json(const nlohmann::json& j, const JsonReader& r, bool ma
   f.p99_low = r.number(j, "p99_low");
   f.p99_high = r.number(j, "p99_high");
   f.max_ratio = r.number(j, "fraction_of_bound");
+  // (absent from baselines written before it was recorded: 0, as they were read then)
+  if (j.contains("unbounded_elements")) f.unbounded = r.integer(j, "unbounded_elements");
   f.alpha = r.number(j, "alpha");
   f.bias_elements = r.integer(j, "bias_elements");
   f.bias_mean = r.number(j, "bias_mean_ulps");
@@ -122,7 +125,8 @@ ErrorField field_from_json(const nlohmann::json& j, const JsonReader& r, bool ma
   f.top_ulps = r.numbers(j, "top_error_ulps");
   f.top_ratio = r.numbers(j, "top_fraction_of_bound");
   if (!(f.alpha > 0 && f.alpha < 1)) r.fail("'alpha' must lie in (0, 1)");
-  if (f.elements < 0 || f.bias_elements < 0 || f.bias_elements > f.elements) r.fail("element counts out of range");
+  if (f.elements < 0 || f.bias_elements < 0 || f.bias_elements > f.elements || f.unbounded < 0 || f.unbounded > f.elements)
+    r.fail("element counts out of range");
   if (maps) {
     const nlohmann::json& g = r.at(j, "grid");
     const nlohmann::json& hs = r.at(j, "heatmap_shape");

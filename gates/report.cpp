@@ -148,6 +148,14 @@ g.fillStyle=q==255?'#6a0dad':'rgb('+Math.round(t<0.5?510*t:255)+','+Math.round(t
 document.body.dataset.ready='yes';
 )";
 
+/// The fraction of the bound used, or why there is none: a vacuous (infinite) bound gives a
+/// ratio of 0 that would read as "perfect".
+std::string ratio_text(const ErrorField& e) {
+  if (e.unbounded == 0) return short_number(e.max_ratio);
+  if (e.unbounded >= e.elements) return "no finite bound";
+  return fmt::format("{} ({} of {} elements without a finite bound)", short_number(e.max_ratio), e.unbounded, e.elements);
+}
+
 std::string sort_number(double x) { return std::isfinite(x) ? fmt::format("{}", x) : x > 0 ? "1e308" : "-1e308"; }
 
 }  // namespace
@@ -161,7 +169,7 @@ std::string GateResult::markdown() const {
     const bool f = c.figures.has_value();
     s += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", md_cell(c.name), c.op, c.status(),
                      f ? short_number(c.figures->max_error_ulps) : "", f ? short_number(c.figures->field.p99_ulps) : "",
-                     f ? short_number(c.figures->field.max_ratio) : "", md_cell(c.reason()));
+                     f ? ratio_text(c.figures->field) : "", md_cell(c.reason()));
   }
   std::string extra;
   for (const GateCaseResult& c : cases)
@@ -185,14 +193,16 @@ std::string GateResult::html() const {
        "<th>max error (ulps)</th><th>p99 (ulps)</th><th>fraction of bound</th><th>time (s)</th></tr></thead><tbody>\n";
   for (const GateCaseResult& c : cases) {
     const bool f = c.figures.has_value();
-    const auto num = [&](double x) {
-      return f ? fmt::format("<td data-sort=\"{}\">{}</td>", sort_number(x), short_number(x)) : std::string("<td data-sort=\"-1\"></td>");
+    const auto num = [&](double x, const std::string& text = {}) {
+      return f ? fmt::format("<td data-sort=\"{}\">{}</td>", sort_number(x), text.empty() ? short_number(x) : xml_escape(text))
+               : std::string("<td data-sort=\"-1\"></td>");
     };
     s += fmt::format("<tr data-case=\"{}\" data-verdict=\"{}\"><td><a href=\"#case-{}\">{}</a></td><td>{}</td><td><code>{}</code></td>"
                      "<td class=\"{}\">{}</td>{}{}{}<td data-sort=\"{}\">{:.3f}</td></tr>\n",
                      xml_escape(c.name), c.status(), c.index, xml_escape(c.name), c.op, xml_escape(c.claim), c.status(), c.status(),
                      num(f ? c.figures->max_error_ulps : 0), num(f ? c.figures->field.p99_ulps : 0),
-                     num(f ? c.figures->field.max_ratio : 0), sort_number(c.seconds), c.seconds);
+                     num(f ? c.figures->field.max_ratio : 0, f ? ratio_text(c.figures->field) : std::string()),
+                     sort_number(c.seconds), c.seconds);
   }
   s += "</tbody></table>\n";
   if (!orphan_baselines.empty()) s += list_html("Baselines of no case in the gate", orphan_baselines);
@@ -212,7 +222,7 @@ std::string GateResult::html() const {
       s += fmt::format("<p>{} elements: {} bit-exact, {} within the probabilistic bound, {} within the deterministic bound only, "
                        "{} outside it. Max error {} ulps, p99 {} ulps, fraction of bound used {}, mean signed error {} ulps.</p>\n",
                        f.elements, f.counts[0], f.counts[1], f.counts[2], f.counts[3], short_number(f.max_error_ulps),
-                       short_number(e.p99_ulps), short_number(e.max_ratio), short_number(e.bias_mean));
+                       short_number(e.p99_ulps), ratio_text(e), short_number(e.bias_mean));
       s += fmt::format("<div class=\"maps\"><figure>{}<figcaption>|error| / bound over the output ({}×{}, shown as {}×{} cells, max "
                        "per cell; green 0, red 1, purple beyond)</figcaption></figure><figure>{}<figcaption>errors in output ulps "
                        "(log-scaled counts)</figcaption></figure></div>\n",

@@ -54,6 +54,7 @@ ErrorField error_field(std::span<const ElementReport> all, const Grid& grid, dou
     if (!std::isfinite(e.error_ulps)) ++f.nonfinite;
     ulps.push_back(u);
     ratio.push_back(std::isnan(e.ratio) ? INFINITY : e.ratio);
+    if (!std::isfinite(e.det_bound)) ++f.unbounded;
     if (std::isfinite(e.error_ulps) && e.exact != 0) {
       const double s = std::copysign(1.0, e.exact) * e.error_ulps;  // as the bias signature
       sum += s, sum2 += s * s, ++f.bias_elements;

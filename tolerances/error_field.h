@@ -32,6 +32,9 @@ struct ErrorField {
   /// when n is too small to bound the 99th percentile from above).
   double max_ulps = 0, p99_ulps = 0, p99_low = 0, p99_high = 0;
   double max_ratio = 0;   ///< max |error| / deterministic bound (fraction of the bound used)
+  /// Elements whose deterministic bound is not finite (a vacuous claim, e.g. a bf16
+  /// accumulator at large K): their |error| / bound is 0 and says nothing.
+  std::int64_t unbounded = 0;
   double alpha = 1e-9;
   /// Signed error in output ulps, sign-normalised as the bias signature (negative = toward
   /// zero), over finite elements with a non-zero exact value: mean and standard deviation.

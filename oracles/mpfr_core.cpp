@@ -226,11 +226,22 @@ Iv div(const Iv& a, const Iv& b) {
   return r;
 }
 
+void free_caches_at_thread_exit() {
+  // A C++ thread_local's destructor runs when its thread ends, whoever started the thread (a
+  // Python thread, a user's std::thread): MPFR's own per-thread caches have none.
+  struct Release {
+    ~Release() { mpfr_free_cache(); }
+  };
+  thread_local Release release;
+  (void)release;
+}
+
 /// f(a) for a strictly monotone f. A point argument takes one round-to-nearest call: its
 /// ternary value says on which side the exact value lies, and round-to-nearest puts it
 /// strictly between the result and the neighbour on that side (also at MPFR's overflow to
 /// inf and underflow to 0).
 Iv monotone(UnaryMpfr f, const Iv& a, bool increasing) {
+  free_caches_at_thread_exit();  // exp, log, erfc, ... fill MPFR's per-thread constant caches
   Iv r(prec_of(a));
   if (a.point()) {
     const int t = f(r.lo.get(), a.lo.get(), MPFR_RNDN);

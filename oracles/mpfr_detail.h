@@ -152,6 +152,9 @@ Iv div(const Iv& a, const Iv& b);
 using UnaryMpfr = int (*)(mpfr_ptr, mpfr_srcptr, mpfr_rnd_t);
 
 /// f(a) for a strictly monotone f, increasing or decreasing.
+/// Arms the calling thread to free its MPFR caches (mpfr_free_cache) when it ends; called
+/// before every MPFR function that fills them (constants such as log 2 and π).
+void free_caches_at_thread_exit();
 Iv monotone(UnaryMpfr f, const Iv& a, bool increasing);
 
 /// Σ of intervals: mpfr_sum of the lower and of the upper ends (one rounding each).

@@ -166,8 +166,9 @@ std::vector<OracleValue> oracle_unary(UnaryFn fn, const FormatSpec& in, std::spa
                                       const FormatSpec& out, const RoundOptions& o = {});
 
 /// Frees the calling thread's MPFR caches (a thread-safe MPFR keeps constants such as log 2
-/// per thread, and nothing frees them when the thread ends). Every thread the pipeline starts
-/// calls it before it returns; a caller that runs checks on threads of its own may too.
+/// per thread, and MPFR frees nothing when the thread ends). The oracles arm every thread that
+/// fills them to free them when it ends (a thread_local destructor), so threads of a caller
+/// (Python threads, a user's std::thread) need nothing; this frees them now.
 void release_oracle_thread_caches();
 
 }  // namespace numfid

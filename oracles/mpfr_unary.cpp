@@ -95,6 +95,7 @@ Iv unary_enclosure(UnaryFn fn, mpfr_srcptr x, mpfr_prec_t p) {
       const Iv k = div(point_si(44715, p), point_si(1000000, p));
       const Iv w = add(X, mul(k, point(cube.get(), p)));
       Iv pi(p);
+      free_caches_at_thread_exit();
       mpfr_const_pi(pi.lo.get(), MPFR_RNDD);
       mpfr_const_pi(pi.hi.get(), MPFR_RNDU);
       pi.lo_strict = pi.hi_strict = true;  // π is irrational

@@ -54,6 +54,7 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind) {
     opt("--scale-a", "scaled GEMM: A's scales, ⌈M/R⌉×⌈K/k⌉ (.npy fp32, or uint8 E8M0 patterns), or one number");
     opt("--scale-b", "scaled GEMM: B's scales, ⌈K/k⌉×⌈N/R⌉, or one number");
     opt("--scale-block", "scaled GEMM: RxK block of the scales (one for both, or A,B: 1x128,128x128; MX: 1x32)");
+    opt("--scale-format", "scaled GEMM: every scale must be a value of fp32, e8m0 or fp8_e4m3 (else exit 2 naming it)");
     opt("--promote-every", "scaled GEMM: partial sums promoted into an fp32 accumulator every N products");
   }
   opt("--out-rounding", "rounding of the output cast", "rne");

@@ -5,6 +5,7 @@
 // emulated bits; scale values that are not values of the scale format refused by index.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -281,6 +282,62 @@ TEST(ScaledProfiles, ProfileEqualsTheExplicitClaimItStandsFor) {
     EXPECT_EQ(without_recipe(tp.json(), suffix), tt.json());
     EXPECT_EQ(tp.bound.deterministic, tt.bound.deterministic);
   }
+}
+
+/// E2M1 by its fields (OCP MX v1.0 §5.3.3): 1 sign, 2 exponent (bias 1), 1 mantissa bit.
+float e2m1_value(std::uint32_t p) {
+  const int e = (p >> 1) & 3, m = p & 1;
+  const float mag = e == 0 ? 0.5f * static_cast<float>(m) : std::ldexp(1.0f + 0.5f * static_cast<float>(m), e - 1);
+  return (p & 8) ? -mag : mag;
+}
+
+/// E4M3 by its fields (OCP OFP8): 1 sign, 4 exponent (bias 7), 3 mantissa bits.
+float e4m3_value(std::uint32_t p) {
+  const int e = (p >> 3) & 0xf, m = p & 7;
+  const float mag = e == 0 ? std::ldexp(static_cast<float>(m), -9) : std::ldexp(static_cast<float>(8 + m), e - 10);
+  return (p & 0x80) ? -mag : mag;
+}
+
+TEST(ScaledProfiles, Nvfp4ProfileIsTheNaiveBlockModel) {
+  // nvidia-b200-nvfp4 written out naively: per 16-block along K a float partial from zero
+  // (E2M1 products are exact in float: `part += a*b` is the one rounding), promoted as
+  // fmaf(float(sa·sb), part, o) (two E4M3 scales multiply exactly in float).
+  const Case& c = cases[2];
+  ASSERT_STREQ(c.profile, "nvidia-b200-nvfp4");
+  const Operands o = operands_for(c, 99);
+  std::vector<float> want(static_cast<std::size_t>(c.m * c.n));
+  for (std::int64_t i = 0; i < c.m; ++i)
+    for (std::int64_t j = 0; j < c.n; ++j) {
+      float o32 = 0;
+      for (std::int64_t b = 0; b < c.k / 16; ++b) {
+        float part = 0;
+        for (std::int64_t k = 16 * b; k < 16 * b + 16; ++k)
+          part += e2m1_value(o.a.values[static_cast<std::size_t>(i * c.k + k)].raw) *
+                  e2m1_value(o.b.values[static_cast<std::size_t>(k * c.n + j)].raw);
+        const double sa = o.sa[static_cast<std::size_t>(i * (c.k / 16) + b)];
+        const double sb = o.sb[static_cast<std::size_t>(b * c.n + j)];
+        EXPECT_TRUE(exactly(fp8_e4m3, sa) && exactly(fp8_e4m3, sb));
+        o32 = std::fmaf(static_cast<float>(sa) * static_cast<float>(sb), part, o32);
+      }
+      want[static_cast<std::size_t>(i * c.n + j)] = o32;
+    }
+  // The decoders agree with the format tables on every pattern (else the naive model is moot).
+  for (std::uint32_t x = 0; x < 16; ++x) EXPECT_EQ(e2m1_value(x), to_double(fp4_e2m1, Bits{x})) << x;
+  for (std::uint32_t x = 0; x < 256; ++x)
+    if ((x & 0x7f) != 0x7f) {
+      EXPECT_EQ(e4m3_value(x), to_double(fp8_e4m3, Bits{x})) << x;
+    }
+  ClaimSpec claim = claim_with(fmt::format("--in fp4_e2m1 --out fp32 --scale-a sa.npy --scale-b sb.npy --profile {}",
+                                           c.profile),
+                               o);
+  const TensorData d = emulate_matmul(o.a, o.b, std::nullopt, claim);
+  ASSERT_EQ(d.values.size(), want.size());
+  for (std::size_t e = 0; e < want.size(); ++e)
+    EXPECT_EQ(to_double(fp32, d.values[e]), static_cast<double>(want[e])) << e;
+  const CheckResult r = check_matmul(o.a, o.b, view(std::span<const float>(want), {c.m, c.n}, "fp32", "C"), claim);
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent);
+  ASSERT_TRUE(r.model);
+  EXPECT_EQ(r.model->equal, r.model->elements);
 }
 
 TEST(ScaledProfiles, ScalesOutsideTheScaleFormatAreRefusedByIndex) {

@@ -36,10 +36,10 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind) {
     if (kind == ClaimKind::emulate) {
       flag("--ftz", "flush subnormal partial sums (with --plan)");
       opt("--plan", "summation order: sequential, reverse, pairwise, blocked(T[, pairwise|numpy]), splitk(S), strided(L), numpy");
-      opt("--profile", "platform profile instead of --plan/--acc (see numfid profiles)");
+      opt("--profile", "platform profile instead of --plan/--acc (see numfid profiles); a scaled-gemm profile also sets the scale layout and promotion");
     } else {
       opt("--plan", "known summation order: sequential, pairwise, blocked(T), ... (its own bound)");
-      opt("--profile", "platform profile (profiles/NAME.yaml): its accumulator, casts and order");
+      opt("--profile", "platform profile (profiles/NAME.yaml): its accumulator, casts and order; a scaled-gemm profile: its scale layout, scale format, promotion and partial sums");
     }
     opt("--seed", "seed of stochastic roundings (stream = the output element's index)", "0");
     // Integer GEMM (int8/uint8 inputs, --acc int32): zero points and requantisation.

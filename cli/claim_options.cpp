@@ -51,7 +51,7 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind) {
     flag("--saturate", "integer GEMM: out-of-range results clamp to the output's range");
     flag("--requant-fixed-point", "integer GEMM: gemmlowp/TFLite fixed-point multiplier + shift instead of exact rounding");
     // Scaled float GEMM (fp8/fp6/fp4/bf16 operands with block scales).
-    opt("--scale-a", "scaled GEMM: A's scales, ⌈M/R⌉×⌈K/k⌉ (.npy fp32, or uint8 E8M0 patterns), or one number");
+    opt("--scale-a", "scaled GEMM: A's scales, ⌈M/R⌉×⌈K/k⌉ (.npy fp32, or uint8 E8M0 patterns: E4M3 under --scale-format fp8_e4m3), or one number");
     opt("--scale-b", "scaled GEMM: B's scales, ⌈K/k⌉×⌈N/R⌉, or one number");
     opt("--scale-block", "scaled GEMM: RxK block of the scales (one for both, or A,B: 1x128,128x128; MX: 1x32)");
     opt("--scale-format", "scaled GEMM: every scale must be a value of fp32, e8m0 or fp8_e4m3 (else exit 2 naming it)");

@@ -36,10 +36,10 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind) {
     if (kind == ClaimKind::emulate) {
       flag("--ftz", "flush subnormal partial sums (with --plan)");
       opt("--plan", "summation order: sequential, reverse, pairwise, blocked(T[, pairwise|numpy]), splitk(S), strided(L), numpy");
-      opt("--profile", "platform profile instead of --plan/--acc (see numfid profiles)");
+      opt("--profile", "platform profile instead of --plan/--acc (see numfid profiles); a scaled-gemm profile also sets the scale layout and promotion");
     } else {
       opt("--plan", "known summation order: sequential, pairwise, blocked(T), ... (its own bound)");
-      opt("--profile", "platform profile (profiles/NAME.yaml): its accumulator, casts and order");
+      opt("--profile", "platform profile (profiles/NAME.yaml): its accumulator, casts and order; a scaled-gemm profile: its scale layout, scale format, promotion and partial sums");
     }
     opt("--seed", "seed of stochastic roundings (stream = the output element's index)", "0");
     // Integer GEMM (int8/uint8 inputs, --acc int32): zero points and requantisation.
@@ -51,9 +51,10 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind) {
     flag("--saturate", "integer GEMM: out-of-range results clamp to the output's range");
     flag("--requant-fixed-point", "integer GEMM: gemmlowp/TFLite fixed-point multiplier + shift instead of exact rounding");
     // Scaled float GEMM (fp8/fp6/fp4/bf16 operands with block scales).
-    opt("--scale-a", "scaled GEMM: A's scales, ⌈M/R⌉×⌈K/k⌉ (.npy fp32, or uint8 E8M0 patterns), or one number");
+    opt("--scale-a", "scaled GEMM: A's scales, ⌈M/R⌉×⌈K/k⌉ (.npy fp32, or uint8 E8M0 patterns: E4M3 under --scale-format fp8_e4m3), or one number");
     opt("--scale-b", "scaled GEMM: B's scales, ⌈K/k⌉×⌈N/R⌉, or one number");
     opt("--scale-block", "scaled GEMM: RxK block of the scales (one for both, or A,B: 1x128,128x128; MX: 1x32)");
+    opt("--scale-format", "scaled GEMM: every scale must be a value of fp32, e8m0 or fp8_e4m3 (else exit 2 naming it)");
     opt("--promote-every", "scaled GEMM: partial sums promoted into an fp32 accumulator every N products");
   }
   opt("--out-rounding", "rounding of the output cast", "rne");

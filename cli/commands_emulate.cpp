@@ -78,11 +78,12 @@ int run_profiles(const std::string& action, const std::string& name) {
         throw UsageError(e.what());
       }
     }
-    fmt::print("{:<22} {:<14} {}\n", "profile", "model", "summary");
+    std::size_t width = 22;
+    for (const auto& n : names) width = std::max(width, n.size());
+    fmt::print("{:<{}} {:<14} {}\n", "profile", width, "model", "summary");
     for (std::size_t i = 0; i < names.size(); ++i) {
       const Profile& p = loaded[i];
-      const char* model = p.model == ProfileModel::plan ? "plan" : p.model == ProfileModel::tensor_engine ? "tensor-engine" : "block-fma";
-      fmt::print("{:<22} {:<14} {}\n", names[i], model, p.summary);
+      fmt::print("{:<{}} {:<14} {}\n", names[i], width, profile_model_name(p.model), p.summary);
     }
     return exit_ok;
   }

@@ -81,7 +81,8 @@ for name, data in st_bad.items():
 profiles = os.path.join(here, "..", "profiles")
 text_seeds = {"profile": {}, "plan": {}, "stdin": {}, "value": {}}
 for fn in sorted(os.listdir(profiles)):
-    if fn in ("trn2.yaml", "cpu-sequential.yaml", "nvidia-h100-tc.yaml", "numpy-pairwise.yaml"):
+    if fn in ("trn2.yaml", "cpu-sequential.yaml", "nvidia-h100-tc.yaml", "numpy-pairwise.yaml",
+              "nvidia-h100-fp8-deepgemm.yaml", "nvidia-b200-mxfp8.yaml", "nvidia-b200-nvfp4.yaml", "trn3-mx.yaml"):
         body = open(os.path.join(profiles, fn)).read()
         stem = fn[: -len(".yaml")]
         text_seeds["profile"][stem] = body.replace("name: " + stem + "\n", "name: fuzz\n", 1).encode()
@@ -93,6 +94,8 @@ plan_profile = (
 ok = plan_profile % "sequential"
 trn2 = open(os.path.join(profiles, "trn2.yaml")).read().replace("name: trn2\n", "name: fuzz\n", 1)
 h100 = open(os.path.join(profiles, "nvidia-h100-tc.yaml")).read().replace("name: nvidia-h100-tc\n", "name: fuzz\n", 1)
+deepgemm = open(os.path.join(profiles, "nvidia-h100-fp8-deepgemm.yaml")).read().replace(
+    "name: nvidia-h100-fp8-deepgemm\n", "name: fuzz\n", 1)
 text_seeds["profile"].update({
     "bad_duplicate_key": (ok + "version: 2\n").encode(),
     "bad_second_document": (ok + "---\nname: fuzz\n").encode(),
@@ -102,6 +105,10 @@ text_seeds["profile"].update({
     "bad_block_size_2p32": h100.replace("block_size:\n        value: 16", "block_size:\n        value: 4294967312", 1).encode(),
     "bad_instruction_k_2p31": h100.replace("instruction_k:\n        value: 16", "instruction_k:\n        value: 2147483648", 1).encode(),
     "bad_splitk_2p63": (plan_profile % "'splitk(9223372036854775807)'").encode(),
+    "bad_promote_every_96": deepgemm.replace("value: 128\n", "value: 96\n", 1).encode(),
+    "bad_scale_block_2p31": deepgemm.replace('"1x128,128x128"', '"1x2147483648"', 1).encode(),
+    "bad_partial_sums_missing": deepgemm.replace("value: nvidia-h100-tc", "value: fuzz", 1).encode(),
+    "bad_partial_sums_path": deepgemm.replace("value: nvidia-h100-tc", "value: ../profiles/trn2", 1).encode(),
     "bad_conversion": (ok.replace("assumed: because", "assumed: {a: b}")).encode(),
     "bad_deep_flow": (ok + "output: " + "[" * 3000 + "\n").encode(),
     "bad_deep_block": (ok + "output:\n" + "- " * 3000 + "x\n").encode(),

@@ -21,6 +21,7 @@ std::string model_kind(ProfileModel m) {
     case ProfileModel::plan: return "a reduction plan";
     case ProfileModel::tensor_engine: return "Tensor Engine: in-array accumulation, then PSUM across instructions";
     case ProfileModel::block_fma: return "tensor-core block FMA (blocks of products summed at once, then accumulated)";
+    case ProfileModel::scaled_gemm: return "block-scaled GEMM (partial sums per scale block, promoted into fp32)";
   }
   return "?";
 }

@@ -10,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -32,11 +33,22 @@ std::string_view provenance_kind_name(Provenance::Kind k) {
   return "?";
 }
 
+std::string_view profile_model_name(ProfileModel m) {
+  switch (m) {
+    case ProfileModel::plan: return "plan";
+    case ProfileModel::tensor_engine: return "tensor-engine";
+    case ProfileModel::block_fma: return "block-fma";
+    case ProfileModel::scaled_gemm: return "scaled-gemm";
+  }
+  return "?";
+}
+
 namespace {
 
 struct Loader {
   std::string path;
   Profile p;
+  bool nested = false;  ///< loading the profile another one's partial_sums names (that names none)
 
   [[noreturn]] void fail(const YAML::Node& n, const std::string& msg) const { fail_at(n.Mark(), msg); }
 
@@ -224,6 +236,119 @@ struct Loader {
     return a;
   }
 
+  /// "RxK" with 1 <= R, K <= 2^31 - 1; nullopt otherwise.
+  static std::optional<ScaleBlock> parse_block(const std::string& t) {
+    const std::size_t x = t.find('x');
+    if (x == std::string::npos) return std::nullopt;
+    bool too_large = false;
+    const auto r = parse_int(t.substr(0, x), &too_large);
+    const auto k = parse_int(t.substr(x + 1), &too_large);
+    if (!r || !k || *r < 1 || *k < 1 || *r > INT_MAX || *k > INT_MAX) return std::nullopt;
+    return ScaleBlock{*r, *k};
+  }
+
+  /// The block_scaling section of a scaled-gemm profile (after the accumulator section).
+  void block_scaling(const YAML::Node& root) {
+    const std::string sn = "block_scaling";
+    const YAML::Node s = root[sn];
+    if (!s) fail(root, "model 'scaled-gemm' needs a 'block_scaling' section");
+    check_keys(s, {"operands", "scale_block", "scale_format", "promote_every", "promotion", "partial_sums"}, sn);
+    BlockScaling b;
+    field(s, sn, "operands", true);
+    const YAML::Node ov = s["operands"]["value"];
+    const auto operand = [&](const YAML::Node& x) {
+      const std::string name = text(x, "block_scaling.operands: a list item");
+      const FormatSpec* f = find_format(name);
+      if (!f || f->kind != FormatKind::binary_float || f->bits > 16)
+        fail(x, fmt::format("block_scaling.operands: '{}' is not a narrow float operand format (fp8_e4m3, fp8_e5m2, "
+                            "fp6_e3m2, fp6_e2m3, fp4_e2m1, bf16, fp16)",
+                            name));
+      if (std::find(b.operands.begin(), b.operands.end(), f) != b.operands.end())
+        fail(x, fmt::format("block_scaling.operands: '{}' listed twice", name));
+      b.operands.push_back(f);
+    };
+    if (ov.IsSequence() && ov.size() > 0) {
+      for (const auto& x : ov) operand(x);
+    } else if (ov.IsScalar()) {
+      operand(ov);
+    } else {
+      fail(ov, "block_scaling.operands: value must be a format or a non-empty list of formats");
+    }
+    const std::string blocks = field(s, sn, "scale_block", true);
+    const std::size_t comma = blocks.find(',');
+    const auto ba = parse_block(blocks.substr(0, comma));
+    const auto bb = comma == std::string::npos ? ba : parse_block(blocks.substr(comma + 1));
+    if (!ba || !bb)
+      fail(s["scale_block"], fmt::format("block_scaling.scale_block: '{}' is not RxK or RxK,RxK (A's, B's) with "
+                                         "integers 1 <= R, K <= 2^31 - 1 (e.g. 1x32, 1x128,128x128)",
+                                         blocks));
+    b.block_a = *ba;
+    b.block_b = *bb;
+    const std::string sf = field(s, sn, "scale_format", true);
+    b.scale_format = find_format(sf);
+    if (b.scale_format != &fp32 && b.scale_format != &e8m0 && b.scale_format != &fp8_e4m3)
+      fail(s["scale_format"], fmt::format("block_scaling.scale_format: '{}' must be one of fp32, e8m0, fp8_e4m3", sf));
+    const std::string pe = field(s, sn, "promote_every", true);
+    if (pe != "per-block") {
+      bool too_large = false;
+      const auto x = parse_int(pe, &too_large);
+      if (!x || *x < 1 || *x > INT_MAX)
+        fail(s["promote_every"], fmt::format("block_scaling.promote_every: '{}' is not per-block or an integer in [1, "
+                                             "2^31 - 1]",
+                                             pe));
+      const std::int64_t n = *x;
+      for (const auto& [kk, who] : {std::pair{b.block_a.k, "A"}, std::pair{b.block_b.k, "B"}})
+        if (kk % n != 0)
+          fail(s["promote_every"], fmt::format("block_scaling.promote_every: {} does not divide {}'s scale blocks of "
+                                               "{} along K (a partial sum would straddle two scales)",
+                                               n, who, kk));
+      b.promote_every = n;
+    }
+    const std::string pr = field(s, sn, "promotion", true);
+    if (pr != "fma")
+      fail(s["promotion"], fmt::format("block_scaling.promotion: '{}' must be fma (o = fma(fp32(sa·sb), partial, o))", pr));
+    const std::string ps = field(s, sn, "partial_sums", true);
+    if (ps == "accumulator") {
+      const YAML::Node a = root["accumulator"];
+      if (!a) fail(s["partial_sums"], "block_scaling.partial_sums: accumulator needs an 'accumulator' section");
+      const AccumulatorModel& m = p.reduction.acc;
+      if (m.format->bits > 32 || m.rounding.rounding == Rounding::stochastic || m.rounding.ftz || m.products_rounded)
+        fail(a, "accumulator: the partial sums of a scaled GEMM are a float format of at most 32 bits with a "
+                "deterministic rounding, no ftz, products exact");
+    } else {
+      bool plain = !ps.empty() && ps.front() != '.' && ps.size() <= 200;
+      for (const char ch : ps) plain = plain && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.');
+      if (!plain)
+        fail(s["partial_sums"], fmt::format("block_scaling.partial_sums: '{}' must be accumulator or the name of a "
+                                            "block-fma profile",
+                                            ps));
+      const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+      const std::string other = ((dir.empty() ? std::filesystem::path(".") : dir) / (ps + ".yaml")).string();
+      std::shared_ptr<Profile> q;
+      try {
+        if (nested) throw ProfileError("a profile named by partial_sums names none itself");
+        Loader l{other, {}, true};
+        l.p.path = other;
+        l.load(l.read());
+        q = std::make_shared<Profile>(std::move(l.p));
+      } catch (const ProfileError& e) {
+        fail(s["partial_sums"], fmt::format("block_scaling.partial_sums: profile '{}': {}", ps, e.what()));
+      }
+      if (q->model != ProfileModel::block_fma)
+        fail(s["partial_sums"], fmt::format("block_scaling.partial_sums: profile '{}' is a {} profile, not block-fma", ps,
+                                            profile_model_name(q->model)));
+      for (const FormatSpec* f : b.operands)
+        if (!block_fma_for(*q, *f, fp32))
+          fail(s["partial_sums"], fmt::format("block_scaling.partial_sums: profile '{}' has no {}->fp32 variant for "
+                                              "operand format {} (it has {})",
+                                              ps, f->name, f->name, variant_names(*q)));
+      if (root["accumulator"])
+        fail(root["accumulator"], fmt::format("block_scaling.partial_sums is profile '{}': no accumulator section", ps));
+      b.partials = std::move(q);
+    }
+    p.block_scaling = std::move(b);
+  }
+
   /// The file's bytes: a regular file (a FIFO is opened without blocking and refused, a
   /// directory refused) of at most max_profile_bytes.
   std::string read() const {
@@ -268,7 +393,7 @@ struct Loader {
   void load_root(const YAML::Node& root) {
     check_keys(root,
                {"name", "version", "summary", "model", "input_cast", "plan", "accumulator", "tensor_engine",
-                "block_fma", "output", "elementwise"},
+                "block_fma", "block_scaling", "output", "elementwise"},
                "the profile");
     for (const char* k : {"name", "version", "summary", "model"})
       if (!root[k] || !root[k].IsScalar()) fail(root, fmt::format("missing top-level '{}'", k));
@@ -286,7 +411,10 @@ struct Loader {
     if (model == "plan") p.model = ProfileModel::plan;
     else if (model == "tensor-engine") p.model = ProfileModel::tensor_engine;
     else if (model == "block-fma") p.model = ProfileModel::block_fma;
-    else fail(root["model"], fmt::format("unknown model '{}' (valid: plan, tensor-engine, block-fma)", model));
+    else if (model == "scaled-gemm") p.model = ProfileModel::scaled_gemm;
+    else fail(root["model"], fmt::format("unknown model '{}' (valid: plan, tensor-engine, block-fma, scaled-gemm)", model));
+    if (p.model != ProfileModel::scaled_gemm && root["block_scaling"])
+      fail(root["block_scaling"], fmt::format("model '{}' takes no block_scaling section (model scaled-gemm does)", model));
 
     if (const YAML::Node s = root["input_cast"]) {
       check_keys(s, {"format", "rounding"}, "input_cast");
@@ -311,7 +439,7 @@ struct Loader {
         p.elementwise_ulps[fn] = ulps;
       }
     }
-    const bool needs_acc = p.model != ProfileModel::block_fma;
+    const bool needs_acc = p.model != ProfileModel::block_fma && p.model != ProfileModel::scaled_gemm;
     if (needs_acc && !root["accumulator"]) fail(root, "missing section 'accumulator'");
     if (root["accumulator"]) p.reduction.acc = accumulator(root["accumulator"], "accumulator");
     switch (p.model) {
@@ -372,6 +500,15 @@ struct Loader {
         if (!vs || !vs.IsSequence() || vs.size() == 0) fail(s, "block_fma.variants must be a non-empty list");
         for (const auto& v : vs) variant(v);
         if (root["plan"] || root["tensor_engine"]) fail(root, "model 'block-fma' takes no plan/tensor_engine section");
+        break;
+      }
+      case ProfileModel::scaled_gemm: {
+        for (const char* k : {"plan", "tensor_engine", "block_fma", "input_cast"})
+          if (root[k])
+            fail(root[k], fmt::format("model 'scaled-gemm' takes no {} section (its partial sums: block_scaling."
+                                      "partial_sums)",
+                                      k));
+        block_scaling(root);
         break;
       }
     }

@@ -5,12 +5,14 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "numerics/block_fma.h"
+#include "numerics/scaled_gemm.h"
 #include "numerics/tensor_engine.h"
 
 namespace numfid {
@@ -41,8 +43,27 @@ enum class ProfileModel : std::uint8_t {
   plan,           ///< a reduction plan + accumulator (CPUs, GPU reduction kernels)
   tensor_engine,  ///< Trainium / Inferentia2 Tensor Engine + PSUM
   block_fma,      ///< NVIDIA tensor-core block FMA
+  scaled_gemm,    ///< a block-scaled GEMM recipe (fp8 with fp32 promotion, MXFP8, NVFP4, MX)
 };
 
+/// "plan", "tensor-engine", "block-fma", "scaled-gemm": the `model` key's values.
+std::string_view profile_model_name(ProfileModel m);
+
+struct Profile;
+
+/// A block-scaled GEMM recipe: the `block_scaling` section of a scaled-gemm profile. It stands
+/// for the claim options --scale-block, --scale-format, --promote-every and the partial sums'
+/// arithmetic (--profile BLOCK-FMA or --acc F --acc-rounding R); the scale tensors themselves
+/// come from --scale-a/--scale-b. Promotion is o = fma(fp32(sa·sb), partial, o) (the one kind).
+struct BlockScaling {
+  std::vector<const FormatSpec*> operands;     ///< the operand formats A and B may have
+  ScaleBlock block_a, block_b;                 ///< scale blocks (rows x K) of A and of B
+  const FormatSpec* scale_format = nullptr;    ///< fp32, e8m0 or fp8_e4m3: every scale must be a value of it
+  std::optional<std::int64_t> promote_every;   ///< products per promoted partial sum; absent: one per scale block
+  /// The partial sums' arithmetic: a block-FMA profile (its X->fp32 variants, loaded from the
+  /// same directory), or null: the profile's own accumulator section (products exact).
+  std::shared_ptr<const Profile> partials;
+};
 /// One tensor-core instruction's model in a block-fma profile.
 struct BlockFmaVariant {
   std::string name;         ///< e.g. "H100 fp16->fp32"
@@ -66,6 +87,7 @@ struct Profile {
   std::vector<BlockFmaVariant> variants;  ///< block_fma: one model per input/output format pair
   /// Accuracy claims of elementwise functions in ulps (e.g. exp: 2), from the `elementwise` section.
   std::map<std::string, double> elementwise_ulps;
+  std::optional<BlockScaling> block_scaling;  ///< scaled_gemm: the recipe
 };
 
 /// The Tensor Engine model for operands of format `in` (double-row mode where it applies).
@@ -86,7 +108,11 @@ inline constexpr std::size_t max_profile_bytes = std::size_t{1} << 20;
 /// file:line: not a regular file, larger than max_profile_bytes, YAML syntax, nesting deeper
 /// than yaml-cpp's limit, a second document, a duplicate key in any mapping, unknown keys,
 /// values of the wrong kind, integers out of range (tile_k at most max_plan_parameter, the
-/// block_fma sizes at most 2^31 - 1), elementwise ulps that are not finite and >= 0.
+/// block_fma sizes at most 2^31 - 1), elementwise ulps that are not finite and >= 0, a
+/// block_scaling field out of its domain (a scale block that is not RxK with 1 <= R, K <=
+/// 2^31 - 1, a scale format other than fp32/e8m0/fp8_e4m3, a promotion interval that does not
+/// divide the blocks' K extent, partial sums naming a profile that is not a block-fma profile
+/// of the same directory or that lacks an operand's ->fp32 variant).
 Profile load_profile(const std::string& path);
 
 /// The same for a profile held in memory; `path` is used in messages and for the name check

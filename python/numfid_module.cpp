@@ -306,7 +306,7 @@ py::list profiles_list() {
   py::list out;
   for (const std::string& name : list_profiles(dir)) {
     const Profile p = load_profile(dir + "/" + name + ".yaml");
-    const char* model = p.model == ProfileModel::plan ? "plan" : p.model == ProfileModel::tensor_engine ? "tensor-engine" : "block-fma";
+    const std::string model(profile_model_name(p.model));
     py::list fields;
     for (const ProfileField& f : p.fields)
       fields.append(py::dict(py::arg("section") = f.section, py::arg("key") = f.key, py::arg("value") = f.value,

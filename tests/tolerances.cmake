@@ -17,3 +17,4 @@ numfid_add_test(quant_check_test SOURCES quant_check_test.cpp DEPS numfid::toler
 # Scaled float GEMMs (FP8 with DeepSeek-style block scales, promotion) against a naive model and
 # long-double references: emulation bit for bit, legal outputs, wrong-block scale, missing promotion.
 numfid_add_test(scaled_check_test SOURCES scaled_check_test.cpp DEPS numfid::tolerances fmt::fmt)
+numfid_add_test(scaled_profile_test SOURCES scaled_profile_test.cpp DEPS numfid::tolerances fmt::fmt)

@@ -52,6 +52,10 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
   }
   if (a.profile) {
     const Profile& p = *a.profile;
+    if (p.model == ProfileModel::scaled_gemm)  // routed to quant_check.h with its scales; not a plain reduction
+      throw InputError(fmt::format("profile {} is a block-scaled GEMM recipe: it applies to matmul claims with "
+                                   "--scale-a/--scale-b (check, emulate, tol matmul)",
+                                   p.name));
     if (p.model == ProfileModel::block_fma) {
       const FormatSpec& in = c.compute_input ? *c.compute_input : *c.input;
       c.block_fma = block_fma_for(p, in, *c.output);

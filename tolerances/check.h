@@ -284,6 +284,9 @@ struct ToleranceResult {
   double mean_abs_term = 0;
   bool products = true;
   bool output_rounding_half = true;  ///< the output rounding errs by 1/2 ulp (nearest), else 1 ulp
+  /// The claim is exact (an integer GEMM): no rounding freedom, so no rtol/atol applies and
+  /// text() says to compare bit for bit instead of printing equivalent tolerances.
+  bool exact = false;
   const FormatSpec* output = &fp32;
   std::string json_text;  ///< the JSON document
   std::string text() const;   ///< what `numfid tol` prints

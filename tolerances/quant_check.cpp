@@ -416,6 +416,7 @@ ToleranceResult int_tolerance(std::string_view op, std::int64_t k, const ClaimSp
   t.order = "any order (exact integer accumulation)";
   t.output = claim.out;
   t.output_rounding_half = !g.r.fixed_point && (g.r.rounding == Rounding::rne || g.r.rounding == Rounding::rna);
+  t.exact = true;
   t.bound.terms = k;
   t.bound.roundings = 1;
   t.bound.probabilistic_applies = true;  // C = 0 either way: printed as such

@@ -14,8 +14,21 @@ namespace numfid {
 
 /// Whether `c` claims an integer GEMM (its inputs are of an integer format).
 bool is_integer_claim(const ClaimSpec& c);
-/// Whether `c` claims a scaled float GEMM (--scale-a/--scale-b/--scale-block/--promote-every).
+/// Whether `c` claims a scaled float GEMM (--scale-a/--scale-b/--scale-block/--scale-format/
+/// --promote-every, or --profile of a scaled-gemm profile).
 bool is_scaled_claim(const ClaimSpec& c);
+/// Whether `c` names a scaled-gemm profile (a block-scaled GEMM recipe).
+bool is_scaled_profile(const ClaimSpec& c);
+/// The claim options a scaled-gemm profile stands for, e.g. "--scale-block 1x128,128x128
+/// --scale-format fp32 --promote-every 128 --profile nvidia-h100-tc"; empty for other profiles.
+std::string scaled_profile_claim(const Profile& p);
+/// The explicit claim `c` stands for when it names a scaled-gemm profile (else `c`): its scale
+/// blocks, scale format, promotion interval, output rounding and partial sums (the block-FMA
+/// profile, or --acc/--acc-rounding), the scale tensors and formats as given. InputError when
+/// the claim also sets one of them (--scale-block, --scale-format, --promote-every, --acc...:
+/// refused, not overridden), when --in/--in-b is not one of the profile's operand formats, or
+/// when --scale-a/--scale-b is missing. The pipeline resolves every claim it is given.
+ClaimSpec resolve_scaled_profile(const ClaimSpec& c);
 /// Either: the pipeline routes the claim here instead of the plain reduction.
 inline bool is_quantised_claim(const ClaimSpec& c) { return is_integer_claim(c) || is_scaled_claim(c); }
 

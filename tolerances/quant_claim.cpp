@@ -2,6 +2,7 @@
 // checks of what fits together, and the canonical text.
 #include <cerrno>
 #include <cmath>
+#include <algorithm>
 #include <cstdlib>
 #include <utility>
 
@@ -9,13 +10,86 @@
 
 #include "formats/error.h"
 #include "numerics/int_gemm.h"
+#include "numerics/profile.h"
 #include "tolerances/quant_check.h"
 
 namespace numfid {
 
 bool is_integer_claim(const ClaimSpec& c) { return c.in != nullptr && c.in->kind == FormatKind::integer; }
 
-bool is_scaled_claim(const ClaimSpec& c) { return c.quant.scaled(); }
+bool is_scaled_profile(const ClaimSpec& c) { return c.profile && c.profile->model == ProfileModel::scaled_gemm; }
+
+bool is_scaled_claim(const ClaimSpec& c) { return c.quant.scaled() || is_scaled_profile(c); }
+
+std::string scaled_profile_claim(const Profile& p) {
+  if (p.model != ProfileModel::scaled_gemm || !p.block_scaling) return {};
+  const BlockScaling& bs = *p.block_scaling;
+  std::string t;
+  std::string blocks = fmt::format("{}x{}", bs.block_a.rows, bs.block_a.k);
+  if (bs.block_b.rows != bs.block_a.rows || bs.block_b.k != bs.block_a.k)
+    blocks += fmt::format(",{}x{}", bs.block_b.rows, bs.block_b.k);
+  append_claim_option(t, "--scale-block", blocks);
+  append_claim_option(t, "--scale-format", bs.scale_format->name);
+  if (bs.promote_every) append_claim_option(t, "--promote-every", fmt::format("{}", *bs.promote_every));
+  if (bs.partials) {
+    append_claim_option(t, "--profile", bs.partials->name);
+  } else {
+    append_claim_option(t, "--acc", p.reduction.acc.format->name);
+    if (p.reduction.acc.rounding.rounding != Rounding::rne)
+      append_claim_option(t, "--acc-rounding", rounding_name(p.reduction.acc.rounding.rounding));
+  }
+  if (p.reduction.output_rounding.rounding != Rounding::rne)
+    append_claim_option(t, "--out-rounding", rounding_name(p.reduction.output_rounding.rounding));
+  return t;
+}
+
+ClaimSpec resolve_scaled_profile(const ClaimSpec& c) {
+  if (!is_scaled_profile(c)) return c;
+  const Profile& p = *c.profile;
+  const BlockScaling& bs = *p.block_scaling;
+  const QuantClaim& q = c.quant;
+  const std::string stands_for = scaled_profile_claim(p);
+  // A recipe fixes its layout and arithmetic: an explicit value next to it is refused, not
+  // silently preferred (the explicit claim the profile stands for is the way to vary one).
+  const auto conflict = [&](std::string_view opt) {
+    throw InputError(fmt::format("{}: profile {} fixes it (the profile stands for {}); give the profile or the explicit "
+                                 "claim with your changes, not both",
+                                 opt, p.name, stands_for));
+  };
+  if (q.scale_block_a) conflict("--scale-block");
+  if (q.scale_format) conflict("--scale-format");
+  if (q.promote_every) conflict("--promote-every");
+  if (*c.acc != fp32 || c.acc_rounding != Rounding::rne || c.products_rounded || c.acc_ftz)
+    conflict("--acc/--acc-rounding/--products-rounded/--ftz");
+  std::string allowed;
+  for (const FormatSpec* f : bs.operands) allowed += fmt::format("{}{}", allowed.empty() ? "" : ", ", f->name);
+  for (const auto& [opt, f] : {std::pair{"--in", c.in}, std::pair{"--in-b", c.in_b}})
+    if (f && std::find(bs.operands.begin(), bs.operands.end(), f) == bs.operands.end())
+      throw InputError(fmt::format("{} {}: profile {} is for {} operands", opt, f->name, p.name, allowed));
+  if (q.scale_a_text.empty() || q.scale_b_text.empty())
+    throw InputError(fmt::format("profile {} is a block-scaled GEMM recipe: give the scale tensors --scale-a FILE and "
+                                 "--scale-b FILE (layout {})",
+                                 p.name, stands_for));
+  ClaimSpec r = c;
+  QuantClaim& rq = r.quant;
+  rq.scale_block_a = bs.block_a;
+  if (bs.block_b.rows != bs.block_a.rows || bs.block_b.k != bs.block_a.k) rq.scale_block_b = bs.block_b;
+  rq.scale_format = bs.scale_format;
+  rq.promote_every = bs.promote_every;
+  if (!r.out_rounding) r.out_rounding = p.reduction.output_rounding.rounding;
+  if (bs.partials) {
+    r.profile = bs.partials;
+    r.profile_name = bs.partials->name;
+  } else {
+    r.profile = nullptr;
+    r.profile_name.clear();
+    r.acc = p.reduction.acc.format;
+    r.acc_rounding = p.reduction.acc.rounding.rounding;
+  }
+  rq.recipe = fmt::format("profile {} (v{})", p.name, p.version);
+  rq.recipe_claim = stands_for;
+  return r;
+}
 
 void attach_operand_scales(ClaimSpec& claim, std::vector<double> a, std::vector<double> b, const std::string& name_a,
                            const std::string& name_b) {
@@ -32,7 +106,7 @@ namespace {
 
 constexpr std::string_view kValueOptions[] = {"--zero-point-a", "--zero-point-b", "--out-scale", "--out-zero-point",
                                               "--requant-rounding", "--scale-a", "--scale-b", "--scale-block",
-                                              "--promote-every"};
+                                              "--promote-every", "--scale-format"};
 constexpr std::string_view kFlags[] = {"--saturate", "--requant-fixed-point"};
 
 std::int64_t parse_integer(std::string_view opt, const std::string& s) {
@@ -107,7 +181,7 @@ bool is_quant_flag(std::string_view opt) {
 
 std::string_view quant_option_names() {
   return "--zero-point-a, --zero-point-b, --out-scale, --out-zero-point, --requant-rounding, --saturate, "
-         "--requant-fixed-point; scaled float GEMM: --scale-a, --scale-b, --scale-block, --promote-every";
+         "--requant-fixed-point; scaled float GEMM: --scale-a, --scale-b, --scale-block, --scale-format, --promote-every";
 }
 
 bool parse_quant_option(QuantClaim& q, std::string_view opt, const std::string& value) {
@@ -133,6 +207,11 @@ bool parse_quant_option(QuantClaim& q, std::string_view opt, const std::string& 
     const std::size_t comma = value.find(',');
     q.scale_block_a = parse_block(value, value.substr(0, comma));
     if (comma != std::string::npos) q.scale_block_b = parse_block(value, value.substr(comma + 1));
+  } else if (opt == "--scale-format") {
+    const FormatSpec* f = find_format(value);
+    if (f != &fp32 && f != &e8m0 && f != &fp8_e4m3)
+      throw InputError(fmt::format("--scale-format '{}': the scales' format is fp32, e8m0 or fp8_e4m3", value));
+    q.scale_format = f;
   } else if (opt == "--promote-every") {
     const std::int64_t v = parse_integer(opt, value);
     if (v <= 0) throw InputError(fmt::format("--promote-every '{}': a positive number of products", value));
@@ -144,10 +223,15 @@ bool parse_quant_option(QuantClaim& q, std::string_view opt, const std::string& 
 }
 
 void validate_quant_claim(const ClaimSpec& c) {
+  if (is_scaled_profile(c)) {  // a scaled-gemm profile: the explicit claim it stands for
+    validate_quant_claim(resolve_scaled_profile(c));
+    return;
+  }
   const QuantClaim& q = c.quant;
   if (q.scaled()) {
     if (is_integer_claim(c) || q.any())
-      throw InputError("the scaled-GEMM options (--scale-a, --scale-b, --scale-block, --promote-every) are for float "
+      throw InputError("the scaled-GEMM options (--scale-a, --scale-b, --scale-block, --scale-format, --promote-every) "
+                       "are for float "
                        "operands; an integer GEMM takes --zero-point-a/b and --out-scale");
     if (c.in->kind != FormatKind::binary_float || c.in->bits > 16 || (c.in_b && c.in_b->bits > 16))
       throw InputError(fmt::format("scaled GEMM: --in {} is not a narrow float operand format (fp8, fp6, fp4, bf16, "
@@ -221,6 +305,7 @@ void append_quant_claim(std::string& text, const QuantClaim& q) {
     if (q.scale_block_b) b += fmt::format(",{}x{}", q.scale_block_b->rows, q.scale_block_b->k);
     append_claim_option(text, "--scale-block", b);
   }
+  if (q.scale_format) append_claim_option(text, "--scale-format", q.scale_format->name);
   if (q.promote_every) append_claim_option(text, "--promote-every", fmt::format("{}", *q.promote_every));
 }
 

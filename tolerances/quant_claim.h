@@ -3,7 +3,10 @@
 //   --zero-point-a Z --zero-point-b Z --out-scale S|S0,S1,...|FILE --out-zero-point Z
 //   --requant-rounding rne|rna|rtz|rup|rdn --saturate --requant-fixed-point
 // and of a scaled float GEMM (FP8/FP6/FP4/BF16 operands with block scales):
-//   --scale-a S|FILE --scale-b S|FILE --scale-block RxK[,RxK] --promote-every N
+//   --scale-a S|FILE --scale-b S|FILE --scale-block RxK[,RxK] --scale-format fp32|e8m0|fp8_e4m3
+//   --promote-every N
+// or --profile NAME of a scaled-gemm profile (numerics/profile.h, BlockScaling), which stands for
+// --scale-block, --scale-format, --promote-every and the partial sums' arithmetic.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +39,12 @@ struct QuantClaim {
   std::optional<ScaleBlock> scale_block_a;     ///< --scale-block (A's, or both); absent: per tensor
   std::optional<ScaleBlock> scale_block_b;     ///< B's when --scale-block gives two
   std::optional<std::int64_t> promote_every;   ///< --promote-every: partial sums promoted to fp32 every N products
+  /// --scale-format: every scale must be a value of it (fp32, e8m0 or fp8_e4m3); absent: any
+  /// positive finite number.
+  const FormatSpec* scale_format = nullptr;
+  /// Set by resolve_scaled_profile only: "profile NAME (vN)" and the claim options it stands
+  /// for, for messages and the printed claim (empty for an explicit claim).
+  std::string recipe, recipe_claim;
 
   /// Whether any integer-GEMM option was given.
   bool any() const {
@@ -44,7 +53,8 @@ struct QuantClaim {
   }
   /// Whether any scaled-GEMM option was given.
   bool scaled() const {
-    return !scale_a_text.empty() || !scale_b_text.empty() || scale_block_a || promote_every.has_value();
+    return !scale_a_text.empty() || !scale_b_text.empty() || scale_block_a || promote_every.has_value() ||
+           scale_format != nullptr;
   }
   /// Whether --out-scale names a file whose values the caller has not read yet.
   bool scale_file_pending() const { return !out_scale_text.empty() && out_scale.empty(); }

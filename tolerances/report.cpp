@@ -205,6 +205,17 @@ std::string ToleranceResult::text() const {
     out += '\n';
   };
   line(fmt::format("numfid tol {}: K = {}, {}; order: {}", op, k, claim_text, order));
+  if (exact) {  // an integer GEMM: one rounding at most (the requantisation's), fixed by the claim
+    line(fmt::format("exact: the accumulator is the same in every order and the output is its one requantisation "
+                     "into {}: the output is bit-exact or a defect",
+                     output->name));
+    line("derivation:");
+    for (const std::string& d : b.derivation) line(fmt::format("  {}", d));
+    line("equivalent tolerances for torch.testing.assert_close / numpy.allclose: none apply (an exact claim has no "
+         "rounding freedom; any rtol/atol > 0 would pass defects): compare bit for bit (torch.equal, "
+         "numpy.array_equal) or check it: numfid check");
+    return out;
+  }
   line(fmt::format("|computed - exact| <= C · Σ|terms| + A, then the output rounding ({} ulp of {} at the result):",
                    output_rounding_half ? "1/2" : "1", output->name));
   line(fmt::format("  deterministic (every order the claim allows): C = {:.6g}, A = {:.3g}", b.deterministic, b.absolute));

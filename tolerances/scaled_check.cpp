@@ -11,6 +11,7 @@
 
 #include "formats/convert.h"
 #include "formats/error.h"
+#include "formats/exact.h"
 #include "formats/platform.h"
 #include "numerics/profile.h"
 #include "numerics/scaled_gemm.h"
@@ -52,7 +53,7 @@ Scaled scaled_of(const ClaimSpec& c, std::int64_t M, std::int64_t K, std::int64_
   s.sa = q.scale_a.empty() ? std::vector<double>{1.0} : q.scale_a;
   s.sb = q.scale_b.empty() ? std::vector<double>{1.0} : q.scale_b;
   if (!values && (q.scale_block_a || q.operand_scales_pending())) {
-    s.sa = s.sb = {1.5};
+    s.sa = s.sb = {q.scale_format == &e8m0 ? 1.0 : 1.5};  // E8M0 scales are powers of two whatever their values
     s.values_known = false;
   }
   const ScaleBlock whole_a{std::max<std::int64_t>(M, 1), std::max<std::int64_t>(K, 1)};
@@ -72,9 +73,20 @@ Scaled scaled_of(const ClaimSpec& c, std::int64_t M, std::int64_t K, std::int64_
     for (const double x : v)
       if (!(x > 0) || !std::isfinite(x)) throw InputError(fmt::format("{} {}: the scale {} is not positive and finite", opt, text, x));
   };
+  // A scale format (--scale-format, or a profile's scale_format): every scale one of its values.
+  const auto check_format = [&q](const char* opt, const std::string& text, const std::vector<double>& v) {
+    for (std::size_t i = 0; i < v.size() && q.scale_format; ++i)
+      if (!exactly(*q.scale_format, v[i]))
+        throw InputError(fmt::format("{} {}: scale {} = {} ({:a}) is not an {} value ({})", opt,
+                                     text.empty() ? "1" : text, i, v[i], v[i], q.scale_format->name,
+                                     q.recipe.empty() ? fmt::format("--scale-format {}", q.scale_format->name)
+                                                      : fmt::format("the scale_format of {}", q.recipe)));
+  };
   if (values) {
     check_count("--scale-a", q.scale_a_text, s.sa, s.ba, M, K, "A ({} x {})");
     check_count("--scale-b", q.scale_b_text, s.sb, s.bb, N, K, "B (N x K = {} x {})");
+    check_format("--scale-a", q.scale_a_text, s.sa);
+    check_format("--scale-b", q.scale_b_text, s.sb);
   }
   for (const double x : s.sa) s.pow2 = s.pow2 && power_of_two(x);
   for (const double x : s.sb) s.pow2 = s.pow2 && power_of_two(x);
@@ -118,8 +130,8 @@ ScaledGemmModel model_of(const Scaled& s, const ClaimSpec& claim) {
 
 std::string layout_text(const Scaled& s) {
   if (!s.values_known)
-    return fmt::format("scale blocks A {}x{}, B {}x{} (values not read: counted as not powers of two)", s.ba.rows,
-                       s.ba.k, s.bb.rows, s.bb.k);
+    return fmt::format("scale blocks A {}x{}, B {}x{} (values not read: {})", s.ba.rows, s.ba.k, s.bb.rows, s.bb.k,
+                       s.pow2 ? "E8M0, powers of two" : "counted as not powers of two");
   return fmt::format("scales A {}x{} ({} values), B {}x{} ({} values){}", s.ba.rows, s.ba.k, s.sa.size(), s.bb.rows,
                      s.bb.k, s.sb.size(), s.pow2 ? ", all powers of two" : "");
 }
@@ -239,9 +251,15 @@ void scale_signatures(Verdict& v, const Scaled& s, const ClaimSpec& claim, const
 
 }  // namespace
 
-CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& claim,
+/// "; profile NAME (vN) = OPTIONS" after a claim resolved from a scaled-gemm profile.
+std::string recipe_suffix(const QuantClaim& q) {
+  return q.recipe.empty() ? std::string() : fmt::format("; {} = {}", q.recipe, q.recipe_claim);
+}
+
+CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& stated,
                               const MatmulCheckOptions& opt) {
   const FpEnvGuard env;
+  const ClaimSpec claim = resolve_scaled_profile(stated);
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
   expect_format(C, *claim.out, "C");
@@ -291,7 +309,8 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
   setup.order = fmt::format("partials of {} in {}, promoted to fp32", s.chunk, s.inner);
   CheckResult r = finish("matmul", setup, claim, std::move(b), std::move(v), true);
   r.claim_text = fmt::format("scaled GEMM, in {}, {}, {}; out {} {}", A.format->name, layout_text(s), setup.order,
-                             out.name, rounding_name(claim.output_rounding()));
+                             out.name, rounding_name(claim.output_rounding())) +
+                  recipe_suffix(claim.quant);
   if (opt.predict && d.m * d.n * d.k <= (std::int64_t{1} << 24)) {
     TensorData predicted = emulate_scaled_gemm(A, B, opt.addend, claim);
     std::int64_t same = 0;
@@ -309,7 +328,8 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
 }
 
 TensorData emulate_scaled_gemm(const TensorData& A, const TensorData& B, const std::optional<TensorData>& C,
-                               const ClaimSpec& claim) {
+                               const ClaimSpec& stated) {
+  const ClaimSpec claim = resolve_scaled_profile(stated);
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
   const ShapeRef cs = C ? shape_of(*C) : ShapeRef{};
@@ -330,7 +350,8 @@ TensorData emulate_scaled_gemm(const TensorData& A, const TensorData& B, const s
   return t;
 }
 
-ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim) {
+ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& stated) {
+  const ClaimSpec claim = resolve_scaled_profile(stated);
   if (op != "matmul") throw InputError("tol: scaled GEMM claims are for matmul");
   if (k <= 0) throw InputError("--k: the reduction length K must be a positive integer");
   // The bound depends on K, the blocks' K extents and whether the scales are powers of two,
@@ -340,7 +361,8 @@ ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const Clai
   ToleranceResult t;
   t.op = std::string(op);
   t.k = k;
-  t.claim_text = fmt::format("scaled GEMM, in {}, partials of {} in {}", claim.in->name, s.chunk, s.inner);
+  t.claim_text = fmt::format("scaled GEMM, in {}, partials of {} in {}", claim.in->name, s.chunk, s.inner) +
+                 recipe_suffix(claim.quant);
   t.order = "partials in any order, promoted in order";
   t.output = claim.out;
   t.output_rounding_half = claim.output_rounding() == Rounding::rne || claim.output_rounding() == Rounding::rna;
@@ -362,12 +384,14 @@ ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const Clai
   return t;
 }
 
-std::string scaled_emulation_description(const ClaimSpec& claim) {
+std::string scaled_emulation_description(const ClaimSpec& stated) {
+  const ClaimSpec claim = resolve_scaled_profile(stated);
   const auto& q = claim.quant;
   return fmt::format("scaled GEMM: partials of {} products{} promoted to fp32 per scale block",
                      q.promote_every ? fmt::format("{}", *q.promote_every) : std::string("a scale block's"),
                      claim.profile ? fmt::format(" on profile {}", claim.profile_name)
-                                   : fmt::format(" in {}", claim.acc->name));
+                                   : fmt::format(" in {}", claim.acc->name)) +
+         recipe_suffix(q);
 }
 
 // ------------------------------------------------------------------- dispatch

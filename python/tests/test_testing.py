@@ -54,6 +54,12 @@ def test_profiles_and_formats():
     trn2 = next(p for p in numfid.profiles() if p["name"] == "trn2")
     assert trn2["model"] == "tensor-engine" and trn2["fields"]
     assert {"section", "key", "value", "provenance", "source"} <= set(trn2["fields"][0])
+    # Scaled-gemm recipes list as such, their block_scaling fields with provenance.
+    mx = next(p for p in numfid.profiles() if p["name"] == "trn3-mx")
+    assert mx["model"] == "scaled-gemm"
+    scaling = {f["key"]: f for f in mx["fields"] if f["section"] == "block_scaling"}
+    assert scaling["scale_block"]["value"] == "1x32" and scaling["scale_format"]["value"] == "e8m0"
+    assert scaling["partial_sums"]["provenance"] == "assumed" and scaling["partial_sums"]["source"]
     assert numfid.formats()[:3] == ["fp32", "fp16", "bf16"]
 
 

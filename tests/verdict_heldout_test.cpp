@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -45,6 +46,11 @@ void judge(HeldOut& h, const Slice& s, const Oracle& o, const MatmulCalibration&
   t.probable += defect && r.verdict.probable;
   t.suspicious += r.verdict.kind == TensorKind::suspicious;
   t.torch_caught += !torch_close(out, c, ref);
+  if (std::getenv("HELDOUT_DEBUG") && (legal ? r.verdict.kind != TensorKind::consistent : !defect))
+    fmt::print("DBG {} {} -> {} ({}): {} — {}\n", legal ? "legal" : "MISS", s.name(), out.name, kind,
+               kind_name(r.verdict.kind), r.verdict.reason.substr(0, 400));
+  if (std::getenv("HELDOUT_DEBUG") && !legal && defect && r.verdict.probable)
+    fmt::print("DBGCAUGHT {} -> {} ({}): {}\n", s.name(), out.name, kind, r.verdict.reason.substr(0, 300));
   if (legal && defect) h.false_alarms.push_back(fmt::format("{} -> {} ({}): {}", s.name(), out.name, kind, r.verdict.reason));
 }
 

@@ -256,9 +256,10 @@ constexpr double kRoundingVariance = 0.125;
 /// Rule (b), the calibrated lean (§4.1): T = Σ w_e X_e / Σ w_e, X_e = sign(c_e)·(o_e − c_e) in
 /// output ulps = the reduction error (a martingale of the roundings δ_v·y_v, |δ_v·y_v| <= u·B,
 /// Σ (u·B)² <= R_e²) plus the output rounding error (|ρ| <= ½, variance <= 1/8), w_e = 1/v_e,
-/// v_e = (R_e/ulp)² + 1/8. Freedman's inequality (Ann. Probab. 3(1), 1975) for a martingale of
-/// increments at most b and predictable variance at most V = 1/Σw: P(|T| − shift >= t) <=
-/// 2·exp(−t²/(2(V + b·t/3))), b = max_e w_e·max(½, R_e/ulp)/Σw; shift = the weighted underflow
+/// v_e = (R_e/ulp)² + k²/8 (k = the output spacing at |c_e| + r_e over the one at |c_e|: 1 unless
+/// the radius reaches the next binade). Freedman's inequality (Ann. Probab. 3(1), 1975) for a
+/// martingale of increments at most b and predictable variance at most V = 1/Σw: P(|T| − shift
+/// >= t) <= 2·exp(−t²/(2(V + b·t/3))), b = max_e w_e·max(k/2, R_e/ulp)/Σw; shift = the weighted underflow
 /// allowance η_total/ulp (not mean zero). `value(i)` gives element i's output.
 template <class Value>
 Finding lean(const MatmulCalibration& cal, const FormatSpec& out, Value value) {
@@ -268,10 +269,13 @@ Finding lean(const MatmulCalibration& cal, const FormatSpec& out, Value value) {
     const double o = value(i), c = cal.center[i];
     if (!std::isfinite(o) || c == 0) continue;
     const double ulp = ulp_at(out, std::fabs(c));
+    // The output spacing where the accumulator's result can be (within the radius), in ulps at
+    // c: 1, or 2 (4, ...) where the radius reaches a higher binade.
+    const double k = ulp_at(out, std::fabs(c) + cal.radius[i]) / ulp;
     const double x = std::copysign(1.0, c) * (o - c) / ulp;
-    const double w = 1 / ((cal.spread[i] / ulp) * (cal.spread[i] / ulp) + kRoundingVariance);
+    const double w = 1 / ((cal.spread[i] / ulp) * (cal.spread[i] / ulp) + k * k * kRoundingVariance);
     sw += w, swx += w * x, swa += w * cal.absolute / ulp;
-    wb = std::max(wb, w * std::max(0.5, cal.spread[i] / ulp));
+    wb = std::max(wb, w * std::max(0.5 * k, cal.spread[i] / ulp));
     ++n;
   }
   if (n == 0 || sw == 0) return {};
@@ -380,8 +384,10 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
   const double alpha = 1e-9;
   const double tighter = [&] {
     double s = 0;
-    for (std::size_t i = 0; i < cal.radius.size(); ++i) s += cal.radius[i] / cal.radius_hm[i];
-    return s / static_cast<double>(cal.radius.size());
+    std::int64_t n = 0;
+    for (std::size_t i = 0; i < cal.radius.size(); ++i)
+      if (cal.radius_hm[i] > 0 && std::isfinite(cal.radius_hm[i])) s += cal.radius[i] / cal.radius_hm[i], ++n;
+    return n > 0 ? s / static_cast<double>(n) : 1.0;
   }();
   const std::string model = fmt::format(
       "the model holds on these operands: {} legal orders emulated on the sample stay within {:.3g} of the radius "

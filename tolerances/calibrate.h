@@ -47,7 +47,9 @@ inline constexpr std::int64_t kCalibrationBudget = std::int64_t{1} << 25;
 /// numpy, two random permutations, increasing and decreasing |term|) on at most
 /// `max_elements` evenly spaced elements of `ref` (fewer if the budget above is exceeded),
 /// with the claim's accumulator, rounding and input cast, through the plan evaluator
-/// (numerics/plan.h `reduce`). Applies only to round-to-nearest accumulation without a profile.
+/// (numerics/plan.h `reduce`), and derives each sampled element's radius over every order from
+/// its sorted terms (`spread`, `radius`). Applies only to round-to-nearest accumulation without
+/// a profile.
 MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& claim, std::int64_t max_elements = 256);
 
 /// The probable-defect rules on the sampled elements of output `c` (docs/verdict.md §4.1):

@@ -4,7 +4,8 @@
 // cast, double rounding through fp16, and operands truncated (not rounded) to bf16 under a
 // `--cast bf16` claim — next to the legal outputs of the same operands (every order of the
 // corpus, OpenBLAS, constant products). Asserts zero false alarms and no fewer caught than
-// measured (52 of 69; the target, 90%, is not reached: docs/verdict.md §6.8), and prints the per-kind table of the doc.
+// measured (60 of 69, 87%; the target, 90%, is not reached: docs/verdict.md §6.8 says
+// which misses no sound rule can catch under an any-order claim), and prints the per-kind table of the doc.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -122,10 +123,12 @@ TEST(VerdictHeldOut, ProbableDefectsCaughtWithoutFalseAlarms) {
   for (const std::string& f : h.false_alarms) ADD_FAILURE() << "FALSE ALARM: " << f;
   int cases = 0, caught = 0;
   for (const auto& [k, t] : h.defect) cases += t.cases, caught += t.caught();
-  // The target is 90%; the rules of docs/verdict.md §4.1-4.2 reach 52 of 69 (75%) here,
-  // the misses being defects inside the model's radius (double rounding, fp16 output
-  // truncation at K = 8192, cancelling data): see §6.8. A regression below that fails.
-  EXPECT_GE(caught, 52) << caught << " of " << cases << " held-out probable defects caught";
+  // The target is 90%; the rules of docs/verdict.md §4.1-4.2 reach 60 of 69 (87%) here
+  // (52 before the partial-sum radius, the lean, the narrow-grid and the extreme-element rules).
+  // The misses: outputs equal (or nearly) to the correctly rounded result, double rounding into
+  // bf16, and defects in cancelling data whose deviation the worst legal order (positive terms
+  // first) reaches on the same operands: see §6.8. A regression below that fails.
+  EXPECT_GE(caught, 60) << caught << " of " << cases << " held-out probable defects caught";
   fmt::print("{} of {} held-out probable defects caught ({:.0f}%)\n", caught, cases, 100.0 * caught / cases);
 }
 

@@ -3,6 +3,9 @@
 #include "tolerances/calibrate.h"
 
 #include <algorithm>
+#include <bit>
+#include <climits>
+#include <functional>
 #include <cmath>
 #include <random>
 
@@ -29,6 +32,53 @@ std::vector<Bits> cast_all(const TensorData& t, const FormatSpec& to, Rounding r
   std::vector<Bits> v(t.values.size());
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = convert(*t.format, to, t.values[i], o).bits;
   return v;
+}
+
+/// R = u·√(Σ_v B(s_v)²) bounded over every binary summation tree of `terms` (docs/verdict.md
+/// §4.1): the error of a tree is Σ_v δ_v·y_v over its additions v (y_v the unrounded sum there,
+/// |δ_v| <= u), and |y_v| <= B(s) = M_s + γ_(s−1+extra)·Σ|t| for an addition of s terms, M_s =
+/// the larger of the s largest positive and the s largest |negative| terms' sums (an exact
+/// subset sum of s terms) plus the deterministic error of its two operands. A tree of m leaves
+/// has at most m − s + 1 additions of s or more terms, as the sequential one has, so with B
+/// non-decreasing Σ_v B(s_v)² <= Σ_(j=2..m) B(j)². Leaves rounded on entry (`extra`) add Σ t².
+double tree_spread(const std::vector<Term>& terms, double abs_sum, double u, int extra, std::vector<double>& pos,
+                   std::vector<double>& neg, double& largest) {
+  pos.clear();
+  neg.clear();
+  double leaves = 0;
+  for (const Term& t : terms) {
+    if (t.cls != FpClass::normal) continue;
+    const double x = magnitude(t);
+    (t.value.negative ? neg : pos).push_back(x);
+    leaves += x * x;
+  }
+  std::sort(pos.begin(), pos.end(), std::greater<>());
+  std::sort(neg.begin(), neg.end(), std::greater<>());
+  const std::size_t m = terms.size();
+  double sum = extra ? leaves : 0, p = 0, q = 0;
+  largest = pos.empty() && neg.empty() ? 0 : std::max(pos.empty() ? 0 : pos[0], neg.empty() ? 0 : neg[0]);
+  for (std::size_t j = 1; j <= m; ++j) {
+    if (j <= pos.size()) p += pos[j - 1];
+    if (j <= neg.size()) q += neg[j - 1];
+    if (j < 2) continue;
+    const double bj = std::max(p, q) + gamma_n(static_cast<double>(j - 1 + static_cast<std::size_t>(extra)), u) * abs_sum;
+    sum += bj * bj;
+    largest = bj;
+  }
+  // Sums of doubles: each step errs by at most 2^-52 relatively; m steps.
+  return u * std::sqrt(sum) * (1 + static_cast<double>(m + 2) * 0x1p-52);
+}
+
+/// 2^f, f the lowest set bit of any finite non-zero term (+inf when there is none).
+double lattice(const std::vector<Term>& terms) {
+  int f = INT_MAX;
+  for (const Term& t : terms)
+    if (t.cls == FpClass::normal && t.value.significand != 0) {
+      const auto lo = static_cast<std::uint64_t>(t.value.significand);
+      const int tz = lo != 0 ? std::countr_zero(lo) : 64 + std::countr_zero(static_cast<std::uint64_t>(t.value.significand >> 64));
+      f = std::min(f, t.value.exponent + tz);
+    }
+  return f == INT_MAX ? INFINITY : std::ldexp(1.0, f);
 }
 
 MatmulCalibration not_applicable(std::string why) {
@@ -71,6 +121,16 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& 
 
   std::vector<ReductionPlan> plans;
   MatmulCalibration cal;
+  // The radius over every summation tree (§4.1): one Azuma–Hoeffding tail for the whole sum,
+  // λ = √(2 ln(2/(1 − C))); an extra rounding on every leaf when a product does not fit the
+  // accumulator or products are rounded; every rounding of the tree (m − 1 additions, + m
+  // leaves) may add η in the subnormal range.
+  const std::int64_t m_terms = b.terms;
+  const int extra = b.roundings > (s.claim.roundings_per_term ? *s.claim.roundings_per_term : m_terms - 1) ? 1 : 0;
+  cal.lambda = std::sqrt(2 * std::log(2 / (1 - claim.confidence)));
+  cal.absolute = static_cast<double>(m_terms - 1 + extra * m_terms) *
+                 output_rounding_error(*claim.acc, claim.acc_rounding, 0);
+  std::vector<double> pos, neg;
   if (claim.plan) {
     plans.push_back(*claim.plan);
   } else {
@@ -123,11 +183,19 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& 
       if (has_addend) terms.pop_back();
       continue;
     }
-    const double radius = b.probabilistic * exact.abs_sum_upper() + b.absolute;
+    const double abs_sum = exact.abs_sum_upper();
+    double largest = 0;  // B(m): no partial sum of any order exceeds it
+    const double spread = tree_spread(terms, abs_sum, b.u_acc, extra, pos, neg, largest);
+    const double radius = cal.lambda * spread + cal.absolute;
     const std::size_t si = cal.sample.size();
     cal.sample.push_back(e);
     cal.center.push_back(center);
     cal.radius.push_back(radius);
+    cal.spread.push_back(spread);
+    cal.radius_hm.push_back(b.probabilistic * abs_sum + b.absolute);
+    // The final addition of any order of m >= 3 terms has a rounded operand, a multiple of its
+    // own spacing, at most the accumulator's spacing at B(m); the terms are multiples of 2^f.
+    cal.lattice.push_back(std::max(lattice(terms), ulp_at(*claim.acc, largest)));
     std::int64_t f = 0;
     auto record = [&](Bits v) {
       const double x = to_double(*claim.acc, v);
@@ -164,12 +232,174 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& 
   return cal;
 }
 
+namespace {
+
+/// A probable defect found by one rule: its false-alarm probability and the evidence line.
+struct Finding {
+  double p = 1;
+  std::string evidence;
+};
+
+/// `x` (an accumulator value) rounded into the output under the claim's output rounding.
+double round_out(const FormatSpec& out, Rounding r, double x) {
+  RoundOptions o;
+  o.rounding = r;
+  return to_double(out, convert_double(out, x, o).bits);
+}
+
+/// Variance, in output ulps², of a round-to-nearest output rounding error ρ = RN(y) − y given
+/// the reduction error, under assumption A (§4.1: y uniform over the multiples of its lattice
+/// spacing L modulo twice the output spacing): 0 when L >= ulp, else the discrete uniform law on
+/// [−½, ½] with half-weight ties at ±½, variance 1/12 + (L/ulp)²/6 <= 1/8 (at L = ulp/2).
+constexpr double kRoundingVariance = 0.125;
+
+/// Rule (b), the calibrated lean (§4.1): T = Σ w_e X_e / Σ w_e, X_e = sign(c_e)·(o_e − c_e) in
+/// output ulps = the reduction error (a martingale of the roundings δ_v·y_v, |δ_v·y_v| <= u·B,
+/// Σ (u·B)² <= R_e²) plus the output rounding error (|ρ| <= ½, variance <= 1/8), w_e = 1/v_e,
+/// v_e = (R_e/ulp)² + k²/8 (k = the output spacing at |c_e| + r_e over the one at |c_e|: 1 unless
+/// the radius reaches the next binade). Freedman's inequality (Ann. Probab. 3(1), 1975) for a
+/// martingale of increments at most b and predictable variance at most V = 1/Σw: P(|T| − shift
+/// >= t) <= 2·exp(−t²/(2(V + b·t/3))), b = max_e w_e·max(k/2, R_e/ulp)/Σw; shift = the weighted underflow
+/// allowance η_total/ulp (not mean zero). `value(i)` gives element i's output.
+template <class Value>
+Finding lean(const MatmulCalibration& cal, const FormatSpec& out, Value value) {
+  double sw = 0, swx = 0, swa = 0, wb = 0;
+  std::int64_t n = 0;
+  for (std::size_t i = 0; i < cal.sample.size(); ++i) {
+    const double o = value(i), c = cal.center[i];
+    if (!std::isfinite(o) || c == 0) continue;
+    const double ulp = ulp_at(out, std::fabs(c));
+    // The output spacing where the accumulator's result can be (within the radius), in ulps at
+    // c: 1, or 2 (4, ...) where the radius reaches a higher binade.
+    const double k = ulp_at(out, std::fabs(c) + cal.radius[i]) / ulp;
+    const double x = std::copysign(1.0, c) * (o - c) / ulp;
+    const double w = 1 / ((cal.spread[i] / ulp) * (cal.spread[i] / ulp) + k * k * kRoundingVariance);
+    sw += w, swx += w * x, swa += w * cal.absolute / ulp;
+    wb = std::max(wb, w * std::max(0.5 * k, cal.spread[i] / ulp));
+    ++n;
+  }
+  if (n == 0 || sw == 0) return {};
+  const double t = swx / sw, excess = std::fabs(t) - swa / sw, V = 1 / sw, b = wb / sw;
+  if (!(excess > 0)) return {};
+  Finding f;
+  f.p = std::min(1.0, 2 * std::exp(-excess * excess / (2 * (V + b * excess / 3))));
+  f.evidence = fmt::format("the outputs lean {} the exact results by {:+.3f} output ulps (weighted mean over {} sampled "
+                           "elements) where the reduction and output-rounding errors the claim allows have standard "
+                           "deviation at most {:.3g}: Freedman's tail 2·exp(−t²/(2(V + b·t/3))) = {:.3g}",
+                           t < 0 ? "toward zero from" : "away from zero from", t, n, std::sqrt(V), f.p);
+  return f;
+}
+
+/// Significant bits of a finite non-zero double (leading to last set bit).
+int significant_bits(double x) {
+  int e = 0;
+  const auto i = static_cast<std::uint64_t>(std::ldexp(std::frexp(std::fabs(x), &e), 53));
+  return 53 - std::countr_zero(i);
+}
+
+/// P(at least k successes) of independent trials with success probabilities `q` (the
+/// Poisson-binomial tail, by the exact recurrence over trials).
+double poisson_binomial_tail(const std::vector<double>& q, std::int64_t k) {
+  if (k <= 0) return 1;
+  std::vector<double> p(q.size() + 1, 0.0);  // p[j] = P(j successes so far)
+  p[0] = 1;
+  for (std::size_t i = 0; i < q.size(); ++i)
+    for (std::size_t j = i + 1; j > 0; --j) p[j] = p[j] * (1 - q[i]) + p[j - 1] * q[i];
+  for (std::size_t i = 0; i < q.size(); ++i) p[0] *= 1 - q[i];
+  double tail = 0;
+  for (auto j = static_cast<std::size_t>(k); j < p.size(); ++j) tail += p[j];
+  return std::min(1.0, tail);
+}
+
+/// Rule (c), the narrow grid (§4.1): outputs holding at most p significant bits (bf16's 8,
+/// fp16's 11) where the output format has p_out > p. Under assumption A a legal result lands
+/// on that grid with probability at most q_e = max(1.5, L_e/ulp)·2^-(p_out − p), L_e the
+/// element's lattice (`MatmulCalibration::lattice`), ulp the output spacing at |c_e| − r_e.
+Finding narrow_grid(const MatmulCalibration& cal, const TensorData& c, const FormatSpec& out, Rounding orr,
+                    double alpha) {
+  std::vector<int> grids;
+  for (const int p : {8, 11})
+    if (p < out.precision) grids.push_back(p);
+  Finding best;
+  for (const int p : grids) {
+    auto on_grid = [&](double x) {
+      return std::isfinite(x) && x != 0 && std::fabs(x) >= min_normal(out) && significant_bits(x) <= p;
+    };
+    std::vector<double> q_hit;
+    std::vector<std::size_t> used;
+    std::int64_t arranged = 0, hits = 0;
+    for (std::size_t i = 0; i < cal.sample.size(); ++i) {
+      const double o = to_double(out, c.values[static_cast<std::size_t>(cal.sample[i])]);
+      if (!std::isfinite(o)) continue;
+      const double ctr = cal.center[i];
+      const double ulp = ulp_at(out, std::max(0.0, std::fabs(ctr) - cal.radius[i]));
+      const double q = std::max(1.5, cal.lattice[i] / ulp) * std::ldexp(1.0, p - out.precision);
+      // An exact result on the grid (small integers, equal products) is structure, not chance:
+      // the element is left out, and the others are judged given that theirs is not.
+      if (q >= 0.5 || on_grid(round_out(out, orr, ctr))) {
+        ++arranged;
+        continue;
+      }
+      q_hit.push_back(q / (1 - q));
+      used.push_back(i);
+      hits += on_grid(o);
+    }
+    if (hits == 0) continue;
+    // Assumption A on these data: every emulated legal order, judged by the same rule, must
+    // pass it; one that would not means the data put legal results on the grid.
+    bool legal_hits = false;
+    for (std::size_t f = 0; f < cal.legal.size() && !legal_hits; ++f) {
+      std::int64_t h = 0;
+      for (const std::size_t i : used) h += on_grid(round_out(out, orr, cal.legal[f][i]));
+      legal_hits = h > 0 && static_cast<double>(grids.size()) * poisson_binomial_tail(q_hit, h) <= alpha;
+    }
+    if (legal_hits) continue;
+    const double pv = std::min(1.0, static_cast<double>(grids.size()) * poisson_binomial_tail(q_hit, hits));
+    if (pv < best.p) {
+      const double qmax = *std::max_element(q_hit.begin(), q_hit.end());
+      best.p = pv;
+      best.evidence = fmt::format(
+          "{} of {} sampled elements hold at most {} significant bits ({} grid) where the {}-bit output format and the "
+          "exact results do not, nor do {} emulated legal orders beyond chance; a legal result lands there with "
+          "probability at most {:.3g} each (max(1.5, lattice/ulp)·2^-{}, assumption A): P(>= {}) × {} grid{} = {:.3g}{}",
+          hits, q_hit.size(), p, p == 8 ? "bf16's" : "fp16's", out.precision, cal.orders.size(), qmax,
+          out.precision - p, hits, grids.size(), grids.size() > 1 ? "s" : "", pv,
+          arranged > 0 ? fmt::format(" ({} elements left out: exact result on the grid, or partial sums on a lattice "
+                                     "too coarse to tell)",
+                                     arranged)
+                       : "");
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const TensorData& c, const ClaimSpec& claim) {
   Verdict& v = r.verdict;
   if (!cal.applies || (v.kind == TensorKind::defect && !v.probable)) return;
   const FormatSpec& out = *claim.out;
   const Rounding orr = claim.output_rounding();
   const bool nearest = orr == Rounding::rne || orr == Rounding::rna;
+  const double alpha = 1e-9;
+  const double tighter = [&] {
+    double s = 0;
+    std::int64_t n = 0;
+    for (std::size_t i = 0; i < cal.radius.size(); ++i)
+      if (cal.radius_hm[i] > 0 && std::isfinite(cal.radius_hm[i])) s += cal.radius[i] / cal.radius_hm[i], ++n;
+    return n > 0 ? s / static_cast<double>(n) : 1.0;
+  }();
+  const std::string model = fmt::format(
+      "the model holds on these operands: {} legal orders emulated on the sample stay within {:.3g} of the radius "
+      "(λ = {:.3g}, partial-sum bound over every order, on average {:.2f}× the Higham–Mary radius)",
+      cal.orders.size(), cal.rho, cal.lambda, tighter);
+  auto set_probable = [&](const Finding& f, const std::string& why) {
+    v.kind = TensorKind::defect;
+    v.probable = true;
+    v.false_alarm_probability = f.p;
+    v.reason = why;
+  };
+  // (a) Elements outside the radius.
   std::int64_t outside = 0, judged = 0;
   for (std::size_t i = 0; i < cal.sample.size(); ++i) {
     const double o = to_double(out, c.values[static_cast<std::size_t>(cal.sample[i])]);
@@ -182,32 +412,74 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
     if (std::fabs(o - cal.center[i]) > cal.radius[i] + h + slack) ++outside;
   }
   const double p_exceed = 1 - r.bound.confidence;
-  const double alpha = 1e-9;
   const std::int64_t threshold = binomial_threshold(judged, p_exceed, alpha);
-  if (outside == 0 || outside < threshold) return;
-  const double p = binomial_tail(judged, p_exceed, outside);
-  const std::string evidence = fmt::format(
-      "{} of {} sampled elements lie outside the probabilistic bound about the exact result{} (confidence {} each); "
-      "chance explains at most {} at false-alarm probability {:g} (P = {:.3g})",
-      outside, judged, claim.cast ? " of the cast operands" : "", r.bound.confidence, threshold - 1, alpha, p);
-  if (cal.rho <= 1) {
-    if (v.kind == TensorKind::defect) return;  // already probable by the bias rule
-    v.kind = TensorKind::defect;
-    v.probable = true;
-    v.false_alarm_probability = p;
-    v.reason = fmt::format("{}; the model holds on these operands: {} legal orders emulated on the sample stay within "
-                           "{:.3g} of the bound",
-                           evidence, cal.orders.size(), cal.rho);
-  } else if (v.kind == TensorKind::consistent) {
-    v.kind = TensorKind::suspicious;
-    v.reason = fmt::format("{}; but the legal orders emulated on these operands leave the bound themselves ({}: {:.3g}× "
-                           "it): structured data break the model of independent errors, so this is evidence, not proof",
-                           evidence, cal.rho_where, cal.rho);
-  } else if (v.kind == TensorKind::suspicious) {
-    v.reason += fmt::format("; the legal orders emulated on these operands leave the probabilistic bound themselves ({}: "
-                            "{:.3g}× it): the data break the model, no probable verdict",
-                            cal.rho_where, cal.rho);
+  if (outside > 0 && outside >= threshold) {
+    const double p = binomial_tail(judged, p_exceed, outside);
+    const std::string evidence = fmt::format(
+        "{} of {} sampled elements lie outside the probabilistic radius about the exact result{} (confidence {} each); "
+        "chance explains at most {} at false-alarm probability {:g} (P = {:.3g})",
+        outside, judged, claim.cast ? " of the cast operands" : "", r.bound.confidence, threshold - 1, alpha, p);
+    if (cal.rho <= 1) {
+      if (v.kind == TensorKind::defect) return;  // already probable by the bias rule
+      set_probable({p, evidence}, fmt::format("{}; {}", evidence, model));
+      return;
+    }
+    if (v.kind == TensorKind::consistent) {
+      v.kind = TensorKind::suspicious;
+      v.reason = fmt::format("{}; but the legal orders emulated on these operands leave the radius themselves ({}: "
+                             "{:.3g}× it): structured data break the model of independent errors, so this is evidence, "
+                             "not proof",
+                             evidence, cal.rho_where, cal.rho);
+    } else if (v.kind == TensorKind::suspicious) {
+      v.reason += fmt::format("; the legal orders emulated on these operands leave the probabilistic radius themselves "
+                              "({}: {:.3g}× it): the data break the model, no probable verdict",
+                              cal.rho_where, cal.rho);
+    }
   }
+  if (v.kind == TensorKind::defect) return;
+  // (d) The most extreme element: its accumulator result is at least e·R_e from the centre,
+  // which one element of S reaches by chance with probability <= S·2·exp(−e²/2) (Azuma).
+  if (cal.rho <= 1) {
+    double e_max = 0;
+    std::size_t where = 0;
+    for (std::size_t i = 0; i < cal.sample.size(); ++i) {
+      const double o = to_double(out, c.values[static_cast<std::size_t>(cal.sample[i])]);
+      if (!std::isfinite(o) || !(cal.spread[i] > 0)) continue;
+      const double h = (nearest ? 0.5 : 1.0) * ulp_at(out, std::fabs(o));
+      const double slack = std::fabs(cal.center[i]) * 0x1p-50;
+      const double e = (std::fabs(o - cal.center[i]) - h - slack - cal.absolute) / cal.spread[i];
+      if (e > e_max) e_max = e, where = i;
+    }
+    const double p = std::min(1.0, 2 * static_cast<double>(judged) * std::exp(-e_max * e_max / 2));
+    if (p <= alpha) {
+      set_probable({p, ""},
+                   fmt::format("sampled element {} lies {:.3g} sub-Gaussian scales R = u·√(Σ B_j²) = {:.3g} beyond the "
+                               "values that round to it from the exact result{}: one of {} elements does that by chance "
+                               "with probability at most {}·2·exp(−e²/2) = {:.3g} <= {:g}; {}",
+                               cal.sample[where], e_max, cal.spread[where], claim.cast ? " of the cast operands" : "",
+                               judged, judged, p, alpha, model));
+      return;
+    }
+  }
+  // (b) The calibrated lean, round-to-nearest outputs, where the model holds and no emulated
+  // legal order leans on these operands.
+  if (nearest && cal.rho <= 1) {
+    const Finding f =
+        lean(cal, out, [&](std::size_t i) { return to_double(out, c.values[static_cast<std::size_t>(cal.sample[i])]); });
+    bool legal_lean = false;
+    for (std::size_t o = 0; o < cal.legal.size() && f.p <= alpha && !legal_lean; ++o)
+      legal_lean = lean(cal, out, [&](std::size_t i) { return round_out(out, orr, cal.legal[o][i]); }).p <= alpha;
+    if (f.p <= alpha && !legal_lean) {
+      set_probable(f, fmt::format("{}; false-alarm probability {:g} at most; {}", f.evidence, alpha, model));
+      return;
+    }
+  }
+  // (c) The narrow grid.
+  const Finding g = narrow_grid(cal, c, out, orr, alpha);
+  if (g.p <= alpha)
+    set_probable(g, fmt::format("{} <= {:g}: the output was stored in fewer bits than claimed (e.g. rounded through a "
+                                "narrower format)",
+                                g.evidence, alpha));
 }
 
 void apply_bit_exact_expectation(CheckResult& r, const TensorData& c) {

@@ -13,6 +13,7 @@
 #include "formats/platform.h"
 #include "oracles/accumulator.h"
 #include "tolerances/check_detail.h"
+#include "tolerances/parallel_detail.h"
 
 namespace numfid {
 
@@ -50,7 +51,7 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& 
   if (claim.cast && claim.cast_rounding == Rounding::stochastic)
     return not_applicable("a stochastic input cast is not deterministic");
   if (claim.plan && ref.addend) return not_applicable("a plan with an addend");
-  const std::int64_t M = ref.dims.m, K = ref.dims.k, N = ref.dims.n;
+  const std::int64_t K = ref.dims.k, N = ref.dims.n;
   const std::int64_t total = static_cast<std::int64_t>(ref.elements.size());
   if (total == 0 || K == 0) return not_applicable("nothing to calibrate");
 
@@ -94,69 +95,84 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& 
   acc.rounding.ftz = claim.acc_ftz;
   acc.products_rounded = claim.products_rounded;
   cal.legal.assign(static_cast<std::size_t>(F), {});
-  std::vector<Term> terms(static_cast<std::size_t>(K)), work;
-  std::vector<Bits> col(static_cast<std::size_t>(K));
-  LongAccumulator exact;
+  // Each sampled element on its own, on every core (tolerances/parallel_detail.h); the results
+  // are gathered afterwards in sample order, so they do not depend on the thread count.
+  struct Sampled {
+    bool used = false;
+    double center = 0, radius = 0;
+    std::vector<double> legal;  // [order]
+  };
+  std::vector<Sampled> sampled(static_cast<std::size_t>(S));
+  detail::parallel_for(S, 1, [&](std::int64_t i0, std::int64_t i1) {
+    std::vector<Term> terms(static_cast<std::size_t>(K)), work;
+    std::vector<Bits> col(static_cast<std::size_t>(K));
+    LongAccumulator exact;
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const std::int64_t e = i * total / S;
+      const std::int64_t row = ref.rowwise_dot ? e : e / N, cj = ref.rowwise_dot ? 0 : e % N;
+      bool finite = true;
+      for (std::int64_t k = 0; k < K; ++k) {
+        const Bits x = av[static_cast<std::size_t>(row * K + k)];
+        const Bits y =
+            ref.rowwise_dot ? bv[static_cast<std::size_t>(row * K + k)] : bv[static_cast<std::size_t>(k * N + cj)];
+        col[static_cast<std::size_t>(k)] = y;
+        terms[static_cast<std::size_t>(k)] = exact_product(fa, x, fb, y);
+        finite = finite && (terms[static_cast<std::size_t>(k)].cls == FpClass::zero ||
+                            terms[static_cast<std::size_t>(k)].cls == FpClass::normal);
+      }
+      exact.clear();
+      exact.add_dot(fa, std::span<const Bits>(av).subspan(static_cast<std::size_t>(row * K), static_cast<std::size_t>(K)),
+                    fb, col);
+      if (has_addend) {
+        const Bits d = ref.addend->values[static_cast<std::size_t>(e)];
+        exact.add(*ref.addend->format, d);
+        terms.push_back(as_term(*ref.addend->format, d));
+      }
+      const double center = exact.to_double();
+      if (finite && std::isfinite(center) && !exact.is_nan()) {
+        Sampled& out = sampled[static_cast<std::size_t>(i)];
+        out.used = true;
+        out.center = center;
+        out.radius = b.probabilistic * exact.abs_sum_upper() + b.absolute;
+        auto record = [&](Bits v) { out.legal.push_back(to_double(*claim.acc, v)); };
+        for (const ReductionPlan& p : plans) record(reduce(p, acc, terms));
+        if (any_order) {
+          for (std::uint64_t p = 1; p <= 2; ++p) {
+            work = terms;
+            std::mt19937_64 g(0x9e3779b97f4a7c15ULL * p + static_cast<std::uint64_t>(e));
+            std::shuffle(work.begin(), work.end(), g);
+            record(reduce(ReductionPlan{}, acc, work));
+          }
+          work = terms;
+          std::stable_sort(work.begin(), work.end(),
+                           [](const Term& x, const Term& y) { return magnitude(x) < magnitude(y); });
+          record(reduce(ReductionPlan{}, acc, work));
+          std::reverse(work.begin(), work.end());
+          record(reduce(ReductionPlan{}, acc, work));
+        }
+      }
+      if (has_addend) terms.pop_back();
+    }
+  });
   for (std::int64_t i = 0; i < S; ++i) {
+    const Sampled& x = sampled[static_cast<std::size_t>(i)];
+    if (!x.used) continue;
     const std::int64_t e = i * total / S;
     const std::int64_t row = ref.rowwise_dot ? e : e / N, cj = ref.rowwise_dot ? 0 : e % N;
-    (void)M;
-    bool finite = true;
-    for (std::int64_t k = 0; k < K; ++k) {
-      const Bits x = av[static_cast<std::size_t>(row * K + k)];
-      const Bits y = ref.rowwise_dot ? bv[static_cast<std::size_t>(row * K + k)] : bv[static_cast<std::size_t>(k * N + cj)];
-      col[static_cast<std::size_t>(k)] = y;
-      terms[static_cast<std::size_t>(k)] = exact_product(fa, x, fb, y);
-      finite = finite && (terms[static_cast<std::size_t>(k)].cls == FpClass::zero ||
-                          terms[static_cast<std::size_t>(k)].cls == FpClass::normal);
-    }
-    exact.clear();
-    exact.add_dot(fa, std::span<const Bits>(av).subspan(static_cast<std::size_t>(row * K), static_cast<std::size_t>(K)), fb,
-                  col);
-    if (has_addend) {
-      const Bits d = ref.addend->values[static_cast<std::size_t>(e)];
-      exact.add(*ref.addend->format, d);
-      terms.push_back(as_term(*ref.addend->format, d));
-    }
-    const double center = exact.to_double();
-    if (!finite || !std::isfinite(center) || exact.is_nan()) {
-      if (has_addend) terms.pop_back();
-      continue;
-    }
-    const double radius = b.probabilistic * exact.abs_sum_upper() + b.absolute;
-    const std::size_t si = cal.sample.size();
     cal.sample.push_back(e);
-    cal.center.push_back(center);
-    cal.radius.push_back(radius);
-    std::int64_t f = 0;
-    auto record = [&](Bits v) {
-      const double x = to_double(*claim.acc, v);
-      cal.legal[static_cast<std::size_t>(f)].push_back(x);
-      const double dev = std::fabs(x - center);
-      const double ratio = dev == 0 ? 0.0 : radius > 0 ? dev / radius : INFINITY;
+    cal.center.push_back(x.center);
+    cal.radius.push_back(x.radius);
+    for (std::int64_t f = 0; f < F; ++f) {
+      const double v = x.legal[static_cast<std::size_t>(f)];
+      cal.legal[static_cast<std::size_t>(f)].push_back(v);
+      const double dev = std::fabs(v - x.center);
+      const double ratio = dev == 0 ? 0.0 : x.radius > 0 ? dev / x.radius : INFINITY;
       if (ratio > cal.rho || (std::isnan(ratio) && !std::isnan(cal.rho))) {
         cal.rho = std::isnan(ratio) ? INFINITY : ratio;
         cal.rho_where = fmt::format("{} at element {}", cal.orders[static_cast<std::size_t>(f)],
                                     ref.rowwise_dot ? fmt::format("[{}]", e) : fmt::format("[{}, {}]", row, cj));
       }
-      ++f;
-    };
-    for (const ReductionPlan& p : plans) record(reduce(p, acc, terms));
-    if (any_order) {
-      for (std::uint64_t p = 1; p <= 2; ++p) {
-        work = terms;
-        std::mt19937_64 g(0x9e3779b97f4a7c15ULL * p + static_cast<std::uint64_t>(e));
-        std::shuffle(work.begin(), work.end(), g);
-        record(reduce(ReductionPlan{}, acc, work));
-      }
-      work = terms;
-      std::stable_sort(work.begin(), work.end(), [](const Term& x, const Term& y) { return magnitude(x) < magnitude(y); });
-      record(reduce(ReductionPlan{}, acc, work));
-      std::reverse(work.begin(), work.end());
-      record(reduce(ReductionPlan{}, acc, work));
     }
-    if (has_addend) terms.pop_back();
-    (void)si;
     cal.term_additions += (F + 1) * K;
   }
   if (cal.sample.empty()) return not_applicable("no sampled element has a finite exact result");

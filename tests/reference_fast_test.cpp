@@ -401,6 +401,7 @@ TEST(ReferenceFast, ChecksAreIdenticalForAnyThreadCount) {
     for (std::int64_t k = 0; k < 50; ++k) acc += std::bit_cast<float>(x.values[static_cast<std::size_t>(r * 50 + k)].raw << 16);
     sum_out.values.push_back(Bits{std::bit_cast<std::uint32_t>(acc)});
   }
+  const TensorData big = make(bf16, 300, 250, Kind::wide, g, "X");  // more elements than one chunk of the error field
   const ClaimSpec sclaim = parse_claim("--in bf16 --acc fp32 --out fp32");
   const ClaimSpec rclaim = parse_claim("--in bf16 --out bf16 --compute fp32");
   std::vector<std::string> first;
@@ -409,7 +410,7 @@ TEST(ReferenceFast, ChecksAreIdenticalForAnyThreadCount) {
     const std::vector<CheckResult> rs = {
         check_matmul(a, b, c, mclaim),         check_dot(da, db, dc, mclaim), check_sum(x, sum_out, 1, sclaim),
         check_rows(RowOp::softmax, x, x, rclaim), check_rows(RowOp::layernorm, x, x, rclaim),
-        check_rows(RowOp::exp, x, x, rclaim)};
+        check_rows(RowOp::exp, x, x, rclaim),    check_rows(RowOp::exp, big, big, rclaim)};
     std::vector<std::string> now;
     for (const CheckResult& r : rs) now.push_back(r.text() + r.json());
     if (first.empty()) first = now;

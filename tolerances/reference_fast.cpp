@@ -157,6 +157,8 @@ void accumulate(const TensorData& A, const TensorData& B, const TensorData* D, M
   });
 }
 
+#if NUMFID_HAVE_OPENBLAS
+
 // ------------------------------------------------------------------- the certified fp64 GEMM
 
 /// Whether every value of `f`, and every product of two such values, is a double far from
@@ -249,29 +251,6 @@ Unrounded unrounded(double v) {
   return {std::signbit(v), uint128{m} << shift, e - shift, false};
 }
 
-/// Element idx's GEMM sums with its addend added (exact when certified: a multiple of 2^e below
-/// 2^(53+e)), the addend's lowest bit, and whether a certificate is possible at all: finite
-/// lines and addend, and Σ|terms| > 0 (an exact zero sum of zero terms takes its sign from
-/// them, which the long accumulator knows).
-struct Sums {
-  double s = 0, t = 0;
-  int addend_lsb = kNoBits;
-  bool possible = false;
-};
-
-/// The certificate: every term a multiple of 2^e, computed Σ|terms| below 2^(52+e).
-bool fits(double t, int e) { return t < std::ldexp(1.0, 52 + std::min(e, 900)); }
-
-/// The exact element of a certified sum.
-void fill(ExactElement& x, const Sums& v) {
-  x = ExactElement{};
-  x.value = unrounded(v.s);
-  x.exact = v.s == 0 ? 0.0 : v.s;  // an exact cancellation is +0 under rne
-  x.sum_abs = v.t;
-}
-
-#if NUMFID_HAVE_OPENBLAS
-
 /// Entries per row of A (column of B) whose lowest bits are kept one by one.
 constexpr int kTiny = 8;
 
@@ -359,6 +338,16 @@ bool worthwhile(const TensorData& A, const TensorData& B, MatmulDims d, const De
   return 2 * ok >= samples;
 }
 
+/// Element idx's GEMM sums with its addend added (exact when certified: a multiple of 2^e below
+/// 2^(53+e)), the addend's lowest bit, and whether a certificate is possible at all: finite
+/// lines and addend, and Σ|terms| > 0 (an exact zero sum of zero terms takes its sign from
+/// them, which the long accumulator knows).
+struct Sums {
+  double s = 0, t = 0;
+  int addend_lsb = kNoBits;
+  bool possible = false;
+};
+
 Sums sums(const std::vector<double>& S, const std::vector<double>& T, const TensorData* D, const Decoder& dd,
           std::size_t idx, bool lines_finite) {
   Sums x{S[idx], T[idx], kNoBits, lines_finite};
@@ -373,6 +362,17 @@ Sums sums(const std::vector<double>& S, const std::vector<double>& T, const Tens
   }
   x.possible = x.possible && x.t > 0;
   return x;
+}
+
+/// The certificate: every term a multiple of 2^e, computed Σ|terms| below 2^(52+e).
+bool fits(double t, int e) { return t < std::ldexp(1.0, 52 + std::min(e, 900)); }
+
+/// The exact element of a certified sum.
+void fill(ExactElement& x, const Sums& v) {
+  x = ExactElement{};
+  x.value = unrounded(v.s);
+  x.exact = v.s == 0 ? 0.0 : v.s;  // an exact cancellation is +0 under rne
+  x.sum_abs = v.t;
 }
 
 /// Lowest bits held in 16 bits; a zero's.
@@ -551,59 +551,6 @@ bool gemm_elements(const TensorData& A, const TensorData& B, const TensorData* D
 
 #endif  // NUMFID_HAVE_OPENBLAS
 
-// ------------------------------------------------------------------- the row-wise dot
-
-/// The exponent of the leading bit of a non-zero double that is not subnormal; kNoBits for 0.
-int top_exponent(double v) {
-  const auto field = static_cast<int>((std::bit_cast<std::uint64_t>(v) >> 52) & 0x7ff);
-  return field == 0 ? kNoBits : field - 1023;
-}
-
-/// Row r of a row-wise dot (+ addend) as plain fp64 sums in k order, and `out` filled, when the
-/// certificate of the GEMM path (above) proves them exact: every product of two values of
-/// formats with gemm_format is a double (never subnormal) and a multiple of 2^e, so the same
-/// argument applies to this summation order (K + 1 roundings of each term: T̂ > Σ/2 for
-/// K < 2^50). e is first bounded from the products' leading bits — a product of p_a- and
-/// p_b-bit significands has its lowest set bit at most p_a + p_b - 1 below its leading one, a
-/// loop without bit scans —, then, if that does not certify, taken exactly. False: nothing
-/// written (an inf or NaN, Σ|terms| = 0, or terms spanning more than 53 bits).
-bool dot_row(const Bits* a, const Bits* b, std::int64_t K, const Decoder& da, const Decoder& db, int span,
-             const TensorData* D, const Decoder& dd, std::int64_t r, ExactElement& out) {
-  Sums x;
-  int top = kNoBits;
-  bool finite = true;
-  for (std::int64_t k = 0; k < K; ++k) {
-    const double u = da(a[k]), v = db(b[k]);
-    finite = finite && std::isfinite(u) && std::isfinite(v);
-    const double prod = u * v;
-    x.s += prod;
-    x.t += std::fabs(prod);
-    top = std::min(top, top_exponent(prod));
-  }
-  if (!finite) return false;
-  if (D != nullptr) {
-    const double dv = dd(D->values[static_cast<std::size_t>(r)]);
-    if (!std::isfinite(dv)) return false;
-    if (dv != 0) {
-      x.addend_lsb = lsb_exponent(dv);
-      x.s += dv;
-      x.t += std::fabs(dv);
-    }
-  }
-  if (!(x.t > 0)) return false;
-  int e = std::min(top == kNoBits ? kNoBits : top - span, x.addend_lsb);
-  if (!fits(x.t, e)) {
-    e = x.addend_lsb;
-    for (std::int64_t k = 0; k < K; ++k) {
-      const double prod = da(a[k]) * db(b[k]);
-      if (prod != 0) e = std::min(e, lsb_exponent(prod));
-    }
-    if (!fits(x.t, e)) return false;
-  }
-  fill(out, x);
-  return true;
-}
-
 }  // namespace
 
 ReferenceStats matmul_elements(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,
@@ -624,38 +571,21 @@ ReferenceStats dot_elements(const TensorData& A, const TensorData& B, const Tens
   const FpEnvGuard env;
   const std::int64_t R = d.m, K = d.k;
   out.assign(static_cast<std::size_t>(R), ExactElement{});
-  // Rows in plain fp64 where the certificate proves them exact (the formats allowing), the
-  // long accumulator for the others; each row on its own, so any thread count gives the same.
-  const bool fast = reference_path() == ReferencePath::automatic && gemm_format(*A.format) && gemm_format(*B.format) &&
-                    (D == nullptr || gemm_format(*D->format)) && K < (std::int64_t{1} << 50);
-  const FormatSpec& fa = fast ? *A.format : fp32;  // Decoders built only on the fast path
-  const FormatSpec& fb = fast ? *B.format : fp32;
-  const Decoder da(fa), db(fb), dd(fast && D != nullptr ? *D->format : fp32);
-  const int span = fa.precision + fb.precision - 1;
-  std::atomic<std::int64_t> certified{0};
   parallel_for(R, 16, [&](std::int64_t r0, std::int64_t r1) {
     LongAccumulator acc;
-    std::int64_t local = 0;
     for (std::int64_t r = r0; r < r1; ++r) {
       const auto row = [&](const TensorData& t) {
         return std::span<const Bits>(t.values).subspan(static_cast<std::size_t>(r * K), static_cast<std::size_t>(K));
       };
-      ExactElement& x = out[static_cast<std::size_t>(r)];
-      if (fast && dot_row(row(A).data(), row(B).data(), K, da, db, span, D, dd, r, x)) {
-        ++local;
-        continue;
-      }
       acc.clear();
       acc.add_dot(*A.format, row(A), *B.format, row(B));
       if (D != nullptr) acc.add(*D->format, D->values[static_cast<std::size_t>(r)]);
-      x = exact_element(acc);
+      out[static_cast<std::size_t>(r)] = exact_element(acc);
     }
-    certified += local;
   });
   ReferenceStats stats;
-  stats.certified = certified.load();
-  stats.accumulated = R - stats.certified;
-  return remember(stats);
+  stats.accumulated = R;
+  return stats;
 }
 
 }  // namespace numfid::detail

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "formats/convert.h"
+#include "tolerances/calibrate.h"
 #include "tolerances/check.h"
 #include "tolerances/parallel_detail.h"
 #include "tolerances/reference_fast_detail.h"
@@ -131,6 +132,68 @@ BENCHMARK(BM_CheckMatmulVsDgemm)
     ->Args({1024, 4096, 1024, 0})
     ->Args({1024, 4096, 1024, 1})
     ->Args({4096, 4096, 4096, 0})
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+/// The parts of one check, each timed (wall clock) in the same iteration as a dgemm on the
+/// shape: the exact results (matmul_reference), the calibration of the probable-defect rule
+/// (calibrate_matmul), and the judgement given both (check_matmul on the reference). Counters
+/// are each part's time over the dgemm's, wall clock (`*_x`) and process CPU time (`*_cpu_x`,
+/// every thread: with NUMFID_THREADS=1 the work each part does, whatever the machine's load).
+void BM_CheckMatmulParts(benchmark::State& state) {
+  const Problem& p = problem(state.range(0), state.range(1), state.range(2));
+  const int threads = numfid::detail::check_threads();
+  openblas_set_num_threads(threads);
+  numfid::MatmulCheckOptions opt;
+  opt.predict = false;
+  std::vector<double> c(static_cast<std::size_t>(p.m * p.n));
+  double dgemm_s = 0, ref_s = 0, cal_s = 0, judge_s = 0;
+  double dgemm_cpu = 0, ref_cpu = 0, cal_cpu = 0, judge_cpu = 0;
+  for (auto _ : state) {
+    double c0 = process_cpu_s();
+    auto t0 = std::chrono::steady_clock::now();
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(p.m), static_cast<int>(p.n),
+                static_cast<int>(p.k), 1.0, p.ad.data(), static_cast<int>(p.k), p.bd.data(), static_cast<int>(p.n), 0.0,
+                c.data(), static_cast<int>(p.n));
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+    dgemm_s += seconds_since(t0);
+    dgemm_cpu += process_cpu_s() - c0;
+    c0 = process_cpu_s();
+    t0 = std::chrono::steady_clock::now();
+    const numfid::MatmulReference mr = numfid::matmul_reference(p.a, p.b);
+    ref_s += seconds_since(t0);
+    ref_cpu += process_cpu_s() - c0;
+    c0 = process_cpu_s();
+    t0 = std::chrono::steady_clock::now();
+    const numfid::MatmulCalibration cal = numfid::calibrate_matmul(mr, p.claim);
+    cal_s += seconds_since(t0);
+    cal_cpu += process_cpu_s() - c0;
+    opt.calibration = &cal;
+    c0 = process_cpu_s();
+    t0 = std::chrono::steady_clock::now();
+    const numfid::CheckResult r = numfid::check_matmul(mr, p.c, p.claim, opt);
+    const double s = seconds_since(t0);
+    judge_s += s;
+    judge_cpu += process_cpu_s() - c0;
+    state.SetIterationTime(s);
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["dgemm_s"] = dgemm_s / static_cast<double>(state.iterations());
+  state.counters["reference_x"] = ref_s / dgemm_s;
+  state.counters["calibrate_x"] = cal_s / dgemm_s;
+  state.counters["judge_x"] = judge_s / dgemm_s;
+  state.counters["total_x"] = (ref_s + cal_s + judge_s) / dgemm_s;
+  state.counters["reference_cpu_x"] = ref_cpu / dgemm_cpu;  // process CPU time, every thread
+  state.counters["calibrate_cpu_x"] = cal_cpu / dgemm_cpu;
+  state.counters["judge_cpu_x"] = judge_cpu / dgemm_cpu;
+  state.counters["total_cpu_x"] = (ref_cpu + cal_cpu + judge_cpu) / dgemm_cpu;
+  state.counters["threads"] = threads;
+}
+BENCHMARK(BM_CheckMatmulParts)
+    ->Args({1024, 4096, 1024})
+    ->Args({4096, 4096, 4096})
     ->UseManualTime()
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);

@@ -313,6 +313,42 @@ TEST(ReferenceFast, CheckResultsAreIdenticalOnBothPaths) {
   }
 }
 
+TEST(ReferenceFast, ChecksAreIdenticalForAnyThreadCount) {
+  // Every check whose stages run on numfid's threads (the exact results, the rounding, the
+  // classification, the calibration's sampled elements, the row ops' oracle and bounds, the
+  // sums): the whole report, text and JSON, for 1, 2 and 7 threads.
+  const Restore restore;
+  std::mt19937_64 g(17);
+  const TensorData a = make(bf16, 40, 300, Kind::tiny_entries, g, "A"), b = make(bf16, 300, 36, Kind::normal, g, "B");
+  const ClaimSpec mclaim = parse_claim("--in bf16 --acc fp32 --out bf16");
+  TensorData c = emulate_matmul(a, b, std::nullopt, parse_claim("--in bf16 --plan blocked(32) --out bf16"));
+  c.values[5] = Bits{c.values[5].raw + 1};
+  const TensorData da = make(bf16, 64, 300, Kind::many_tiny, g, "A"), db = make(bf16, 64, 300, Kind::normal, g, "B");
+  const TensorData dc = emulate_dot(da, db, std::nullopt, parse_claim("--in bf16 --plan sequential --out bf16"));
+  const TensorData x = make(bf16, 37, 50, Kind::wide, g, "X");
+  TensorData sum_out{&fp32, {37}, {}, "C"};
+  for (std::int64_t r = 0; r < 37; ++r) {
+    float acc = 0;
+    for (std::int64_t k = 0; k < 50; ++k) acc += std::bit_cast<float>(x.values[static_cast<std::size_t>(r * 50 + k)].raw << 16);
+    sum_out.values.push_back(Bits{std::bit_cast<std::uint32_t>(acc)});
+  }
+  const TensorData big = make(bf16, 300, 250, Kind::wide, g, "X");  // more elements than one chunk of the error field
+  const ClaimSpec sclaim = parse_claim("--in bf16 --acc fp32 --out fp32");
+  const ClaimSpec rclaim = parse_claim("--in bf16 --out bf16 --compute fp32");
+  std::vector<std::string> first;
+  for (const int threads : {1, 2, 7}) {
+    detail::set_check_threads(threads);
+    const std::vector<CheckResult> rs = {
+        check_matmul(a, b, c, mclaim),         check_dot(da, db, dc, mclaim), check_sum(x, sum_out, 1, sclaim),
+        check_rows(RowOp::softmax, x, x, rclaim), check_rows(RowOp::layernorm, x, x, rclaim),
+        check_rows(RowOp::exp, x, x, rclaim),    check_rows(RowOp::exp, big, big, rclaim)};
+    std::vector<std::string> now;
+    for (const CheckResult& r : rs) now.push_back(r.text() + r.json());
+    if (first.empty()) first = now;
+    for (std::size_t i = 0; i < now.size(); ++i) EXPECT_EQ(now[i], first[i]) << "check " << i << ", " << threads << " threads";
+  }
+}
+
 // ------------------------------------------------------------------- shapes before values
 
 /// The message of the InputError that `f` throws ("" if none).

@@ -234,7 +234,10 @@ double binomial_tail(std::int64_t n, double p, std::int64_t k) {
                       static_cast<double>(n - i) * lq;
     const double t = std::exp(lt);
     total += t;
-    if (static_cast<double>(i) > static_cast<double>(n) * p && t < total * 1e-17) break;
+    // Past the mode the terms only fall: once one is negligible — or underflows to 0, which a
+    // total of 0 (k far in the tail) would otherwise never count as negligible, summing up to
+    // n zero terms: seconds at n = 10^7 — the rest add nothing.
+    if (static_cast<double>(i) > static_cast<double>(n) * p && (t < total * 1e-17 || t == 0)) break;
   }
   return std::min(total, 1.0);
 }

@@ -364,14 +364,19 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
   const ClaimSetup s = detail::make_claim(claim, len, false, false);
   ReductionBound b = reduction_bound(s.claim, len, false, claim.confidence);
   std::vector<ReferenceElement> ref(static_cast<std::size_t>(outer * inner));
-  LongAccumulator acc;
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t i = 0; i < inner; ++i) {
-      if (i % 256 == 0) check_cancelled();
-      acc.clear();
-      for (std::int64_t k = 0; k < len; ++k) acc.add(fin, X.values[static_cast<std::size_t>((o * len + k) * inner + i)]);
-      ref[static_cast<std::size_t>(o * inner + i)] = reference(acc, fout);
-    }
+  // Each output element on its own, on every core (the caller's thread polls cancellation
+  // between chunks): the same results for any thread count.
+  detail::parallel_for(outer * inner, std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(len, 1)),
+                       [&](std::int64_t e0, std::int64_t e1) {
+                         LongAccumulator acc;
+                         for (std::int64_t e = e0; e < e1; ++e) {
+                           const std::int64_t o = e / inner, i = e % inner;
+                           acc.clear();
+                           for (std::int64_t k = 0; k < len; ++k)
+                             acc.add(fin, X.values[static_cast<std::size_t>((o * len + k) * inner + i)]);
+                           ref[static_cast<std::size_t>(e)] = reference(acc, fout);
+                         }
+                       });
   Verdict v = judge(s.claim, b, C.values, ref, {outer, inner}, detail::judge_options(claim, worst, true));
   return detail::finish("sum", s, claim, std::move(b), std::move(v), inner > 1);
 }
@@ -412,22 +417,40 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
   gv = param(opt.gamma, "--gamma");
   bv = param(opt.beta, "--beta");
   check_cancelled();
-  std::vector<OracleValue> o;
-  try {
+  // The oracle on chunks of rows (an elementwise op: of elements), on every core; each row's
+  // result depends on the row only, and the oracles' argument errors name no row, so results
+  // and errors are the same for any thread count.
+  const bool elementwise = !(op == RowOp::softmax || op == RowOp::log_softmax || op == RowOp::layernorm ||
+                             op == RowOp::rmsnorm);
+  // Units: rows of a row op, elements of an elementwise one (`width` patterns each).
+  const std::size_t width = elementwise ? 1 : cols;
+  const std::size_t units = width == 0 ? 0 : X.values.size() / width;
+  const auto oracle = [&](std::size_t u0, std::size_t u1) {
+    const std::span<const Bits> data = xr.data.subspan(u0 * width, (u1 - u0) * width);
+    const MatrixRef part{&fin, data, u1 - u0, cols};
     switch (op) {
-      case RowOp::softmax: o = oracle_softmax(xr, fout); break;
-      case RowOp::log_softmax: o = oracle_log_softmax(xr, fout); break;
-      case RowOp::layernorm: o = oracle_layernorm(xr, opt.eps, gv, bv, fout); break;
-      case RowOp::rmsnorm: o = oracle_rmsnorm(xr, opt.eps, gv, fout); break;
-      default: o = oracle_unary(*parse_unary_fn(name), fin, X.values, fout); break;
+      case RowOp::softmax: return oracle_softmax(part, fout);
+      case RowOp::log_softmax: return oracle_log_softmax(part, fout);
+      case RowOp::layernorm: return oracle_layernorm(part, opt.eps, gv, bv, fout);
+      case RowOp::rmsnorm: return oracle_rmsnorm(part, opt.eps, gv, fout);
+      default: return oracle_unary(*parse_unary_fn(name), fin, data, fout);
+    }
+  };
+  std::vector<ReferenceElement> ref(X.values.size());
+  try {
+    if (units == 0) {
+      for (const OracleValue& v : oracle(0, 0)) ref.push_back(reference(v));  // argument errors even when empty
+    } else {
+      const auto grain = static_cast<std::int64_t>(std::max<std::size_t>(1, 1024 / std::max<std::size_t>(width, 1)));
+      detail::parallel_for(static_cast<std::int64_t>(units), grain, [&](std::int64_t u0, std::int64_t u1) {
+        const std::vector<OracleValue> o = oracle(static_cast<std::size_t>(u0), static_cast<std::size_t>(u1));
+        for (std::size_t e = 0; e < o.size(); ++e) ref[static_cast<std::size_t>(u0) * width + e] = reference(o[e]);
+      });
     }
   } catch (const std::invalid_argument& e) {
     throw InputError(fmt::format("check {}: {}", name, e.what()));
   }
   check_cancelled();
-  std::vector<ReferenceElement> ref;
-  ref.reserve(o.size());
-  for (const OracleValue& v : o) ref.push_back(reference(v));
   ClaimSetup s = detail::make_claim(claim, 0, false, false);
   ReductionBound b;
   if (derived) {
@@ -445,25 +468,33 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
     b.probabilistic_applies = false;
     b.confidence = 1;
     b.derivation = row_bound_derivation(op, rc, cols, gv.has_value(), bv.has_value());
-    std::vector<double> gd(gv ? cols : 0), bd(bv ? cols : 0), xrow(cols), yrow(cols);
+    std::vector<double> gd(gv ? cols : 0), bd(bv ? cols : 0);
     for (std::size_t j = 0; j < gd.size(); ++j) gd[j] = to_double(fparam, gv->data[j]);
     for (std::size_t j = 0; j < bd.size(); ++j) bd[j] = to_double(fparam, bv->data[j]);
+    // Each row's bounds on their own, on every core; the widest is found afterwards in order.
+    detail::parallel_for(static_cast<std::int64_t>(rows), static_cast<std::int64_t>(std::max<std::size_t>(1, 4096 / std::max<std::size_t>(cols, 1))),
+                         [&](std::int64_t r0, std::int64_t r1) {
+                           std::vector<double> xrow(cols), yrow(cols);
+                           for (auto r = static_cast<std::size_t>(r0); r < static_cast<std::size_t>(r1); ++r) {
+                             for (std::size_t j = 0; j < cols; ++j) {
+                               xrow[j] = to_double(fin, X.values[r * cols + j]);
+                               yrow[j] = ref[r * cols + j].exact;
+                             }
+                             const auto eb = row_element_bounds(op, rc, xrow, yrow, gd, bd);
+                             for (std::size_t j = 0; j < cols; ++j)
+                               if (eb[j])  // NaN/inf exact results: the oracle's special values decide
+                                 ref[r * cols + j].det_bound = ref[r * cols + j].prob_bound = *eb[j];
+                           }
+                         });
     double widest = 0;
     std::size_t widest_at = 0;
-    for (std::size_t r = 0; r < rows; ++r) {
-      for (std::size_t j = 0; j < cols; ++j) {
-        xrow[j] = to_double(fin, X.values[r * cols + j]);
-        yrow[j] = ref[r * cols + j].exact;
-      }
-      const auto eb = row_element_bounds(op, rc, xrow, yrow, gd, bd);
-      for (std::size_t j = 0; j < cols; ++j) {
-        if (!eb[j]) continue;  // NaN/inf exact results: the oracle's special values decide
-        ref[r * cols + j].det_bound = ref[r * cols + j].prob_bound = *eb[j];
-        const double rel = *eb[j] / std::max(std::fabs(yrow[j]), 1e-300);
-        if (std::isfinite(yrow[j]) && std::fabs(yrow[j]) > 0 && rel > widest) {
-          widest = rel;
-          widest_at = r * cols + j;
-        }
+    for (std::size_t e = 0; e < rows * cols; ++e) {
+      if (!ref[e].det_bound) continue;
+      const double y = ref[e].exact;
+      const double rel = *ref[e].det_bound / std::max(std::fabs(y), 1e-300);
+      if (std::isfinite(y) && std::fabs(y) > 0 && rel > widest) {
+        widest = rel;
+        widest_at = e;
       }
     }
     if (widest > 0)

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "tolerances/bounds.h"
+#include "tolerances/parallel_detail.h"
 #include "tolerances/verdict.h"
 
 namespace numfid {
@@ -89,30 +90,55 @@ ErrorField error_field(std::span<const ElementReport> all, const Grid& grid, dou
     f.p99_low = l >= 1 ? at(l) : 0.0;
     f.p99_high = u <= n ? at(u) : INFINITY;
   }
-  // Heatmap: max |error| / bound per cell; at most kHeatmapSide cells per side.
+  // Heatmap: max |error| / bound per cell; at most kHeatmapSide cells per side. Then the
+  // histogram of signed errors. Both on every core (tolerances/parallel_detail.h), chunk by
+  // chunk into local cells merged afterwards: maxima and counts, so the same for any thread
+  // count.
   f.heat_rows = std::min(f.rows, ErrorField::kHeatmapSide);
   f.heat_cols = std::min(f.cols, ErrorField::kHeatmapSide);
   f.heatmap.assign(static_cast<std::size_t>(f.heat_rows * f.heat_cols), 0.0f);
-  for (const ElementReport& e : all) {
-    const std::int64_t r = std::clamp<std::int64_t>(e.row, 0, f.rows - 1) * f.heat_rows / f.rows;
-    const std::int64_t c = std::clamp<std::int64_t>(e.col, 0, f.cols - 1) * f.heat_cols / f.cols;
-    float& cell = f.heatmap[static_cast<std::size_t>(r * f.heat_cols + c)];
-    const double v = std::isnan(e.ratio) ? INFINITY : e.ratio;
-    cell = std::max(cell, static_cast<float>(v));
-  }
-  // Histogram of signed errors.
+  const auto count = static_cast<std::int64_t>(all.size());
+  constexpr std::int64_t kGrain = 1 << 16;
+  const std::int64_t chunks = (count + kGrain - 1) / kGrain;
+  std::vector<std::vector<float>> heat(static_cast<std::size_t>(chunks));
+  std::vector<double> finite_maxima(static_cast<std::size_t>(chunks), 0.0);
+  detail::parallel_for(count, kGrain, [&](std::int64_t i0, std::int64_t i1) {
+    std::vector<float>& h = heat[static_cast<std::size_t>(i0 / kGrain)];
+    h.assign(f.heatmap.size(), 0.0f);
+    double finite_max = 0;
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const ElementReport& e = all[static_cast<std::size_t>(i)];
+      const std::int64_t r = std::clamp<std::int64_t>(e.row, 0, f.rows - 1) * f.heat_rows / f.rows;
+      const std::int64_t c = std::clamp<std::int64_t>(e.col, 0, f.cols - 1) * f.heat_cols / f.cols;
+      float& cell = h[static_cast<std::size_t>(r * f.heat_cols + c)];
+      const double v = std::isnan(e.ratio) ? INFINITY : e.ratio;
+      cell = std::max(cell, static_cast<float>(v));
+      if (std::isfinite(e.error_ulps)) finite_max = std::max(finite_max, std::fabs(e.error_ulps));
+    }
+    finite_maxima[static_cast<std::size_t>(i0 / kGrain)] = finite_max;
+  });
   double finite_max = 0;
-  for (const ElementReport& e : all)
-    if (std::isfinite(e.error_ulps)) finite_max = std::max(finite_max, std::fabs(e.error_ulps));
+  for (std::size_t c = 0; c < heat.size(); ++c) {
+    for (std::size_t i = 0; i < f.heatmap.size(); ++i) f.heatmap[i] = std::max(f.heatmap[i], heat[c][i]);
+    finite_max = std::max(finite_max, finite_maxima[c]);
+  }
   f.hist_range = 0.5;
   while (f.hist_range < finite_max && f.hist_range < 0x1p60) f.hist_range *= 2;
+  std::vector<std::vector<std::int64_t>> hist(static_cast<std::size_t>(chunks));
+  detail::parallel_for(count, kGrain, [&](std::int64_t i0, std::int64_t i1) {
+    std::vector<std::int64_t>& h = hist[static_cast<std::size_t>(i0 / kGrain)];
+    h.assign(ErrorField::kBins, 0);
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const ElementReport& e = all[static_cast<std::size_t>(i)];
+      if (!std::isfinite(e.error_ulps)) continue;
+      const double t = (e.error_ulps + f.hist_range) / (2 * f.hist_range) * ErrorField::kBins;
+      const int bin = std::clamp(static_cast<int>(std::floor(t)), 0, ErrorField::kBins - 1);
+      ++h[static_cast<std::size_t>(bin)];
+    }
+  });
   f.histogram.assign(ErrorField::kBins, 0);
-  for (const ElementReport& e : all) {
-    if (!std::isfinite(e.error_ulps)) continue;
-    const double t = (e.error_ulps + f.hist_range) / (2 * f.hist_range) * ErrorField::kBins;
-    const int bin = std::clamp(static_cast<int>(std::floor(t)), 0, ErrorField::kBins - 1);
-    ++f.histogram[static_cast<std::size_t>(bin)];
-  }
+  for (const std::vector<std::int64_t>& h : hist)
+    for (std::size_t b = 0; b < h.size(); ++b) f.histogram[b] += h[b];
   return f;
 }
 

@@ -9,6 +9,7 @@
 #include "cli/commands_verdict.h"
 #include "io/tensor_io.h"
 #include "tolerances/row_bounds.h"
+#include "tolerances/scale_files.h"
 
 namespace numfid::cli {
 
@@ -33,7 +34,7 @@ struct MatmulArgs {
 
 int run_check_matmul(const MatmulArgs& m) {
   ClaimSpec claim = m.claim.parse();
-  read_claim_files(claim);
+  read_claim_scale_files(claim);  // tolerances/scale_files.h
   if (!m.json.empty()) check_output(m.json, "--json");
   if (!m.ref.empty() && m.ref_profile.empty())
     throw UsageError("--ref needs --ref-profile (the platform that produced the reference)");

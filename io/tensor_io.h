@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "io/npy.h"
 #include "io/safetensors.h"
@@ -25,6 +26,18 @@ struct TensorSpec {
 };
 /// Splits "FILE.safetensors:NAME" at its last ':'; any other text is a file name.
 TensorSpec parse_tensor_spec(std::string_view spec);
+
+/// `spec` (FILE or FILE.safetensors:NAME) with a relative FILE taken relative to `dir` (a gate
+/// file's directory), lexically normalised; an absolute FILE or an empty `dir` leaves it as is.
+std::string resolve_tensor_spec(std::string_view spec, const std::filesystem::path& dir);
+
+/// The values of a scale tensor named like an operand (FILE or FILE.safetensors:NAME), in C
+/// order: float32 values (a float64 container must hold float32 values exactly), or, in a
+/// one-byte container (uint8), E8M0 scale patterns (OCP MX v1.0 §5.4.1, what `numfid quantize`
+/// writes) as the powers of two they mean. The one reader of --scale-a/--scale-b/--out-scale
+/// files (CLI, gates, Python: tolerances/scale_files.h). InputError naming the file when it
+/// cannot be read, holds no values or a value not of those formats (an E8M0 NaN pattern 0xFF).
+std::vector<double> read_scales(std::string_view spec);
 
 /// Writes `t` as .npy (extension ".npy", options `o`) or safetensors (extension
 /// ".safetensors", the tensor named `name`, "tensor" if empty); any other extension is an

@@ -52,9 +52,9 @@ std::string with_scale_keys(const GateCase& c, const std::string& text) {
 
 /// A case's claim text (`claim` or `ref_claim`) as a claim: the case's scale_a, scale_b and
 /// out_scale keys (resolved already) become its --scale-a, --scale-b and --out-scale files (a
-/// claim text that gives the same option too is refused: "given twice"), scale files the text
-/// itself names are taken relative to the case's gate file, as operands are, and every file is
-/// read by the one reader (tolerances/scale_files.h).
+/// claim text that gives the same option too is refused: "given twice"), and scale files the
+/// text itself names are taken relative to the case's gate file, as operands are. The files are
+/// read afterwards by the one reader (tolerances/scale_files.h: read_claim_scale_files).
 ClaimSpec case_claim(const GateCase& c, const std::string& text) {
   struct Key {
     const std::optional<std::string>& file;
@@ -70,7 +70,6 @@ ClaimSpec case_claim(const GateCase& c, const std::string& text) {
   for (const Key& k : keys)
     if (!k.file && !(q.*k.spec).empty() && (q.*k.values).empty())  // a file (numbers are read already)
       q.*k.spec = resolve_tensor_spec(q.*k.spec, dir);
-  read_claim_scale_files(claim);
   return claim;
 }
 
@@ -113,7 +112,8 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
     } else {
       // A port: the exact results once, judged three times (C against R, and each platform's
       // output against the exact result under its own claim, with its model's prediction).
-      const ClaimSpec ref_claim = case_claim(c, *c.ref_claim);
+      ClaimSpec ref_claim = case_claim(c, *c.ref_claim);
+      read_claim_scale_files(ref_claim);
       const TensorData R = tensor_data(*tr, *claim.out);
       // Integer and scaled claims have their own exact references (quant_check.h): judged from
       // the operands, not from the plain products' reference.
@@ -158,8 +158,10 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
   return out;
 }
 
-/// The `numfid check` command line that reruns the case (docs/cli.md).
-std::string repro_command(const GateCase& c) {
+/// The `numfid check` command line that reruns the case (docs/cli.md). `claim_text`: the
+/// claim as the command states it (the case's text; its canonical form once scale files named
+/// in it are resolved against the gate file).
+std::string repro_command(const GateCase& c, const std::string& claim_text) {
   using detail::shell_word;
   std::string s = fmt::format("numfid check {}", c.op);
   const auto opt = [&](const char* name, const std::optional<std::string>& v) {
@@ -176,8 +178,8 @@ std::string repro_command(const GateCase& c) {
   if (c.axis) s += fmt::format(" --axis {}", *c.axis);
   if (c.eps) s += fmt::format(" --eps {}", *c.eps);
   opt("--gamma", c.gamma), opt("--beta", c.beta), opt("--param-format", c.param_format), opt("--variance", c.variance);
-  s += fmt::format(" {}", c.claim);
-  opt("--scale-a", c.scale_a), opt("--scale-b", c.scale_b), opt("--out-scale", c.out_scale);
+  s += fmt::format(" {}", claim_text);
+  if (claim_text == c.claim) opt("--scale-a", c.scale_a), opt("--scale-b", c.scale_b), opt("--out-scale", c.out_scale);
   if (c.ref) {
     // The CLI states the reference platform by its profile (--ref-profile); a ref_claim that
     // names no profile has no command-line form.
@@ -297,7 +299,7 @@ GateCaseResult run_one(const Gate& gate, std::size_t index, const GateRunOptions
   cr.line = c.line;
   cr.claim = c.claim;
   cr.tracked = c.baseline;
-  cr.repro = repro_command(c);
+  cr.repro = repro_command(c, c.claim);
   const auto t0 = clock_type::now();
   std::string step = "claim";
   int line = c.claim_line;
@@ -305,10 +307,14 @@ GateCaseResult run_one(const Gate& gate, std::size_t index, const GateRunOptions
     cr.error = fmt::format("{}:{}: case '{}': {}{}", c.file, line, printable(c.name), step.empty() ? "" : step + ": ", what);
   };
   try {
-    const ClaimSpec claim = case_claim(c, c.claim);
+    ClaimSpec claim = case_claim(c, c.claim);
     cr.claim = claim.text();
+    // Scale files named in the claim text are relative to the gate file: the command names
+    // them resolved (the canonical claim carries the case's keys too).
+    if (claim.text() != parse_claim(with_scale_keys(c, c.claim)).text()) cr.repro = repro_command(c, claim.text());
     step.clear();
     line = c.line;
+    read_claim_scale_files(claim);  // a scale file that cannot be read: the case's error at its line
     CaseOutcome o = run_case(c, claim, options);  // the tensors are freed here
     cr.figures = figures_of(o.check);
     cr.migration = std::move(o.migration);

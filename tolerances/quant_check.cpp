@@ -40,8 +40,8 @@ IntGemm int_gemm_of(const ClaimSpec& c, std::int64_t columns) {
   validate_quant_claim(c);
   const QuantClaim& q = c.quant;
   if (q.scale_file_pending())
-    throw InputError(fmt::format("--out-scale {}: the scale file's values were not read (the caller reads FILE into "
-                                 "ClaimSpec::quant.out_scale; the CLI does)",
+    throw InputError(fmt::format("--out-scale {}: the scale file's values were not read (read_claim_scale_files, "
+                                 "tolerances/scale_files.h, reads them into the claim)",
                                  q.out_scale_text));
   IntGemm g;
   g.a = {c.in, q.zero_point_a.value_or(0)};

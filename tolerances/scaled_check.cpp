@@ -46,8 +46,8 @@ Scaled scaled_of(const ClaimSpec& c, std::int64_t M, std::int64_t K, std::int64_
   validate_quant_claim(c);
   const QuantClaim& q = c.quant;
   if (values && q.operand_scales_pending())
-    throw InputError("--scale-a/--scale-b: the scale files' values were not read (the caller reads them into "
-                     "ClaimSpec::quant.scale_a/scale_b; the CLI does)");
+    throw InputError("--scale-a/--scale-b: the scale files' values were not read (read_claim_scale_files, "
+                     "tolerances/scale_files.h, reads them into the claim; attach_operand_scales attaches values)");
   Scaled s;
   s.sa = q.scale_a.empty() ? std::vector<double>{1.0} : q.scale_a;
   s.sb = q.scale_b.empty() ? std::vector<double>{1.0} : q.scale_b;

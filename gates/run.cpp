@@ -73,6 +73,23 @@ ClaimSpec case_claim(const GateCase& c, const std::string& text) {
   return claim;
 }
 
+/// The claim's text with its scale files named relative to the gate file's directory, as the
+/// gate file names them: the case's claim in reports and baselines does not depend on where
+/// the repository is checked out.
+std::string gate_claim_text(ClaimSpec claim, const GateCase& c) {
+  const std::filesystem::path dir = std::filesystem::path(c.file).parent_path();
+  QuantClaim& q = claim.quant;
+  for (auto [spec, values] : {std::pair{&q.scale_a_text, &q.scale_a}, std::pair{&q.scale_b_text, &q.scale_b},
+                              std::pair{&q.out_scale_text, &q.out_scale}}) {
+    if (spec->empty() || !values->empty() || dir.empty()) continue;  // absent, or a number
+    TensorSpec ts = parse_tensor_spec(*spec);
+    if (ts.path.is_absolute() != dir.is_absolute()) continue;
+    ts.path = ts.path.lexically_relative(dir);
+    if (!ts.path.empty()) *spec = ts.name.empty() ? ts.path.string() : fmt::format("{}:{}", ts.path.string(), ts.name);
+  }
+  return claim.text();
+}
+
 /// What a case's run produces besides its figures' source, the check.
 struct CaseOutcome {
   CheckResult check;
@@ -308,7 +325,7 @@ GateCaseResult run_one(const Gate& gate, std::size_t index, const GateRunOptions
   };
   try {
     ClaimSpec claim = case_claim(c, c.claim);
-    cr.claim = claim.text();
+    cr.claim = gate_claim_text(claim, c);
     // Scale files named in the claim text are relative to the gate file: the command names
     // them resolved (the canonical claim carries the case's keys too).
     if (claim.text() != parse_claim(with_scale_keys(c, c.claim)).text()) cr.repro = repro_command(c, claim.text());

@@ -153,6 +153,20 @@ TEST(ScaledDot, LegalOutputConsistentAndWrongRowScaleADefect) {
   EXPECT_EQ(bad.verdict.kind, TensorKind::defect) << bad.text();
 }
 
+TEST(ScaledDot, TransposedBScalesAreNamed) {
+  // B's scales (6 rows × 2 K-blocks, row-major) read by the kernel as K-major (2 × 6).
+  const Dot d = make_dot(6, 128, 1, 64, 1, 64, 15);
+  Dot wrong = d;
+  for (std::int64_t r = 0; r < 6; ++r)
+    for (std::int64_t c = 0; c < 2; ++c) wrong.sb[static_cast<std::size_t>(r * 2 + c)] = d.sb[static_cast<std::size_t>(c * 6 + r)];
+  const CheckResult bad = check_dot(dA(d), dB(d), dC(d, naive_dot(wrong, 64)), dot_claim(d));
+  EXPECT_EQ(bad.verdict.kind, TensorKind::defect) << bad.text();
+  bool named = false;
+  for (const Signature& g : bad.verdict.signatures)
+    named = named || (g.name == "scale-transposed" && g.evidence.find("B's scale tensor read transposed") != std::string::npos);
+  EXPECT_TRUE(named) << bad.text();
+}
+
 TEST(ScaledDot, ScaleCountsAndToleranceForDot) {
   const Dot d = make_dot(6, 128, 1, 64, 1, 64, 14);
   ClaimSpec c = dot_claim(d);

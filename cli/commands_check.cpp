@@ -8,7 +8,9 @@
 #include "cli/claim_options.h"
 #include "cli/commands_verdict.h"
 #include "io/tensor_io.h"
+#include "tolerances/quant_check.h"
 #include "tolerances/row_bounds.h"
+#include "tolerances/scale_files.h"
 
 namespace numfid::cli {
 
@@ -33,10 +35,15 @@ struct MatmulArgs {
 
 int run_check_matmul(const MatmulArgs& m) {
   ClaimSpec claim = m.claim.parse();
-  read_claim_files(claim);
+  read_claim_scale_files(claim);  // tolerances/scale_files.h
   if (!m.json.empty()) check_output(m.json, "--json");
-  if (!m.ref.empty() && m.ref_profile.empty())
+  // An integer GEMM is exact on every platform: its reference is judged under the same claim.
+  const bool integer = is_integer_claim(claim);
+  if (!m.ref.empty() && m.ref_profile.empty() && !integer)
     throw UsageError("--ref needs --ref-profile (the platform that produced the reference)");
+  if (integer && !m.ref_profile.empty())
+    throw UsageError("--ref-profile: an integer GEMM takes no profile (it is exact on every platform); give --ref R "
+                     "alone: both outputs are judged against the exact result");
   const FormatSpec& fa = *claim.in;
   const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
   // Shapes from the headers first: a wrong-shaped operand is refused before any value is read.
@@ -54,7 +61,10 @@ int run_check_matmul(const MatmulArgs& m) {
   if (td) o.addend = operand_values(*td, m.addend_format.empty() ? *claim.acc : format_named(m.addend_format), "--addend");
   if (tr) {
     o.ref = operand_values(*tr, *claim.out, "--ref");
-    o.ref_claim = m.claim.parse({{"--profile", m.ref_profile}, {"--plan", ""}});
+    if (!integer) {
+      o.ref_claim = m.claim.parse({{"--profile", m.ref_profile}, {"--plan", ""}});
+      read_claim_scale_files(*o.ref_claim);
+    }
   }
   return report(m.dot ? check_dot(A, B, C, claim, o) : check_matmul(A, B, C, claim, o), m.json);
 }

@@ -8,6 +8,7 @@
 #include "io/tensor_io.h"
 #include "numerics/profile.h"
 #include "tolerances/quant_check.h"
+#include "tolerances/scale_files.h"
 
 namespace numfid::cli {
 
@@ -20,7 +21,7 @@ struct EmulateArgs {
 
 int run_emulate(const EmulateArgs& e, bool dot) {
   ClaimSpec claim = e.claim.parse();
-  read_claim_files(claim);
+  read_claim_scale_files(claim);  // tolerances/scale_files.h
   // An integer GEMM is exact in every order, a scaled GEMM has its promotion model: no plan
   // needed (tolerances/quant_check.h).
   if (!is_quantised_claim(claim) && !claim.plan == !claim.profile)

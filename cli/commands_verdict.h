@@ -24,10 +24,6 @@ TensorData operand_values(const Tensor& t, const FormatSpec& declared, const cha
 /// name is `spec`.
 TensorData load_operand(const std::string& spec, const FormatSpec& declared, const char* what);
 
-/// Reads the files a claim names for its values (an integer GEMM's --out-scale FILE: fp32
-/// scales, one or one per output column) into the claim.
-void read_claim_files(ClaimSpec& claim);
-
 /// Checks before any work that `path` can be written (io/atomic_file.h check_output_path);
 /// UsageError naming `what` (the option) otherwise.
 void check_output(const std::string& path, const char* what);

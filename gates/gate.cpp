@@ -65,9 +65,7 @@ struct GateLoader {
   std::string operand(const YAML::Node& n, const std::string& what) const {
     const std::string s = text(n, what);
     if (s.empty()) fail(n, fmt::format("{} must name a file", what));
-    TensorSpec spec = parse_tensor_spec(s);
-    if (spec.path.is_relative()) spec.path = (dir / spec.path).lexically_normal();
-    return spec.name.empty() ? spec.path.string() : fmt::format("{}:{}", spec.path.string(), spec.name);
+    return resolve_tensor_spec(s, dir);
   }
 
   /// A yes/no value (YAML's true/false).
@@ -81,7 +79,8 @@ struct GateLoader {
   GateCase gate_case(const YAML::Node& n, const std::optional<std::pair<std::string, int>>& default_claim,
                      bool default_baseline) const {
     static const std::vector<std::string> keys{"name", "op", "a", "b", "c", "x", "ref", "ref_claim", "claim", "addend", "axis", "eps", "baseline", "rerun",
-                                               "gamma", "beta", "param_format", "variance"};
+                                               "gamma", "beta", "param_format", "variance",
+                                               "scale_a", "scale_b", "out_scale"};
     check_keys(n, keys, "a case");
     GateCase c;
     c.line = n.Mark().line + 1;
@@ -99,11 +98,12 @@ struct GateLoader {
     const bool norm = row == RowOp::layernorm || row == RowOp::rmsnorm;
     // Which keys the op takes (required, optional); anything else present is an error.
     std::vector<std::string> required, optional;
-    if (reduction) required = {"a", "b", "c"}, optional = {"addend", "ref", "ref_claim"};
+    if (reduction) required = {"a", "b", "c"}, optional = {"addend", "ref", "ref_claim", "scale_a", "scale_b", "out_scale"};
     else if (c.op == "sum") required = {"x", "c"}, optional = {"axis"};
     else if (row == RowOp::layernorm) required = {"x", "c"}, optional = {"eps", "gamma", "beta", "param_format", "variance"};
     else required = {"x", "c"}, optional = norm ? std::vector<std::string>{"eps", "gamma", "param_format"} : std::vector<std::string>{};
-    for (const std::string k : {"a", "b", "c", "x", "addend", "ref", "ref_claim", "axis", "eps", "gamma", "beta", "param_format", "variance"}) {
+    for (const std::string k : {"a", "b", "c", "x", "addend", "ref", "ref_claim", "axis", "eps", "gamma", "beta", "param_format", "variance",
+                              "scale_a", "scale_b", "out_scale"}) {
       const bool takes = std::find(required.begin(), required.end(), k) != required.end() ||
                          std::find(optional.begin(), optional.end(), k) != optional.end();
       if (n[k] && !takes) fail(n[k], fmt::format("{}: '{}' does not apply to op {}", where, k, c.op));
@@ -117,6 +117,7 @@ struct GateLoader {
     c.a = opt_operand("a"), c.b = opt_operand("b"), c.c = opt_operand("c"), c.x = opt_operand("x");
     c.ref = opt_operand("ref"), c.addend = opt_operand("addend"), c.rerun = opt_operand("rerun");
     c.gamma = opt_operand("gamma"), c.beta = opt_operand("beta");
+    c.scale_a = opt_operand("scale_a"), c.scale_b = opt_operand("scale_b"), c.out_scale = opt_operand("out_scale");
     if (n["param_format"]) {
       const std::string what = fmt::format("{}: param_format", where);
       c.param_format = text(n["param_format"], what);

@@ -30,6 +30,9 @@ struct GateCase {
   /// Operands: "FILE" or "FILE.safetensors:NAME", relative paths resolved.
   std::optional<std::string> a, b, c, x, ref, addend;
   std::optional<std::string> rerun;      ///< a second run's output of the same kernel (determinism)
+  /// matmul / dot: the scale files of an integer or scaled claim (--out-scale FILE, --scale-a
+  /// FILE, --scale-b FILE), resolved like operands; they serve `claim` and `ref_claim` alike.
+  std::optional<std::string> scale_a, scale_b, out_scale;
   std::string claim;                    ///< the claim text in force
   std::optional<std::string> ref_claim;  ///< cross-platform: the claim of `ref`'s platform
   std::optional<int> axis;               ///< sum: axis summed (default -1)

@@ -19,6 +19,8 @@
 #include "io/tensor_io.h"
 #include "numerics/profile.h"
 #include "oracles/mpfr_oracles.h"
+#include "tolerances/quant_check.h"
+#include "tolerances/scale_files.h"
 
 #ifndef NUMFID_VERSION
 #define NUMFID_VERSION "unknown"
@@ -38,6 +40,55 @@ Tensor read(const std::string& spec) {
 }
 
 TensorData load(const std::string& spec, const FormatSpec& declared) { return tensor_data(read(spec), declared); }
+
+/// A case's claim text with its scale_a, scale_b and out_scale keys appended as options.
+std::string with_scale_keys(const GateCase& c, const std::string& text) {
+  std::string full = text;
+  if (c.scale_a) append_claim_option(full, "--scale-a", *c.scale_a);
+  if (c.scale_b) append_claim_option(full, "--scale-b", *c.scale_b);
+  if (c.out_scale) append_claim_option(full, "--out-scale", *c.out_scale);
+  return full;
+}
+
+/// A case's claim text (`claim` or `ref_claim`) as a claim: the case's scale_a, scale_b and
+/// out_scale keys (resolved already) become its --scale-a, --scale-b and --out-scale files (a
+/// claim text that gives the same option too is refused: "given twice"), and scale files the
+/// text itself names are taken relative to the case's gate file, as operands are. The files are
+/// read afterwards by the one reader (tolerances/scale_files.h: read_claim_scale_files).
+ClaimSpec case_claim(const GateCase& c, const std::string& text) {
+  struct Key {
+    const std::optional<std::string>& file;
+    std::string QuantClaim::*spec;
+    std::vector<double> QuantClaim::*values;
+  };
+  const Key keys[] = {{c.scale_a, &QuantClaim::scale_a_text, &QuantClaim::scale_a},
+                      {c.scale_b, &QuantClaim::scale_b_text, &QuantClaim::scale_b},
+                      {c.out_scale, &QuantClaim::out_scale_text, &QuantClaim::out_scale}};
+  ClaimSpec claim = parse_claim(with_scale_keys(c, text));
+  const std::filesystem::path dir = std::filesystem::path(c.file).parent_path();
+  QuantClaim& q = claim.quant;
+  for (const Key& k : keys)
+    if (!k.file && !(q.*k.spec).empty() && (q.*k.values).empty())  // a file (numbers are read already)
+      q.*k.spec = resolve_tensor_spec(q.*k.spec, dir);
+  return claim;
+}
+
+/// The claim's text with its scale files named relative to the gate file's directory, as the
+/// gate file names them: the case's claim in reports and baselines does not depend on where
+/// the repository is checked out.
+std::string gate_claim_text(ClaimSpec claim, const GateCase& c) {
+  const std::filesystem::path dir = std::filesystem::path(c.file).parent_path();
+  QuantClaim& q = claim.quant;
+  for (auto [spec, values] : {std::pair{&q.scale_a_text, &q.scale_a}, std::pair{&q.scale_b_text, &q.scale_b},
+                              std::pair{&q.out_scale_text, &q.out_scale}}) {
+    if (spec->empty() || !values->empty() || dir.empty()) continue;  // absent, or a number
+    TensorSpec ts = parse_tensor_spec(*spec);
+    if (ts.path.is_absolute() != dir.is_absolute()) continue;
+    ts.path = ts.path.lexically_relative(dir);
+    if (!ts.path.empty()) *spec = ts.name.empty() ? ts.path.string() : fmt::format("{}:{}", ts.path.string(), ts.name);
+  }
+  return claim.text();
+}
 
 /// What a case's run produces besides its figures' source, the check.
 struct CaseOutcome {
@@ -78,17 +129,27 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
     } else {
       // A port: the exact results once, judged three times (C against R, and each platform's
       // output against the exact result under its own claim, with its model's prediction).
-      const ClaimSpec ref_claim = parse_claim(*c.ref_claim);
+      ClaimSpec ref_claim = case_claim(c, *c.ref_claim);
+      read_claim_scale_files(ref_claim);
       const TensorData R = tensor_data(*tr, *claim.out);
-      const MatmulReference mr = c.op == "dot" ? dot_reference(A, B, o.addend) : matmul_reference(A, B, o.addend);
+      // Integer and scaled claims have their own exact references (quant_check.h): judged from
+      // the operands, not from the plain products' reference.
+      const bool quantised = is_quantised_claim(claim);
+      std::optional<MatmulReference> mr;
+      if (!quantised) mr = c.op == "dot" ? dot_reference(A, B, o.addend) : matmul_reference(A, B, o.addend);
+      const auto judge = [&](const TensorData& out_, const ClaimSpec& cl, const MatmulCheckOptions& oo) {
+        if (mr) return check_matmul(*mr, out_, cl, oo);
+        return c.op == "dot" ? check_dot(A, B, out_, cl, oo) : check_matmul(A, B, out_, cl, oo);
+      };
       MatmulCheckOptions own;
       own.worst = options.worst;
+      own.addend = o.addend;
       o.ref = R;
       o.ref_claim = ref_claim;
-      out.check = check_matmul(mr, *C, claim, o);
+      out.check = judge(*C, claim, o);
       GateMigration m;
-      m.target = describe_platform(claim, check_matmul(mr, *C, claim, own));
-      m.reference = describe_platform(ref_claim, check_matmul(mr, R, ref_claim, own));
+      m.target = describe_platform(claim, judge(*C, claim, own));
+      m.reference = describe_platform(ref_claim, judge(R, ref_claim, own));
       m.identical = identical(R, *C, "ref");
       m.elements = static_cast<std::int64_t>(C->values.size());
       out.migration = std::move(m);
@@ -114,8 +175,10 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
   return out;
 }
 
-/// The `numfid check` command line that reruns the case (docs/cli.md).
-std::string repro_command(const GateCase& c) {
+/// The `numfid check` command line that reruns the case (docs/cli.md). `claim_text`: the
+/// claim as the command states it (the case's text; its canonical form once scale files named
+/// in it are resolved against the gate file).
+std::string repro_command(const GateCase& c, const std::string& claim_text) {
   using detail::shell_word;
   std::string s = fmt::format("numfid check {}", c.op);
   const auto opt = [&](const char* name, const std::optional<std::string>& v) {
@@ -132,16 +195,22 @@ std::string repro_command(const GateCase& c) {
   if (c.axis) s += fmt::format(" --axis {}", *c.axis);
   if (c.eps) s += fmt::format(" --eps {}", *c.eps);
   opt("--gamma", c.gamma), opt("--beta", c.beta), opt("--param-format", c.param_format), opt("--variance", c.variance);
-  s += fmt::format(" {}", c.claim);
+  s += fmt::format(" {}", claim_text);
+  if (claim_text == c.claim) opt("--scale-a", c.scale_a), opt("--scale-b", c.scale_b), opt("--out-scale", c.out_scale);
   if (c.ref) {
     // The CLI states the reference platform by its profile (--ref-profile); a ref_claim that
     // names no profile has no command-line form.
+    // An integer claim needs none: both outputs are judged against the exact result.
     std::string profile;
+    bool integer = false;
     try {
-      profile = parse_claim(*c.ref_claim).profile_name;
+      profile = parse_claim(with_scale_keys(c, *c.ref_claim)).profile_name;
+      integer = is_integer_claim(parse_claim(with_scale_keys(c, c.claim)));
     } catch (const std::exception&) {
     }
-    s += fmt::format(" --ref {} --ref-profile {}", shell_word(*c.ref), profile.empty() ? "'(ref_claim has no profile)'" : shell_word(profile));
+    s += fmt::format(" --ref {}", shell_word(*c.ref));
+    if (!integer)
+      s += fmt::format(" --ref-profile {}", profile.empty() ? "'(ref_claim has no profile)'" : shell_word(profile));
   }
   return s;
 }
@@ -247,7 +316,7 @@ GateCaseResult run_one(const Gate& gate, std::size_t index, const GateRunOptions
   cr.line = c.line;
   cr.claim = c.claim;
   cr.tracked = c.baseline;
-  cr.repro = repro_command(c);
+  cr.repro = repro_command(c, c.claim);
   const auto t0 = clock_type::now();
   std::string step = "claim";
   int line = c.claim_line;
@@ -255,10 +324,14 @@ GateCaseResult run_one(const Gate& gate, std::size_t index, const GateRunOptions
     cr.error = fmt::format("{}:{}: case '{}': {}{}", c.file, line, printable(c.name), step.empty() ? "" : step + ": ", what);
   };
   try {
-    const ClaimSpec claim = parse_claim(c.claim);
-    cr.claim = claim.text();
+    ClaimSpec claim = case_claim(c, c.claim);
+    cr.claim = gate_claim_text(claim, c);
+    // Scale files named in the claim text are relative to the gate file: the command names
+    // them resolved (the canonical claim carries the case's keys too).
+    if (claim.text() != parse_claim(with_scale_keys(c, c.claim)).text()) cr.repro = repro_command(c, claim.text());
     step.clear();
     line = c.line;
+    read_claim_scale_files(claim);  // a scale file that cannot be read: the case's error at its line
     CaseOutcome o = run_case(c, claim, options);  // the tensors are freed here
     cr.figures = figures_of(o.check);
     cr.migration = std::move(o.migration);

@@ -1,6 +1,7 @@
 // Dispatch between the .npy and safetensors readers and writers.
 #include "io/tensor_io.h"
 
+#include <cmath>
 #include <cstring>
 #include <fmt/format.h>
 
@@ -32,6 +33,25 @@ void write_tensor(const std::filesystem::path& path, const Tensor& t, std::strin
     return write_safetensors(path, nt);
   }
   throw InputError(fmt::format("{}: unknown output type '{}' (use .npy or .safetensors)", path.string(), ext));
+}
+
+std::string resolve_tensor_spec(std::string_view spec, const std::filesystem::path& dir) {
+  TensorSpec ts = parse_tensor_spec(spec);
+  if (dir.empty() || !ts.path.is_relative()) return std::string(spec);
+  ts.path = (dir / ts.path).lexically_normal();
+  return ts.name.empty() ? ts.path.string() : fmt::format("{}:{}", ts.path.string(), ts.name);
+}
+
+std::vector<double> read_scales(std::string_view spec, const FormatSpec& byte_format) {
+  const TensorSpec ts = parse_tensor_spec(spec);
+  const Tensor t = read_tensor(ts.path, ts.name);
+  const FormatSpec& f = element_size(t.type) == 1 ? byte_format : fp32;
+  std::vector<double> out = values_as_double(t, f);
+  if (out.empty()) throw InputError(fmt::format("{}: the file holds no scales", t.source));
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (std::isnan(out[i]))
+      throw InputError(fmt::format("{}: scale {} is NaN (a scale is a positive finite {} value)", t.source, i, f.name));
+  return out;
 }
 
 TensorSpec parse_tensor_spec(std::string_view spec) {

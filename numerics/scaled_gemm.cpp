@@ -25,12 +25,53 @@ double scale_at(const OperandScales& s, bool is_b, std::int64_t outer, std::int6
   return s.values[static_cast<std::size_t>(index)];
 }
 
+namespace {
+
+/// One output element of the model: the K products of row `ar` and column `bc` (operands in
+/// the inner unit's format) in chunks, each chunk's partial promoted with the scale product
+/// `scale(c0)` of the chunk starting at c0; o starts at `o`; `e` is the element's stream.
+template <class ScaleOf>
+Bits scaled_element(const ScaledGemmModel& model, const Bits* ar, const Bits* bc, std::int64_t K, const ScaleOf& scale,
+                    Bits o, std::size_t e) {
+  RoundOptions acc_o;
+  acc_o.rounding = model.acc_rounding;
+  for (std::int64_t c0 = 0; c0 < K; c0 += model.chunk) {
+    const std::int64_t len = std::min(model.chunk, K - c0);
+    Bits p32;
+    if (model.block_fma) {
+      const BlockFmaModel& m = *model.block_fma;
+      const Result r = block_fma_dot(m, {ar + c0, static_cast<std::size_t>(len)}, {bc + c0, static_cast<std::size_t>(len)},
+                                     zero(*m.output, false));
+      p32 = convert(*m.output, fp32, r.bits).bits;
+    } else {
+      Bits p = zero(*model.acc, false);
+      acc_o.stream = e;
+      for (std::int64_t kk = c0; kk < c0 + len; ++kk) p = fma(*model.acc, ar[kk], bc[kk], p, acc_o).bits;
+      p32 = convert(*model.acc, fp32, p).bits;
+    }
+    // The scales of this chunk (one block of A and of B), multiplied in fp32.
+    const auto sf = static_cast<float>(scale(c0));  // 48 bits: exact
+    std::uint32_t sbits = 0;
+    std::memcpy(&sbits, &sf, sizeof sbits);
+    o = fma(fp32, Bits{sbits}, p32, o).bits;
+  }
+  RoundOptions oo = model.out_rounding;
+  oo.stream = e;
+  return convert(fp32, *model.out, o, oo).bits;
+}
+
+void check_chunk(const ScaledGemmModel& model) {
+  if (model.chunk <= 0) throw std::invalid_argument("scaled_gemm_emulate: the chunk must be positive");
+}
+
+}  // namespace
+
 std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits> a, const OperandScales& sa,
                                       const FormatSpec& fb, std::span<const Bits> b, const OperandScales& sb,
                                       std::int64_t M, std::int64_t K, std::int64_t N, const ScaledGemmModel& model,
                                       std::span<const Bits> addend) {
   const FpEnvGuard env;  // the float cast of sa·sb below is hardware arithmetic
-  if (model.chunk <= 0) throw std::invalid_argument("scaled_gemm_emulate: the chunk must be positive");
+  check_chunk(model);
   const FormatSpec& inner = model.block_fma ? *model.block_fma->input : *model.acc;
   // Operands in the inner unit's format (exact for the narrow inputs into fp32 / the unit's input).
   std::vector<Bits> av(a.size()), bt(b.size());
@@ -39,40 +80,34 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
     for (std::int64_t j = 0; j < N; ++j)
       bt[static_cast<std::size_t>(j * K + kk)] = convert(fb, inner, b[static_cast<std::size_t>(kk * N + j)]).bits;
   std::vector<Bits> out(static_cast<std::size_t>(M * N));
-  RoundOptions acc_o;
-  acc_o.rounding = model.acc_rounding;
   for (std::int64_t i = 0; i < M; ++i)
     for (std::int64_t j = 0; j < N; ++j) {
       const std::size_t e = static_cast<std::size_t>(i * N + j);
-      Bits o = addend.empty() ? zero(fp32, false) : addend[e];
-      const Bits* ar = av.data() + i * K;
-      const Bits* bc = bt.data() + j * K;
-      for (std::int64_t c0 = 0; c0 < K; c0 += model.chunk) {
-        const std::int64_t len = std::min(model.chunk, K - c0);
-        Bits p32;
-        if (model.block_fma) {
-          const BlockFmaModel& m = *model.block_fma;
-          const Result r = block_fma_dot(m, {ar + c0, static_cast<std::size_t>(len)}, {bc + c0, static_cast<std::size_t>(len)},
-                                         zero(*m.output, false));
-          p32 = convert(*m.output, fp32, r.bits).bits;
-        } else {
-          Bits p = zero(*model.acc, false);
-          acc_o.stream = e;
-          for (std::int64_t kk = c0; kk < c0 + len; ++kk)
-            p = fma(*model.acc, ar[kk], bc[kk], p, acc_o).bits;
-          p32 = convert(*model.acc, fp32, p).bits;
-        }
-        // The scales of this chunk (one block of A and of B), multiplied in fp32.
-        const double s = scale_at(sa, false, i, c0, K, M) * scale_at(sb, true, j, c0, K, N);  // 48 bits: exact
-        const auto sf = static_cast<float>(s);
-        std::uint32_t sbits = 0;
-        std::memcpy(&sbits, &sf, sizeof sbits);
-        o = fma(fp32, Bits{sbits}, p32, o).bits;
-      }
-      RoundOptions oo = model.out_rounding;
-      oo.stream = e;
-      out[e] = convert(fp32, *model.out, o, oo).bits;
+      const auto scale = [&](std::int64_t c0) { return scale_at(sa, false, i, c0, K, M) * scale_at(sb, true, j, c0, K, N); };
+      out[e] = scaled_element(model, av.data() + i * K, bt.data() + j * K, K, scale,
+                              addend.empty() ? zero(fp32, false) : addend[e], e);
     }
+  return out;
+}
+
+std::vector<Bits> scaled_dot_emulate(const FormatSpec& fa, std::span<const Bits> a, const OperandScales& sa,
+                                     const FormatSpec& fb, std::span<const Bits> b, const OperandScales& sb,
+                                     std::int64_t R, std::int64_t K, const ScaledGemmModel& model,
+                                     std::span<const Bits> addend) {
+  const FpEnvGuard env;
+  check_chunk(model);
+  const FormatSpec& inner = model.block_fma ? *model.block_fma->input : *model.acc;
+  std::vector<Bits> av(a.size()), bv(b.size());
+  for (std::size_t x = 0; x < a.size(); ++x) av[x] = convert(fa, inner, a[x]).bits;
+  for (std::size_t x = 0; x < b.size(); ++x) bv[x] = convert(fb, inner, b[x]).bits;
+  std::vector<Bits> out(static_cast<std::size_t>(R));
+  for (std::int64_t r = 0; r < R; ++r) {
+    const auto e = static_cast<std::size_t>(r);
+    // Both operands R×K: B's scales in A's orientation (rows of B, then K).
+    const auto scale = [&](std::int64_t c0) { return scale_at(sa, false, r, c0, K, R) * scale_at(sb, false, r, c0, K, R); };
+    out[e] = scaled_element(model, av.data() + r * K, bv.data() + r * K, K, scale,
+                            addend.empty() ? zero(fp32, false) : addend[e], e);
+  }
   return out;
 }
 

@@ -58,6 +58,15 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
                                       std::int64_t m, std::int64_t k, std::int64_t n, const ScaledGemmModel& model,
                                       std::span<const Bits> addend_fp32 = {});
 
+/// The row-wise scaled dot D[r] = Σ_k sa·sb·A[r,k]·B[r,k] (A, B: R×K, C order), as the model
+/// computes each element of scaled_gemm_emulate (the same chunks, promotion and output cast;
+/// stream = r). Both scale tensors are laid out like A's: ⌈R/rows⌉ × ⌈K/k⌉, row-major (B's
+/// block extent `rows` runs along B's rows, as A's does).
+std::vector<Bits> scaled_dot_emulate(const FormatSpec& fa, std::span<const Bits> a, const OperandScales& sa,
+                                     const FormatSpec& fb, std::span<const Bits> b, const OperandScales& sb,
+                                     std::int64_t r, std::int64_t k, const ScaledGemmModel& model,
+                                     std::span<const Bits> addend_fp32 = {});
+
 /// An operand quantised into MX blocks along K, in the layout the scaled GEMM reads.
 struct MxOperand {
   std::vector<Bits> elements;              ///< rows × cols patterns of the element format, C order

@@ -31,6 +31,7 @@
 #include "numerics/profile.h"
 #include "tolerances/cancel.h"
 #include "tolerances/check.h"
+#include "tolerances/scale_files.h"
 
 namespace py = pybind11;
 
@@ -131,7 +132,17 @@ ClaimSpec with_profile(const ClaimSpec& c, const std::string& profile) {
   r.profile_name.clear();
   std::string text = r.text();
   append_claim_option(text, "--profile", profile);
-  return parse_claim(text);
+  ClaimSpec p = parse_claim(text);
+  p.quant = c.quant;  // the scale values read already (the profile changes none of them)
+  return p;
+}
+
+/// A claim parsed, with the scale files it names read (relative to the working directory):
+/// the one reader the CLI and the gate call (tolerances/scale_files.h).
+ClaimSpec claim_with_files(const std::string& text) {
+  ClaimSpec c = parse_claim(text);
+  read_claim_scale_files(c);
+  return c;
 }
 
 // ------------------------------------------------------------------- check
@@ -169,7 +180,7 @@ CheckResult check(const CheckArgs& args) {
     require(X, op, "x");
   }
   return without_gil([&]() -> CheckResult {
-    const ClaimSpec claim = parse_claim(args.claim);
+    const ClaimSpec claim = reduction ? claim_with_files(args.claim) : parse_claim(args.claim);
     if (reduction) {
       const FormatSpec& fa = *claim.in;
       const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
@@ -244,7 +255,7 @@ py::tuple emulate(const std::string& op, const std::string& claim_text, const py
   require(A, op, "a");
   require(B, op, "b");
   const TensorData d = without_gil([&] {
-    const ClaimSpec claim = parse_claim(claim_text);
+    const ClaimSpec claim = claim_with_files(claim_text);
     const FormatSpec& fa = *claim.in;
     const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
     const ShapeRef sc = C ? shape_ref(*C) : ShapeRef{};

@@ -28,3 +28,7 @@ set_tests_properties(gate_report_chromium PROPERTIES FIXTURES_REQUIRED example_g
 
 # The error-field summary behind the gate's figures (tolerances/error_field.h).
 numfid_add_test(error_field_test SOURCES error_field_test.cpp DEPS numfid::tolerances)
+
+# Integer and scaled gate cases with scale files, and the one scale-file reader.
+numfid_add_test(gate_quant_test SOURCES gate_quant_test.cpp DEPS numfid::gates numfid::io fmt::fmt)
+target_compile_definitions(gate_quant_test PRIVATE NUMFID_CLI_DATA="${PROJECT_SOURCE_DIR}/tests/cli/data")

@@ -17,4 +17,8 @@ numfid_add_test(quant_check_test SOURCES quant_check_test.cpp DEPS numfid::toler
 # Scaled float GEMMs (FP8 with DeepSeek-style block scales, promotion) against a naive model and
 # long-double references: emulation bit for bit, legal outputs, wrong-block scale, missing promotion.
 numfid_add_test(scaled_check_test SOURCES scaled_check_test.cpp DEPS numfid::tolerances fmt::fmt)
+# Scaled-gemm profiles (block_scaling:) against the explicit claims they stand for.
 numfid_add_test(scaled_profile_test SOURCES scaled_profile_test.cpp DEPS numfid::tolerances fmt::fmt)
+# Cross-platform (--ref) checks of integer and scaled claims, and the scaled row-wise dot,
+# against naive implementations.
+numfid_add_test(quant_cross_test SOURCES quant_cross_test.cpp DEPS numfid::tolerances fmt::fmt)

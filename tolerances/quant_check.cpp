@@ -40,8 +40,8 @@ IntGemm int_gemm_of(const ClaimSpec& c, std::int64_t columns) {
   validate_quant_claim(c);
   const QuantClaim& q = c.quant;
   if (q.scale_file_pending())
-    throw InputError(fmt::format("--out-scale {}: the scale file's values were not read (the caller reads FILE into "
-                                 "ClaimSpec::quant.out_scale; the CLI does)",
+    throw InputError(fmt::format("--out-scale {}: the scale file's values were not read (read_claim_scale_files, "
+                                 "tolerances/scale_files.h, reads them into the claim)",
                                  q.out_scale_text));
   IntGemm g;
   g.a = {c.in, q.zero_point_a.value_or(0)};
@@ -242,6 +242,57 @@ std::vector<Hypothesis> hypotheses(const IntGemm& g, const Problem& p, std::span
 
 }  // namespace
 
+namespace {
+
+/// Cross-platform integer GEMM: C under `claim` and R under the reference's claim, each
+/// against the exact result requantised as its own claim says.
+CheckResult check_int_cross(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& claim,
+                            const MatmulCheckOptions& opt, bool rowwise) {
+  const ClaimSpec& rc = opt.ref_claim ? *opt.ref_claim : claim;
+  if (!is_integer_claim(rc))
+    throw InputError("--ref: the reference's claim is not an integer GEMM (both platforms compute the same integer "
+                     "GEMM; its claim needs no --ref-profile)");
+  const TensorData& R = *opt.ref;
+  if (R.shape != C.shape) throw InputError(fmt::format("--ref {}: shape differs from --c {}", R.name, C.name));
+  MatmulCheckOptions own = opt;
+  own.ref.reset();
+  own.ref_claim.reset();
+  CheckResult r = check_int_gemm(A, B, C, claim, own, rowwise);
+  own.predict = false;
+  const CheckResult rr = check_int_gemm(A, B, R, rc, own, rowwise);
+  std::int64_t identical = 0;
+  for (std::size_t e = 0; e < C.values.size(); ++e) identical += C.values[e] == R.values[e] ? 1 : 0;
+  const std::int64_t n = r.verdict.elements, bad_c = r.verdict.counts[3], bad_r = rr.verdict.counts[3];
+  Verdict& v = r.verdict;
+  const std::string agree = fmt::format("{} of {} elements bit-identical between C and R", identical, n);
+  if (bad_c == 0 && bad_r == 0) {
+    v.reason = fmt::format("C and R both equal the exact integer GEMM requantised as their claims say ({})", agree);
+  } else {
+    v.kind = TensorKind::defect;
+    std::string who;
+    if (bad_c > 0) who = fmt::format("C (the target) differs from the exact result in {} of {} elements", bad_c, n);
+    if (bad_r > 0)
+      who += fmt::format("{}R (the reference) differs from the exact result in {} of {} elements", who.empty() ? "" : "; ",
+                         bad_r, n);
+    v.reason = fmt::format("{} ({}): an integer GEMM is exact on every platform, so a difference is a defect of the "
+                           "output that differs from the exact result",
+                           who, agree);
+  }
+  for (const Signature& g : rr.verdict.signatures)
+    v.signatures.push_back({fmt::format("reference-{}", g.name), fmt::format("in R: {}", g.evidence)});
+  if (bad_r > 0)
+    v.signatures.push_back({"reference-defect", fmt::format("R: {}", rr.verdict.reason)});
+  r.bound.derivation.insert(r.bound.derivation.begin(),
+                            "cross-platform: integer GEMMs are exact, so C and R agree only by both equalling the "
+                            "exact result requantised under their own claims (no tolerance between them); each "
+                            "is judged against it");
+  for (const std::string& line : rr.bound.derivation) r.bound.derivation.push_back("reference: " + line);
+  r.claim_text += fmt::format("; reference: {}", rr.claim_text);
+  return r;
+}
+
+}  // namespace
+
 CheckResult check_int_gemm(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& claim,
                            const MatmulCheckOptions& opt, bool rowwise) {
   const FpEnvGuard env;
@@ -250,9 +301,7 @@ CheckResult check_int_gemm(const TensorData& A, const TensorData& B, const Tenso
   expect_format(C, *claim.out, "C");
   const ShapeRef cs = shape_of(C);
   const MatmulDims d = rowwise ? rowwise_dot_dims(shape_of(A), shape_of(B), &cs) : matmul_dims(shape_of(A), shape_of(B), &cs);
-  if (opt.ref)
-    throw InputError("--ref: an integer GEMM is bit-exact on every platform; judge each output against the exact "
-                     "result instead of another platform's");
+  if (opt.ref) return check_int_cross(A, B, C, claim, opt, rowwise);
   const IntGemm g = int_gemm_of(claim, d.n);
   const Problem p = problem(A, B, opt.addend, rowwise, C.values.size());
   const std::vector<std::int64_t> exact = exact_sums(g, A, B, p);
@@ -298,6 +347,7 @@ CheckResult check_int_gemm(const TensorData& A, const TensorData& B, const Tenso
   }
   v.outside_probabilistic = v.counts[3];
   v.chance_probability = 0;
+  v.field = error_field(all, Grid{d.m, cols}, 1e-9);  // the gate's figures, as judge() gives them
   const Int32OverflowK ov = int32_overflow_k(g.a, g.b);
   if (v.counts[3] > 0) {
     v.kind = TensorKind::defect;
@@ -402,7 +452,9 @@ TensorData emulate_int_gemm(const TensorData& A, const TensorData& B, const std:
   return t;
 }
 
-ToleranceResult int_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim) {
+ToleranceResult int_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim, const ClaimSpec* ref_claim) {
+  if (ref_claim && !is_integer_claim(*ref_claim))
+    throw InputError("--ref-profile: an integer claim's reference is an integer GEMM too (integer claims take no profile)");
   if (op == "sum") throw InputError("tol sum: integer claims are for matmul and dot (products of two integer operands)");
   if (k <= 0) throw InputError("--k: the reduction length K must be a positive integer");
   ClaimSpec c = claim;  // the scales' values do not enter the bound: a scale file need not be read
@@ -422,6 +474,10 @@ ToleranceResult int_tolerance(std::string_view op, std::int64_t k, const ClaimSp
   t.bound.probabilistic_applies = true;  // C = 0 either way: printed as such
   t.bound.confidence = 1;
   t.bound.derivation = derivation(g, k, false);
+  if (ref_claim)
+    t.bound.derivation.insert(t.bound.derivation.begin(),
+                              "cross-platform: both outputs are exact (bit-exact or a defect), so |out_A - out_B| = 0 "
+                              "unless one of them is a defect");
   t.mean_abs_term = 0;
   nlohmann::json j;
   j["op"] = t.op;

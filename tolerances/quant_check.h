@@ -64,20 +64,28 @@ CheckResult check_quantised_gemm(const TensorData& a, const TensorData& b, const
                                  const MatmulCheckOptions& opt, bool rowwise);
 TensorData emulate_quantised_gemm(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
                                   const ClaimSpec& claim, bool rowwise);
-ToleranceResult quantised_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim);
+/// `ref_claim` (tol --ref-profile): the cross-platform bound |out_A - out_B| (scaled: the sum
+/// of both bounds; integer: 0, both exact).
+ToleranceResult quantised_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim,
+                                    const ClaimSpec* ref_claim = nullptr);
 std::string quantised_emulation_description(const ClaimSpec& claim);
 
 /// Scaled float GEMM (scaled_check.cpp): exact reference of the dequantised products (long
 /// accumulator), the bound per element from Σ|scaled terms| with its derivation, the verdict,
-/// and the promotion model's prediction (numerics/scaled_gemm.h). Row-wise dots: InputError.
+/// and the promotion model's prediction (numerics/scaled_gemm.h). `rowwise`: the row-wise dot
+/// (A, B: R×K; both scale tensors laid out like A's, ⌈R/r⌉×⌈K/k⌉). opt.ref: C against another
+/// platform's output R under opt.ref_claim (same scales), |C - R| <= bound + bound_ref.
 CheckResult check_scaled_gemm(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,
-                              const MatmulCheckOptions& opt);
+                              const MatmulCheckOptions& opt, bool rowwise = false);
 TensorData emulate_scaled_gemm(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
-                               const ClaimSpec& claim);
-ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim);
+                               const ClaimSpec& claim, bool rowwise = false);
+ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim,
+                                 const ClaimSpec* ref_claim = nullptr);
 std::string scaled_emulation_description(const ClaimSpec& claim);
 
-/// check_matmul / check_dot of an integer claim (opt.ref: InputError).
+/// check_matmul / check_dot of an integer claim. opt.ref: cross-platform, both outputs judged
+/// against the exact result, each under its own claim (opt.ref_claim, else `claim`): exact
+/// claims agree only by both being exact, and a difference is a defect of whichever differs.
 CheckResult check_int_gemm(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,
                            const MatmulCheckOptions& opt, bool rowwise);
 /// emulate_matmul / emulate_dot of an integer claim: a wrapping int32 accumulator (the same
@@ -85,7 +93,8 @@ CheckResult check_int_gemm(const TensorData& a, const TensorData& b, const Tenso
 TensorData emulate_int_gemm(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
                             const ClaimSpec& claim, bool rowwise);
 /// tolerance() of an integer claim: exact, with the K at which int32 can first overflow.
-ToleranceResult int_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim);
+ToleranceResult int_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim,
+                              const ClaimSpec* ref_claim = nullptr);
 /// emulation_description() of an integer claim.
 std::string int_emulation_description(const ClaimSpec& claim);
 

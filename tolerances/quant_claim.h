@@ -24,8 +24,9 @@ struct QuantClaim {
   std::optional<std::int64_t> zero_point_a;    ///< --zero-point-a: subtracted from every A value
   std::optional<std::int64_t> zero_point_b;    ///< --zero-point-b: subtracted from every B value
   /// --out-scale as given: a number (per tensor), a comma-separated list (one per output
-  /// column: per channel) or a file (.npy / FILE.safetensors:NAME of fp32 scales, read by the
-  /// caller into `out_scale`: the claim text names the file, the pipeline gets the values).
+  /// column: per channel) or a file (.npy / FILE.safetensors:NAME of fp32 scales, read into
+  /// `out_scale` by read_claim_scale_files, tolerances/scale_files.h: the claim text names the
+  /// file, the pipeline gets the values).
   std::string out_scale_text;
   std::vector<double> out_scale;               ///< resolved scales: 1 (per tensor) or N (per column)
   std::optional<std::int64_t> out_zero_point;  ///< --out-zero-point: added after the rounding

@@ -138,8 +138,7 @@ ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& 
   if (op != "matmul" && op != "dot" && op != "sum")
     throw InputError(fmt::format("tol: unknown op '{}' (matmul, dot or sum)", op));
   if (is_quantised_claim(claim)) {  // integer or scaled GEMM: their own bounds (quant_check.h)
-    if (opt.ref_claim) throw InputError("--ref-profile: not for integer or scaled GEMM claims");
-    return detail::quantised_tolerance(op, k, claim);
+    return detail::quantised_tolerance(op, k, claim, opt.ref_claim ? &*opt.ref_claim : nullptr);
   }
   if (k <= 0) throw InputError("--k: the reduction length K must be a positive integer");
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a bound

@@ -43,12 +43,12 @@ bool power_of_two(double v) {
 /// The claim's scaled GEMM for M×K×N. `values` false (tol): the scales' values are unknown, so
 /// they count as one scale per operand, not a power of two, and their number is not checked.
 Scaled scaled_of(const ClaimSpec& c, std::int64_t M, std::int64_t K, std::int64_t N, const FormatSpec& in,
-                 bool values = true) {
+                 bool values = true, bool rowwise = false) {
   validate_quant_claim(c);
   const QuantClaim& q = c.quant;
   if (values && q.operand_scales_pending())
-    throw InputError("--scale-a/--scale-b: the scale files' values were not read (the caller reads them into "
-                     "ClaimSpec::quant.scale_a/scale_b; the CLI does)");
+    throw InputError("--scale-a/--scale-b: the scale files' values were not read (read_claim_scale_files, "
+                     "tolerances/scale_files.h, reads them into the claim; attach_operand_scales attaches values)");
   Scaled s;
   s.sa = q.scale_a.empty() ? std::vector<double>{1.0} : q.scale_a;
   s.sb = q.scale_b.empty() ? std::vector<double>{1.0} : q.scale_b;
@@ -57,7 +57,9 @@ Scaled scaled_of(const ClaimSpec& c, std::int64_t M, std::int64_t K, std::int64_
     s.values_known = false;
   }
   const ScaleBlock whole_a{std::max<std::int64_t>(M, 1), std::max<std::int64_t>(K, 1)};
-  const ScaleBlock whole_b{std::max<std::int64_t>(N, 1), std::max<std::int64_t>(K, 1)};
+  // A row-wise dot's B is R×K like A: its non-K dimension is A's (the rows), not N = 1.
+  const std::int64_t nb = rowwise ? M : N;
+  const ScaleBlock whole_b{std::max<std::int64_t>(nb, 1), std::max<std::int64_t>(K, 1)};
   s.ba = q.scale_block_a.value_or(whole_a);
   s.bb = q.scale_block_b ? *q.scale_block_b : q.scale_block_a.value_or(whole_b);
   if (!q.scale_block_a && values) {
@@ -84,7 +86,7 @@ Scaled scaled_of(const ClaimSpec& c, std::int64_t M, std::int64_t K, std::int64_
   };
   if (values) {
     check_count("--scale-a", q.scale_a_text, s.sa, s.ba, M, K, "A ({} x {})");
-    check_count("--scale-b", q.scale_b_text, s.sb, s.bb, N, K, "B (N x K = {} x {})");
+    check_count("--scale-b", q.scale_b_text, s.sb, s.bb, nb, K, rowwise ? "B ({} x {})" : "B (N x K = {} x {})");
     check_format("--scale-a", q.scale_a_text, s.sa);
     check_format("--scale-b", q.scale_b_text, s.sb);
   }
@@ -198,17 +200,29 @@ Claim judge_claim(const ClaimSpec& c, const FormatSpec& in) {
   return k;
 }
 
+/// The model's output for A, B with scales (sa, sb): a matmul (B: K×N) or a row-wise dot (B: R×K).
+std::vector<Bits> run_model(const TensorData& A, const OperandScales& sa, const TensorData& B, const OperandScales& sb,
+                            const MatmulDims& d, const ScaledGemmModel& m, std::span<const Bits> addend, bool rowwise) {
+  if (rowwise) return scaled_dot_emulate(*A.format, A.values, sa, *B.format, B.values, sb, d.m, d.k, m, addend);
+  return scaled_gemm_emulate(*A.format, A.values, sa, *B.format, B.values, sb, d.m, d.k, d.n, m, addend);
+}
+
+std::vector<Bits> addend_fp32(const std::optional<TensorData>& addend) {
+  std::vector<Bits> add;
+  if (addend)
+    for (const Bits x : addend->values) add.push_back(convert(*addend->format, fp32, x).bits);
+  return add;
+}
+
 /// Which scale-layout bug reproduces C bit for bit under the claim's own promotion model: B's
 /// or A's scale tensor read transposed, a scale left out, no promotion. Evidence where the
 /// kernel's partial sums are the model's (else no hypothesis matches and nothing is said).
 void scale_signatures(Verdict& v, const Scaled& s, const ClaimSpec& claim, const TensorData& A, const TensorData& B,
-                      const std::optional<TensorData>& addend, const TensorData& C, const MatmulDims& d) {
-  std::vector<Bits> add;
-  if (addend)
-    for (const Bits x : addend->values) add.push_back(convert(*addend->format, fp32, x).bits);
+                      const std::optional<TensorData>& addend, const TensorData& C, const MatmulDims& d, bool rowwise) {
+  const std::vector<Bits> add = addend_fp32(addend);
   ScaledGemmModel m = model_of(s, claim);
   const auto equal = [&](const OperandScales& sa, const OperandScales& sb, const ScaledGemmModel& model) {
-    const std::vector<Bits> y = scaled_gemm_emulate(*A.format, A.values, sa, *B.format, B.values, sb, d.m, d.k, d.n, model, add);
+    const std::vector<Bits> y = run_model(A, sa, B, sb, d, model, add, rowwise);
     std::int64_t n = 0;
     for (std::size_t e = 0; e < y.size(); ++e) n += y[e] == C.values[e] ? 1 : 0;
     return n;
@@ -228,10 +242,11 @@ void scale_signatures(Verdict& v, const Scaled& s, const ClaimSpec& claim, const
         t[static_cast<std::size_t>(r * cols + c)] = x[static_cast<std::size_t>(c * rows + r)];
     return t;
   };
-  const std::int64_t bk = ceil_div(d.k, s.bb.k), bn = ceil_div(d.n, s.bb.rows);
+  // B's scale tensor: K-major [⌈K/k⌉, ⌈N/R⌉] for a matmul, row-major [⌈R/r⌉, ⌈K/k⌉] like A's for a dot.
+  const std::int64_t bk = ceil_div(d.k, s.bb.k), bn = ceil_div(rowwise ? d.m : d.n, s.bb.rows);
   const std::int64_t am = ceil_div(d.m, s.ba.rows), ak = ceil_div(d.k, s.ba.k);
   if (bk > 1 && bn > 1) {
-    const std::vector<double> t = transposed(s.sb, bk, bn);
+    const std::vector<double> t = rowwise ? transposed(s.sb, bn, bk) : transposed(s.sb, bk, bn);
     report(equal({s.sa, s.ba}, {t, s.bb}, m), "scale-transposed", "B's scale tensor read transposed");
   }
   if (am > 1 && ak > 1) {
@@ -249,6 +264,20 @@ void scale_signatures(Verdict& v, const Scaled& s, const ClaimSpec& claim, const
   }
 }
 
+/// The dimensions of a scaled matmul (A M×K, B K×N) or row-wise dot (A, B R×K: {R, K, 1}).
+MatmulDims scaled_dims(const TensorData& A, const TensorData& B, const TensorData* C, bool rowwise) {
+  const ShapeRef cs = C ? shape_of(*C) : ShapeRef{};
+  return rowwise ? rowwise_dot_dims(shape_of(A), shape_of(B), C ? &cs : nullptr)
+                 : matmul_dims(shape_of(A), shape_of(B), C ? &cs : nullptr);
+}
+
+/// Whether two claims state the same scales (values and layout): the exact result both
+/// platforms' bounds are about.
+bool same_scales(const Scaled& x, const Scaled& y) {
+  return x.sa == y.sa && x.sb == y.sb && x.ba.rows == y.ba.rows && x.ba.k == y.ba.k && x.bb.rows == y.bb.rows &&
+         x.bb.k == y.bb.k;
+}
+
 }  // namespace
 
 /// "; profile NAME (vN) = OPTIONS" after a claim resolved from a scaled-gemm profile.
@@ -257,18 +286,21 @@ std::string recipe_suffix(const QuantClaim& q) {
 }
 
 CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& stated,
-                              const MatmulCheckOptions& opt) {
+                              const MatmulCheckOptions& opt, bool rowwise) {
   const FpEnvGuard env;
   const ClaimSpec claim = resolve_scaled_profile(stated);
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
   expect_format(C, *claim.out, "C");
-  const ShapeRef cs = shape_of(C);
-  const MatmulDims d = matmul_dims(shape_of(A), shape_of(B), &cs);
-  if (opt.ref) throw InputError("--ref: cross-platform comparison is not available for scaled GEMM claims");
-  const Scaled s = scaled_of(claim, d.m, d.k, d.n, *A.format);
+  const MatmulDims d = scaled_dims(A, B, &C, rowwise);
+  const Scaled s = scaled_of(claim, d.m, d.k, d.n, *A.format, true, rowwise);
   const FormatSpec& out = *claim.out;
-  if (opt.addend) expect_format(*opt.addend, fp32, "the addend");
+  if (opt.addend) {
+    expect_format(*opt.addend, fp32, "the addend");
+    if (opt.addend->values.size() != C.values.size())
+      throw InputError(fmt::format("the addend {}: {} elements, but the output has {}", opt.addend->name,
+                                   opt.addend->values.size(), C.values.size()));
+  }
   // Exact reference: each term a·b·sa·sb exactly (significands multiplied: at most 4·24 bits).
   std::vector<ReferenceElement> ref(static_cast<std::size_t>(d.m * d.n));
   LongAccumulator acc;
@@ -284,7 +316,8 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
     for (std::int64_t j = 0; j < d.n; ++j) {
       acc.clear();
       for (std::int64_t k = 0; k < d.k; ++k) {
-        const Bits a = A.values[static_cast<std::size_t>(i * d.k + k)], b = B.values[static_cast<std::size_t>(k * d.n + j)];
+        const Bits a = A.values[static_cast<std::size_t>(i * d.k + k)];
+        const Bits b = B.values[static_cast<std::size_t>(rowwise ? i * d.k + k : k * d.n + j)];
         const FpClass ca = classify(*A.format, a), cb = classify(*B.format, b);
         if (ca == FpClass::nan || cb == FpClass::nan || ca == FpClass::infinite || cb == FpClass::infinite) {
           acc.add_product(*A.format, a, *B.format, b);  // positive scales change no special value
@@ -292,7 +325,7 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
         }
         const Unrounded xa = exact_value(*A.format, a), xb = exact_value(*B.format, b);
         const auto [ma, ea] = scale_parts(scale_at(osa, false, i, k, d.k, d.m));
-        const auto [mb, eb] = scale_parts(scale_at(osb, true, j, k, d.k, d.n));
+        const auto [mb, eb] = scale_parts(rowwise ? scale_at(osb, false, i, k, d.k, d.m) : scale_at(osb, true, j, k, d.k, d.n));
         const uint128 mag = xa.significand * xb.significand * (uint128{ma} * mb);
         if (mag == 0) acc.add_exact(xa.negative != xb.negative, 0, 0);
         else acc.add_exact(xa.negative != xb.negative, mag, xa.exponent + xb.exponent + ea + eb);
@@ -303,23 +336,56 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
     }
   ReductionBound b = scaled_bound(s, claim, *A.format, d.k, opt.addend.has_value());
   const Claim jc = judge_claim(claim, *A.format);
-  Verdict v = judge(jc, b, C.values, ref, {d.m, d.n}, judge_options(claim, opt.worst, true));
   ClaimSetup setup;
   setup.claim = jc;
   setup.order = fmt::format("partials of {} in {}, promoted to fp32", s.chunk, s.inner);
-  CheckResult r = finish("matmul", setup, claim, std::move(b), std::move(v), true);
-  r.claim_text = fmt::format("scaled GEMM, in {}, {}, {}; out {} {}", A.format->name, layout_text(s), setup.order,
-                             out.name, rounding_name(claim.output_rounding())) +
+  std::string ref_text;
+  if (opt.ref) {
+    // Cross-platform: C (this claim's platform) against R (the reference claim's), both about
+    // the same exact result: |C - R| <= bound(claim) + bound(ref_claim) per element.
+    if (!opt.ref_claim)
+      throw InputError("--ref needs the reference platform's claim (--ref-profile; a gate's ref_claim)");
+    const ClaimSpec rc = resolve_scaled_profile(*opt.ref_claim);
+    if (!is_scaled_claim(rc))
+      throw InputError("--ref: the reference's claim is not a scaled GEMM (give it the same --scale-a, --scale-b and "
+                       "--scale-block)");
+    const TensorData& R = *opt.ref;
+    expect_format(R, out, "--ref");
+    if (R.values.size() != C.values.size()) throw InputError("--ref: shape differs from --c");
+    const Scaled rs = scaled_of(rc, d.m, d.k, d.n, *A.format, true, rowwise);
+    if (!same_scales(s, rs))
+      throw InputError("--ref: the reference's claim states other scales or scale blocks: both platforms must compute "
+                       "the same scaled GEMM (the same operands and scales)");
+    const ReductionBound rb = scaled_bound(rs, rc, *A.format, d.k, opt.addend.has_value());
+    const Claim rjc = judge_claim(rc, *A.format);
+    for (std::size_t e = 0; e < ref.size(); ++e) {
+      const ElementBound x = element_bound(b, jc, ref[e].exact, ref[e].sum_abs);
+      const ElementBound y = element_bound(rb, rjc, ref[e].exact, ref[e].sum_abs);
+      ref[e] = {R.values[e], to_double(out, R.values[e]), ref[e].sum_abs, x.deterministic + y.deterministic,
+                x.probabilistic + y.probabilistic};
+    }
+    const std::string rorder = fmt::format("partials of {} in {}, promoted to fp32", rs.chunk, rs.inner);
+    b.derivation.insert(b.derivation.begin(),
+                        fmt::format("cross-platform: target ({}) against reference ({}): |C - R| <= bound(target) + "
+                                    "bound(reference), both about the exact scaled GEMM",
+                                    setup.order, rorder));
+    for (const std::string& line : rb.derivation) b.derivation.push_back("reference: " + line);
+    ref_text = fmt::format("; against reference {} {}", rorder, rounding_name(rc.output_rounding()));
+  }
+  Verdict v = judge(jc, b, C.values, ref, {d.m, d.n}, judge_options(claim, opt.worst, true));
+  CheckResult r = finish(rowwise ? "dot" : "matmul", setup, claim, std::move(b), std::move(v), !rowwise);
+  r.claim_text = fmt::format("scaled {}, in {}, {}, {}; out {} {}{}", rowwise ? "dot" : "GEMM", A.format->name,
+                             layout_text(s), setup.order, out.name, rounding_name(claim.output_rounding()), ref_text) +
                   recipe_suffix(claim.quant);
-  if (opt.predict && d.m * d.n * d.k <= (std::int64_t{1} << 24)) {
-    TensorData predicted = emulate_scaled_gemm(A, B, opt.addend, claim);
+  if (!opt.ref && opt.predict && d.m * d.n * d.k <= (std::int64_t{1} << 24)) {
+    TensorData predicted = emulate_scaled_gemm(A, B, opt.addend, claim, rowwise);
     std::int64_t same = 0;
     for (std::size_t e = 0; e < predicted.values.size(); ++e) same += predicted.values[e] == C.values[e] ? 1 : 0;
     // Where the model misses, which one scale-layout bug would reproduce C (evidence).
-    if (same < r.verdict.elements) scale_signatures(r.verdict, s, claim, A, B, opt.addend, C, d);
+    if (same < r.verdict.elements) scale_signatures(r.verdict, s, claim, A, B, opt.addend, C, d, rowwise);
     ModelMatch mm;
     mm.elements = static_cast<std::int64_t>(predicted.values.size());
-    for (std::size_t e = 0; e < predicted.values.size(); ++e) mm.equal += predicted.values[e] == C.values[e] ? 1 : 0;
+    mm.equal = same;
     mm.model = fmt::format("the promotion model (sequential partials of {}, {})", s.chunk, s.inner);
     r.model = mm;
     r.predicted = std::move(predicted.values);
@@ -328,36 +394,30 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
 }
 
 TensorData emulate_scaled_gemm(const TensorData& A, const TensorData& B, const std::optional<TensorData>& C,
-                               const ClaimSpec& stated) {
+                               const ClaimSpec& stated, bool rowwise) {
   const ClaimSpec claim = resolve_scaled_profile(stated);
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
-  const ShapeRef cs = C ? shape_of(*C) : ShapeRef{};
-  const MatmulDims d = matmul_dims(shape_of(A), shape_of(B), C ? &cs : nullptr);
-  const Scaled s = scaled_of(claim, d.m, d.k, d.n, *A.format);
-  std::vector<Bits> addend;
-  if (C) {
-    addend.reserve(C->values.size());
-    for (const Bits x : C->values) addend.push_back(convert(*C->format, fp32, x).bits);
-  }
-  ScaledGemmModel m = model_of(s, claim);
+  const MatmulDims d = scaled_dims(A, B, C ? &*C : nullptr, rowwise);
+  const Scaled s = scaled_of(claim, d.m, d.k, d.n, *A.format, true, rowwise);
+  if (C && static_cast<std::int64_t>(C->values.size()) != d.m * d.n)
+    throw InputError(fmt::format("the addend {}: {} elements, but the output has {}", C->name, C->values.size(), d.m * d.n));
   TensorData t;
   t.format = claim.out;
-  t.shape = {d.m, d.n};
+  t.shape = rowwise ? std::vector<std::int64_t>{d.m} : std::vector<std::int64_t>{d.m, d.n};
   t.name.assign(1, 'D');
-  t.values = scaled_gemm_emulate(*A.format, A.values, {s.sa, s.ba}, *B.format, B.values, {s.sb, s.bb}, d.m, d.k, d.n, m,
-                                 addend);
+  t.values = run_model(A, {s.sa, s.ba}, B, {s.sb, s.bb}, d, model_of(s, claim), addend_fp32(C), rowwise);
   return t;
 }
 
-ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& stated) {
+ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& stated, const ClaimSpec* ref_claim) {
   const ClaimSpec claim = resolve_scaled_profile(stated);
-  if (op != "matmul") throw InputError("tol: scaled GEMM claims are for matmul");
+  if (op != "matmul" && op != "dot") throw InputError("tol: scaled GEMM claims are for matmul and dot");
   if (k <= 0) throw InputError("--k: the reduction length K must be a positive integer");
   // The bound depends on K, the blocks' K extents and whether the scales are powers of two,
   // not on M, N or the scale files (which need not exist): one row and one column.
   const Scaled s = scaled_of(claim, 1, k, 1, *claim.in, false);
-  const ReductionBound b = scaled_bound(s, claim, *claim.in, k, false);
+  ReductionBound b = scaled_bound(s, claim, *claim.in, k, false);
   ToleranceResult t;
   t.op = std::string(op);
   t.k = k;
@@ -366,7 +426,24 @@ ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const Clai
   t.order = "partials in any order, promoted in order";
   t.output = claim.out;
   t.output_rounding_half = claim.output_rounding() == Rounding::rne || claim.output_rounding() == Rounding::rna;
-  const double u_out = unit_roundoff(*claim.out, claim.output_rounding());
+  double u_out = unit_roundoff(*claim.out, claim.output_rounding());
+  if (ref_claim) {  // cross-platform: |out_A - out_B| <= bound(A) + bound(B), both about the exact result
+    if (!is_scaled_claim(*ref_claim)) throw InputError("--ref-profile: the reference's claim is not a scaled GEMM");
+    const ClaimSpec rc = resolve_scaled_profile(*ref_claim);
+    const Scaled rs = scaled_of(rc, 1, k, 1, *rc.in, false);
+    const ReductionBound rb = scaled_bound(rs, rc, *rc.in, k, false);
+    b.derivation.insert(b.derivation.begin(),
+                        fmt::format("cross-platform: |out_A - out_B| <= bound(A) + bound(B), A = partials of {} in {}, "
+                                    "B = partials of {} in {}",
+                                    rs.chunk, rs.inner, s.chunk, s.inner));
+    for (const std::string& line : rb.derivation) b.derivation.push_back("reference: " + line);
+    b.deterministic += rb.deterministic;
+    b.absolute += rb.absolute;
+    b.probabilistic = b.deterministic;
+    b.roundings += rb.roundings;
+    u_out += unit_roundoff(*rc.out, rc.output_rounding());
+    t.claim_text += fmt::format(" vs partials of {} in {}", rs.chunk, rs.inner);
+  }
   t.rtol_deterministic = t.rtol_probabilistic = b.deterministic + u_out;
   t.mean_abs_term = 2 / M_PI;
   t.atol_deterministic = t.atol_probabilistic = b.deterministic * static_cast<double>(k) * t.mean_abs_term;
@@ -399,19 +476,17 @@ std::string scaled_emulation_description(const ClaimSpec& stated) {
 CheckResult check_quantised_gemm(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,
                                  const MatmulCheckOptions& opt, bool rowwise) {
   if (is_integer_claim(claim)) return check_int_gemm(a, b, c, claim, opt, rowwise);
-  if (rowwise) throw InputError("check dot: scaled GEMM claims are for check matmul");
-  return check_scaled_gemm(a, b, c, claim, opt);
+  return check_scaled_gemm(a, b, c, claim, opt, rowwise);
 }
 
 TensorData emulate_quantised_gemm(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
                                   const ClaimSpec& claim, bool rowwise) {
   if (is_integer_claim(claim)) return emulate_int_gemm(a, b, c, claim, rowwise);
-  if (rowwise) throw InputError("emulate dot: scaled GEMM claims are for emulate matmul");
-  return emulate_scaled_gemm(a, b, c, claim);
+  return emulate_scaled_gemm(a, b, c, claim, rowwise);
 }
 
-ToleranceResult quantised_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim) {
-  return is_integer_claim(claim) ? int_tolerance(op, k, claim) : scaled_tolerance(op, k, claim);
+ToleranceResult quantised_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim, const ClaimSpec* ref_claim) {
+  return is_integer_claim(claim) ? int_tolerance(op, k, claim, ref_claim) : scaled_tolerance(op, k, claim, ref_claim);
 }
 
 std::string quantised_emulation_description(const ClaimSpec& claim) {

@@ -1,0 +1,336 @@
+// Cross-platform checks (--ref) of integer and scaled GEMM claims, and the scaled row-wise dot,
+// through the pipeline (tolerances/quant_check.h), against implementations written here from
+// the definitions: FP8 E4M3 decoded by its field layout (OCP OFP8), partial sums in hardware
+// float (fp8·fp8 products are exact in float, so `p += a*b` is the one rounding of p + a·b),
+// promotion as fmaf(fp32(sa·sb), p, o); integer sums in int64 with a power-of-two output scale
+// (exact in double, so std::nearbyint is the one rounding).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "formats/error.h"
+#include "tolerances/check.h"
+#include "tolerances/quant_check.h"
+
+namespace numfid {
+namespace {
+
+/// OCP OFP8 E4M3: 1 sign, 4 exponent (bias 7), 3 mantissa bits; S.1111.111 is NaN, no infinity.
+float e4m3_value(std::uint8_t p) {
+  const int e = (p >> 3) & 0xf, m = p & 7;
+  const float mag = e == 0 ? std::ldexp(static_cast<float>(m), -9) : std::ldexp(static_cast<float>(8 + m), e - 10);
+  return (p & 0x80) ? -mag : mag;
+}
+
+std::uint32_t bits_of(float f) {
+  std::uint32_t b = 0;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+std::vector<std::uint8_t> fp8_patterns(std::size_t n, std::mt19937& gen) {
+  std::vector<std::uint8_t> v(n);
+  for (auto& x : v) {
+    do x = static_cast<std::uint8_t>(gen());
+    while ((x & 0x7f) == 0x7f || (x & 0x78) == 0x78);  // no NaN; magnitudes below 256
+  }
+  return v;
+}
+
+/// fp32 scales, not powers of two (as DeepSeek's amax / 448 scales).
+std::vector<double> scales(std::size_t n, std::mt19937& gen, int exp) {
+  std::vector<double> v(n);
+  for (auto& s : v) s = static_cast<float>(std::ldexp(1.0 + static_cast<double>(gen() % 1000) / 997.0, exp));
+  return v;
+}
+
+// ------------------------------------------------------------------- scaled row-wise dot
+
+/// A row-wise dot: A, B R×K fp8; scale blocks A ra×ka, B rb×kb, both laid out ⌈R/r⌉×⌈K/k⌉.
+struct Dot {
+  std::int64_t r, k, ra, ka, rb, kb;
+  std::vector<std::uint8_t> a, b;
+  std::vector<double> sa, sb;
+
+  double sa_at(std::int64_t i, std::int64_t kk) const { return sa[static_cast<std::size_t>((i / ra) * ((k + ka - 1) / ka) + kk / ka)]; }
+  double sb_at(std::int64_t i, std::int64_t kk) const { return sb[static_cast<std::size_t>((i / rb) * ((k + kb - 1) / kb) + kk / kb)]; }
+};
+
+Dot make_dot(std::int64_t r, std::int64_t k, std::int64_t ra, std::int64_t ka, std::int64_t rb, std::int64_t kb, unsigned seed) {
+  std::mt19937 gen(seed);
+  Dot d{r, k, ra, ka, rb, kb, fp8_patterns(static_cast<std::size_t>(r * k), gen), fp8_patterns(static_cast<std::size_t>(r * k), gen), {}, {}};
+  d.sa = scales(static_cast<std::size_t>(((r + ra - 1) / ra) * ((k + ka - 1) / ka)), gen, -8);
+  d.sb = scales(static_cast<std::size_t>(((r + rb - 1) / rb) * ((k + kb - 1) / kb)), gen, -6);
+  return d;
+}
+
+/// The promotion model, naively, row by row: partials of `chunk` in float, promoted by fmaf.
+std::vector<float> naive_dot(const Dot& d, std::int64_t chunk) {
+  std::vector<float> out(static_cast<std::size_t>(d.r));
+  for (std::int64_t i = 0; i < d.r; ++i) {
+    float o = 0;
+    for (std::int64_t c = 0; c < d.k; c += chunk) {
+      float part = 0;
+      for (std::int64_t kk = c; kk < std::min(d.k, c + chunk); ++kk)
+        part += e4m3_value(d.a[static_cast<std::size_t>(i * d.k + kk)]) * e4m3_value(d.b[static_cast<std::size_t>(i * d.k + kk)]);
+      o = std::fmaf(static_cast<float>(d.sa_at(i, c) * d.sb_at(i, c)), part, o);
+    }
+    out[static_cast<std::size_t>(i)] = o;
+  }
+  return out;
+}
+
+ClaimSpec dot_claim(const Dot& d, const std::string& extra = "") {
+  ClaimSpec c = parse_claim(fmt::format("--in fp8_e4m3 --out fp32 --scale-a sa.npy --scale-b sb.npy --scale-block {}x{},{}x{} {}",
+                                        d.ra, d.ka, d.rb, d.kb, extra));
+  attach_operand_scales(c, d.sa, d.sb);
+  return c;
+}
+
+TensorData dA(const Dot& d) { return view(std::span<const std::uint8_t>(d.a), {d.r, d.k}, "fp8_e4m3", "A"); }
+TensorData dB(const Dot& d) { return view(std::span<const std::uint8_t>(d.b), {d.r, d.k}, "fp8_e4m3", "B"); }
+TensorData dC(const Dot& d, const std::vector<float>& c) { return view(std::span<const float>(c), {d.r}, "fp32", "C"); }
+
+TEST(ScaledDot, EmulationIsTheNaiveModelBitForBit) {
+  // Per-row scales on A (1x64), 2-row blocks on B (2x128), promotion every 64; R odd (a partial last block).
+  const Dot d = make_dot(7, 256, 1, 64, 2, 128, 11);
+  const std::vector<float> want = naive_dot(d, 64);
+  const TensorData got = emulate_dot(dA(d), dB(d), std::nullopt, dot_claim(d, "--promote-every 64"));
+  ASSERT_EQ(got.shape, std::vector<std::int64_t>{7});
+  for (std::size_t e = 0; e < want.size(); ++e)
+    ASSERT_EQ(got.values[e].raw, bits_of(want[e])) << fmt::format("row {}: {:a} vs naive {:a}", e, to_double(fp32, got.values[e]), want[e]);
+}
+
+TEST(ScaledDot, EachRowIsTheOneRowMatmul) {
+  // The dot of row r is the 1×K · K×1 scaled matmul with that row's scales: B's row of scales
+  // becomes a K-major column (⌈K/k⌉ × 1). Two code paths of the pipeline agree element for element.
+  const Dot d = make_dot(5, 192, 2, 64, 1, 64, 12);
+  const TensorData dot = emulate_dot(dA(d), dB(d), std::nullopt, dot_claim(d, "--promote-every 32"));
+  for (std::int64_t r = 0; r < d.r; ++r) {
+    const std::vector<std::uint8_t> a(d.a.begin() + r * d.k, d.a.begin() + (r + 1) * d.k), b(d.b.begin() + r * d.k, d.b.begin() + (r + 1) * d.k);
+    std::vector<double> sa, sb;
+    for (std::int64_t c = 0; c < d.k; c += 64) sa.push_back(d.sa_at(r, c)), sb.push_back(d.sb_at(r, c));
+    ClaimSpec c = parse_claim("--in fp8_e4m3 --out fp32 --scale-a sa.npy --scale-b sb.npy --scale-block 1x64 --promote-every 32");
+    attach_operand_scales(c, sa, sb);
+    const TensorData one = emulate_matmul(view(std::span<const std::uint8_t>(a), {1, d.k}, "fp8_e4m3", "a"),
+                                          view(std::span<const std::uint8_t>(b), {d.k, 1}, "fp8_e4m3", "b"), std::nullopt, c);
+    ASSERT_EQ(one.values.at(0).raw, dot.values[static_cast<std::size_t>(r)].raw) << "row " << r;
+  }
+}
+
+TEST(ScaledDot, LegalOutputConsistentAndWrongRowScaleADefect) {
+  const Dot d = make_dot(16, 512, 1, 128, 1, 128, 13);
+  const CheckResult ok = check_dot(dA(d), dB(d), dC(d, naive_dot(d, 128)), dot_claim(d));
+  EXPECT_EQ(ok.verdict.kind, TensorKind::consistent) << ok.text();
+  EXPECT_EQ(ok.op, "dot");
+  ASSERT_TRUE(ok.model);
+  EXPECT_EQ(ok.model->equal, 16);
+  EXPECT_NE(ok.claim_text.find("scaled dot"), std::string::npos) << ok.claim_text;
+  // The partials summed in another legal order (backwards) stay inside the bound.
+  std::vector<float> back(static_cast<std::size_t>(d.r));
+  for (std::int64_t i = 0; i < d.r; ++i) {
+    float o = 0;
+    for (std::int64_t c = 0; c < d.k; c += 128) {
+      float part = 0;
+      for (std::int64_t kk = c + 127; kk >= c; --kk)
+        part += e4m3_value(d.a[static_cast<std::size_t>(i * d.k + kk)]) * e4m3_value(d.b[static_cast<std::size_t>(i * d.k + kk)]);
+      o = std::fmaf(static_cast<float>(d.sa_at(i, c) * d.sb_at(i, c)), part, o);
+    }
+    back[static_cast<std::size_t>(i)] = o;
+  }
+  EXPECT_NE(check_dot(dA(d), dB(d), dC(d, back), dot_claim(d)).verdict.kind, TensorKind::defect);
+  // Row r read with row r+1's A scales (the off-by-one a row-wise kernel makes).
+  Dot wrong = d;
+  for (std::int64_t i = 0; i + 1 < d.r; ++i)
+    for (std::int64_t c = 0; c < 4; ++c)
+      wrong.sa[static_cast<std::size_t>(i * 4 + c)] = d.sa[static_cast<std::size_t>((i + 1) * 4 + c)];
+  const CheckResult bad = check_dot(dA(d), dB(d), dC(d, naive_dot(wrong, 128)), dot_claim(d));
+  EXPECT_EQ(bad.verdict.kind, TensorKind::defect) << bad.text();
+}
+
+TEST(ScaledDot, TransposedBScalesAreNamed) {
+  // B's scales (6 rows × 2 K-blocks, row-major) read by the kernel as K-major (2 × 6).
+  const Dot d = make_dot(6, 128, 1, 64, 1, 64, 15);
+  Dot wrong = d;
+  for (std::int64_t r = 0; r < 6; ++r)
+    for (std::int64_t c = 0; c < 2; ++c) wrong.sb[static_cast<std::size_t>(r * 2 + c)] = d.sb[static_cast<std::size_t>(c * 6 + r)];
+  const CheckResult bad = check_dot(dA(d), dB(d), dC(d, naive_dot(wrong, 64)), dot_claim(d));
+  EXPECT_EQ(bad.verdict.kind, TensorKind::defect) << bad.text();
+  bool named = false;
+  for (const Signature& g : bad.verdict.signatures)
+    named = named || (g.name == "scale-transposed" && g.evidence.find("B's scale tensor read transposed") != std::string::npos);
+  EXPECT_TRUE(named) << bad.text();
+}
+
+TEST(ScaledDot, ScaleCountsAndToleranceForDot) {
+  const Dot d = make_dot(6, 128, 1, 64, 1, 64, 14);
+  ClaimSpec c = dot_claim(d);
+  c.quant.scale_b.pop_back();
+  try {
+    emulate_dot(dA(d), dB(d), std::nullopt, c);
+    ADD_FAILURE() << "a short scale tensor was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("blocks 1x64 over B (6 x 128) need 12"), std::string::npos) << e.what();
+  }
+  const ToleranceResult t = tolerance("dot", 128, parse_claim("--in fp8_e4m3 --out fp32 --scale-a sa.npy --scale-b sb.npy "
+                                                              "--scale-block 1x64"));
+  EXPECT_EQ(t.op, "dot");
+  EXPECT_GT(t.bound.deterministic, 0);
+}
+
+// ------------------------------------------------------------------- scaled --ref
+
+struct Gemm8 {
+  std::int64_t m, k, n;
+  std::vector<std::uint8_t> a, b;
+  std::vector<double> sa, sb;  // per-row A (1x128: m × k/128), per-128-block B (k/128 × ⌈n/128⌉)
+};
+
+Gemm8 make_gemm(std::int64_t m, std::int64_t k, std::int64_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  Gemm8 g{m, k, n, fp8_patterns(static_cast<std::size_t>(m * k), gen), fp8_patterns(static_cast<std::size_t>(k * n), gen), {}, {}};
+  g.sa = scales(static_cast<std::size_t>(m * (k / 128)), gen, -8);
+  g.sb = scales(static_cast<std::size_t>((k / 128) * ((n + 127) / 128)), gen, -6);
+  return g;
+}
+
+std::vector<float> naive_gemm(const Gemm8& g, std::int64_t chunk, bool backwards = false) {
+  std::vector<float> out(static_cast<std::size_t>(g.m * g.n));
+  for (std::int64_t i = 0; i < g.m; ++i)
+    for (std::int64_t j = 0; j < g.n; ++j) {
+      float o = 0;
+      for (std::int64_t c = 0; c < g.k; c += chunk) {
+        float part = 0;
+        for (std::int64_t t = 0; t < chunk; ++t) {
+          const std::int64_t kk = backwards ? c + chunk - 1 - t : c + t;
+          part += e4m3_value(g.a[static_cast<std::size_t>(i * g.k + kk)]) * e4m3_value(g.b[static_cast<std::size_t>(kk * g.n + j)]);
+        }
+        const double s = g.sa[static_cast<std::size_t>(i * (g.k / 128) + c / 128)] *
+                         g.sb[static_cast<std::size_t>((c / 128) * ((g.n + 127) / 128) + j / 128)];
+        o = std::fmaf(static_cast<float>(s), part, o);
+      }
+      out[static_cast<std::size_t>(i * g.n + j)] = o;
+    }
+  return out;
+}
+
+ClaimSpec gemm_claim(const Gemm8& g, const std::string& extra) {
+  ClaimSpec c = parse_claim("--in fp8_e4m3 --out fp32 --scale-a sa.npy --scale-b sb.npy --scale-block 1x128,128x128 " + extra);
+  attach_operand_scales(c, g.sa, g.sb);
+  return c;
+}
+
+TEST(ScaledCross, TwoPlatformsWithinTheSumOfTheirBounds) {
+  const Gemm8 g = make_gemm(6, 512, 5, 21);
+  const TensorData A = view(std::span<const std::uint8_t>(g.a), {g.m, g.k}, "fp8_e4m3", "A");
+  const TensorData B = view(std::span<const std::uint8_t>(g.b), {g.k, g.n}, "fp8_e4m3", "B");
+  const std::vector<float> c128 = naive_gemm(g, 128), r32 = naive_gemm(g, 32, true);
+  const TensorData C = view(std::span<const float>(c128), {g.m, g.n}, "fp32", "C");
+  const TensorData R = view(std::span<const float>(r32), {g.m, g.n}, "fp32", "R");
+  MatmulCheckOptions o;
+  o.ref = R;
+  o.ref_claim = gemm_claim(g, "--promote-every 32");
+  const CheckResult ok = check_matmul(A, B, C, gemm_claim(g, "--promote-every 128"), o);
+  EXPECT_EQ(ok.verdict.kind, TensorKind::consistent) << ok.text();
+  ASSERT_FALSE(ok.bound.derivation.empty());
+  EXPECT_NE(ok.bound.derivation[0].find("cross-platform"), std::string::npos);
+  // Each element's bound is the sum of both claims' bounds: never below either alone.
+  for (const ElementReport& e : ok.verdict.worst) EXPECT_GE(e.det_bound, 0);
+  // A reference with one block's scales lost (a defect of one platform) is far outside.
+  Gemm8 lost = g;
+  for (std::size_t s = 0; s < lost.sb.size(); s += 2) lost.sb[s] = 1;
+  const std::vector<float> bad = naive_gemm(lost, 32);
+  o.ref = view(std::span<const float>(bad), {g.m, g.n}, "fp32", "R");
+  EXPECT_EQ(check_matmul(A, B, C, gemm_claim(g, "--promote-every 128"), o).verdict.kind, TensorKind::defect);
+  // The reference's claim must state the same scales.
+  o.ref_claim = gemm_claim(lost, "");
+  EXPECT_THROW(check_matmul(A, B, C, gemm_claim(g, ""), o), InputError);
+  o.ref_claim.reset();
+  EXPECT_THROW(check_matmul(A, B, C, gemm_claim(g, ""), o), InputError);  // no reference claim
+}
+
+TEST(ScaledCross, ToleranceIsTheSumOfBothBounds) {
+  const ClaimSpec a = parse_claim("--in fp8_e4m3 --out fp32 --scale-a sa.npy --scale-b sb.npy --scale-block 1x128 --promote-every 128");
+  const ClaimSpec b = parse_claim("--in fp8_e4m3 --out fp32 --scale-a sa.npy --scale-b sb.npy --scale-block 1x128 --promote-every 32");
+  const ToleranceResult ta = tolerance("matmul", 1024, a), tb = tolerance("matmul", 1024, b);
+  ToleranceOptions o;
+  o.ref_claim = b;
+  const ToleranceResult t = tolerance("matmul", 1024, a, o);
+  EXPECT_DOUBLE_EQ(t.bound.deterministic, ta.bound.deterministic + tb.bound.deterministic);
+  EXPECT_NE(t.bound.derivation.at(0).find("cross-platform"), std::string::npos);
+}
+
+// ------------------------------------------------------------------- integer --ref
+
+TEST(IntegerCross, BothExactIsConsistentAndADifferenceIsTheDifferingOnesDefect) {
+  constexpr std::int64_t m = 4, k = 64, n = 3;
+  std::mt19937 gen(31);
+  std::vector<std::uint8_t> a(m * k), b(k * n);
+  for (auto& x : a) x = static_cast<std::uint8_t>(gen());
+  for (auto& x : b) x = static_cast<std::uint8_t>(gen());
+  // out int8 = clamp(rne(acc · 2^-8) + 3), by plain loops.
+  std::vector<std::uint8_t> want(m * n);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      std::int64_t s = 0;
+      for (std::int64_t kk = 0; kk < k; ++kk)
+        s += static_cast<std::int8_t>(a[static_cast<std::size_t>(i * k + kk)]) * static_cast<std::int8_t>(b[static_cast<std::size_t>(kk * n + j)]);
+      const double y = std::clamp(std::nearbyint(std::ldexp(static_cast<double>(s), -8)) + 3, -128.0, 127.0);
+      want[static_cast<std::size_t>(i * n + j)] = static_cast<std::uint8_t>(static_cast<std::int8_t>(y));
+    }
+  const TensorData A = view(std::span<const std::uint8_t>(a), {m, k}, "int8", "A");
+  const TensorData B = view(std::span<const std::uint8_t>(b), {k, n}, "int8", "B");
+  const ClaimSpec claim = parse_claim("--in int8 --acc int32 --out int8 --out-scale 0.00390625 --out-zero-point 3 --saturate");
+  const auto judge = [&](const std::vector<std::uint8_t>& c, const std::vector<std::uint8_t>& r) {
+    MatmulCheckOptions o;
+    o.ref = view(std::span<const std::uint8_t>(r), {m, n}, "int8", "R");
+    return check_matmul(A, B, view(std::span<const std::uint8_t>(c), {m, n}, "int8", "C"), claim, o);
+  };
+  const CheckResult ok = judge(want, want);  // no ref_claim: the same integer claim
+  EXPECT_EQ(ok.verdict.kind, TensorKind::consistent) << ok.text();
+  EXPECT_NE(ok.verdict.reason.find("12 of 12 elements bit-identical"), std::string::npos) << ok.verdict.reason;
+  std::vector<std::uint8_t> off = want;
+  off[5] = static_cast<std::uint8_t>(off[5] + 1);
+  const CheckResult bad_r = judge(want, off);
+  EXPECT_EQ(bad_r.verdict.kind, TensorKind::defect);
+  EXPECT_NE(bad_r.verdict.reason.find("R (the reference) differs from the exact result in 1 of 12"), std::string::npos)
+      << bad_r.verdict.reason;
+  EXPECT_EQ(bad_r.verdict.reason.find("C (the target)"), std::string::npos) << bad_r.verdict.reason;
+  const CheckResult bad_c = judge(off, want);
+  EXPECT_EQ(bad_c.verdict.kind, TensorKind::defect);
+  EXPECT_NE(bad_c.verdict.reason.find("C (the target) differs from the exact result in 1 of 12"), std::string::npos)
+      << bad_c.verdict.reason;
+  EXPECT_EQ(bad_c.verdict.reason.find("R (the reference)"), std::string::npos) << bad_c.verdict.reason;
+  // Each under its own claim: R requantised with rna (ties away) where the claim says rne.
+  MatmulCheckOptions o;
+  o.ref = view(std::span<const std::uint8_t>(want), {m, n}, "int8", "R");
+  o.ref_claim = parse_claim("--in int8 --acc int32 --out int8 --out-scale 0.00390625 --out-zero-point 3 --saturate --requant-rounding rna");
+  const TensorData C = view(std::span<const std::uint8_t>(want), {m, n}, "int8", "C");
+  const CheckResult own = check_matmul(A, B, C, claim, o);
+  const CheckResult direct = check_matmul(A, B, C, *o.ref_claim);
+  EXPECT_EQ(own.verdict.kind == TensorKind::defect, direct.verdict.kind == TensorKind::defect) << own.text();
+  // A reference claim that is not an integer GEMM is refused.
+  o.ref_claim = parse_claim("--in bf16 --out bf16");
+  EXPECT_THROW(check_matmul(A, B, C, claim, o), InputError);
+}
+
+TEST(IntegerCross, ErrorFieldIsFilledForTheGate) {
+  std::vector<std::uint8_t> a{1, 2, 3, 4}, b{5, 6, 7, 8};
+  const CheckResult r = check_matmul(view(std::span<const std::uint8_t>(a), {2, 2}, "int8", "A"),
+                                     view(std::span<const std::uint8_t>(b), {2, 2}, "int8", "B"),
+                                     emulate_matmul(view(std::span<const std::uint8_t>(a), {2, 2}, "int8", "A"),
+                                                    view(std::span<const std::uint8_t>(b), {2, 2}, "int8", "B"), std::nullopt,
+                                                    parse_claim("--in int8 --acc int32 --out int32")),
+                                     parse_claim("--in int8 --acc int32 --out int32"));
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent);
+  EXPECT_EQ(r.verdict.field.elements, 4);
+  EXPECT_EQ(r.verdict.field.max_ulps, 0);
+}
+
+}  // namespace
+}  // namespace numfid

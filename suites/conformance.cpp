@@ -85,6 +85,7 @@ std::string_view data_kind_name(DataKind k) {
     case DataKind::nonfinite: return "nonfinite";
     case DataKind::all_equal: return "all_equal";
     case DataKind::masked: return "masked";
+    case DataKind::accumulator_range: return "accumulator_range";
   }
   return "?";
 }
@@ -213,7 +214,8 @@ MatmulOperands matmul_operands(const MatmulCase& c, const ClaimSpec& claim) {
       std::fill(b.begin(), b.end(), vb);
       break;
     }
-    case DataKind::masked: break;
+    case DataKind::masked:
+    case DataKind::accumulator_range: break;  // softmax's, the integer GEMM's
   }
   std::vector<Bits> av(a.size()), bv(b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {

@@ -39,6 +39,7 @@ enum class DataKind : std::uint8_t {
   nonfinite,      ///< NaN and ±inf operands
   all_equal,      ///< every operand the same value
   masked,         ///< softmax: rows with -inf entries (attention masks)
+  accumulator_range,  ///< integer GEMM: partial sums through 2^27 and back (int16 wraps, fp32 rounds)
 };
 std::string_view data_kind_name(DataKind k);
 

@@ -1,10 +1,13 @@
-// Conformance suites of quantised GEMMs (integer and scaled float): generated cases, operands,
-// scale tensors and the mutants of the kernel's output (docs/gtest.md, "Quantised GEMMs").
+// Conformance suite of integer GEMMs (per-tensor and per-channel requantisation, the
+// gemmlowp/TFLite fixed-point form): generated cases, operands, output scales and the mutants
+// of the kernel's output (docs/gtest.md, "Quantised GEMMs"). The scaled float suite is in
+// scaled_conformance.cpp.
 #include "suites/quant_conformance.h"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <utility>
 
 #include <fmt/format.h>
@@ -14,44 +17,36 @@
 #include "io/tensor.h"
 #include "numerics/int_gemm.h"
 #include "suites/generate_detail.h"
-#include "tolerances/bounds.h"
+#include "suites/quant_detail.h"
 #include "tolerances/quant_check.h"
 
 namespace numfid::testing {
 
 namespace {
 
+using detail::case_text;
 using detail::Rng;
+using detail::tensor;
+using detail::trimmed;
 
-
-TensorData tensor(const FormatSpec& f, std::vector<std::int64_t> shape, std::vector<Bits> values, std::string name) {
-  TensorData t;
-  t.format = &f;
-  t.shape = std::move(shape);
-  t.values = std::move(values);
-  t.name = std::move(name);
-  return t;
-}
-
-std::string trimmed(std::string_view s) {
-  const auto b = s.find_first_not_of(' ');
-  return b == std::string_view::npos ? std::string() : std::string(s.substr(b));
-}
-
-std::string case_text(std::string_view kind, const MatmulCase& c, std::string_view claim) {
-  return fmt::format("{} case {} (M={}, K={}, N={}, data {}, tile {}, seed {:#x}), claim {}", kind, c.name, c.m, c.k,
-                     c.n, data_kind_name(c.data), c.tile, c.seed, trimmed(claim));
-}
-
-void expect_output(const TensorData& out, const FormatSpec& fo, const MatmulCase& c, const std::string& what) {
-  if (out.format->name != fo.name || out.shape != std::vector<std::int64_t>{c.m, c.n})
-    throw InputError(fmt::format("{}: the kernel returned {} {}, the claim says {} [{}, {}]", what, out.format->name,
-                                 shape_string(out.shape), fo.name, c.m, c.n));
-}
+/// The accumulator_range case's K: room for the climb to 2^27 and back with the smallest
+/// largest products of 8-bit operands (127·127, e.g. uint8 with zero point 128).
+constexpr std::int64_t kAccumulatorRangeK = 1 << 15;
+constexpr std::int64_t kClimbTo = std::int64_t{1} << 27, kComeBackTo = std::int64_t{1} << 17;
 
 }  // namespace
 
-std::vector<MatmulCase> quant_gemm_cases(const MatmulSuiteOptions& o, bool scaled) {
+std::string_view scale_kind_name(ScaleKind k) {
+  switch (k) {
+    case ScaleKind::pow2: return "pow2";
+    case ScaleKind::mx: return "mx";
+    case ScaleKind::nvfp4: return "nvfp4";
+    case ScaleKind::fp32: return "fp32";
+  }
+  return "?";
+}
+
+std::vector<MatmulCase> quant_gemm_cases(const QuantSuiteOptions& o, bool scaled) {
   const std::int64_t t = std::max<std::int64_t>(o.tile, 2);
   struct Shape {
     std::int64_t m, k, n;
@@ -75,15 +70,58 @@ std::vector<MatmulCase> quant_gemm_cases(const MatmulSuiteOptions& o, bool scale
   for (const Shape& s : shapes) add(s, DataKind::random);
   for (const DataKind d : {DataKind::near_overflow, DataKind::all_equal}) add({4, 2 * t + 3, 6}, d);
   if (scaled) add({4, 2 * t + 3, 6}, DataKind::wide_exponent);
+  if (!scaled) add({2, kAccumulatorRangeK, 3}, DataKind::accumulator_range);
   return cases;
 }
 
-// ------------------------------------------------------------------- integer GEMM
+// ------------------------------------------------------------------- operands
+
+namespace {
+
+/// The accumulator_range operands (int_gemm_operands' comment): the two products found by
+/// search over the formats' ranges.
+MatmulOperands accumulator_range_operands(const MatmulCase& c, const IntOperand& a, const IntOperand& b) {
+  struct Pick {
+    std::int64_t a = 0, b = 0, p = 0;
+  };
+  Pick up, down;
+  for (std::int64_t x = integer_min(*a.format); x <= integer_max(*a.format); ++x)
+    for (std::int64_t y = integer_min(*b.format); y <= integer_max(*b.format); ++y) {
+      const std::int64_t p = (x - a.zero_point) * (y - b.zero_point);
+      if (p > 0 && p % 2 != 0 && p > up.p) up = {x, y, p};
+    }
+  for (std::int64_t x = integer_min(*a.format); x <= integer_max(*a.format); ++x)
+    for (std::int64_t y = integer_min(*b.format); y <= integer_max(*b.format); ++y) {
+      const std::int64_t p = (x - a.zero_point) * (y - b.zero_point);
+      if (p < 0 && p % 128 == 0 && p < down.p) down = {x, y, p};
+    }
+  const std::int64_t k1 = (kClimbTo + up.p - 1) / up.p;
+  const std::int64_t k2 = down.p == 0 ? 0 : (k1 * up.p - kComeBackTo) / -down.p;
+  if (up.p == 0 || down.p == 0 || k1 + k2 > c.k)
+    throw InputError(fmt::format("int8 GEMM conformance: case {}: the operands' ranges ({}, {}) have no products to climb "
+                                 "to 2^27 and back within K = {}",
+                                 c.name, a.format->name, b.format->name, c.k));
+  const auto M = static_cast<std::size_t>(c.m), K = static_cast<std::size_t>(c.k), N = static_cast<std::size_t>(c.n);
+  std::vector<Bits> va(M * K), vb(K * N);
+  for (std::size_t k = 0; k < K; ++k) {
+    // The climb, the way back, then zero products (A at its zero point).
+    const bool climb = static_cast<std::int64_t>(k) < k1, back = !climb && static_cast<std::int64_t>(k) < k1 + k2;
+    const std::int64_t x = climb ? up.a : back ? down.a : a.zero_point, y = climb ? up.b : down.b;
+    for (std::size_t i = 0; i < M; ++i) va[i * K + k] = integer_bits(*a.format, x);
+    for (std::size_t j = 0; j < N; ++j) vb[k * N + j] = integer_bits(*b.format, y);
+  }
+  return {tensor(*a.format, {c.m, c.k}, std::move(va), "A"), tensor(*b.format, {c.k, c.n}, std::move(vb), "B")};
+}
+
+}  // namespace
 
 MatmulOperands int_gemm_operands(const MatmulCase& c, const ClaimSpec& claim) {
   if (!is_integer_claim(claim)) throw InputError("int8 GEMM conformance: the claim needs integer inputs (--in int8|uint8)");
   const FormatSpec& fa = *claim.in;
   const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
+  if (c.data == DataKind::accumulator_range)
+    return accumulator_range_operands(c, {&fa, claim.quant.zero_point_a.value_or(0)},
+                                      {&fb, claim.quant.zero_point_b.value_or(0)});
   Rng rng{c.seed};
   auto fill = [&](const FormatSpec& f, std::int64_t rows, std::int64_t cols, const char* name) {
     const std::int64_t lo = integer_min(f), hi = integer_max(f);
@@ -101,19 +139,60 @@ MatmulOperands int_gemm_operands(const MatmulCase& c, const ClaimSpec& claim) {
   return {std::move(a), fill(fb, c.k, c.n, "B")};
 }
 
-ConformanceReport evaluate_int_gemm_case(const IntGemmKernel& kernel, std::string_view claim_text, const MatmulCase& c) {
-  const ClaimSpec claim = parse_claim(claim_text);
-  const MatmulOperands ops = int_gemm_operands(c, claim);
+namespace {
+
+/// The exact accumulators Σ (a - za)(b - zb) of the operands (int64).
+std::vector<std::int64_t> exact_accumulators(const MatmulOperands& ops, const ClaimSpec& claim) {
+  return int_gemm_exact({ops.a.format, claim.quant.zero_point_a.value_or(0)}, ops.a.values,
+                        {ops.b.format, claim.quant.zero_point_b.value_or(0)}, ops.b.values,
+                        {ops.a.shape[0], ops.a.shape[1], ops.b.shape[1], false});
+}
+
+}  // namespace
+
+TensorData per_channel_out_scales(const MatmulCase& c, const ClaimSpec& claim, const MatmulOperands& ops) {
+  const std::vector<std::int64_t> acc = exact_accumulators(ops, claim);
+  Rng rng{c.seed ^ 0x5ca1e0u};
+  std::vector<Bits> v(static_cast<std::size_t>(c.n));
+  for (std::int64_t j = 0; j < c.n; ++j) {
+    std::int64_t top = 1;
+    for (std::int64_t i = 0; i < c.m; ++i) top = std::max(top, std::abs(acc[static_cast<std::size_t>(i * c.n + j)]));
+    // max |acc| × scale in [64, 192): most columns fill int8's range, some saturate.
+    v[static_cast<std::size_t>(j)] =
+        Bits{std::bit_cast<std::uint32_t>(static_cast<float>(rng.uniform(64, 192) / static_cast<double>(top)))};
+  }
+  return tensor(fp32, {c.n}, std::move(v), "out-scale");
+}
+
+ClaimSpec per_channel_suite_claim(std::string_view claim) {
+  if (claim.find("--out-scale") != std::string_view::npos)
+    throw InputError(fmt::format("int8 GEMM per-channel conformance: claim '{}': the suite generates the per-channel "
+                                 "scales; give no --out-scale",
+                                 trimmed(claim)));
+  ClaimSpec c = parse_claim(fmt::format("{} --out-scale out-scale.npy", claim));
+  if (!is_integer_claim(c))
+    throw InputError(fmt::format("int8 GEMM per-channel conformance: claim '{}' is not an integer GEMM", trimmed(claim)));
+  return c;
+}
+
+// ------------------------------------------------------------------- the case and its mutants
+
+namespace {
+
+/// The integer suite's case with its scales attached to `claim` (per channel: `out_scale`).
+ConformanceReport evaluate_int_case(const TensorData& out_in, const ClaimSpec& claim, std::string_view claim_text,
+                                    const MatmulCase& c, const MatmulOperands& ops, const TensorData* out_scale) {
   ConformanceReport rep;
-  rep.case_text = case_text("int GEMM", c, claim_text);
-  TensorData out = kernel(ops.a, ops.b);
+  rep.case_text = case_text(out_scale ? "int GEMM (per channel)" : "int GEMM", c, claim_text);
+  TensorData out = out_in;
   out.name = "kernel output";
-  expect_output(out, *claim.out, c, rep.case_text);
+  detail::expect_output(out, *claim.out, c, rep.case_text);
   const MatmulReference ref = matmul_reference(ops.a, ops.b);
   MatmulCheckOptions judge_only;
   judge_only.predict = false;
-  rep.kernel = Checked{check_matmul(ref, out, claim), "check matmul", {{"--a", ops.a}, {"--b", ops.b}, {"--c", out}}, {},
-                       trimmed(claim.text())};
+  std::vector<std::pair<std::string, TensorData>> operands{{"--a", ops.a}, {"--b", ops.b}, {"--c", out}};
+  if (out_scale) operands.emplace_back("--out-scale", *out_scale);
+  rep.kernel = Checked{check_matmul(ref, out, claim), "check matmul", std::move(operands), {}, trimmed(claim_text)};
   // The claim is bit-exact: its one legal output is the emulation, and a mutant that differs
   // from it in any element must be caught.
   const TensorData legal = emulate_matmul(ops.a, ops.b, std::nullopt, claim);
@@ -154,198 +233,82 @@ ConformanceReport evaluate_int_gemm_case(const IntGemmKernel& kernel, std::strin
     add("truncating-requant", "acc × scale truncated (rtz) instead of the claimed rounding",
         emulate_matmul(ops.a, ops.b, std::nullopt, wrong));
   }
+  if (q.out_scale.size() > 1) {  // 4. one scale for every column
+    ClaimSpec wrong = claim;
+    wrong.quant.out_scale = {q.out_scale[0]};
+    add("per-tensor-scale", "column 0's scale applied to every column (per tensor instead of per channel)",
+        emulate_matmul(ops.a, ops.b, std::nullopt, wrong));
+  }
+  // 5., 6. Narrow accumulators: the sum in K order in a wrapping int16, or in fp32 (exact only
+  // below 2^24), then the claim's own requantisation — the emulation with the addend that
+  // turns its exact accumulator into the narrow one (acc + (narrow - acc) = narrow).
+  const std::vector<std::int64_t> exact = exact_accumulators(ops, claim);
+  const auto za = q.zero_point_a.value_or(0), zb = q.zero_point_b.value_or(0);
+  auto narrow = [&](auto&& accumulate) {
+    const auto M = static_cast<std::size_t>(c.m), K = static_cast<std::size_t>(c.k), N = static_cast<std::size_t>(c.n);
+    std::vector<Bits> delta(M * N);
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) {
+        std::int64_t s = 0;
+        for (std::size_t k = 0; k < K; ++k)
+          s = accumulate(s, (integer_value(*ops.a.format, ops.a.values[i * K + k]) - za) *
+                                (integer_value(*ops.b.format, ops.b.values[k * N + j]) - zb));
+        delta[i * N + j] = integer_bits(int32, wrap_int32(s - exact[i * N + j]));
+      }
+    return emulate_matmul(ops.a, ops.b, tensor(int32, {c.m, c.n}, std::move(delta), "narrow - exact"), claim);
+  };
+  add("int16-accumulator", "the products summed in K order in a wrapping int16 accumulator",
+      narrow([](std::int64_t s, std::int64_t p) { return static_cast<std::int64_t>(static_cast<std::int16_t>(s + p)); }));
+  add("fp32-accumulator", "the products summed in K order in an fp32 accumulator (exact only below 2^24)",
+      narrow([](std::int64_t s, std::int64_t p) {
+        return static_cast<std::int64_t>(static_cast<float>(static_cast<float>(s) + static_cast<float>(p)));
+      }));
+  if (q.fixed_point && claim.out->kind == FormatKind::integer) {
+    ClaimSpec wrong = claim;  // 7. the exact rounding where the claim says fixed point
+    wrong.quant.fixed_point = false;
+    add("exact-requant", "acc × scale rounded exactly (rne) instead of by the fixed-point multiplier + shift",
+        emulate_matmul(ops.a, ops.b, std::nullopt, wrong));
+    // 8. The fixed-point multiply with a truncating right shift: gemmlowp's
+    // SaturatingRoundingDoublingHighMul, then an arithmetic >> instead of RoundingDivideByPOT.
+    TensorData m = legal;
+    const std::int64_t zo = q.out_zero_point.value_or(0), lo = integer_min(*claim.out), hi = integer_max(*claim.out);
+    for (std::size_t e = 0; e < m.values.size(); ++e) {
+      const double scale = q.out_scale.size() > 1 ? q.out_scale[e % static_cast<std::size_t>(c.n)] : q.out_scale.at(0);
+      const FixedPointMultiplier fp = quantize_multiplier(scale);
+      const std::int64_t x = wrap_int32(exact[e] * (std::int64_t{1} << std::max(fp.shift, 0)));
+      const std::int64_t high = (x * fp.multiplier + (std::int64_t{1} << 30)) >> 31;
+      const std::int64_t y = (high >> std::max(-fp.shift, 0)) + zo;
+      m.values[e] = integer_bits(*claim.out, std::clamp(y, lo, hi));
+    }
+    add("fixed-point-truncating-shift", "the fixed-point requantisation with a truncating right shift (>>) instead of "
+        "RoundingDivideByPOT", m);
+  }
   return rep;
+}
+
+}  // namespace
+
+ConformanceReport evaluate_int_gemm_case(const IntGemmKernel& kernel, std::string_view claim_text, const MatmulCase& c) {
+  const ClaimSpec claim = parse_claim(claim_text);
+  const MatmulOperands ops = int_gemm_operands(c, claim);
+  return evaluate_int_case(kernel(ops.a, ops.b), claim, claim_text, c, ops, nullptr);
 }
 
 void run_int_gemm_case(const IntGemmKernel& kernel, std::string_view claim, const MatmulCase& c) {
   expect_conforms(evaluate_int_gemm_case(kernel, claim, c));
 }
 
-// ------------------------------------------------------------------- scaled float GEMM
-
-ClaimSpec scaled_suite_claim(std::string_view claim) {
-  bool names_scales = false;  // a token --scale-a / --scale-b (not the prefix of --scale-block)
-  for (std::size_t i = claim.find("--scale-"); i != std::string_view::npos; i = claim.find("--scale-", i + 1)) {
-    const std::string_view rest = claim.substr(i + 8);
-    names_scales = names_scales || ((rest.starts_with("a") || rest.starts_with("b")) &&
-                                    (rest.size() == 1 || rest[1] == ' ' || rest[1] == '='));
-  }
-  if (names_scales)
-    throw InputError(fmt::format("scaled GEMM conformance: claim '{}': the suite generates the scales; give "
-                                 "--scale-block (and --promote-every), not --scale-a/--scale-b",
-                                 trimmed(claim)));
-  ClaimSpec c = parse_claim(fmt::format("{} --scale-a scale-a.npy --scale-b scale-b.npy", claim));
-  if (!is_scaled_claim(c)) throw InputError(fmt::format("scaled GEMM conformance: claim '{}' is not scaled", trimmed(claim)));
-  return c;
+ConformanceReport evaluate_int_gemm_per_channel_case(const IntGemmPerChannelKernel& kernel, std::string_view claim_text,
+                                                     const MatmulCase& c) {
+  ClaimSpec claim = per_channel_suite_claim(claim_text);
+  const MatmulOperands ops = int_gemm_operands(c, claim);
+  const TensorData scales = per_channel_out_scales(c, claim, ops);
+  for (const Bits b : scales.values) claim.quant.out_scale.push_back(to_double(fp32, b));
+  return evaluate_int_case(kernel(ops.a, ops.b, scales), claim, claim_text, c, ops, &scales);
 }
 
-namespace {
-
-struct Layout {
-  ScaleBlock ba, bb;
-  std::int64_t ar = 1, ak = 1, bk = 1, bn = 1;  ///< A's scales ar × ak, B's bk × bn
-};
-
-Layout layout_of(const ClaimSpec& claim, const MatmulCase& c) {
-  Layout l;
-  const QuantClaim& q = claim.quant;
-  l.ba = q.scale_block_a.value_or(ScaleBlock{std::max<std::int64_t>(c.m, 1), std::max<std::int64_t>(c.k, 1)});
-  l.bb = q.scale_block_b ? *q.scale_block_b
-                         : q.scale_block_a.value_or(ScaleBlock{std::max<std::int64_t>(c.n, 1), std::max<std::int64_t>(c.k, 1)});
-  const auto up = [](std::int64_t x, std::int64_t d) { return (x + d - 1) / d; };
-  l.ar = up(c.m, l.ba.rows), l.ak = up(c.k, l.ba.k), l.bk = up(c.k, l.bb.k), l.bn = up(c.n, l.bb.rows);
-  return l;
-}
-
-std::vector<double> values_of(const TensorData& t) {
-  std::vector<double> v;
-  for (const Bits b : t.values) v.push_back(to_double(*t.format, b));
-  return v;
-}
-
-}  // namespace
-
-ScaledOperands scaled_gemm_operands(const MatmulCase& c, const ClaimSpec& claim) {
-  const FormatSpec& fa = *claim.in;
-  const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
-  const Layout l = layout_of(claim, c);
-  Rng rng{c.seed};
-  // Elements uniform in ±[0, 2^emax / 4) of their format (fp8 e4m3: ±64); near_overflow and
-  // wide_exponent take their range from the scales: powers of two, exact to apply.
-  auto elements = [&](const FormatSpec& f, std::int64_t rows, std::int64_t cols, const char* name) {
-    const double top = std::ldexp(1.0, emax(f) - 2), same = rng.uniform(-top, top);
-    std::vector<Bits> v(static_cast<std::size_t>(rows * cols));
-    for (Bits& x : v) x = detail::to_format(f, c.data == DataKind::all_equal ? same : rng.uniform(-top, top));
-    return tensor(f, {rows, cols}, std::move(v), name);
-  };
-  const int spread = c.data == DataKind::wide_exponent ? 24 : c.data == DataKind::all_equal ? 0 : 4;
-  // near_overflow: Σ|scaled terms| up to about a quarter of the output's largest value.
-  const int log_k = static_cast<int>(std::ceil(std::log2(static_cast<double>(std::max<std::int64_t>(c.k, 1)))));
-  const int shift = c.data == DataKind::near_overflow
-                        ? (emax(*claim.out) - 2 - (emax(fa) - 2) - (emax(fb) - 2) - 2 * spread - log_k) / 2
-                        : 0;
-  auto scales = [&](std::int64_t rows, std::int64_t cols, const char* name) {
-    std::vector<Bits> v(static_cast<std::size_t>(rows * cols));
-    for (Bits& x : v)
-      x = Bits{std::bit_cast<std::uint32_t>(std::ldexp(1.0f, static_cast<int>(rng.integer(-spread, spread)) + shift))};
-    return tensor(fp32, {rows, cols}, std::move(v), name);
-  };
-  ScaledOperands o;
-  o.a = elements(fa, c.m, c.k, "A");
-  o.b = elements(fb, c.k, c.n, "B");
-  o.scale_a = scales(l.ar, l.ak, "scale-a");
-  o.scale_b = scales(l.bk, l.bn, "scale-b");
-  return o;
-}
-
-ConformanceReport evaluate_scaled_gemm_case(const ScaledGemmKernel& kernel, std::string_view claim_text, const MatmulCase& c) {
-  ClaimSpec claim = scaled_suite_claim(claim_text);
-  const ScaledOperands ops = scaled_gemm_operands(c, claim);
-  const FormatSpec& fo = *claim.out;
-  attach_operand_scales(claim, values_of(ops.scale_a), values_of(ops.scale_b));
-  ConformanceReport rep;
-  rep.case_text = case_text("scaled GEMM", c, claim_text);
-  TensorData out = kernel(ops.a, ops.b, ops.scale_a, ops.scale_b);
-  out.name = "kernel output";
-  expect_output(out, fo, c, rep.case_text);
-  const MatmulReference ref = matmul_reference(ops.a, ops.b);
-  MatmulCheckOptions judge_only;
-  judge_only.predict = false;
-  // The reproduction passes the scale tensors as files: the claim text is the suite's.
-  rep.kernel = Checked{check_matmul(ref, out, claim),
-                       "check matmul",
-                       {{"--a", ops.a}, {"--b", ops.b}, {"--c", out}, {"--scale-a", ops.scale_a}, {"--scale-b", ops.scale_b}},
-                       {},
-                       trimmed(claim_text)};
-
-  // The scaled products' exact sums and Σ|terms| (double: products of narrow values and powers
-  // of two are exact, the sums' error is far below the bounds' factor 2 margin).
-  const Layout l = layout_of(claim, c);
-  const std::vector<double> A = values_of(ops.a), B = values_of(ops.b);
-  const std::vector<double>& sa = claim.quant.scale_a;
-  const std::vector<double>& sb = claim.quant.scale_b;
-  const auto M = static_cast<std::size_t>(c.m), K = static_cast<std::size_t>(c.k), N = static_cast<std::size_t>(c.n);
-  auto scale_a = [&](std::size_t i, std::size_t k) {
-    return sa[i / static_cast<std::size_t>(l.ba.rows) * static_cast<std::size_t>(l.ak) + k / static_cast<std::size_t>(l.ba.k)];
-  };
-  auto scale_b = [&](std::size_t k, std::size_t j) {
-    return sb[k / static_cast<std::size_t>(l.bb.k) * static_cast<std::size_t>(l.bn) + j / static_cast<std::size_t>(l.bb.rows)];
-  };
-  std::vector<double> exact(M * N), sum_abs(M * N);
-  for (std::size_t i = 0; i < M; ++i)
-    for (std::size_t j = 0; j < N; ++j)
-      for (std::size_t k = 0; k < K; ++k) {
-        const double t = scale_a(i, k) * scale_b(k, j) * A[i * K + k] * B[k * N + j];
-        exact[i * N + j] += t;
-        sum_abs[i * N + j] += std::fabs(t);
-      }
-  const ReductionBound& bound = rep.kernel.result.bound;
-  auto limit = [&](std::size_t i) {
-    const double u = ulp_at(fo, exact[i]);
-    return 2 * (bound.deterministic * sum_abs[i] + bound.absolute + rep.kernel.result.output_rounding_ulps * u) + 4 * u;
-  };
-  auto add = [&](std::string name, std::string what, const TensorData& m) {
-    bool req = false;
-    for (std::size_t i = 0; i < m.values.size() && !req; ++i)
-      req = std::isfinite(exact[i]) && std::fabs(to_double(fo, m.values[i]) - exact[i]) > limit(i);
-    rep.mutants.push_back({std::move(name), std::move(what), req,
-                           req ? "an element lies beyond twice its deterministic bound"
-                               : "not required: every element is within twice its deterministic bound",
-                           check_matmul(ref, m, claim, judge_only)});
-  };
-  auto emulated = [&](std::vector<double> a_scales, std::vector<double> b_scales) {
-    ClaimSpec wrong = claim;
-    wrong.quant.scale_a = std::move(a_scales);
-    wrong.quant.scale_b = std::move(b_scales);
-    return emulate_matmul(ops.a, ops.b, std::nullopt, wrong);
-  };
-  {  // 1. One element moved beyond twice its bound.
-    std::size_t best = 0;
-    for (std::size_t i = 0; i < exact.size(); ++i)
-      if (sum_abs[i] > 0 && std::fabs(exact[i]) / sum_abs[i] > std::fabs(exact[best]) / std::max(sum_abs[best], 1e-300)) best = i;
-    TensorData m = out;
-    const double d = limit(best) + 4 * ulp_at(fo, exact[best]);
-    const Bits up = detail::to_format(fo, exact[best] + d);
-    m.values[best] = std::isfinite(to_double(fo, up)) && std::fabs(to_double(fo, up)) < max_finite(fo)
-                         ? up
-                         : detail::to_format(fo, exact[best] - d);
-    add("one-element-off", fmt::format("element {} set to {}, exact {:.9g}", index_string(m.shape, static_cast<std::int64_t>(best)),
-                                       to_hex(fo, m.values[best]), exact[best]),
-        m);
-  }
-  if (l.ak > 1 || l.ar > 1) {  // 2. A's scale of the next block along K (along rows when K has one)
-    std::vector<double> shifted(sa.size());
-    for (std::int64_t r = 0; r < l.ar; ++r)
-      for (std::int64_t k = 0; k < l.ak; ++k) {
-        const std::int64_t from = l.ak > 1 ? r * l.ak + (k + 1) % l.ak : ((r + 1) % l.ar) * l.ak + k;
-        shifted[static_cast<std::size_t>(r * l.ak + k)] = sa[static_cast<std::size_t>(from)];
-      }
-    add("wrong-block-scale", "A's scale taken from the neighbouring block", emulated(shifted, sb));
-  }
-  if (l.bk > 1 && l.bn > 1) {  // 3. B's scale tensor read as ⌈N/R⌉ × ⌈K/k⌉ (transposed)
-    std::vector<double> transposed(sb.size());
-    for (std::int64_t k = 0; k < l.bk; ++k)
-      for (std::int64_t j = 0; j < l.bn; ++j)
-        transposed[static_cast<std::size_t>(k * l.bn + j)] = sb[static_cast<std::size_t>(j * l.bk + k)];
-    add("transposed-scale-b", "B's scales read in the transposed orientation", emulated(sa, transposed));
-  }
-  if (claim.acc && claim.acc->precision > bf16.precision) {
-    // 4. No promotion: every scaled product added into one bf16 sum over the whole K.
-    TensorData m = out;
-    for (std::size_t i = 0; i < M; ++i)
-      for (std::size_t j = 0; j < N; ++j) {
-        double s = 0;
-        for (std::size_t k = 0; k < K; ++k)
-          s = to_double(bf16, detail::to_format(bf16, s + scale_a(i, k) * scale_b(k, j) * A[i * K + k] * B[k * N + j]));
-        m.values[i * N + j] = detail::to_format(fo, s);
-      }
-    add("bf16-unpromoted", "every scaled product added into one bf16 sum, never promoted to fp32", m);
-  }
-  return rep;
-}
-
-void run_scaled_gemm_case(const ScaledGemmKernel& kernel, std::string_view claim, const MatmulCase& c) {
-  expect_conforms(evaluate_scaled_gemm_case(kernel, claim, c));
+void run_int_gemm_per_channel_case(const IntGemmPerChannelKernel& kernel, std::string_view claim, const MatmulCase& c) {
+  expect_conforms(evaluate_int_gemm_per_channel_case(kernel, claim, c));
 }
 
 }  // namespace numfid::testing

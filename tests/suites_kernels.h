@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "tolerances/check.h"
@@ -159,29 +160,95 @@ inline numfid::TensorData exp_tensor(const numfid::TensorData& x) {
 
 // ------------------------------------------------------------------- quantised GEMMs
 
-enum class Int8Defect { none, zero_point_sign, truncating_requant };
+enum class Int8Defect {
+  none,
+  zero_point_sign,      ///< the zero points added instead of subtracted
+  truncating_requant,   ///< acc × scale truncated
+  int16_accumulator,    ///< the products summed in a wrapping int16
+  fp32_accumulator,     ///< the products summed in fp32
+  per_tensor_scale,     ///< column 0's scale for every column
+  truncating_shift,     ///< fixed point: an arithmetic >> instead of RoundingDivideByPOT
+};
 
-/// C = saturate_int8(round((A - za)·(B - zb) · scale) + zo), int8 A (M×K), B (K×N) in int64
-/// loops, the product by `scale` (a short binary fraction: exact in double) rounded to nearest
-/// even (std::nearbyint), or truncated; the zero points subtracted, or added (the defects).
-inline numfid::TensorData int8_gemm_tensor(const numfid::TensorData& a, const numfid::TensorData& b, std::int64_t za,
-                                           std::int64_t zb, double scale, std::int64_t zo, Int8Defect d = Int8Defect::none) {
+/// gemmlowp/TFLite fixed-point requantisation, written out from the sources (independent of
+/// numfid's): QuantizeMultiplier (tensorflow/lite/kernels/internal/quantization_util.cc),
+/// SaturatingRoundingDoublingHighMul and RoundingDivideByPOT (google/gemmlowp
+/// fixedpoint/fixedpoint.h), MultiplyByQuantizedMultiplier (tensorflow/lite/kernels/internal/common.h).
+inline std::int32_t tflite_requantize(std::int32_t x, double real, bool truncating_shift = false) {
+  int shift = 0;
+  const double q = std::frexp(real, &shift);
+  auto q_fixed = static_cast<std::int64_t>(std::round(q * (1ll << 31)));
+  if (q_fixed == (1ll << 31)) q_fixed /= 2, ++shift;
+  if (shift < -31) shift = 0, q_fixed = 0;
+  const auto m = static_cast<std::int32_t>(q_fixed);
+  const int left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
+  const auto a = static_cast<std::int32_t>(static_cast<std::uint32_t>(x) << left);  // wraps as int32 arithmetic does
+  std::int32_t high;
+  if (a == m && a == INT32_MIN) {
+    high = INT32_MAX;
+  } else {
+    const std::int64_t ab = static_cast<std::int64_t>(a) * m;
+    const std::int64_t nudge = ab >= 0 ? (1 << 30) : (1 - (1 << 30));
+    high = static_cast<std::int32_t>((ab + nudge) / (1ll << 31));
+  }
+  if (truncating_shift) return high >> right;
+  const std::int32_t mask = static_cast<std::int32_t>((1ll << right) - 1), remainder = high & mask;
+  const std::int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
+  return (high >> right) + (remainder > threshold ? 1 : 0);
+}
+
+/// An int8 GEMM's parameters: zero points, one output scale (per tensor) or one per column,
+/// the requantisation's form.
+struct Int8GemmParams {
+  std::int64_t za = 0, zb = 0, zo = 0;
+  std::vector<double> scales{1.0};
+  bool fixed_point = false;
+  Int8Defect defect = Int8Defect::none;
+};
+
+/// C = saturate_int8(round((A - za)·(B - zb) · scale_j) + zo), int8 A (M×K), B (K×N) in int64
+/// loops (or the defect's narrow accumulator); the product by the scale (24 bits: exact in
+/// double for |acc| < 2^29) rounded to nearest even (std::nearbyint), or truncated, or the
+/// TFLite fixed-point pipeline.
+inline numfid::TensorData int8_gemm_tensor(const numfid::TensorData& a, const numfid::TensorData& b,
+                                           const Int8GemmParams& p) {
   const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
   const auto v = [](const numfid::TensorData& t, std::int64_t i) {
     return static_cast<std::int64_t>(static_cast<std::int8_t>(t.values[static_cast<std::size_t>(i)].raw & 0xffu));
   };
-  if (d == Int8Defect::zero_point_sign) za = -za, zb = -zb;
+  const Int8Defect d = p.defect;
+  const std::int64_t za = d == Int8Defect::zero_point_sign ? -p.za : p.za, zb = d == Int8Defect::zero_point_sign ? -p.zb : p.zb;
   std::vector<std::uint8_t> c(static_cast<std::size_t>(m * n));
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
       std::int64_t acc = 0;
-      for (std::int64_t kk = 0; kk < k; ++kk) acc += (v(a, i * k + kk) - za) * (v(b, kk * n + j) - zb);
-      const double x = static_cast<double>(acc) * scale;
-      const double r = d == Int8Defect::truncating_requant ? std::trunc(x) : std::nearbyint(x);
-      const std::int64_t y = std::clamp(static_cast<std::int64_t>(r) + zo, std::int64_t{-128}, std::int64_t{127});
+      float acc_f = 0;
+      for (std::int64_t kk = 0; kk < k; ++kk) {
+        const std::int64_t t = (v(a, i * k + kk) - za) * (v(b, kk * n + j) - zb);
+        acc += t;
+        if (d == Int8Defect::int16_accumulator) acc = static_cast<std::int16_t>(acc);
+        acc_f += static_cast<float>(t);
+      }
+      if (d == Int8Defect::fp32_accumulator) acc = static_cast<std::int64_t>(acc_f);
+      const double scale = p.scales.size() == 1 || d == Int8Defect::per_tensor_scale ? p.scales[0]
+                                                                                      : p.scales[static_cast<std::size_t>(j)];
+      std::int64_t r;
+      if (p.fixed_point) {
+        r = tflite_requantize(static_cast<std::int32_t>(acc), scale, d == Int8Defect::truncating_shift);
+      } else {
+        const double x = static_cast<double>(acc) * scale;
+        r = static_cast<std::int64_t>(d == Int8Defect::truncating_requant ? std::trunc(x) : std::nearbyint(x));
+      }
+      const std::int64_t y = std::clamp(r + p.zo, std::int64_t{-128}, std::int64_t{127});
       c[static_cast<std::size_t>(i * n + j)] = static_cast<std::uint8_t>(static_cast<std::int8_t>(y));
     }
   return numfid::view(std::span<const std::uint8_t>(c), {m, n}, "int8", "C");
+}
+
+/// The per-tensor form of int8_gemm_tensor.
+inline numfid::TensorData int8_gemm_tensor(const numfid::TensorData& a, const numfid::TensorData& b, std::int64_t za,
+                                           std::int64_t zb, double scale, std::int64_t zo, Int8Defect d = Int8Defect::none) {
+  return int8_gemm_tensor(a, b, Int8GemmParams{za, zb, zo, {scale}, false, d});
 }
 
 /// An fp8 e4m3 pattern's value (OCP 8-bit FP v1.0: bias 7, no infinities, S.1111.111 NaN).
@@ -192,39 +259,74 @@ inline float e4m3_value(std::uint32_t bits) {
   return (bits & 0x80u) ? -mag : mag;
 }
 
-enum class ScaledDefect { none, wrong_block_scale, transposed_scale_b, bf16_unpromoted };
+/// An fp4 e2m1 pattern's value (OCP MX v1.0 §5.3.3: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives).
+inline float e2m1_value(std::uint32_t bits) {
+  static constexpr float mag[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  return (bits & 8u) ? -mag[bits & 7u] : mag[bits & 7u];
+}
 
-/// C = Σ_k sa·sb·A[i,k]·B[k,j], fp8 e4m3 A (M×K), B (K×N); scales per 1×`block` of A's rows and
-/// of B's columns (A's ⌈M⌉×⌈K/block⌉, B's ⌈K/block⌉×N, fp32): each block's products summed in
-/// fp32, then scaled and added to an fp32 sum (promotion every `block`), bf16 RNE out. Defects:
-/// A's scale of the next K block, B's scale tensor indexed transposed, or every scaled product
-/// added into one bf16 sum.
-inline numfid::TensorData scaled_gemm_tensor(const numfid::TensorData& a, const numfid::TensorData& b,
-                                             const numfid::TensorData& sa, const numfid::TensorData& sb,
-                                             std::int64_t block, ScaledDefect d = ScaledDefect::none) {
-  const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1], kb = (k + block - 1) / block;
+enum class ScaledDefect {
+  none,
+  wrong_block_scale,    ///< A's scale of the next K block
+  transposed_scale_b,   ///< B's scale tensor indexed transposed
+  bf16_unpromoted,      ///< every scaled product added into one bf16 sum
+  swapped_scales,       ///< A's scale buffer read as B's and B's as A's
+  e8m0_bias,            ///< E8M0 scales decoded with bias 126 (A's)
+  sequential_scaling,   ///< (partial · sa) · sb in fp32 instead of (sa · sb) · partial
+};
+
+/// The scale blocks of block_scaled_gemm_tensor: A's a_rows × k, B's k × b_cols.
+struct ScaleBlocks {
+  std::int64_t a_rows = 1, k = 32, b_cols = 1;
+};
+
+/// C = Σ_k sa·sb·A[i,k]·B[k,j], A (M×K) and B (K×N) fp8 e4m3 or fp4 e2m1, scales fp32 or E8M0
+/// (2^(code - 127)), A's ⌈M/a_rows⌉×⌈K/k⌉ and B's ⌈K/k⌉×⌈N/b_cols⌉: each K block's products
+/// summed in fp32, then (sa·sb)·partial added to an fp32 sum (promotion every k), bf16 RNE out.
+inline numfid::TensorData block_scaled_gemm_tensor(const numfid::TensorData& a, const numfid::TensorData& b,
+                                                   const numfid::TensorData& sa_in, const numfid::TensorData& sb_in,
+                                                   ScaleBlocks blk, ScaledDefect d = ScaledDefect::none) {
+  const std::int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1], kb = (k + blk.k - 1) / blk.k;
+  const std::int64_t bn = (n + blk.b_cols - 1) / blk.b_cols;
+  const bool swap = d == ScaledDefect::swapped_scales;
+  const numfid::TensorData &sa = swap ? sb_in : sa_in, &sb = swap ? sa_in : sb_in;
   const auto at = [](const numfid::TensorData& t, std::int64_t i) { return t.values[static_cast<std::size_t>(i)].raw; };
-  const auto scale = [&](const numfid::TensorData& t, std::int64_t i) { return std::bit_cast<float>(at(t, i)); };
+  const auto element = [&](const numfid::TensorData& t, std::int64_t i) {
+    return t.format->name == std::string_view("fp4_e2m1") ? e2m1_value(at(t, i)) : e4m3_value(at(t, i));
+  };
+  const auto scale = [&](const numfid::TensorData& t, std::int64_t i, int bias) {
+    return t.format->name == std::string_view("e8m0") ? std::ldexp(1.0f, static_cast<int>(at(t, i)) - bias)
+                                                      : std::bit_cast<float>(static_cast<std::uint32_t>(at(t, i)));
+  };
   std::vector<std::uint16_t> c(static_cast<std::size_t>(m * n));
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
       float acc = 0;
       for (std::int64_t t = 0; t < kb; ++t) {
-        const float s_a = scale(sa, i * kb + (d == ScaledDefect::wrong_block_scale ? (t + 1) % kb : t));
-        const float s_b = scale(sb, d == ScaledDefect::transposed_scale_b ? j * kb + t : t * n + j);
+        const std::int64_t ta = d == ScaledDefect::wrong_block_scale ? (t + 1) % kb : t;
+        const float s_a = scale(sa, i / blk.a_rows * kb + ta, d == ScaledDefect::e8m0_bias ? 126 : 127);
+        const float s_b = scale(sb, d == ScaledDefect::transposed_scale_b ? j / blk.b_cols * kb + t : t * bn + j / blk.b_cols, 127);
         float part = 0;
-        for (std::int64_t kk = t * block; kk < std::min((t + 1) * block, k); ++kk) {
-          const float p = e4m3_value(at(a, i * k + kk)) * e4m3_value(at(b, kk * n + j));
+        for (std::int64_t kk = t * blk.k; kk < std::min((t + 1) * blk.k, k); ++kk) {
+          const float p = element(a, i * k + kk) * element(b, kk * n + j);
           if (d == ScaledDefect::bf16_unpromoted)
             acc = bf16_value(bf16_rne(acc + s_a * s_b * p));
           else
             part += p;
         }
-        if (d != ScaledDefect::bf16_unpromoted) acc += s_a * s_b * part;
+        if (d == ScaledDefect::sequential_scaling) acc += part * s_a * s_b;
+        else if (d != ScaledDefect::bf16_unpromoted) acc += s_a * s_b * part;
       }
       c[static_cast<std::size_t>(i * n + j)] = bf16_rne(acc);
     }
   return numfid::view(std::span<const std::uint16_t>(c), {m, n}, "bf16", "C");
+}
+
+/// The 1×`block` layout of both operands (A's per row, B's per column).
+inline numfid::TensorData scaled_gemm_tensor(const numfid::TensorData& a, const numfid::TensorData& b,
+                                             const numfid::TensorData& sa, const numfid::TensorData& sb,
+                                             std::int64_t block, ScaledDefect d = ScaledDefect::none) {
+  return block_scaled_gemm_tensor(a, b, sa, sb, {1, block, 1}, d);
 }
 
 }  // namespace numfid_test_kernels

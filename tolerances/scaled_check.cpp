@@ -138,6 +138,30 @@ std::string layout_text(const Scaled& s) {
                      s.bb.k, s.sb.size(), s.pow2 ? ", all powers of two" : "");
 }
 
+/// The largest sa·sb that multiplies any partial: max over K of (A's largest scale in that K
+/// block) · (B's largest in its K block). Not max(sa)·max(sb): where A's and B's scales move in
+/// opposite directions along K (MX blocks at E8M0's ends, 2^127 against 2^-127) that product
+/// meets no term and would make the absolute term (underflow) vacuous. Values unknown (tol) or
+/// not one scale per K block: max(sa)·max(sb).
+double max_scale_product(const Scaled& s, std::int64_t K) {
+  const double loose = *std::max_element(s.sa.begin(), s.sa.end()) * *std::max_element(s.sb.begin(), s.sb.end());
+  if (!s.values_known || K <= 0) return loose;
+  const std::int64_t ka = (K + s.ba.k - 1) / s.ba.k, kb = (K + s.bb.k - 1) / s.bb.k;
+  const auto na = static_cast<std::int64_t>(s.sa.size()), nb = static_cast<std::int64_t>(s.sb.size());
+  if (na % ka != 0 || nb % kb != 0) return loose;
+  std::vector<double> ma(static_cast<std::size_t>(ka)), mb(static_cast<std::size_t>(kb));
+  for (std::int64_t i = 0; i < na; ++i) ma[static_cast<std::size_t>(i % ka)] = std::max(ma[static_cast<std::size_t>(i % ka)], s.sa[static_cast<std::size_t>(i)]);
+  const std::int64_t bn = nb / kb;  // B's scales: kb × bn, row-major
+  for (std::int64_t i = 0; i < nb; ++i) mb[static_cast<std::size_t>(i / bn)] = std::max(mb[static_cast<std::size_t>(i / bn)], s.sb[static_cast<std::size_t>(i)]);
+  double m = 0;
+  for (std::int64_t k = 0; k < K;) {
+    const std::int64_t ta = k / s.ba.k, tb = k / s.bb.k;
+    m = std::max(m, ma[static_cast<std::size_t>(ta)] * mb[static_cast<std::size_t>(tb)]);
+    k = std::min((ta + 1) * s.ba.k, (tb + 1) * s.bb.k);
+  }
+  return m;
+}
+
 /// The deterministic bound and its derivation: |D̂ - D| <= coef·Σ|sa·sb·a·b| + absolute.
 ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpec& in, std::int64_t K, bool addend) {
   ReductionBound b;
@@ -177,7 +201,7 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
                           B, B, u32));
   const double grow = std::exp(static_cast<double>(B) * std::log1p(u32));
   b.deterministic = (1 + c_in) * (1 + us) * grow - 1;
-  const double max_scale = *std::max_element(s.sa.begin(), s.sa.end()) * *std::max_element(s.sb.begin(), s.sb.end());
+  const double max_scale = max_scale_product(s, K);
   b.absolute = abs_in * max_scale * (1 + us) * grow + static_cast<double>(B) * min_positive(fp32) / 2;
   b.roundings = L + B + (s.pow2 ? 0 : 1);
   b.u_acc = std::max(u_in, u32);  // the signatures' scale of rounding errors: the partials' arithmetic

@@ -86,6 +86,11 @@ struct ProbeOptions {
   std::int64_t budget = 0;            ///< most black-box calls; 0: no limit
   std::int64_t validation_elements = 10'000;  ///< output elements of the validation set (>= 10^4 is the rule)
   std::string name = "probed";        ///< the profile's name (its file stem)
+  /// Include the built-in tensor-core presets (numerics/tensor_core_presets.h) in the
+  /// candidate set. false: block-FMA models come from the parameter search alone (blind).
+  bool presets = true;
+  /// Run the block-FMA parameter search (inputs of at most 11 significand bits).
+  bool search_block_fma = true;
   std::function<void(std::string_view)> progress;  ///< one line per step (stderr in the CLI)
 };
 
@@ -100,6 +105,9 @@ struct ProbeResult {
   std::int64_t calls = 0, probe_rows = 0, order_calls = 0, order_rows = 0;
   std::int64_t validation_elements = 0, validation_mismatches = -1;  ///< -1: not validated
   std::vector<std::string> validation_kinds;
+  bool deterministic = true;          ///< false: an identical call gave other outputs (nothing written)
+  std::int64_t repeat_mismatches = 0;  ///< outputs that differed between the two identical calls
+  std::int64_t block_fma_searched = 0;  ///< block-FMA parameter sets the search found consistent (at most 64 kept)
   std::string yaml;  ///< the profile text; empty unless pinned and validated with 0 mismatches
   std::string message;  ///< one-paragraph summary for people
 };

@@ -487,9 +487,11 @@ ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
     ProbeEvidence ev(s.evidence().rbegin(), s.evidence().rend());
     ProbeEvidence ev_block = ev;
     ev_block.insert(ev_block.end(), s.block_fma().begin(), s.block_fma().end());
-    ProbeEvidence screen{head(ev.front(), 4), head(ev.front(), 64)};
     // The first FPRev call too: where the arithmetic rows agree (narrow inputs whose sums are
     // exact in most accumulators) the order refutes a plan in a few rows.
+    ProbeEvidence screen{head(ev.front(), 4)};
+    if (!order_evidence.empty()) screen.push_back(head(order_evidence.front(), 8));
+    screen.push_back(head(ev.front(), 64));
     if (!order_evidence.empty()) screen.push_back(head(order_evidence.front(), 64));
     for (const ProbeModel& m : space)
       if (reproduces(m, screen) && reproduces(m, m.block_fma ? ev_block : ev)) alive.push_back(m);

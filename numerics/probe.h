@@ -107,7 +107,7 @@ struct ProbeResult {
   std::vector<std::string> validation_kinds;
   bool deterministic = true;          ///< false: an identical call gave other outputs (nothing written)
   std::int64_t repeat_mismatches = 0;  ///< outputs that differed between the two identical calls
-  std::int64_t block_fma_searched = 0;  ///< block-FMA parameter sets the search found consistent (at most 64 kept)
+  std::int64_t block_fma_searched = 0;  ///< block-FMA parameter sets the search kept (consistent with all calls; at most 32)
   std::string yaml;  ///< the profile text; empty unless pinned and validated with 0 mismatches
   std::string message;  ///< one-paragraph summary for people
 };
@@ -121,6 +121,25 @@ std::string probe_profile_yaml(const ProbeModel& m, const ProbeOptions& o, std::
 
 /// A black box answering from model `m` (tests; `numfid probe` against an emulated device).
 BlackBox model_black_box(ProbeModel m);
+
+/// The settings of an offline probe, kept by `numfid probe make` in DIR/probe.txt and read
+/// back by every `numfid probe infer` round: one "KEY VALUE" line each.
+struct ProbeSettings {
+  std::string op = "dot", in = "fp32", out = "fp32", output;
+  std::int64_t k = 0, budget = 0, validation = 10'000;
+  std::uint64_t seed = 1;
+  bool presets = true;  ///< false: "presets off" (blind block-FMA search)
+  bool operator==(const ProbeSettings&) const = default;
+};
+
+/// The text of DIR/probe.txt (what parse_probe_settings reads back to the same settings).
+std::string probe_settings_text(const ProbeSettings& s);
+
+/// Parses DIR/probe.txt: blank lines are skipped; every other line is KEY VALUE with KEY one
+/// of op, k, in, out, seed, budget, validation, output, presets (on|off), integers whole.
+/// Keys not given keep `defaults`. Throws InputError "SOURCE:LINE: 'TEXT' is not a probe
+/// setting (...)" naming the first bad line. Values are not checked further (options() does).
+ProbeSettings parse_probe_settings(std::string_view text, std::string_view source, ProbeSettings defaults = {});
 
 namespace detail {
 /// FPRev tree reconstruction from a subtree-size oracle lca(i, js) -> sizes (one batch per

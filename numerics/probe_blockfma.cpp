@@ -353,6 +353,10 @@ BlockFmaSearchResult search_block_fma(const ProbeOptions& o, const ProbeEvidence
 
   // Stage 2: the structure — block size, instruction size, interleave, where the addend enters.
   const Outputs b_out({&structure, &order, &arithmetic}, *o.in, o.k);
+  // Survivors are kept in the order of the loops (smaller windows, blocks and instructions,
+  // contiguous blocks, c in the block first); the first 32 are enough: what the evidence
+  // cannot tell apart, the validation set and the written profile cannot either.
+  constexpr std::size_t max_structures = 32;
   std::vector<BlockFmaModel> s2;
   const std::int64_t tried1 = res.tried;
   for (const BlockFmaModel& a : s1)
@@ -366,12 +370,12 @@ BlockFmaSearchResult search_block_fma(const ProbeOptions& o, const ProbeEvidence
             m.interleave = il;
             m.addend = ad ? AddendEntry::after_blocks : AddendEntry::in_block;
             m.addend_rounding = ad == 2 ? Rounding::rtz : Rounding::rne;
+            if (s2.size() >= max_structures) continue;
             ++res.tried;
             if (validate(m).empty() && b_out.all(m)) s2.push_back(m);
           }
-  say(fmt::format("block-fma search: stage 2 (block size, instruction, interleave, addend): {} of {} survive", s2.size(),
-                  res.tried - tried1));
-  if (s2.size() > 64) s2.resize(64);
+  say(fmt::format("block-fma search: stage 2 (block size, instruction, interleave, addend): {}{} of {} survive",
+                  s2.size(), s2.size() >= max_structures ? " (the first)" : "", res.tried - tried1));
 
   // Stage 3: the alignment floor, subnormal inputs and outputs, the datapath, overflow, NaN.
   const Outputs c_out({&specials}, *o.in, o.k);
@@ -383,7 +387,7 @@ BlockFmaSearchResult search_block_fma(const ProbeOptions& o, const ProbeEvidence
   const std::int64_t tried2 = res.tried;
   // Parameters the evidence cannot see (an alignment floor below every reachable product,
   // FTZ where no result is subnormal) leave many equivalent survivors; each structure keeps
-  // its first 8 in the order of the loops (the preferred values first), 64 in all.
+  // its first 4 in the order of the loops (the preferred values first), 32 in all.
   for (const BlockFmaModel& b : s2) {
     int kept = 0;
     for (const FormatSpec* dp : datapaths)
@@ -399,7 +403,7 @@ BlockFmaSearchResult search_block_fma(const ProbeOptions& o, const ProbeEvidence
                 m.overflow_to_infinity = inf;
                 m.nan = nan;
                 m.min_alignment_exponent = floor;
-                if (kept >= 8 || res.models.size() >= 64) continue;
+                if (kept >= 4 || res.models.size() >= 32) continue;
                 ++res.tried;
                 if (!validate(m).empty() || !c_out.all(m) || !all_out.all(m)) continue;
                 ProbeModel pm;

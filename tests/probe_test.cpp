@@ -183,52 +183,6 @@ TEST(ProbeRecovery, EveryShippedProfile) {
   }
 }
 
-// The block-FMA parameter search, blind: no preset in the candidate set. Every variant of every
-// NVIDIA tensor-core profile, probed through a black box answering from that profile, must
-// yield parameters that reproduce it bit for bit on data the probe never saw.
-ProbeResult run_blind(const ProbeModel& truth, std::int64_t k) {
-  ProbeOptions o;
-  o.op = ProbeOp::dot;
-  o.k = k;
-  o.in = truth.unit.input;
-  o.out = truth.unit.output;
-  o.presets = false;
-  std::vector<std::string> log;
-  const auto t0 = std::chrono::steady_clock::now();
-  o.progress = [&](std::string_view l) {
-    log.emplace_back(l);
-    if (std::getenv("NUMFID_PROBE_VERBOSE"))
-      fmt::print(stderr, "{:.2f} {}\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), l);
-  };
-  ProbeResult r = probe(model_black_box(truth), o);
-  EXPECT_TRUE(r.pinned) << truth.text() << ": " << r.message << "\n" << fmt::format("{}", fmt::join(log, "\n"));
-  EXPECT_EQ(r.validation_mismatches, 0);
-  if (r.model) {
-    EXPECT_TRUE(r.model->block_fma) << r.model->text();
-    EXPECT_EQ(r.model->source, "parameter search");
-    expect_same_on_fresh_data(*r.model, truth, ProbeOp::dot, *truth.unit.input, k);
-  }
-  return r;
-}
-
-TEST(ProbeBlockFmaSearch, EveryTensorCoreProfileBlind) {
-  for (const std::string& name : list_profiles()) {
-    const Profile p = find_profile(name);
-    if (p.model != ProfileModel::block_fma) continue;
-    for (const BlockFmaVariant& v : p.variants) {
-      if (const char* only = std::getenv("NUMFID_PROBE_ONLY"); only && fmt::format("{} {}", name, v.name).find(only) == std::string::npos)
-        continue;
-      SCOPED_TRACE(fmt::format("{} {}", name, v.name));
-      const ProbeModel truth = *probe_model_of(p, *v.model.input, *v.model.output);
-      const auto t0 = std::chrono::steady_clock::now();
-      const ProbeResult r = run_blind(truth, 2 * v.model.instruction_k);
-      fmt::print("{} {}: {} calls, {:.1f} s, {}\n", name, v.name, r.calls,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                 r.model ? r.model->text() : r.message);
-    }
-  }
-}
-
 // Black boxes numfid did not write: float loops as the compiler builds them.
 TEST(ProbeIndependent, FloatLoops) {
   BlackBox fma_loop = [](const ProbeCall& c) {

@@ -182,6 +182,20 @@ std::vector<ProbeRow> block_fma_arithmetic_rows(const ProbeOptions& o, std::mt19
             ProbeRow r = t.row();
             if (t.put(r, 0, 1.0, ex, sx) && t.put(r, 1, sign, ex - j, sy, sq ? sy : 1.0)) rows.push_back(std::move(r));
           }
+  // A large term that is itself a tie: x = (1 + 2^-a)(1 + 2^-b)·2^ex has bits at a, b and
+  // a + b below its leading one, an exact tie when a + b is one past the result precision; a
+  // small y = ±2^-j (relative) then decides the rounding when, and only when, it is inside the
+  // window — the window is pinned far below the result precision (fp16 outputs: 10 bits
+  // rounded, a window of 23 + 1), which rows of a power-of-two x cannot do under RNE.
+  if (t.dot)
+    for (int a = 1; a < t.p; ++a)
+      for (int b = a; b < t.p; ++b)
+        for (int j = a + b; j <= reach; ++j)
+          for (double sign : {1.0, -1.0}) {
+            ProbeRow r = t.row();
+            if (t.put(r, 0, 1.0, ex, 1.0 + std::ldexp(1.0, -a), 1.0 + std::ldexp(1.0, -b)) && t.put(r, 1, sign, ex - j, 1.0))
+              rows.push_back(std::move(r));
+          }
   return rows;
 }
 

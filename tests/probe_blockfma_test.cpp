@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <random>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -95,6 +96,39 @@ TEST_P(BlindTensorCore, ParametersFoundReproduceTheModelAndTheGpu) {
                                  << res.details;
     std::cout << fmt::format("  recorded vectors ({}): {} of {} reproduced\n", test::vector_set_name(set),
                              res.cases - res.mismatches, res.cases);
+  }
+}
+
+// DAZ, FTZ, the NaN pattern and overflow are found by the special call (subnormal operands,
+// tiny and huge products, inf/NaN operands): variants of two presets with every one of them
+// changed from the published models.
+TEST(BlindTensorCoreSpecials, DazFtzNanAndOverflowAreFound) {
+  for (const auto& [device, in, out] : {std::tuple{"H100", &fp16, &fp16}, std::tuple{"A100", &bf16, &fp32}}) {
+    const TensorCorePreset* p = find_tensor_core_preset(device, *in, *out);
+    ASSERT_NE(p, nullptr);
+    ProbeModel truth;
+    truth.block_fma = true;
+    truth.unit = p->model;
+    truth.unit.input_subnormals = false;
+    truth.unit.output_subnormals = false;
+    truth.unit.nan = NanResult::canonical;
+    truth.unit.overflow_to_infinity = false;
+    SCOPED_TRACE(describe(truth.unit));
+    ProbeOptions o;
+    o.k = 2 * truth.unit.instruction_k;
+    o.in = in;
+    o.out = out;
+    o.presets = false;
+    const ProbeResult r = probe(model_black_box(truth), o);
+    ASSERT_TRUE(r.pinned) << r.message;
+    const BlockFmaModel& u = r.model->unit;
+    EXPECT_FALSE(u.input_subnormals) << describe(u);
+    EXPECT_FALSE(u.output_subnormals) << describe(u);
+    EXPECT_EQ(u.nan, NanResult::canonical) << describe(u);
+    // Under RNE an overflowing result is ±inf either way: only an RZ output tells them apart.
+    if (truth.unit.final_rounding == Rounding::rtz) EXPECT_FALSE(u.overflow_to_infinity) << describe(u);
+    EXPECT_NE(r.yaml.find("input_subnormals:\n        value: flush"), std::string::npos) << r.yaml;
+    EXPECT_EQ(differences_on_fresh_data(*r.model, truth, o.k), 0);
   }
 }
 

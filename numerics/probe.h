@@ -15,8 +15,10 @@
 // subnormal results, exact or rounded products, the accumulator's precision) and random rows;
 // every model of the space numfid can run (the plans whose order matches × accumulator
 // format, rounding, FTZ, product rounding, output rounding; the tensor-core block-FMA presets
-// of the same formats) is kept only if it reproduces every output the black box gave, bit for
-// bit. The survivor is validated on fresh random inputs of several kinds; a profile is
+// of the same formats, and the block-FMA parameters a constrained search over three crafted
+// calls finds: probe_blockfma.cpp) is kept only if it reproduces every output the black box
+// gave, bit for bit. An identical call sent twice must give identical outputs (else:
+// non-deterministic, nothing written). The survivor is validated on fresh random inputs of several kinds; a profile is
 // produced only if it reproduces all of them.
 #pragma once
 

@@ -3,7 +3,6 @@
 // (run), or a person running the kernel on a folder of inputs (make, then infer, in rounds).
 #include <sys/wait.h>
 
-#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
@@ -22,11 +21,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct ProbeArgs {
-  std::string op = "dot", in = "fp32", out = "fp32", cmd, output, dir;
-  std::int64_t k = 0, budget = 0, validation = 10'000;
-  std::uint64_t seed = 1;
-  std::string name;
+/// The settings (numerics/probe.h, also DIR/probe.txt) and what only the command line gives.
+struct ProbeArgs : ProbeSettings {
+  std::string cmd, dir;
+  bool no_presets = false;
 };
 
 /// The inputs of call `c` as .npy files: {a} (and {b}).
@@ -116,6 +114,7 @@ ProbeOptions options(const ProbeArgs& p) {
   o.validation_elements = p.validation;
   o.seed = p.seed;
   o.budget = p.budget;
+  o.presets = p.presets;
   o.progress = [](std::string_view line) { fmt::print(stderr, "numfid probe: {}\n", line); };
   return o;
 }
@@ -142,7 +141,8 @@ std::string profile_name(const ProbeArgs& p) {
   return fs::path(p.output).stem().string();
 }
 
-int run_probe(const ProbeArgs& p) {
+int run_probe(ProbeArgs p) {
+  p.presets = !p.no_presets;
   ProbeOptions o = options(p);
   o.name = profile_name(p);
   check_output(p.output, "--output");
@@ -161,42 +161,14 @@ int run_folder(const ProbeArgs& given, bool make) {
     if (ec) throw UsageError(fmt::format("{}: cannot create the folder: {}", dir.string(), ec.message()));
     profile_name(p);
     options(p);
-    write_text_output(conf.string(),
-                      fmt::format("op {}\nk {}\nin {}\nout {}\nseed {}\nbudget {}\nvalidation {}\noutput {}\n", p.op, p.k,
-                                  p.in, p.out, p.seed, p.budget, p.validation, p.output),
-                      "DIR/probe.txt");
+    p.presets = !p.no_presets;
+    write_text_output(conf.string(), probe_settings_text(p), "DIR/probe.txt");
   } else {
-    std::ifstream f(conf);
+    std::ifstream f(conf, std::ios::binary);
     if (!f) throw UsageError(fmt::format("{}: missing (run `numfid probe make` first)", conf.string()));
-    // One "KEY VALUE" per line, as `probe make` writes it; anything else names its line.
-    const auto integer = [](const std::string& v, auto& out) {
-      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-      return ec == std::errc() && end == v.data() + v.size();
-    };
-    std::string text;
-    int line = 0;
-    while (std::getline(f, text)) {
-      ++line;
-      std::istringstream words(text);
-      std::string key, value, extra;
-      if (!(words >> key)) continue;  // a blank line
-      bool ok = static_cast<bool>(words >> value) && !(words >> extra);
-      if (ok) {
-        if (key == "op") p.op = value;
-        else if (key == "k") ok = integer(value, p.k);
-        else if (key == "in") p.in = value;
-        else if (key == "out") p.out = value;
-        else if (key == "seed") ok = integer(value, p.seed);
-        else if (key == "budget") ok = integer(value, p.budget);
-        else if (key == "validation") ok = integer(value, p.validation);
-        else if (key == "output") p.output = value;
-        else ok = false;
-      }
-      if (!ok)
-        throw UsageError(fmt::format("{}:{}: '{}' is not a probe setting (KEY VALUE with KEY one of op, k, in, out, seed, "
-                                     "budget, validation, output)",
-                                     conf.string(), line, printable(text)));
-    }
+    std::ostringstream text;
+    text << f.rdbuf();
+    static_cast<ProbeSettings&>(p) = parse_probe_settings(text.str(), conf.string());
   }
   ProbeOptions o = options(p);
   o.name = profile_name(p);
@@ -219,6 +191,8 @@ void add_common(CLI::App& app, ProbeArgs& p) {
   app.add_option("--seed", p.seed, "seed of the random probe and validation inputs");
   app.add_option("--validation", p.validation, "output elements of the validation set (>= 10000)");
   app.add_option("--output", p.output, "the profile to write (NAME.yaml; NAME becomes the profile's name)")->required();
+  app.add_flag("--no-presets", p.no_presets,
+               "leave the built-in tensor-core presets out of the candidates: block-FMA parameters come from the search alone");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "formats/convert.h"
+#include "numerics/probe_detail.h"
 #include "numerics/tensor_core_presets.h"
 
 namespace numfid {
@@ -28,17 +29,21 @@ constexpr std::int64_t matmul_row_multiple = 64;
 /// The black box ran out of its call budget.
 struct BudgetExhausted {};
 
-/// A row of a probe call: term values a[k] (and b[k]; empty: ones).
-struct Row {
-  std::vector<double> a, b;
-};
+using Row = detail::ProbeRow;
+using detail::ProbeEvidence;
+using detail::reproduces;
+
+/// Where a call's answer is kept: the evidence every model must reproduce, the validation
+/// set, or the block-FMA search's own crafted calls (inf/NaN and subnormal rows that only
+/// block-FMA models are asked to reproduce).
+enum class Slot : std::uint8_t { evidence, validation, block_fma, repeat };
 
 class Session {
  public:
   Session(const BlackBox& box, const ProbeOptions& o, ProbeResult& r) : box_(box), o_(o), r_(r) {}
 
   /// Calls the black box (counted, budgeted) and keeps the call as evidence when `keep`.
-  const std::vector<Bits>& call(ProbeCall c, bool keep = true) {
+  const std::vector<Bits>& call(ProbeCall c, Slot slot = Slot::evidence) {
     if (o_.budget > 0 && r_.calls >= o_.budget) throw BudgetExhausted{};
     ++r_.calls;
     std::vector<Bits> out = box_(c);
@@ -46,9 +51,9 @@ class Session {
     if (static_cast<std::int64_t>(out.size()) != want)
       throw std::runtime_error(fmt::format("the black box answered {} values for a call that needs {} ({} rows{})",
                                            out.size(), want, c.rows, c.op == ProbeOp::matmul ? fmt::format(" × {} columns", c.cols) : ""));
-    auto& slot = keep ? evidence_ : validation_;
-    slot.emplace_back(std::move(c), std::move(out));
-    return slot.back().second;
+    auto& to = slot == Slot::evidence ? evidence_ : slot == Slot::validation ? validation_ : slot == Slot::block_fma ? block_fma_ : repeat_;
+    to.emplace_back(std::move(c), std::move(out));
+    return to.back().second;
   }
 
   /// A call holding `rows` (b: ones when empty; matmul: B's columns are the distinct b rows,
@@ -83,15 +88,21 @@ class Session {
     return c;
   }
 
-  /// x in the input format (rounded to nearest); values it cannot hold finitely become 0.
+  /// x in the input format (rounded to nearest); a finite x the format cannot hold finitely
+  /// becomes 0; ±inf and NaN stay what they are where the format has them (else 0).
   Bits value(double x) const {
     const Result v = convert_double(*o_.in, x);
     const FpClass cls = classify(*o_.in, v.bits);
+    if (!std::isfinite(x)) {
+      const bool same = std::isnan(x) ? cls == FpClass::nan : cls == FpClass::infinite;
+      return same ? v.bits : zero(*o_.in, false);
+    }
     return cls == FpClass::infinite || cls == FpClass::nan ? zero(*o_.in, false) : v.bits;
   }
 
-  const std::vector<std::pair<ProbeCall, std::vector<Bits>>>& evidence() const { return evidence_; }
-  const std::vector<std::pair<ProbeCall, std::vector<Bits>>>& validation() const { return validation_; }
+  const ProbeEvidence& evidence() const { return evidence_; }
+  const ProbeEvidence& validation() const { return validation_; }
+  const ProbeEvidence& block_fma() const { return block_fma_; }
   void say(std::string_view line) const {
     if (o_.progress) o_.progress(line);
   }
@@ -100,7 +111,7 @@ class Session {
   const BlackBox& box_;
   const ProbeOptions& o_;
   ProbeResult& r_;
-  std::vector<std::pair<ProbeCall, std::vector<Bits>>> evidence_, validation_;
+  ProbeEvidence evidence_, validation_, block_fma_, repeat_;
 };
 
 /// The first `rows` rows of a call and their answers (a cheap screen before the whole call).
@@ -115,17 +126,6 @@ std::pair<ProbeCall, std::vector<Bits>> head(const std::pair<ProbeCall, std::vec
   return {std::move(h), std::vector<Bits>(e.second.begin(), e.second.begin() + static_cast<std::ptrdiff_t>(outs))};
 }
 
-bool reproduces(const ProbeModel& m, const std::vector<std::pair<ProbeCall, std::vector<Bits>>>& calls,
-                std::int64_t* mismatches = nullptr) {
-  std::int64_t bad = 0;
-  for (const auto& [c, out] : calls) {
-    const std::vector<Bits> got = run_probe_model(m, c);
-    for (std::size_t i = 0; i < out.size(); ++i) bad += got[i] == out[i] ? 0 : 1;
-    if (bad && !mismatches) return false;
-  }
-  if (mismatches) *mismatches = bad;
-  return bad == 0;
-}
 
 // ---------------------------------------------------------------- order (FPRev)
 
@@ -133,20 +133,44 @@ bool reproduces(const ProbeModel& m, const std::vector<std::pair<ProbeCall, std:
 /// outside the smallest subtree holding i and j. Returns the tree text or "" with *note.
 std::string reveal_order(Session& s, const ProbeOptions& o, ProbeResult& r, std::string* note) {
   const std::int64_t n = o.k;
-  const int lo = std::max({emin(*o.in), emin(*o.out), -100});
-  const int hi = std::min({emax(*o.in), emax(*o.out) - 1, 100});
-  const int eu = std::max(lo, std::min(0, hi - 64));
-  const int em = std::min(hi, eu + 64);
-  const double unit = std::ldexp(1.0, eu), big = std::ldexp(1.0, em);
-  s.say(fmt::format("order: FPRev probes with M = 2^{} and unit 2^{} ({} inputs)", em, eu, o.in->name));
+  int lo = std::max({emin(*o.in), emin(*o.out), -100});
+  int hi = std::min({emax(*o.in), emax(*o.out) - 1, 100});
+  int eu = std::max(lo, std::min(0, hi - 64));
+  int em = std::min(hi, eu + 64);
+  // A narrow input format (fp16: 2^29, fp8: 2^14 between its smallest normal and largest
+  // power of two) cannot hold M and u far enough apart to hide the units from a wide
+  // accumulator; a dot product can: M and u are products, M = 2^ea·2^eb (docs/probes.md).
+  const bool products = o.op == ProbeOp::dot && em - eu < 64;
+  if (products) {
+    lo = std::max({2 * emin(*o.in), emin(*o.out), -100});
+    hi = std::min({2 * emax(*o.in), emax(*o.out) - 1, 100});
+    eu = std::max(lo, std::min(0, hi - 64));
+    em = std::min(hi, eu + 64);
+  }
+  // The two factors of 2^e, each a power of two the input format holds.
+  const auto factors = [&](int e) {
+    if (!products) return std::pair<double, double>{std::ldexp(1.0, e), 1.0};
+    const int ea = std::clamp(e >= 0 ? (e + 1) / 2 : -((-e) / 2), e - emax(*o.in), e - emin(*o.in));
+    return std::pair<double, double>{std::ldexp(1.0, ea), std::ldexp(1.0, e - ea)};
+  };
+  const double unit = std::ldexp(1.0, eu);
+  const auto [unit_a, unit_b] = factors(eu);
+  const auto [big_a, big_b] = factors(em);
+  s.say(fmt::format("order: FPRev probes with M = 2^{} and unit 2^{} ({} inputs{})", em, eu, o.in->name,
+                    products ? ", as products a·b" : ""));
   const std::int64_t before = r.calls;
   bool bad = false;
   auto lca = [&](const std::vector<std::pair<std::int64_t, std::int64_t>>& q) {
     std::vector<Row> rows(q.size());
     for (std::size_t t = 0; t < q.size(); ++t) {
-      rows[t].a.assign(static_cast<std::size_t>(n), unit);
-      rows[t].a[static_cast<std::size_t>(q[t].first)] = big;
-      rows[t].a[static_cast<std::size_t>(q[t].second)] = -big;
+      rows[t].a.assign(static_cast<std::size_t>(n), unit_a);
+      rows[t].a[static_cast<std::size_t>(q[t].first)] = big_a;
+      rows[t].a[static_cast<std::size_t>(q[t].second)] = -big_a;
+      if (products) {
+        rows[t].b.assign(static_cast<std::size_t>(n), unit_b);
+        rows[t].b[static_cast<std::size_t>(q[t].first)] = big_b;
+        rows[t].b[static_cast<std::size_t>(q[t].second)] = big_b;
+      }
     }
     r.order_rows += static_cast<std::int64_t>(rows.size());
     ProbeCall c = s.make(rows);
@@ -302,6 +326,7 @@ std::vector<ProbeModel> arithmetic_space(const ReductionPlan& plan, const ProbeO
 
 std::vector<ProbeModel> block_fma_space(const ProbeOptions& o) {
   std::vector<ProbeModel> ms;
+  if (!o.presets) return ms;
   for (const TensorCorePreset& t : tensor_core_presets) {
     if (!(*t.model.input == *o.in) || !(*t.model.output == *o.out)) continue;
     ProbeModel m;
@@ -339,11 +364,44 @@ void validation_calls(Session& s, const ProbeOptions& o, std::mt19937_64& g, Pro
     }
     r.validation_elements += o.op == ProbeOp::matmul ? c.rows * c.cols : c.rows;
     r.validation_kinds.emplace_back(kind);
-    s.call(std::move(c), false);
+    s.call(std::move(c), Slot::validation);
   }
 }
 
 }  // namespace
+
+namespace detail {
+
+bool reproduces(const ProbeModel& m, const ProbeEvidence& calls, std::int64_t* mismatches) {
+  std::int64_t bad = 0;
+  for (const auto& [c, out] : calls) {
+    if (!mismatches) {
+      // Chunks of rows, so that a refuted model stops at its first wrong chunk (most of the
+      // plan space is refuted somewhere inside a call of thousands of rows).
+      constexpr std::int64_t chunk = 32;
+      const auto per_row = static_cast<std::size_t>(c.k);
+      const std::size_t outs_per_row = c.op == ProbeOp::matmul ? static_cast<std::size_t>(c.cols) : 1;
+      ProbeCall part = c;
+      for (std::int64_t r0 = 0; r0 < c.rows; r0 += chunk) {
+        const std::int64_t r1 = std::min(c.rows, r0 + chunk);
+        part.rows = r1 - r0;
+        const auto rows_at = [&](const std::vector<Bits>& v, std::int64_t r) { return v.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * per_row); };
+        part.a.assign(rows_at(c.a, r0), rows_at(c.a, r1));
+        if (c.op == ProbeOp::dot) part.b.assign(rows_at(c.b, r0), rows_at(c.b, r1));
+        const std::vector<Bits> got = run_probe_model(m, part);
+        if (!std::equal(got.begin(), got.end(), out.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r0) * outs_per_row)))
+          return false;
+      }
+      continue;
+    }
+    const std::vector<Bits> got = run_probe_model(m, c);
+    for (std::size_t i = 0; i < out.size(); ++i) bad += got[i] == out[i] ? 0 : 1;
+  }
+  if (mismatches) *mismatches = bad;
+  return bad == 0;
+}
+
+}  // namespace detail
 
 ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
   if (o.k < 2 || o.k > 4096) throw std::invalid_argument(fmt::format("probe: K = {} is outside 2..4096", o.k));
@@ -385,15 +443,58 @@ ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
     r.probe_rows = r.order_rows + static_cast<std::int64_t>(rows.size());
     s.call(s.make(rows));
     s.say(fmt::format("arithmetic: call {}: {} crafted and random rows", r.calls, rows.size()));
+    // Determinism: the same call again must give the same outputs. Stochastic rounding,
+    // atomics or a split that depends on timing do not; no deterministic profile describes them.
+    {
+      const auto& [first_call, first_out] = s.evidence().back();
+      const std::vector<Bits> first = first_out;
+      const std::vector<Bits>& again = s.call(ProbeCall(first_call), Slot::repeat);
+      for (std::size_t i = 0; i < first.size(); ++i) r.repeat_mismatches += first[i] == again[i] ? 0 : 1;
+      s.say(fmt::format("determinism: call {} repeats call {}: {} of {} outputs differ", r.calls, r.calls - 1,
+                        r.repeat_mismatches, first.size()));
+      if (r.repeat_mismatches) {
+        r.deterministic = false;
+        r.message = fmt::format("non-deterministic: {} of {} outputs differ between two identical calls (stochastic "
+                                "rounding, atomics or a timing-dependent split); no deterministic profile describes it",
+                                r.repeat_mismatches, first.size());
+        return r;
+      }
+    }
+    // 3b. Block-FMA parameters: three crafted calls and the constrained search.
+    std::vector<ProbeModel> searched;
+    std::int64_t searched_tried = 0;
+    if (o.search_block_fma && detail::block_fma_searchable(o)) {
+      for (const auto& part : {detail::block_fma_arithmetic_rows(o, g), detail::block_fma_structure_rows(o, g),
+                               detail::block_fma_special_rows(o, g)}) {
+        r.probe_rows += static_cast<std::int64_t>(part.size());
+        s.call(s.make(part), Slot::block_fma);
+        s.say(fmt::format("block-fma: call {}: {} crafted rows", r.calls, part.size()));
+      }
+      const auto& bf = s.block_fma();
+      detail::BlockFmaSearchResult found = detail::search_block_fma(o, {bf[0]}, {bf[1]}, {bf[2]}, order_evidence,
+                                                                    [&](std::string_view line) { s.say(line); });
+      searched = std::move(found.models);
+      searched_tried = found.tried;
+      r.block_fma_searched = static_cast<std::int64_t>(searched.size());
+    }
     std::vector<ProbeModel> space = block_fma_space(o);
     for (const ReductionPlan& p : plans)
       for (ProbeModel& m : arithmetic_space(p, o)) space.push_back(std::move(m));
+    for (ProbeModel& m : searched) space.push_back(std::move(m));
     std::vector<ProbeModel> alive;
-    // The arithmetic call first (it refutes most models), then the order calls.
-    std::vector<std::pair<ProbeCall, std::vector<Bits>>> ev(s.evidence().rbegin(), s.evidence().rend());
-    const std::vector<std::pair<ProbeCall, std::vector<Bits>>> screen{head(ev.front(), 4), head(ev.front(), 64)};
+    // The arithmetic call first (it refutes most models), then the order calls; block-FMA
+    // models also reproduce the block-FMA calls (inf/NaN rows a plan model is not asked about).
+    ProbeEvidence ev(s.evidence().rbegin(), s.evidence().rend());
+    ProbeEvidence ev_block = ev;
+    ev_block.insert(ev_block.end(), s.block_fma().begin(), s.block_fma().end());
+    // The first FPRev call too: where the arithmetic rows agree (narrow inputs whose sums are
+    // exact in most accumulators) the order refutes a plan in a few rows.
+    ProbeEvidence screen{head(ev.front(), 4)};
+    if (!order_evidence.empty()) screen.push_back(head(order_evidence.front(), 8));
+    screen.push_back(head(ev.front(), 64));
+    if (!order_evidence.empty()) screen.push_back(head(order_evidence.front(), 64));
     for (const ProbeModel& m : space)
-      if (reproduces(m, screen) && reproduces(m, ev)) alive.push_back(m);
+      if (reproduces(m, screen) && reproduces(m, m.block_fma ? ev_block : ev)) alive.push_back(m);
     s.say(fmt::format("arithmetic: {} of {} models reproduce all {} calls", alive.size(), space.size(), r.calls));
     // 4. Validation on fresh inputs.
     validation_calls(s, o, g, r);
@@ -427,7 +528,7 @@ ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
         "probed: {} calls ({} FPRev calls, {} probe vectors{}), {} models tried, {} consistent; validated on {} fresh "
         "outputs ({}): 0 mismatches{}",
         r.calls, r.order_calls, r.probe_rows, r.tree.empty() ? "" : fmt::format(", tree {}", r.tree.size() > 200 ? r.tree.substr(0, 200) + "..." : r.tree),
-        space.size(), alive.size(), r.validation_elements, fmt::join(r.validation_kinds, ", "), alternatives);
+        static_cast<std::int64_t>(space.size()) + searched_tried, alive.size(), r.validation_elements, fmt::join(r.validation_kinds, ", "), alternatives);
     const std::string yaml = probe_profile_yaml(*r.model, o, evidence);
     // The written profile itself must reproduce the validation set.
     const Profile loaded = load_profile_text(yaml, o.name + ".yaml");

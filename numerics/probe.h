@@ -15,8 +15,10 @@
 // subnormal results, exact or rounded products, the accumulator's precision) and random rows;
 // every model of the space numfid can run (the plans whose order matches × accumulator
 // format, rounding, FTZ, product rounding, output rounding; the tensor-core block-FMA presets
-// of the same formats) is kept only if it reproduces every output the black box gave, bit for
-// bit. The survivor is validated on fresh random inputs of several kinds; a profile is
+// of the same formats, and the block-FMA parameters a constrained search over three crafted
+// calls finds: probe_blockfma.cpp) is kept only if it reproduces every output the black box
+// gave, bit for bit. An identical call sent twice must give identical outputs (else:
+// non-deterministic, nothing written). The survivor is validated on fresh random inputs of several kinds; a profile is
 // produced only if it reproduces all of them.
 #pragma once
 
@@ -86,6 +88,11 @@ struct ProbeOptions {
   std::int64_t budget = 0;            ///< most black-box calls; 0: no limit
   std::int64_t validation_elements = 10'000;  ///< output elements of the validation set (>= 10^4 is the rule)
   std::string name = "probed";        ///< the profile's name (its file stem)
+  /// Include the built-in tensor-core presets (numerics/tensor_core_presets.h) in the
+  /// candidate set. false: block-FMA models come from the parameter search alone (blind).
+  bool presets = true;
+  /// Run the block-FMA parameter search (inputs of at most 11 significand bits).
+  bool search_block_fma = true;
   std::function<void(std::string_view)> progress;  ///< one line per step (stderr in the CLI)
 };
 
@@ -100,6 +107,9 @@ struct ProbeResult {
   std::int64_t calls = 0, probe_rows = 0, order_calls = 0, order_rows = 0;
   std::int64_t validation_elements = 0, validation_mismatches = -1;  ///< -1: not validated
   std::vector<std::string> validation_kinds;
+  bool deterministic = true;          ///< false: an identical call gave other outputs (nothing written)
+  std::int64_t repeat_mismatches = 0;  ///< outputs that differed between the two identical calls
+  std::int64_t block_fma_searched = 0;  ///< block-FMA parameter sets the search kept (consistent with all calls; at most 32)
   std::string yaml;  ///< the profile text; empty unless pinned and validated with 0 mismatches
   std::string message;  ///< one-paragraph summary for people
 };
@@ -113,6 +123,25 @@ std::string probe_profile_yaml(const ProbeModel& m, const ProbeOptions& o, std::
 
 /// A black box answering from model `m` (tests; `numfid probe` against an emulated device).
 BlackBox model_black_box(ProbeModel m);
+
+/// The settings of an offline probe, kept by `numfid probe make` in DIR/probe.txt and read
+/// back by every `numfid probe infer` round: one "KEY VALUE" line each.
+struct ProbeSettings {
+  std::string op = "dot", in = "fp32", out = "fp32", output;
+  std::int64_t k = 0, budget = 0, validation = 10'000;
+  std::uint64_t seed = 1;
+  bool presets = true;  ///< false: "presets off" (blind block-FMA search)
+  bool operator==(const ProbeSettings&) const = default;
+};
+
+/// The text of DIR/probe.txt (what parse_probe_settings reads back to the same settings).
+std::string probe_settings_text(const ProbeSettings& s);
+
+/// Parses DIR/probe.txt: blank lines are skipped; every other line is KEY VALUE with KEY one
+/// of op, k, in, out, seed, budget, validation, output, presets (on|off), integers whole.
+/// Keys not given keep `defaults`. Throws InputError "SOURCE:LINE: 'TEXT' is not a probe
+/// setting (...)" naming the first bad line. Values are not checked further (options() does).
+ProbeSettings parse_probe_settings(std::string_view text, std::string_view source, ProbeSettings defaults = {});
 
 namespace detail {
 /// FPRev tree reconstruction from a subtree-size oracle lca(i, js) -> sizes (one batch per

@@ -4,15 +4,19 @@
 // of numfid's evaluator (plain float loops compiled by the C++ compiler).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <immintrin.h>
 #include <functional>
+#include <memory>
 #include <random>
 
 #include <fmt/format.h>
 
 #include "formats/convert.h"
+#include "formats/error.h"
 #include "numerics/probe.h"
 #include "numerics/tensor_engine.h"
 
@@ -181,6 +185,75 @@ TEST(ProbeRecovery, EveryShippedProfile) {
     if (p.input_cast || p.model == ProfileModel::scaled_gemm) continue;
     run(*probe_model_of(p, fp32, fp32), ProbeOp::dot, 64);
   }
+}
+
+// DIR/probe.txt: what `probe make` writes, `probe infer` reads back; a bad line is named.
+TEST(ProbeSettingsFile, RoundTripAndErrors) {
+  ProbeSettings s;
+  s.op = "matmul";
+  s.k = 64;
+  s.in = "fp8_e4m3";
+  s.out = "fp16";
+  s.seed = 7;
+  s.budget = 40;
+  s.validation = 20'000;
+  s.output = "h100.yaml";
+  s.presets = false;
+  EXPECT_EQ(probe_settings_text(s),
+            "op matmul\nk 64\nin fp8_e4m3\nout fp16\nseed 7\nbudget 40\nvalidation 20000\noutput h100.yaml\npresets off\n");
+  EXPECT_EQ(parse_probe_settings(probe_settings_text(s), "d/probe.txt"), s);
+  EXPECT_EQ(parse_probe_settings("\r\nk\t12\r\n\n", "d/probe.txt").k, 12);  // blank lines, CRLF, tabs
+  const ProbeSettings empty_output;  // an empty value is left out, not written as a lone key
+  EXPECT_EQ(parse_probe_settings(probe_settings_text(empty_output), "d/probe.txt"), empty_output);
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {"op dot\nk 4x\n", "d/probe.txt:2: 'k 4x' is not a probe setting"},
+           {"k\n", "d/probe.txt:1: 'k' is not"},
+           {"output a b\n", "d/probe.txt:1: 'output a b' is not"},
+           {"seed 18446744073709551616\n", "d/probe.txt:1: 'seed 18446744073709551616'"},
+           {"presets maybe\n", "d/probe.txt:1: 'presets maybe'"},
+           {"\n\ncolour\x1b[31m red\n", "d/probe.txt:3: 'colour\\x1b[31m red'"}}) {
+    try {
+      parse_probe_settings(text, "d/probe.txt");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Stochastic rounding: an identical call gives other outputs; the probe says so and writes
+// nothing (a deterministic profile cannot describe it).
+TEST(ProbeIndependent, StochasticRoundingIsReportedNotWritten) {
+  auto rng = std::make_shared<std::mt19937_64>(5);
+  BlackBox sr = [rng](const ProbeCall& c) {
+    std::vector<Bits> out;
+    for (std::int64_t r = 0; r < c.rows; ++r) {
+      double s = 0;
+      for (std::int64_t k = 0; k < c.k; ++k) {
+        float a, b;
+        std::memcpy(&a, &c.a[static_cast<std::size_t>(r * c.k + k)].raw, 4);
+        std::memcpy(&b, &c.b[static_cast<std::size_t>(r * c.k + k)].raw, 4);
+        s += static_cast<double>(a) * static_cast<double>(b);
+        // round the running sum to fp32 up or down at random (stochastic rounding, p = 1/2)
+        const float lo = static_cast<float>(s);
+        const float other = std::nextafter(lo, static_cast<double>(lo) < s ? HUGE_VALF : -HUGE_VALF);
+        s = static_cast<double>(lo) == s || ((*rng)() & 1) ? lo : other;
+      }
+      const float f = static_cast<float>(s);
+      std::uint32_t u;
+      std::memcpy(&u, &f, 4);
+      out.emplace_back(u);
+    }
+    return out;
+  };
+  ProbeOptions o;
+  o.k = 16;
+  const ProbeResult r = probe(sr, o);
+  EXPECT_FALSE(r.deterministic);
+  EXPECT_GT(r.repeat_mismatches, 0);
+  EXPECT_FALSE(r.pinned);
+  EXPECT_TRUE(r.yaml.empty());
+  EXPECT_NE(r.message.find("non-deterministic"), std::string::npos) << r.message;
 }
 
 // Black boxes numfid did not write: float loops as the compiler builds them.

@@ -13,7 +13,13 @@
 #include <string_view>
 #include <vector>
 
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "formats/convert.h"
 #include "formats/format_spec.h"
+#include "formats/value.h"
+#include "numerics/block_fma.h"
 #include "numerics/tensor_core_presets.h"
 
 namespace numfid::test {
@@ -124,6 +130,57 @@ inline std::string preset_test_name(const TensorCorePreset& p) {
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return s;
+}
+
+/// Words as hex, for failure messages.
+inline std::string hex_row(const std::vector<std::uint32_t>& row) {
+  std::string s;
+  for (std::uint32_t w : row) s += fmt::format("{:08x} ", w);
+  return s;
+}
+
+struct RunResult {
+  int cases = 0;
+  int mismatches = 0;
+  std::string details;
+};
+
+/// Runs `model` on a recorded data set (blockfma_vectors_test, probe_blockfma_test); returns
+/// the mismatch count and describes the first `report` mismatches in details (hex a/b/c,
+/// model d, hardware d).
+inline RunResult run_recorded(const BlockFmaModel& model, const Recorded& r, bool ignore_c, int report) {
+  RunResult res;
+  const FormatSpec& in = *model.input;
+  const FormatSpec& out = *model.output;
+  std::vector<Bits> a, b;
+  for (std::size_t i = 0; i < r.d.size(); ++i) {
+    ++res.cases;
+    a.clear();
+    b.clear();
+    for (std::size_t k = 0; k < r.a[i].size(); ++k) {
+      // The words are fp32 patterns of values exactly representable in the input format.
+      const Result ca = convert(fp32, in, Bits{r.a[i][k]});
+      const Result cb = convert(fp32, in, Bits{r.b[i][k]});
+      if ((ca.status | cb.status) != status_ok) {
+        ADD_FAILURE() << "record " << r.record[i] << ": a or b word " << k << " is not exact in " << in.name;
+        return res;
+      }
+      a.push_back(ca.bits);
+      b.push_back(cb.bits);
+    }
+    // The CUDA drivers pass c as fp32, or __float2half (RNE) of it for an fp16 accumulator.
+    const Bits c = ignore_c ? Bits{0} : convert(fp32, out, Bits{r.c[i]}).bits;
+    const Result d = block_fma_dot(model, a, b, c);
+    const Bits d32 = convert(out, fp32, d.bits).bits;  // fp16 results are stored widened
+    if (d32.raw == r.d[i]) continue;
+    if (++res.mismatches <= report)
+      res.details += fmt::format(
+          "  record {}: a = {}\n           b = {}\n           c = {:08x}{}\n"
+          "           model d = {} ({:08x} = {:a}), hardware d = {:08x} = {:a}\n",
+          r.record[i], hex_row(r.a[i]), hex_row(r.b[i]), r.c[i], ignore_c ? " (ignored: 0)" : "", to_hex(out, d.bits),
+          d32.raw, to_double(fp32, d32), r.d[i], to_double(fp32, Bits{r.d[i]}));
+  }
+  return res;
 }
 
 }  // namespace numfid::test

@@ -49,6 +49,31 @@ def field(yaml, section_key):
     raise AssertionError(f"no {section_key} in the profile:\n{yaml}")
 
 
+def _has_avx512_bf16():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "avx512_bf16" in f.read()
+    except OSError:
+        return False
+
+
+# torch 1.13 gives a bf16 GEMM larger than 16^3 to oneDNN when the CPU has AVX-512; with AVX-512
+# BF16 that is the vdpbf16ps kernel this file pins down. Elsewhere another kernel answers (oneDNN
+# converting to fp32, or ATen's own gemm): only the probe's contract is checked there.
+vdpbf16ps = pytest.mark.skipif(not (_has_avx512_bf16() and torch.backends.mkldnn.is_available()),
+                               reason="no AVX-512 BF16 (or no oneDNN): torch runs another kernel than vdpbf16ps")
+
+
+def test_probe_contract_on_any_cpu(probed):
+    """Pinned: validated with 0 mismatches and written; not pinned: nothing written, the reason said."""
+    r = probed
+    if r["pinned"]:
+        assert r["validation_mismatches"] == 0 and r["validation_elements"] >= 10000 and r["yaml"], r["message"]
+    else:
+        assert r["yaml"] == "" and r["message"], r
+
+
+@vdpbf16ps
 def test_torch_bf16_matmul_is_pinned_and_validated(probed):
     r = probed
     assert r["pinned"], r["message"]
@@ -57,10 +82,9 @@ def test_torch_bf16_matmul_is_pinned_and_validated(probed):
     assert r["yaml"], r["message"]
 
 
+@vdpbf16ps
 def test_torch_bf16_matmul_profile_fields(probed):
     y = probed["yaml"]
-    if torch.backends.mkldnn.is_available() and "avx512_bf16" not in open("/proc/cpuinfo").read():
-        pytest.skip("no AVX-512 BF16 on this CPU: oneDNN takes another kernel, the tree below is vdpbf16ps's")
     assert probed["tree"] == expected_tree(K)
     assert field(y, "plan.order") == f"tree({expected_tree(K)[1:-1]})"  # the plan text drops the root's parentheses
     assert field(y, "accumulator.format") == "fp32"
@@ -103,12 +127,14 @@ def mismatches(probed, tmp_path, monkeypatch, kinds):
     return bad_by_kind, total
 
 
+@vdpbf16ps
 def test_profile_reproduces_torch_on_fresh_inputs(probed, tmp_path, monkeypatch):
     bad, total = mismatches(probed, tmp_path, monkeypatch, {"normal": (100, 40), "wide": (96, 44), "cancel": (120, 36)})
     assert total >= 10000
     assert sum(bad.values()) == 0, f"outputs that differ from torch, by data kind: {bad} (of {total})"
 
 
+@vdpbf16ps
 @pytest.mark.xfail(strict=True, reason="outside numfid's model space (docs/probes.md): vdpbf16ps rounds a "
                    "subnormal product to fp32 and keeps it, flushing only the sums; numfid's FTZ flushes rounded "
                    "products too, and the probe's validation kinds have no subnormal products to notice")

@@ -135,9 +135,10 @@ def test_profile_reproduces_torch_on_fresh_inputs(probed, tmp_path, monkeypatch)
 
 
 @vdpbf16ps
-@pytest.mark.xfail(strict=True, reason="outside numfid's model space (docs/probes.md): vdpbf16ps rounds a "
-                   "subnormal product to fp32 and keeps it, flushing only the sums; numfid's FTZ flushes rounded "
-                   "products too, and the probe's validation kinds have no subnormal products to notice")
+@pytest.mark.xfail(strict=True, reason="outside numfid's model space (docs/probes.md): vdpbf16ps starts from a "
+                   "zeroed fp32 register, so the first product of a row passes through FTZ(0 + p) and a subnormal one "
+                   "is flushed alone; the tree(...) plan adds leaves 0 and 1 first; the probe's validation kinds have "
+                   "no subnormal products to notice")
 def test_subnormal_products(probed, tmp_path, monkeypatch):
     bad, total = mismatches(probed, tmp_path, monkeypatch, {"tiny": (80, 50)})
     assert bad["tiny"] == 0, f"{bad['tiny']} of {total} outputs with subnormal products differ from torch"

@@ -305,7 +305,7 @@ std::vector<ProbeModel> arithmetic_space(const ReductionPlan& plan, const ProbeO
   if (!(*o.out == fp32) && o.out->kind == FormatKind::binary_float) accs.push_back(o.out);
   for (const FormatSpec* acc : accs)
     for (Rounding rd : {Rounding::rne, Rounding::rtz, Rounding::rup, Rounding::rdn, Rounding::rna})
-      for (bool ftz : {false, true})
+      for (auto [ftz, daz] : {std::pair{false, false}, std::pair{true, false}, std::pair{true, true}})
         for (bool prod : {false, true}) {
           if (prod && o.op == ProbeOp::sum) continue;
           for (Rounding out_rd : {Rounding::rne, Rounding::rtz}) {
@@ -315,6 +315,7 @@ std::vector<ProbeModel> arithmetic_space(const ReductionPlan& plan, const ProbeO
             m.reduction.acc.format = acc;
             m.reduction.acc.rounding.rounding = rd;
             m.reduction.acc.rounding.ftz = ftz;
+            m.reduction.acc.rounding.daz = daz;  // subnormal inputs read as zero (vdpbf16ps)
             m.reduction.acc.products_rounded = prod;
             m.reduction.output = o.out;
             m.reduction.output_rounding.rounding = out_rd;

@@ -223,12 +223,14 @@ struct Loader {
   }
 
   AccumulatorModel accumulator(const YAML::Node& s, const std::string& sname) {
-    check_keys(s, {"format", "rounding", "ftz", "products"}, sname);
+    check_keys(s, {"format", "rounding", "ftz", "daz", "products"}, sname);
     AccumulatorModel a;
     a.format = format(s, sname, "format", false);
     if (a.format->kind != FormatKind::binary_float) fail(s["format"], fmt::format("{}.format must be a float format", sname));
     a.rounding.rounding = rounding(s, sname, "rounding");
     a.rounding.ftz = boolean(s, sname, "ftz");
+    // Optional (default false): subnormal inputs read as zero, as AVX-512 vdpbf16ps does.
+    a.rounding.daz = s["daz"] ? boolean(s, sname, "daz") : false;
     const std::string prod = s["products"] ? field(s, sname, "products", false) : "exact";
     if (prod != "exact" && prod != "rounded")
       fail(s["products"], fmt::format("{}.products: '{}' must be exact or rounded", sname, prod));

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "formats/convert.h"
+#include "numerics/emulate.h"
 #include "numerics/profile.h"
 #include "numerics/tensor_core_presets.h"
 #include "tests/tensor_core_vectors.h"
@@ -73,6 +74,7 @@ TEST(Profiles, BadFilesAreRejectedWithFileAndLine) {
       {head + plan + "accumulator:\n  format: {value: fp32, assumed: a}\n  rounding: {value: up-ish, measured: m}\n",
        "bad.yaml:9: accumulator.rounding: unknown rounding 'up-ish'"},
       {head + plan + acc + "  ftz: {value: maybe, assumed: a}\n", "accumulator.ftz: 'maybe' is not true or false"},
+      {head + plan + acc + "  ftz: {value: true, assumed: a}\n  daz: {value: 1, assumed: a}\n", "accumulator.daz: '1' is not true or false"},
       {"name: bad\nversion: one\nsummary: x\nmodel: plan\n" + plan + acc, "bad.yaml:2: version must be an integer"},
       {head + plan, "missing section 'accumulator'"},
       {"name: other\nversion: 1\nsummary: x\nmodel: plan\n" + plan + acc, "name 'other' does not match the file name 'bad'"},
@@ -91,6 +93,23 @@ TEST(Profiles, BadFilesAreRejectedWithFileAndLine) {
     }
   }
   EXPECT_THROW(find_profile("no-such-profile"), ProfileError);
+}
+
+// accumulator.daz (optional, written by `numfid probe` for AVX-512 vdpbf16ps kernels): subnormal
+// inputs are read as zero. fp32 inputs 2^-130 (subnormal, pattern 0x00080000) and 2^100: the
+// product is 2^-30 (0x30800000) without DAZ, +0 with it.
+TEST(Profiles, DazKeyReadsSubnormalInputsAsZero) {
+  const std::string body = "name: daz\nversion: 1\nsummary: x\nmodel: plan\nplan:\n  order: {value: sequential, assumed: a}\n"
+                           "accumulator:\n  format: {value: fp32, assumed: a}\n  rounding: {value: rne, assumed: a}\n"
+                           "  ftz: {value: true, assumed: a}\n";
+  const Profile without = load_profile(write_temp("daz", body));
+  const Profile with = load_profile(write_temp("daz", body + "  daz: {value: true, measured: probed}\n"));
+  EXPECT_FALSE(without.reduction.acc.rounding.daz);
+  ASSERT_TRUE(with.reduction.acc.rounding.daz);
+  const std::vector<Bits> a{Bits{0x00080000u}}, b{Bits{0x71800000u}};
+  const MatrixView av{&fp32, a, 1, 1}, bv{&fp32, b, 1, 1};
+  EXPECT_EQ(emulate_dot_rows(av, bv, std::nullopt, without.reduction).at(0), Bits{0x30800000u});
+  EXPECT_EQ(emulate_dot_rows(av, bv, std::nullopt, with.reduction).at(0), Bits{0u});
 }
 
 // Hardening (issue 8): every bad profile is a ProfileError naming file:line, compared in full.

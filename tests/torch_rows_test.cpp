@@ -209,11 +209,12 @@ TEST(TorchRows, TorchMadeDefectsCaught) {
   std::cout << table;
 }
 
-// Exploration aid: NUMFID_TORCH_CLAIM="--compute bf16 ..." judges every legal output of the
-// dtype under that claim instead (prints, asserts nothing).
-TEST(TorchRows, Explore) {
+// Exploration aid (how the claims above were found): NUMFID_TORCH_CLAIM="--compute bf16 ..."
+// [NUMFID_TORCH_VARIANCE=two-pass|welford|sumsq] [NUMFID_TORCH_SHOW=<case>] judges every output
+// under that claim instead; prints, asserts nothing. Run with --gtest_also_run_disabled_tests.
+TEST(TorchRows, DISABLED_Explore) {
   const char* extra = std::getenv("NUMFID_TORCH_CLAIM");
-  if (!extra) GTEST_SKIP() << "set NUMFID_TORCH_CLAIM to explore";
+  if (!extra) extra = "--compute fp32";
   for (const TorchCase& c : manifest()) {
     const std::string claim = fmt::format("--in {0} --out {0} {1}", c.dtype->name, extra);
     const char* var = std::getenv("NUMFID_TORCH_VARIANCE");

@@ -22,3 +22,23 @@ numfid_add_test(scaled_profile_test SOURCES scaled_profile_test.cpp DEPS numfid:
 # Cross-platform (--ref) checks of integer and scaled claims, and the scaled row-wise dot,
 # against naive implementations.
 numfid_add_test(quant_cross_test SOURCES quant_cross_test.cpp DEPS numfid::tolerances fmt::fmt)
+# torch 1.13 CPU outputs of the row/elementwise ops (committed data, tests/data/torch_rows) under
+# the derived claims; docs/verdict.md §8.3.
+numfid_add_test(torch_rows_test SOURCES torch_rows_test.cpp DEPS numfid::tolerances numfid::io fmt::fmt)
+target_compile_definitions(torch_rows_test PRIVATE NUMFID_TORCH_ROWS_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data/torch_rows")
+# The committed torch data regenerate byte for byte (python label; registered when the
+# interpreter of cmake/numfid_python.cmake, else /usr/bin/python3, imports torch and numpy).
+set(torch_python "${Python3_EXECUTABLE}")
+if(NOT torch_python AND EXISTS /usr/bin/python3)
+  set(torch_python /usr/bin/python3)
+endif()
+if(torch_python)
+  execute_process(COMMAND ${torch_python} -c "import torch, numpy" RESULT_VARIABLE torch_rc OUTPUT_QUIET ERROR_QUIET)
+  if(torch_rc EQUAL 0)
+    add_test(NAME torch_rows_data
+             COMMAND ${torch_python} ${CMAKE_CURRENT_SOURCE_DIR}/data/torch_rows/make_torch_rows.py --check)
+    set_tests_properties(torch_rows_data PROPERTIES LABELS python TIMEOUT 300 ENVIRONMENT PYTHONDONTWRITEBYTECODE=1)
+  else()
+    message(STATUS "torch_rows_data: not registered (${torch_python} cannot import torch and numpy; python3-torch)")
+  endif()
+endif()

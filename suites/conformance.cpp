@@ -30,14 +30,7 @@ std::uint64_t case_seed(std::uint64_t suite_seed, std::size_t index) {
   return r.next();
 }
 
-TensorData tensor(const FormatSpec& f, std::vector<std::int64_t> shape, std::vector<Bits> values, std::string name) {
-  TensorData t;
-  t.format = &f;
-  t.shape = std::move(shape);
-  t.values = std::move(values);
-  t.name = std::move(name);
-  return t;
-}
+using detail::tensor;
 
 double pow2(int e) { return std::ldexp(1.0, e); }
 

@@ -3,8 +3,12 @@
 
 #include <bit>
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "formats/convert.h"
+#include "io/tensor.h"
 
 namespace numfid::testing::detail {
 
@@ -31,6 +35,17 @@ struct Rng {
 
 /// `x` rounded to nearest into `f` (through fp32, which holds every input the suites generate),
 /// saturating: generated data never overflows by accident.
+/// A TensorData of `values` (patterns of `f`) with `shape` and `name`: how the suites hand
+/// generated operands to the pipeline.
+inline TensorData tensor(const FormatSpec& f, std::vector<std::int64_t> shape, std::vector<Bits> values, std::string name) {
+  TensorData t;
+  t.format = &f;
+  t.shape = std::move(shape);
+  t.values = std::move(values);
+  t.name = std::move(name);
+  return t;
+}
+
 inline Bits to_format(const FormatSpec& f, double x) {
   RoundOptions o;
   o.overflow = Overflow::saturate;

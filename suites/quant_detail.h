@@ -13,17 +13,9 @@
 #include "formats/error.h"
 #include "io/tensor.h"
 #include "suites/conformance.h"
+#include "suites/generate_detail.h"
 
 namespace numfid::testing::detail {
-
-inline TensorData tensor(const FormatSpec& f, std::vector<std::int64_t> shape, std::vector<Bits> values, std::string name) {
-  TensorData t;
-  t.format = &f;
-  t.shape = std::move(shape);
-  t.values = std::move(values);
-  t.name = std::move(name);
-  return t;
-}
 
 inline std::string trimmed(std::string_view s) {
   const auto b = s.find_first_not_of(' ');

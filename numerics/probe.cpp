@@ -344,11 +344,11 @@ std::vector<ProbeModel> arithmetic_space(const ReductionPlan& plan, const ProbeO
   for (const FormatSpec* acc : accs)
     for (Rounding rd : {Rounding::rne, Rounding::rtz, Rounding::rup, Rounding::rdn, Rounding::rna})
       for (auto [ftz, daz] : {std::pair{false, false}, std::pair{true, false}, std::pair{true, true}})
-        for (auto [prod, zero_start] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}}) {
+        for (auto [prod, zero_start] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
           if (prod && o.op == ProbeOp::sum) continue;
           // A zeroed register (fl(+0 + first term)) is told apart by the all -0 rows and, under
-          // FTZ, by the rows of subnormal products (crafted_rows); only with exact products,
-          // the fused kernels that start from zero (vdpbf16ps).
+          // FTZ, by the rows of subnormal products (crafted_rows): vdpbf16ps (products exact),
+          // NumPy's add.reduce (+0 + the pairwise sum: -0 rows sum to +0; products rounded).
           for (Rounding out_rd : {Rounding::rne, Rounding::rtz}) {
             if (out_rd != Rounding::rne && *acc == *o.out) continue;
             ProbeModel m;

@@ -435,8 +435,24 @@ TEST(ProbeIndependent, Avx512Bf16DotProduct) {
   ProbeOptions o;
   o.k = 64;
   o.in = &bf16;
-  const ProbeResult r = probe(dpbf16_rows, o);
+  // As written, the loop flushes in vdpbf16ps (always FTZ) but not in the scalar halving (MXCSR
+  // FTZ off): mixed FTZ is outside the model space, and the subnormal-product rows show it.
+  const ProbeResult mixed = probe(dpbf16_rows, o);
+  EXPECT_FALSE(mixed.pinned) << mixed.message;
+  EXPECT_TRUE(mixed.yaml.empty());
+  // With MXCSR FTZ on for the halving too, the whole kernel flushes: pinned, from a zeroed
+  // register, each pair's odd product first.
+  const BlackBox all_ftz = [](const ProbeCall& c) {
+    const unsigned saved = _mm_getcsr();
+    _mm_setcsr(saved | 0x8000u);  // FTZ
+    std::vector<Bits> out = dpbf16_rows(c);
+    _mm_setcsr(saved);
+    return out;
+  };
+  const ProbeResult r = probe(all_ftz, o);
   ASSERT_TRUE(r.pinned) << r.message;
+  EXPECT_TRUE(r.model->reduction.acc.zero_start) << r.model->text();
+  EXPECT_EQ(r.model->reduction.plan.text().substr(0, 40), "tree(((((((1 0) 33) 32) (((17 16) 49) 48") << r.model->text();
   // Lane j adds the odd product of its pair first, then the even one (one FMA chain per
   // instruction), lanes of 32-term chunks, then the halving; results flushed to zero.
   EXPECT_EQ(r.tree.substr(0, 40), "(((((((0 1) 33) 32) (((16 17) 49) 48)) (") << r.tree;

@@ -64,7 +64,7 @@ bool matmul_fast_path(const ReductionModel& m, const FormatSpec& a, const Format
                        m.plan.kind == PlanKind::splitk;
   // Hardware FMA overflows to ±inf: a saturating accumulator (±max finite) is not its model.
   return plan_ok && same_format(*m.acc.format, fp32) && r.rounding == Rounding::rne && r.overflow == Overflow::ieee &&
-         !r.ftz && !r.daz && !m.acc.products_rounded && representable_in_fp32(a) && representable_in_fp32(b);
+         !r.ftz && !r.daz && !m.acc.products_rounded && !m.acc.zero_start && representable_in_fp32(a) && representable_in_fp32(b);
 }
 
 std::vector<Bits> emulate_matmul(const MatrixView& a, const MatrixView& b, const std::optional<MatrixView>& c,

@@ -348,6 +348,9 @@ class Adder {
     return as_term(fmt(), round_to(fmt(), s, next()).bits, acc_.rounding.daz);
   }
 
+  /// The term that starts a partial sum: rounded in alone, or fl(+0 + t) under zero_start.
+  Term start(const Term& t) { return acc_.zero_start ? add(Term{FpClass::zero, {}}, t) : round(t); }
+
   Bits bits(const Term& t) {
     switch (t.cls) {
       case FpClass::nan: return canonical_nan(fmt());
@@ -371,13 +374,13 @@ class Adder {
 
 /// Sum of terms[lo, hi) starting from its first term (one rounding for it).
 Term sequential_sum(Adder& ad, std::span<const Term> t) {
-  Term s = ad.round(t[0]);
+  Term s = ad.start(t[0]);
   for (std::size_t i = 1; i < t.size(); ++i) s = ad.add(s, t[i]);
   return s;
 }
 
 Term pairwise_sum(Adder& ad, std::span<const Term> t) {
-  if (t.size() == 1) return ad.round(t[0]);
+  if (t.size() == 1) return ad.start(t[0]);
   std::size_t h = 1;
   while (h * 2 < t.size()) h *= 2;
   const Term left = pairwise_sum(ad, t.first(h));
@@ -395,7 +398,7 @@ Term numpy_sum(Adder& ad, std::span<const Term> t) {
   }
   if (n <= 128) {
     Term r[8];
-    for (std::size_t j = 0; j < 8; ++j) r[j] = ad.round(t[j]);
+    for (std::size_t j = 0; j < 8; ++j) r[j] = ad.start(t[j]);
     std::size_t i = 8;
     for (; i < n - n % 8; i += 8)
       for (std::size_t j = 0; j < 8; ++j) r[j] = ad.add(r[j], t[i + j]);
@@ -441,10 +444,10 @@ Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<co
   const std::size_t n = terms.size();
   switch (plan.kind) {
     case PlanKind::sequential:
-      for (const Term& t : terms) run = run ? ad.add(*run, t) : ad.round(t);
+      for (const Term& t : terms) run = run ? ad.add(*run, t) : ad.start(t);
       break;
     case PlanKind::reverse:
-      for (std::size_t i = n; i-- > 0;) run = run ? ad.add(*run, terms[i]) : ad.round(terms[i]);
+      for (std::size_t i = n; i-- > 0;) run = run ? ad.add(*run, terms[i]) : ad.start(terms[i]);
       break;
     case PlanKind::pairwise:
       fold(run, pairwise_sum(ad, terms));
@@ -477,7 +480,7 @@ Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<co
         // A leaf that is a node's second child enters that addition exactly (a fused
         // multiply-add, as sequential's terms do); any other leaf is rounded first.
         const Term& leaf = terms[static_cast<std::size_t>(x)];
-        sums.push_back(!pending.empty() && pending.back() == 1 ? leaf : ad.round(leaf));
+        sums.push_back(!pending.empty() && pending.back() == 1 ? leaf : ad.start(leaf));
         while (!pending.empty() && --pending.back() == 0) {
           pending.pop_back();
           const Term right = sums.back();
@@ -494,7 +497,7 @@ Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<co
       if (start) lane[0] = start;
       for (std::size_t i = 0; i < n; ++i) {
         auto& l = lane[i % lanes];
-        l = l ? ad.add(*l, terms[i]) : ad.round(terms[i]);
+        l = l ? ad.add(*l, terms[i]) : ad.start(terms[i]);
       }
       // An empty lane (n < L) holds +0, as a zero-initialised register does.
       for (auto& l : lane)

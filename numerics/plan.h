@@ -88,6 +88,11 @@ struct AccumulatorModel {
   const FormatSpec* format = &fp32;
   RoundOptions rounding{};
   bool products_rounded = false;
+  /// Every partial sum starts from a zeroed register: the term that starts it is added to +0
+  /// (fl(+0 + t), FTZ applied to the result) rather than rounded in alone. The two differ only
+  /// in the sign of a zero (+0 + -0 = +0 under every rounding but rdn) and, where a tree's or a
+  /// sequence's first term enters exactly, in which term FTZ flushes (vdpbf16ps: docs/probes.md).
+  bool zero_start = false;
 };
 
 /// A term of a reduction: an exact value, or a non-finite one.

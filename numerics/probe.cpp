@@ -282,6 +282,44 @@ std::vector<Row> crafted_rows(const ProbeOptions& o, std::mt19937_64& g) {
         }
     }
   }
+  // A zeroed register: fl(+0 + -0) = +0 (but under rdn), so rows of -0 terms end +0 when the
+  // sum starts from zero, -0 when it starts from its first term.
+  rows.push_back({std::vector<double>(k, -0.0), {}});
+  // Subnormal products (subnormal terms for sum) of each accumulator candidate, some of them
+  // crossing into its normal range: under FTZ they tell which term is flushed alone (the
+  // first of a zeroed register; which of a tree's first pair) and fused from rounded products.
+  std::vector<int> emins{emin(fp32)};
+  if (o.out->kind == FormatKind::binary_float && emin(*o.out) != emin(fp32)) emins.push_back(emin(*o.out));
+  std::uniform_real_distribution<double> m(1.0, 2.0);
+  for (const int e : emins) {
+    const int h = e / 2;  // products of two values near 2^h are near 2^e
+    const bool products = o.op != ProbeOp::sum;
+    if (products ? h - 3 < emin(*o.in) : e - 4 < emin(*o.in) - (o.in->precision - 1)) continue;
+    std::vector<double> col(k);
+    for (double& x : col) x = std::ldexp(m(g), h);
+    // One term above 2^e and its neighbour below: FTZ flushes the neighbour only where it
+    // enters alone (the pair at the start and at the end of the row, in both orders).
+    for (std::size_t at : {std::size_t{0}, k - 2})
+      for (int big = 0; big < 2; ++big) {
+        Row r;
+        r.a.assign(k, 0.0);
+        r.a[at + static_cast<std::size_t>(big)] = std::ldexp(1.0, (products ? h : e) + 1);
+        r.a[at + static_cast<std::size_t>(1 - big)] = std::ldexp(1.5, (products ? h : e) - 2);
+        if (products) r.b = col;
+        rows.push_back(std::move(r));
+      }
+    for (int t = 0; t < 32; ++t) {
+      Row r;
+      r.a.resize(k);
+      for (double& x : r.a) {
+        const double sign = g() & 1 ? -1.0 : 1.0;
+        const int up = g() % 8 == 0 ? 2 : -static_cast<int>(g() % 4);  // a few terms near or above 2^e
+        x = sign * std::ldexp(m(g), (products ? h : e) - 1 + up);
+      }
+      if (products) r.b = col;
+      rows.push_back(std::move(r));
+    }
+  }
   return rows;
 }
 
@@ -306,8 +344,11 @@ std::vector<ProbeModel> arithmetic_space(const ReductionPlan& plan, const ProbeO
   for (const FormatSpec* acc : accs)
     for (Rounding rd : {Rounding::rne, Rounding::rtz, Rounding::rup, Rounding::rdn, Rounding::rna})
       for (auto [ftz, daz] : {std::pair{false, false}, std::pair{true, false}, std::pair{true, true}})
-        for (bool prod : {false, true}) {
+        for (auto [prod, zero_start] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
           if (prod && o.op == ProbeOp::sum) continue;
+          // A zeroed register (fl(+0 + first term)) is told apart by the all -0 rows and, under
+          // FTZ, by the rows of subnormal products (crafted_rows): vdpbf16ps (products exact),
+          // NumPy's add.reduce (+0 + the pairwise sum: -0 rows sum to +0; products rounded).
           for (Rounding out_rd : {Rounding::rne, Rounding::rtz}) {
             if (out_rd != Rounding::rne && *acc == *o.out) continue;
             ProbeModel m;
@@ -317,6 +358,7 @@ std::vector<ProbeModel> arithmetic_space(const ReductionPlan& plan, const ProbeO
             m.reduction.acc.rounding.ftz = ftz;
             m.reduction.acc.rounding.daz = daz;  // subnormal inputs read as zero (vdpbf16ps)
             m.reduction.acc.products_rounded = prod;
+            m.reduction.acc.zero_start = zero_start;
             m.reduction.output = o.out;
             m.reduction.output_rounding.rounding = out_rd;
             ms.push_back(m);
@@ -436,6 +478,14 @@ ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
         // No shape has this order: the tree itself is the plan (a binary tree; a node of more
         // than two terms is a fused add, left to the block-FMA models).
         plans = {*t};
+        // The two leaves of a node are added in either order as far as the FPRev probes can
+        // tell (x + y = y + x); which one enters alone shows only where FTZ flushes it (the
+        // rows of subnormal products): the tree with every leaf pair swapped is a candidate too.
+        ReductionPlan swapped = *t;
+        for (std::size_t i = 0; i + 2 < swapped.tree.size(); ++i)
+          if (swapped.tree[i] < 0 && swapped.tree[i + 1] >= 0 && swapped.tree[i + 2] >= 0)
+            std::swap(swapped.tree[i + 1], swapped.tree[i + 2]);
+        if (!(swapped == *t)) plans.push_back(std::move(swapped));
         s.say("order: no plan shape has this tree: it becomes a tree(...) plan");
       }
     }

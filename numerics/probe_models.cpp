@@ -30,8 +30,9 @@ std::optional<ProbeOp> parse_probe_op(std::string_view s) {
 std::string ProbeModel::text() const {
   if (block_fma) return fmt::format("block-fma {} ({})", source, describe(unit));
   const ReductionModel& r = reduction;
-  return fmt::format("plan {}, {} accumulator {}{}{}, products {}, output {} {}", r.plan.text(), r.acc.format->name,
+  return fmt::format("plan {}, {} accumulator {}{}{}{}, products {}, output {} {}", r.plan.text(), r.acc.format->name,
                      rounding_name(r.acc.rounding.rounding), r.acc.rounding.ftz ? " ftz" : "", r.acc.rounding.daz ? " daz" : "",
+                     r.acc.zero_start ? " zero-start" : "",
                      r.acc.products_rounded ? "rounded" : "exact", r.output->name,
                      rounding_name(r.output_rounding.rounding));
 }
@@ -138,6 +139,7 @@ std::string probe_profile_yaml(const ProbeModel& m, const ProbeOptions& o, std::
   field(y, 2, "rounding", rounding_name(r.acc.rounding.rounding), ev);
   field(y, 2, "ftz", r.acc.rounding.ftz ? "true" : "false", ev);
   if (r.acc.rounding.daz) field(y, 2, "daz", "true", ev);  // written only when probed (optional key)
+  if (r.acc.zero_start) field(y, 2, "zero_start", "true", ev);  // likewise
   field(y, 2, "products", r.acc.products_rounded ? "rounded" : "exact", ev);
   y += "output:\n";
   field(y, 2, "rounding", rounding_name(r.output_rounding.rounding), ev);

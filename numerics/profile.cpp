@@ -223,7 +223,7 @@ struct Loader {
   }
 
   AccumulatorModel accumulator(const YAML::Node& s, const std::string& sname) {
-    check_keys(s, {"format", "rounding", "ftz", "daz", "products"}, sname);
+    check_keys(s, {"format", "rounding", "ftz", "daz", "zero_start", "products"}, sname);
     AccumulatorModel a;
     a.format = format(s, sname, "format", false);
     if (a.format->kind != FormatKind::binary_float) fail(s["format"], fmt::format("{}.format must be a float format", sname));
@@ -231,6 +231,8 @@ struct Loader {
     a.rounding.ftz = boolean(s, sname, "ftz");
     // Optional (default false): subnormal inputs read as zero, as AVX-512 vdpbf16ps does.
     a.rounding.daz = s["daz"] ? boolean(s, sname, "daz") : false;
+    // Optional (default false): each partial sum starts from a zeroed register, fl(+0 + t).
+    a.zero_start = s["zero_start"] ? boolean(s, sname, "zero_start") : false;
     const std::string prod = s["products"] ? field(s, sname, "products", false) : "exact";
     if (prod != "exact" && prod != "rounded")
       fail(s["products"], fmt::format("{}.products: '{}' must be exact or rounded", sname, prod));
@@ -314,9 +316,10 @@ struct Loader {
       const YAML::Node a = root["accumulator"];
       if (!a) fail(s["partial_sums"], "block_scaling.partial_sums: accumulator needs an 'accumulator' section");
       const AccumulatorModel& m = p.reduction.acc;
-      if (m.format->bits > 32 || m.rounding.rounding == Rounding::stochastic || m.rounding.ftz || m.products_rounded)
+      if (m.format->bits > 32 || m.rounding.rounding == Rounding::stochastic || m.rounding.ftz || m.products_rounded ||
+          m.zero_start)
         fail(a, "accumulator: the partial sums of a scaled GEMM are a float format of at most 32 bits with a "
-                "deterministic rounding, no ftz, products exact");
+                "deterministic rounding, no ftz, no zero_start, products exact");
     } else {
       bool plain = !ps.empty() && ps.front() != '.' && ps.size() <= 200;
       for (const char ch : ps) plain = plain && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.');

@@ -485,5 +485,56 @@ TEST(PlanTree, AgreesWithTheShapesAndWithCompiledFloatCode) {
   EXPECT_THROW(reduce(odd, exact, std::vector<Term>(5)), InputError);
 }
 
+// zero_start against the obvious loop of a kernel that zeroes its register: s = +0, then
+// s = FTZ(fl32(s + p)) for each product in order. The products of two bf16-precision values
+// near 2^-64 are exact doubles, and so is s + p (their exponents lie within 53 bits): the
+// compiler's double sum rounded once to float is fl32(s + p).
+TEST(PlanZeroStart, MatchesAZeroedRegisterLoopWithAndWithoutFtz) {
+  std::mt19937_64 g(11);
+  std::uniform_int_distribution<int> mant(128, 255), ex(-70, -60);
+  const auto ftz32 = [](float x, bool on) { return on && x != 0 && std::fabs(x) < 0x1p-126f ? std::copysign(0.0f, x) : x; };
+  const ReductionPlan seq = *ReductionPlan::parse("sequential");
+  // vdpbf16ps's pair order: the odd product of each pair first.
+  const ReductionPlan pairs = *ReductionPlan::parse("tree(((((1 0) 3) 2) 5) 4)");
+  const std::vector<std::size_t> pair_order{1, 0, 3, 2, 5, 4};
+  int flushed_differently = 0;
+  for (bool ftz : {false, true}) {
+    AccumulatorModel zs, plain;
+    zs.zero_start = true;
+    zs.rounding.ftz = plain.rounding.ftz = ftz;
+    for (int t = 0; t < 3000; ++t) {
+      std::vector<Term> terms;
+      std::vector<double> p;
+      for (int i = 0; i < 6; ++i) {
+        const double x = (g() & 1 ? -1.0 : 1.0) * std::ldexp(mant(g), ex(g) - 7);
+        const double y = std::ldexp(mant(g), ex(g) - 7);
+        p.push_back(x * y);
+        terms.push_back(exact_product(fp32, convert_double(fp32, x).bits, fp32, convert_double(fp32, y).bits));
+      }
+      float s = 0.0f;
+      for (std::size_t i : pair_order) s = ftz32(static_cast<float>(static_cast<double>(s) + p[i]), ftz);
+      ASSERT_EQ(reduce(pairs, zs, terms).raw, std::bit_cast<std::uint32_t>(s)) << "ftz " << ftz << " row " << t;
+      float q = 0.0f;
+      for (double v : p) q = ftz32(static_cast<float>(static_cast<double>(q) + v), ftz);
+      ASSERT_EQ(reduce(seq, zs, terms).raw, std::bit_cast<std::uint32_t>(q)) << "ftz " << ftz << " row " << t;
+      // Without a zeroed register the first term is rounded in alone: the same value here
+      // (fl(+0 + p) = fl(p) for p != 0 under rne), so the two agree on these rows.
+      ASSERT_EQ(reduce(seq, plain, terms), reduce(seq, zs, terms));
+      // The canonical (0 1) tree flushes p0 where the loop flushes p1.
+      const ReductionPlan canon = *ReductionPlan::parse("tree(((((0 1) 3) 2) 5) 4)");
+      flushed_differently += reduce(canon, zs, terms) == reduce(pairs, zs, terms) ? 0 : 1;
+    }
+  }
+  EXPECT_GT(flushed_differently, 0) << "the data never made the leaf order of the first pair matter";
+  // The sign of zero: -0 terms sum to +0 from a zeroed register, to -0 from the first term.
+  const std::vector<Term> negzeros(4, Term{FpClass::zero, {true, 0, 0, false}});
+  AccumulatorModel zs, plain;
+  zs.zero_start = true;
+  EXPECT_EQ(reduce(seq, zs, negzeros).raw, 0x00000000u);
+  EXPECT_EQ(reduce(seq, plain, negzeros).raw, 0x80000000u);
+  EXPECT_EQ(reduce(*ReductionPlan::parse("pairwise"), zs, negzeros).raw, 0x00000000u);
+  EXPECT_EQ(reduce(*ReductionPlan::parse("pairwise"), plain, negzeros).raw, 0x80000000u);
+}
+
 }  // namespace
 }  // namespace numfid

@@ -156,6 +156,28 @@ TEST(ProbeRecovery, Arithmetic) {
   run(bf, ProbeOp::matmul, 16, bf16, bf16);
 }
 
+// A zeroed register (accumulator.zero_start), told apart by the crafted -0 row without FTZ and,
+// with FTZ and fused products, by the subnormal-product rows, which also fix the leaf order of
+// a tree's first pair (FPRev cannot): vdpbf16ps's tree (((1 0) 3) 2) ... at K = 8 (bf16 inputs, products of two near 2^-63).
+TEST(ProbeRecovery, ZeroStartAndTheFirstPairOfATree) {
+  ProbeModel seq = plan_model("sequential");
+  seq.reduction.acc.zero_start = true;
+  const ProbeResult r = run(seq, ProbeOp::dot, 16);
+  ASSERT_TRUE(r.model);
+  EXPECT_TRUE(r.model->reduction.acc.zero_start) << r.model->text();
+  EXPECT_NE(r.yaml.find("  zero_start:\n    value: true\n"), std::string::npos) << r.yaml;
+  ProbeModel vdp = plan_model("tree(((((((1 0) 3) 2) 5) 4) 7) 6)");
+  vdp.reduction.acc.zero_start = true;
+  vdp.reduction.acc.rounding.ftz = true;
+  vdp.reduction.output = &bf16;
+  const ProbeResult t = run(vdp, ProbeOp::matmul, 8, bf16, bf16);
+  ASSERT_TRUE(t.model);
+  EXPECT_EQ(t.model->reduction.plan.text(), "tree(((((((1 0) 3) 2) 5) 4) 7) 6)") << t.model->text();
+  EXPECT_TRUE(t.model->reduction.acc.zero_start) << t.model->text();
+  EXPECT_FALSE(t.model->reduction.acc.products_rounded) << t.model->text();
+  EXPECT_TRUE(t.model->reduction.acc.rounding.ftz) << t.model->text();
+}
+
 TEST(ProbeRecovery, EveryShippedProfile) {
   for (const std::string& name : list_profiles()) {
     const Profile p = find_profile(name);
@@ -413,8 +435,24 @@ TEST(ProbeIndependent, Avx512Bf16DotProduct) {
   ProbeOptions o;
   o.k = 64;
   o.in = &bf16;
-  const ProbeResult r = probe(dpbf16_rows, o);
+  // As written, the loop flushes in vdpbf16ps (always FTZ) but not in the scalar halving (MXCSR
+  // FTZ off): mixed FTZ is outside the model space, and the subnormal-product rows show it.
+  const ProbeResult mixed = probe(dpbf16_rows, o);
+  EXPECT_FALSE(mixed.pinned) << mixed.message;
+  EXPECT_TRUE(mixed.yaml.empty());
+  // With MXCSR FTZ on for the halving too, the whole kernel flushes: pinned, from a zeroed
+  // register, each pair's odd product first.
+  const BlackBox all_ftz = [](const ProbeCall& c) {
+    const unsigned saved = _mm_getcsr();
+    _mm_setcsr(saved | 0x8000u);  // FTZ
+    std::vector<Bits> out = dpbf16_rows(c);
+    _mm_setcsr(saved);
+    return out;
+  };
+  const ProbeResult r = probe(all_ftz, o);
   ASSERT_TRUE(r.pinned) << r.message;
+  EXPECT_TRUE(r.model->reduction.acc.zero_start) << r.model->text();
+  EXPECT_EQ(r.model->reduction.plan.text().substr(0, 40), "tree(((((((1 0) 33) 32) (((17 16) 49) 48") << r.model->text();
   // Lane j adds the odd product of its pair first, then the even one (one FMA chain per
   // instruction), lanes of 32-term chunks, then the halving; results flushed to zero.
   EXPECT_EQ(r.tree.substr(0, 40), "(((((((0 1) 33) 32) (((16 17) 49) 48)) (") << r.tree;

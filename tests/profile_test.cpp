@@ -75,6 +75,8 @@ TEST(Profiles, BadFilesAreRejectedWithFileAndLine) {
        "bad.yaml:9: accumulator.rounding: unknown rounding 'up-ish'"},
       {head + plan + acc + "  ftz: {value: maybe, assumed: a}\n", "accumulator.ftz: 'maybe' is not true or false"},
       {head + plan + acc + "  ftz: {value: true, assumed: a}\n  daz: {value: 1, assumed: a}\n", "accumulator.daz: '1' is not true or false"},
+      {head + plan + acc + "  zero_start: {value: yes, assumed: a}\n", "accumulator.zero_start: 'yes' is not true or false"},
+      {head + plan + acc + "  zero_start: {value: true}\n", "accumulator.zero_start: exactly one provenance"},
       {"name: bad\nversion: one\nsummary: x\nmodel: plan\n" + plan + acc, "bad.yaml:2: version must be an integer"},
       {head + plan, "missing section 'accumulator'"},
       {"name: other\nversion: 1\nsummary: x\nmodel: plan\n" + plan + acc, "name 'other' does not match the file name 'bad'"},
@@ -109,6 +111,23 @@ TEST(Profiles, DazKeyReadsSubnormalInputsAsZero) {
   const std::vector<Bits> a{Bits{0x00080000u}}, b{Bits{0x71800000u}};
   const MatrixView av{&fp32, a, 1, 1}, bv{&fp32, b, 1, 1};
   EXPECT_EQ(emulate_dot_rows(av, bv, std::nullopt, without.reduction).at(0), Bits{0x30800000u});
+  EXPECT_EQ(emulate_dot_rows(av, bv, std::nullopt, with.reduction).at(0), Bits{0u});
+}
+
+// accumulator.zero_start (optional, written by `numfid probe` for vdpbf16ps): each partial sum
+// starts from a zeroed register, so -0 terms sum to +0 (fl(+0 + -0) = +0 under rne) where a sum
+// that starts from its first term keeps -0.
+TEST(Profiles, ZeroStartKeyStartsFromPositiveZero) {
+  const std::string body = "name: zs\nversion: 1\nsummary: x\nmodel: plan\nplan:\n  order: {value: sequential, assumed: a}\n"
+                           "accumulator:\n  format: {value: fp32, assumed: a}\n  rounding: {value: rne, assumed: a}\n"
+                           "  ftz: {value: false, assumed: a}\n";
+  const Profile without = load_profile(write_temp("zs", body));
+  const Profile with = load_profile(write_temp("zs", body + "  zero_start: {value: true, measured: probed}\n"));
+  EXPECT_FALSE(without.reduction.acc.zero_start);
+  ASSERT_TRUE(with.reduction.acc.zero_start);
+  const std::vector<Bits> a{Bits{0x80000000u}, Bits{0x80000000u}}, b{Bits{0x3f800000u}, Bits{0x3f800000u}};
+  const MatrixView av{&fp32, a, 1, 2}, bv{&fp32, b, 1, 2};
+  EXPECT_EQ(emulate_dot_rows(av, bv, std::nullopt, without.reduction).at(0), Bits{0x80000000u});
   EXPECT_EQ(emulate_dot_rows(av, bv, std::nullopt, with.reduction).at(0), Bits{0u});
 }
 

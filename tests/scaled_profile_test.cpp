@@ -136,7 +136,7 @@ TEST(ScaledProfiles, BlockScalingFieldsAreStrictWithFileAndLine) {
        "fp8_e4m3->fp16, fp8_e5m2->fp16)"},
       {ok + "  products: {value: rounded, assumed: a}\n",
        "13: accumulator: the partial sums of a scaled GEMM are a float format of at most 32 bits with a deterministic "
-       "rounding, no ftz, products exact"},
+       "rounding, no ftz, no zero_start, products exact"},
   };
   for (const auto& [body, want] : cases) {
     EXPECT_EQ(load_error(dir, body), path + ":" + want) << body;

@@ -154,8 +154,9 @@ std::string reveal_order(Session& s, const ProbeOptions& o, ProbeResult& r, std:
     return std::pair<double, double>{std::ldexp(1.0, ea), std::ldexp(1.0, e - ea)};
   };
   const double unit = std::ldexp(1.0, eu);
-  const auto [unit_a, unit_b] = factors(eu);
-  const auto [big_a, big_b] = factors(em);
+  // (named variables, not structured bindings: clang 14 cannot capture those in a lambda)
+  const std::pair<double, double> units = factors(eu), bigs = factors(em);
+  const double unit_a = units.first, unit_b = units.second, big_a = bigs.first, big_b = bigs.second;
   s.say(fmt::format("order: FPRev probes with M = 2^{} and unit 2^{} ({} inputs{})", em, eu, o.in->name,
                     products ? ", as products a·b" : ""));
   const std::int64_t before = r.calls;

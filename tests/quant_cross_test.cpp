@@ -17,15 +17,12 @@
 #include "tolerances/check.h"
 #include "tolerances/quant_check.h"
 
+#include "suites_kernels.h"
+
 namespace numfid {
 namespace {
 
-/// OCP OFP8 E4M3: 1 sign, 4 exponent (bias 7), 3 mantissa bits; S.1111.111 is NaN, no infinity.
-float e4m3_value(std::uint8_t p) {
-  const int e = (p >> 3) & 0xf, m = p & 7;
-  const float mag = e == 0 ? std::ldexp(static_cast<float>(m), -9) : std::ldexp(static_cast<float>(8 + m), e - 10);
-  return (p & 0x80) ? -mag : mag;
-}
+using numfid_test_kernels::e4m3_value;  // the suites' naive decoder (tests/suites_kernels.h)
 
 std::uint32_t bits_of(float f) {
   std::uint32_t b = 0;

@@ -20,8 +20,13 @@
 #include "tolerances/check.h"
 #include "tolerances/quant_check.h"
 
+#include "suites_kernels.h"
+
 namespace numfid {
 namespace {
+
+using numfid_test_kernels::e2m1_value;  // the suites' naive decoders (tests/suites_kernels.h)
+using numfid_test_kernels::e4m3_value;
 
 /// A fresh directory holding a copy of the shipped nvidia-h100-tc profile (for partial_sums).
 std::filesystem::path temp_profiles() {
@@ -282,20 +287,6 @@ TEST(ScaledProfiles, ProfileEqualsTheExplicitClaimItStandsFor) {
     EXPECT_EQ(without_recipe(tp.json(), suffix), tt.json());
     EXPECT_EQ(tp.bound.deterministic, tt.bound.deterministic);
   }
-}
-
-/// E2M1 by its fields (OCP MX v1.0 §5.3.3): 1 sign, 2 exponent (bias 1), 1 mantissa bit.
-float e2m1_value(std::uint32_t p) {
-  const int e = (p >> 1) & 3, m = p & 1;
-  const float mag = e == 0 ? 0.5f * static_cast<float>(m) : std::ldexp(1.0f + 0.5f * static_cast<float>(m), e - 1);
-  return (p & 8) ? -mag : mag;
-}
-
-/// E4M3 by its fields (OCP OFP8): 1 sign, 4 exponent (bias 7), 3 mantissa bits.
-float e4m3_value(std::uint32_t p) {
-  const int e = (p >> 3) & 0xf, m = p & 7;
-  const float mag = e == 0 ? std::ldexp(static_cast<float>(m), -9) : std::ldexp(static_cast<float>(8 + m), e - 10);
-  return (p & 0x80) ? -mag : mag;
 }
 
 TEST(ScaledProfiles, Nvfp4ProfileIsTheNaiveBlockModel) {

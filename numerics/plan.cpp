@@ -2,15 +2,18 @@
 #include "numerics/plan.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <charconv>
 #include <fmt/format.h>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
 #include "formats/arith.h"
 #include "formats/convert.h"
 #include "formats/error.h"
+#include "formats/platform.h"
 
 namespace numfid {
 
@@ -322,6 +325,7 @@ namespace {
 /// The evaluator's state: the accumulator model and the running rounding counter.
 class Adder {
  public:
+  using Value = Term;
   Adder(const AccumulatorModel& acc, std::uint64_t stream) : acc_(acc), o_(acc.rounding), base_(stream << 24) {}
 
   /// Rounds an exact term into the accumulator format (one rounding).
@@ -349,7 +353,10 @@ class Adder {
   }
 
   /// The term that starts a partial sum: rounded in alone, or fl(+0 + t) under zero_start.
-  Term start(const Term& t) { return acc_.zero_start ? add(Term{FpClass::zero, {}}, t) : round(t); }
+  Term start(const Term& t) { return acc_.zero_start ? add(zero(), t) : round(t); }
+
+  /// +0, the value of a zeroed register.
+  static Term zero() { return Term{FpClass::zero, {}}; }
 
   Bits bits(const Term& t) {
     switch (t.cls) {
@@ -372,48 +379,94 @@ class Adder {
   std::uint64_t counter_ = 0;
 };
 
+/// The same additions on the hardware, for the most common model: an fp32 accumulator with
+/// round-to-nearest-even, no FTZ, no DAZ, finite terms that are doubles (products of values of at
+/// most 26 significand bits: every numfid float format of at most 32 bits) and Σ|terms| < 2^126
+/// (no partial sum can overflow). A value is a double: an exact term, or an fp32 value.
+///
+/// Why it is bit-identical to `Adder` (tested against it in tests/plan_test.cpp, ties included):
+/// x + y = hi + lo exactly (Knuth's TwoSum: round-to-nearest, no overflow; the FpEnvGuard of
+/// `reduce` sets it), |lo| <= ulp_64(hi)/2. fl32(x + y): if hi is an fp32 value, |lo| is far below
+/// half its fp32 spacing, so the sum rounds to hi. Otherwise hi lies strictly between two fp32
+/// neighbours f < g (or g < f); if it is not their midpoint it is at least ulp_64(hi) from it
+/// (the midpoint is a double: 25 significant bits), so hi + lo is on hi's side and rounds as hi
+/// does — the hardware's double → float conversion, itself correctly rounded (RNE, gradual
+/// underflow). If hi is the midpoint, the sign of lo decides, and lo = 0 is a true tie (to even,
+/// as the conversion does). A zero sum is exact (gradual underflow), and its sign is IEEE's
+/// (+0 unless both operands are −0), as the generic adder's `exact_zero_sum_sign` under RNE.
+class Fp32Adder {
+ public:
+  using Value = double;
+  explicit Fp32Adder(bool zero_start) : zero_start_(zero_start) {}
+
+  static double round(double t) { return static_cast<double>(static_cast<float>(t)); }
+
+  static double add(double x, double y) {
+    const double hi = x + y;
+    const double bb = hi - x;
+    const double lo = (x - (hi - bb)) + (y - bb);
+    const float f = static_cast<float>(hi);
+    if (lo == 0 || static_cast<double>(f) == hi) return f;
+    const float g = std::nextafter(f, hi > static_cast<double>(f) ? INFINITY : -INFINITY);
+    if (std::fabs(hi - static_cast<double>(f)) != std::fabs(static_cast<double>(g) - hi)) return f;
+    return (lo > 0) == (g > f) ? g : f;  // hi is the midpoint: the exact sum is on lo's side
+  }
+
+  double start(double t) const { return zero_start_ ? add(0.0, t) : round(t); }
+  static double zero() { return 0.0; }
+  static Bits bits(double v) { return Bits{std::bit_cast<std::uint32_t>(static_cast<float>(v))}; }
+
+ private:
+  bool zero_start_;
+};
+
 /// Sum of terms[lo, hi) starting from its first term (one rounding for it).
-Term sequential_sum(Adder& ad, std::span<const Term> t) {
-  Term s = ad.start(t[0]);
+template <class Ad>
+typename Ad::Value sequential_sum(Ad& ad, std::span<const typename Ad::Value> t) {
+  typename Ad::Value s = ad.start(t[0]);
   for (std::size_t i = 1; i < t.size(); ++i) s = ad.add(s, t[i]);
   return s;
 }
 
-Term pairwise_sum(Adder& ad, std::span<const Term> t) {
+template <class Ad>
+typename Ad::Value pairwise_sum(Ad& ad, std::span<const typename Ad::Value> t) {
   if (t.size() == 1) return ad.start(t[0]);
   std::size_t h = 1;
   while (h * 2 < t.size()) h *= 2;
-  const Term left = pairwise_sum(ad, t.first(h));
-  const Term right = pairwise_sum(ad, t.subspan(h));
+  const auto left = pairwise_sum(ad, t.first(h));
+  const auto right = pairwise_sum(ad, t.subspan(h));
   return ad.add(left, right);
 }
 
 /// numpy's pairwise_sum, addition for addition.
-Term numpy_sum(Adder& ad, std::span<const Term> t) {
+template <class Ad>
+typename Ad::Value numpy_sum(Ad& ad, std::span<const typename Ad::Value> t) {
+  using V = typename Ad::Value;
   const std::size_t n = t.size();
   if (n < 8) {
-    Term res{FpClass::zero, {}};  // `res = 0.`: +0
-    for (const Term& x : t) res = ad.add(res, x);
+    V res = Ad::zero();  // `res = 0.`: +0
+    for (const V& x : t) res = ad.add(res, x);
     return res;
   }
   if (n <= 128) {
-    Term r[8];
+    V r[8];
     for (std::size_t j = 0; j < 8; ++j) r[j] = ad.start(t[j]);
     std::size_t i = 8;
     for (; i < n - n % 8; i += 8)
       for (std::size_t j = 0; j < 8; ++j) r[j] = ad.add(r[j], t[i + j]);
-    Term res = ad.add(ad.add(ad.add(r[0], r[1]), ad.add(r[2], r[3])), ad.add(ad.add(r[4], r[5]), ad.add(r[6], r[7])));
+    V res = ad.add(ad.add(ad.add(r[0], r[1]), ad.add(r[2], r[3])), ad.add(ad.add(r[4], r[5]), ad.add(r[6], r[7])));
     for (; i < n; ++i) res = ad.add(res, t[i]);
     return res;
   }
   std::size_t n2 = n / 2;
   n2 -= n2 % 8;
-  const Term left = numpy_sum(ad, t.first(n2));
-  const Term right = numpy_sum(ad, t.subspan(n2));
+  const V left = numpy_sum(ad, t.first(n2));
+  const V right = numpy_sum(ad, t.subspan(n2));
   return ad.add(left, right);
 }
 
-Term tile_sum(Adder& ad, std::span<const Term> t, InnerOrder inner) {
+template <class Ad>
+typename Ad::Value tile_sum(Ad& ad, std::span<const typename Ad::Value> t, InnerOrder inner) {
   switch (inner) {
     case InnerOrder::pairwise: return pairwise_sum(ad, t);
     case InnerOrder::numpy: return numpy_sum(ad, t);
@@ -422,29 +475,19 @@ Term tile_sum(Adder& ad, std::span<const Term> t, InnerOrder inner) {
   return sequential_sum(ad, t);
 }
 
-}  // namespace
-
-Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<const Term> terms,
-            std::optional<Bits> addend, std::uint64_t stream) {
-  Adder ad(acc, stream);
-  std::vector<Term> rounded;
-  if (acc.products_rounded) {  // each product rounded to the accumulator format first
-    rounded.reserve(terms.size());
-    for (const Term& t : terms) rounded.push_back(ad.round(t));
-    terms = rounded;
-  }
-  std::optional<Term> start;
-  if (addend) start = as_term(*acc.format, *addend, acc.rounding.daz);
-  if (terms.empty()) return start ? ad.bits(*start) : zero(*acc.format, false);
+/// The plan's order over `terms` (already rounded if the model rounds products), from `start`
+/// (the addend) when there is one; the accumulator value of the sum.
+template <class Ad>
+typename Ad::Value evaluate(const ReductionPlan& plan, Ad& ad, std::span<const typename Ad::Value> terms,
+                            std::optional<typename Ad::Value> start) {
+  using V = typename Ad::Value;
   // Add a partial result to the running sum, which starts from the addend when there is one.
-  auto fold = [&](std::optional<Term>& running, const Term& part) {
-    running = running ? ad.add(*running, part) : part;
-  };
-  std::optional<Term> run = start;
+  auto fold = [&](std::optional<V>& running, const V& part) { running = running ? ad.add(*running, part) : part; };
+  std::optional<V> run = start;
   const std::size_t n = terms.size();
   switch (plan.kind) {
     case PlanKind::sequential:
-      for (const Term& t : terms) run = run ? ad.add(*run, t) : ad.start(t);
+      for (const V& t : terms) run = run ? ad.add(*run, t) : ad.start(t);
       break;
     case PlanKind::reverse:
       for (std::size_t i = n; i-- > 0;) run = run ? ad.add(*run, terms[i]) : ad.start(terms[i]);
@@ -470,7 +513,7 @@ Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<co
                                      "profile's, holds for the K it was written for only)",
                                      plan.text().substr(0, 40), tree_leaves(plan.tree), n));
       // Postorder on an explicit stack: each inner node adds its two children's sums.
-      std::vector<Term> sums;
+      std::vector<V> sums;
       std::vector<int> pending;  // per open node: children still to come
       for (std::int32_t x : plan.tree) {
         if (x < 0) {
@@ -479,11 +522,11 @@ Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<co
         }
         // A leaf that is a node's second child enters that addition exactly (a fused
         // multiply-add, as sequential's terms do); any other leaf is rounded first.
-        const Term& leaf = terms[static_cast<std::size_t>(x)];
+        const V& leaf = terms[static_cast<std::size_t>(x)];
         sums.push_back(!pending.empty() && pending.back() == 1 ? leaf : ad.start(leaf));
         while (!pending.empty() && --pending.back() == 0) {
           pending.pop_back();
-          const Term right = sums.back();
+          const V right = sums.back();
           sums.pop_back();
           sums.back() = ad.add(sums.back(), right);
         }
@@ -493,7 +536,7 @@ Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<co
     }
     case PlanKind::strided: {
       const std::size_t lanes = static_cast<std::size_t>(plan.param);
-      std::vector<std::optional<Term>> lane(lanes);
+      std::vector<std::optional<V>> lane(lanes);
       if (start) lane[0] = start;
       for (std::size_t i = 0; i < n; ++i) {
         auto& l = lane[i % lanes];
@@ -501,14 +544,77 @@ Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<co
       }
       // An empty lane (n < L) holds +0, as a zero-initialised register does.
       for (auto& l : lane)
-        if (!l) l = Term{FpClass::zero, {}};
+        if (!l) l = Ad::zero();
       for (std::size_t w = lanes / 2; w >= 1; w /= 2)
         for (std::size_t i = 0; i < w; ++i) lane[i] = ad.add(*lane[i], *lane[i + w]);
       run = lane[0];
       break;
     }
   }
-  return ad.bits(*run);
+  return *run;
+}
+
+std::atomic<bool> fast_path_enabled{true};
+
+/// The terms as doubles when `Fp32Adder` may sum them (its premise above), else nullopt.
+std::optional<std::vector<double>> fp32_fast_terms(const AccumulatorModel& acc, std::span<const Term> terms,
+                                                   std::optional<Bits> addend) {
+  const RoundOptions& o = acc.rounding;
+  if (!fast_path_enabled || !(*acc.format == fp32) || o.rounding != Rounding::rne || o.ftz || o.daz) return std::nullopt;
+  std::vector<double> v;
+  v.reserve(terms.size() + 1);
+  double abs_sum = 0;  // rounded, but far from the 2^126 limit whenever it passes
+  for (const Term& t : terms) {
+    if (t.cls == FpClass::zero) {
+      v.push_back(t.value.negative ? -0.0 : 0.0);
+      continue;
+    }
+    if (t.cls != FpClass::normal || t.value.significand >= (uint128{1} << 53) || t.value.exponent < -1000 ||
+        t.value.exponent > 200 || t.value.sticky)
+      return std::nullopt;
+    const double x = std::ldexp(static_cast<double>(static_cast<std::uint64_t>(t.value.significand)), t.value.exponent);
+    v.push_back(t.value.negative ? -x : x);
+    abs_sum += std::fabs(x);
+  }
+  if (addend) {
+    const double a = to_double(fp32, *addend);
+    if (!std::isfinite(a)) return std::nullopt;
+    abs_sum += std::fabs(a);
+  }
+  if (!(abs_sum < 0x1p125)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+namespace detail {
+void set_reduce_fast_path(bool enabled) { fast_path_enabled = enabled; }
+}  // namespace detail
+
+Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<const Term> terms,
+            std::optional<Bits> addend, std::uint64_t stream) {
+  if (!terms.empty()) {
+    if (auto v = fp32_fast_terms(acc, terms, addend)) {
+      const FpEnvGuard env;  // round-to-nearest, no FTZ/DAZ: TwoSum and the conversion rely on it
+      Fp32Adder ad(acc.zero_start);
+      if (acc.products_rounded)
+        for (double& x : *v) x = Fp32Adder::round(x);
+      std::optional<double> start;
+      if (addend) start = to_double(fp32, *addend);
+      return Fp32Adder::bits(evaluate<Fp32Adder>(plan, ad, *v, start));
+    }
+  }
+  Adder ad(acc, stream);
+  std::vector<Term> rounded;
+  if (acc.products_rounded) {  // each product rounded to the accumulator format first
+    rounded.reserve(terms.size());
+    for (const Term& t : terms) rounded.push_back(ad.round(t));
+    terms = rounded;
+  }
+  std::optional<Term> start;
+  if (addend) start = as_term(*acc.format, *addend, acc.rounding.daz);
+  if (terms.empty()) return start ? ad.bits(*start) : zero(*acc.format, false);
+  return ad.bits(evaluate<Adder>(plan, ad, terms, start));
 }
 
 }  // namespace numfid

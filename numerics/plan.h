@@ -115,4 +115,10 @@ Term as_term(const FormatSpec& f, Bits x, bool daz = false);
 Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<const Term> terms,
             std::optional<Bits> addend = std::nullopt, std::uint64_t stream = 0);
 
+namespace detail {
+/// Testing hook: false makes `reduce` take the generic evaluator for every model (default true:
+/// an fp32 round-to-nearest accumulator without FTZ/DAZ runs on the hardware, bit-identically).
+void set_reduce_fast_path(bool enabled);
+}  // namespace detail
+
 }  // namespace numfid

@@ -355,6 +355,94 @@ INSTANTIATE_TEST_SUITE_P(Models, PlanVsNaive,
                                            ModelSetup{&fp8_e4m3, &fp16, Rounding::rne}, ModelSetup{&bf16, &fp32, Rounding::rtz},
                                            ModelSetup{&fp16, &fp32, Rounding::rdn}, ModelSetup{&fp8_e5m2, &bf16, Rounding::rup}));
 
+// ------------------------------------------------------------------- reduce's hardware path
+
+/// A double as an exact term (53-bit significand).
+Term term_of(double x) {
+  Term t;
+  t.value.negative = std::signbit(x);
+  if (x == 0) return t;
+  t.cls = FpClass::normal;
+  int e = 0;
+  const double m = std::frexp(std::fabs(x), &e);
+  t.value.significand = static_cast<uint128>(static_cast<std::uint64_t>(std::ldexp(m, 53)));
+  t.value.exponent = e - 53;
+  return t;
+}
+
+/// `reduce` sums an fp32 round-to-nearest accumulator on the hardware (TwoSum + the double →
+/// float conversion + a midpoint fix-up); the generic evaluator (exact_add + round_to, itself
+/// checked against MPFR above) must give the same bits on every plan, model switch and kind of
+/// data, above all on sums that land exactly on an fp32 midpoint with a tiny remainder either
+/// side (the one case the conversion alone gets wrong), zeros of both signs and the subnormal range.
+TEST(PlanFastPath, Fp32RoundToNearestMatchesTheGenericEvaluatorBitForBit) {
+  std::mt19937_64 g(77);
+  std::normal_distribution<double> nd;
+  const std::vector<std::string> plans{"sequential", "reverse",   "pairwise",   "blocked(4)", "blocked(4, pairwise)",
+                                       "blocked(16, numpy)", "splitk(3)", "strided(4)", "numpy"};
+  int failures = 0, ties = 0;
+  for (int trial = 0; trial < 3000 && failures < 5; ++trial) {
+    const int kind = trial % 6;
+    const std::size_t n = 1 + g() % 40;
+    std::vector<double> x(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const float a = static_cast<float>(nd(g)), b = static_cast<float>(nd(g));
+      switch (kind) {
+        case 0: x[i] = static_cast<double>(a) * b; break;  // fp32 × fp32: 48-bit products
+        case 1:  // a running sum of fp32 values, then a term that puts it on a midpoint, ± a tiny term
+          x[i] = i % 3 == 0 ? std::ldexp(std::round(nd(g) * 64), static_cast<int>(g() % 6)) - 0.0
+                 : i % 3 == 1 ? std::ldexp(g() % 2 ? 1.0 : -1.0, -17 - static_cast<int>(g() % 8)) *
+                                    (1 + std::ldexp(g() % 2 ? 1.0 : -1.0, -30 - static_cast<int>(g() % 20)) * (g() % 2 ? 1 : 0))
+                              : std::ldexp(g() % 2 ? 1.0 : -1.0, -60 - static_cast<int>(g() % 40)) * (g() % 4 == 0 ? 0 : 1);
+          break;
+        case 2: x[i] = std::ldexp(static_cast<double>(a) * b, -140 - static_cast<int>(g() % 30)); break;  // subnormal range
+        case 3: x[i] = i % 2 ? -x[i - 1] : static_cast<double>(a); break;  // cancellation to zero
+        case 4: x[i] = g() % 3 == 0 ? (g() % 2 ? -0.0 : 0.0) : std::ldexp(static_cast<double>(a), static_cast<int>(g() % 200) - 100); break;
+        default: x[i] = std::ldexp(static_cast<double>(a), 100 + static_cast<int>(g() % 20)); break;  // near the top
+      }
+    }
+    std::vector<Term> terms;
+    for (double v : x) terms.push_back(term_of(v));
+    std::optional<Bits> c;
+    if (trial % 4 == 1) c = Bits{std::bit_cast<std::uint32_t>(static_cast<float>(nd(g)))};
+    for (const std::string& pt : plans)
+      for (int model = 0; model < 4; ++model) {
+        SCOPED_TRACE(testing::Message() << "trial " << trial << " kind " << kind << " n=" << n << " plan " << pt
+                                        << " products_rounded " << (model & 1) << " zero_start " << (model >> 1));
+        AccumulatorModel acc;
+        acc.products_rounded = (model & 1) != 0;
+        acc.zero_start = (model >> 1) != 0;
+        const ReductionPlan plan = *ReductionPlan::parse(pt);
+        detail::set_reduce_fast_path(true);
+        const Bits fast = reduce(plan, acc, terms, c);
+        detail::set_reduce_fast_path(false);
+        const Bits generic = reduce(plan, acc, terms, c);
+        detail::set_reduce_fast_path(true);
+        if (kind == 1) ++ties;
+        if (fast != generic && ++failures <= 5)
+          ADD_FAILURE() << "hardware path 0x" << std::hex << fast.raw << ", generic evaluator 0x" << generic.raw;
+      }
+  }
+  EXPECT_GT(ties, 0);
+}
+
+/// The case the hardware conversion alone gets wrong: 1 + (2^-24 + 2^-70) in one fused step is
+/// the fp32 midpoint 1 + 2^-24 in double arithmetic (2^-70 is below a double's spacing at 1), and
+/// converting it ties to even (1); the exact sum is above the midpoint and rounds up. Mutating the
+/// fix-up in Fp32Adder::add makes this fail.
+TEST(PlanFastPath, AMidpointWithATinyRemainderRoundsTowardIt) {
+  const ReductionPlan seq = *ReductionPlan::parse("sequential");
+  const AccumulatorModel acc;
+  const Bits one{0x3f800000u};
+  EXPECT_EQ(reduce(seq, acc, std::vector<Term>{term_of(0x1p-24 + 0x1p-70)}, one).raw, 0x3f800001u);
+  EXPECT_EQ(reduce(seq, acc, std::vector<Term>{term_of(0x1p-24 - 0x1p-70)}, one).raw, 0x3f800000u);
+  EXPECT_EQ(reduce(seq, acc, std::vector<Term>{term_of(0x1p-24)}, one).raw, 0x3f800000u);  // a true tie: to even
+  EXPECT_EQ(reduce(seq, acc, std::vector<Term>{term_of(-0x1p-25 - 0x1p-70)}, one).raw, 0x3f7fffffu);
+  const std::vector<Term> opposite{term_of(1.0), term_of(-1.0)}, negzeros{term_of(-0.0), term_of(-0.0)};
+  EXPECT_EQ(reduce(seq, acc, opposite).raw, 0x00000000u);   // x + (-x) = +0 under RNE
+  EXPECT_EQ(reduce(seq, acc, negzeros).raw, 0x80000000u);   // -0 + -0 = -0
+}
+
 // ------------------------------------------------------------------- the fp32 fast path
 
 TEST(EmulateMatmul, FastPathMatchesGenericPath) {

@@ -16,6 +16,7 @@
 #include "formats/platform.h"
 #include "oracles/accumulator.h"
 #include "tolerances/check_detail.h"
+#include "tolerances/parallel_detail.h"
 
 namespace numfid {
 
@@ -100,7 +101,7 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& 
   if (claim.cast && claim.cast_rounding == Rounding::stochastic)
     return not_applicable("a stochastic input cast is not deterministic");
   if (claim.plan && ref.addend) return not_applicable("a plan with an addend");
-  const std::int64_t M = ref.dims.m, K = ref.dims.k, N = ref.dims.n;
+  const std::int64_t K = ref.dims.k, N = ref.dims.n;
   const std::int64_t total = static_cast<std::int64_t>(ref.elements.size());
   if (total == 0 || K == 0) return not_applicable("nothing to calibrate");
 
@@ -130,7 +131,6 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& 
   cal.lambda = std::sqrt(2 * std::log(2 / (1 - claim.confidence)));
   cal.absolute = static_cast<double>(m_terms - 1 + extra * m_terms) *
                  output_rounding_error(*claim.acc, claim.acc_rounding, 0);
-  std::vector<double> pos, neg;
   if (claim.plan) {
     plans.push_back(*claim.plan);
   } else {
@@ -153,78 +153,95 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& 
   acc.rounding.rounding = claim.acc_rounding;
   acc.rounding.ftz = claim.acc_ftz;
   acc.products_rounded = claim.products_rounded;
+  // Each sampled element on its own (every core: tolerances/parallel_detail.h), then merged in
+  // sample order, so that the result is the same for any thread count.
+  struct Sampled {
+    bool finite = false;
+    double center = 0, radius = 0, spread = 0, radius_hm = 0, lattice = 0;
+    std::vector<double> legal;  // [order]
+  };
+  std::vector<Sampled> out(static_cast<std::size_t>(S));
+  detail::parallel_for(S, 4, [&](std::int64_t lo, std::int64_t hi) {
+    std::vector<Term> terms(static_cast<std::size_t>(K)), work;
+    std::vector<Bits> col(static_cast<std::size_t>(K));
+    std::vector<double> pos, neg;
+    LongAccumulator exact;
+    for (std::int64_t i = lo; i < hi; ++i) {
+      Sampled& o = out[static_cast<std::size_t>(i)];
+      const std::int64_t e = i * total / S;
+      const std::int64_t row = ref.rowwise_dot ? e : e / N, cj = ref.rowwise_dot ? 0 : e % N;
+      terms.resize(static_cast<std::size_t>(K));
+      bool finite = true;
+      for (std::int64_t k = 0; k < K; ++k) {
+        const Bits x = av[static_cast<std::size_t>(row * K + k)];
+        const Bits y = ref.rowwise_dot ? bv[static_cast<std::size_t>(row * K + k)] : bv[static_cast<std::size_t>(k * N + cj)];
+        col[static_cast<std::size_t>(k)] = y;
+        terms[static_cast<std::size_t>(k)] = exact_product(fa, x, fb, y);
+        finite = finite && (terms[static_cast<std::size_t>(k)].cls == FpClass::zero ||
+                            terms[static_cast<std::size_t>(k)].cls == FpClass::normal);
+      }
+      exact.clear();
+      exact.add_dot(fa, std::span<const Bits>(av).subspan(static_cast<std::size_t>(row * K), static_cast<std::size_t>(K)),
+                    fb, col);
+      if (has_addend) {
+        const Bits d = ref.addend->values[static_cast<std::size_t>(e)];
+        exact.add(*ref.addend->format, d);
+        terms.push_back(as_term(*ref.addend->format, d));
+      }
+      const double center = exact.to_double();
+      if (!finite || !std::isfinite(center) || exact.is_nan()) continue;
+      o.finite = true;
+      const double abs_sum = exact.abs_sum_upper();
+      double largest = 0;  // B(m): no partial sum of any order exceeds it
+      o.spread = tree_spread(terms, abs_sum, b.u_acc, extra, pos, neg, largest);
+      o.radius = cal.lambda * o.spread + cal.absolute;
+      o.center = center;
+      o.radius_hm = b.probabilistic * abs_sum + b.absolute;
+      // The final addition of any order of m >= 3 terms has a rounded operand, a multiple of its
+      // own spacing, at most the accumulator's spacing at B(m); the terms are multiples of 2^f.
+      o.lattice = std::max(lattice(terms), ulp_at(*claim.acc, largest));
+      o.legal.reserve(static_cast<std::size_t>(F));
+      auto record = [&](Bits v) { o.legal.push_back(to_double(*claim.acc, v)); };
+      for (const ReductionPlan& p : plans) record(reduce(p, acc, terms));
+      if (any_order) {
+        for (std::uint64_t p = 1; p <= 2; ++p) {
+          work = terms;
+          std::mt19937_64 g(0x9e3779b97f4a7c15ULL * p + static_cast<std::uint64_t>(e));
+          std::shuffle(work.begin(), work.end(), g);
+          record(reduce(ReductionPlan{}, acc, work));
+        }
+        work = terms;
+        std::stable_sort(work.begin(), work.end(),
+                         [](const Term& x, const Term& y) { return magnitude(x) < magnitude(y); });
+        record(reduce(ReductionPlan{}, acc, work));
+        std::reverse(work.begin(), work.end());
+        record(reduce(ReductionPlan{}, acc, work));
+      }
+    }
+  });
   cal.legal.assign(static_cast<std::size_t>(F), {});
-  std::vector<Term> terms(static_cast<std::size_t>(K)), work;
-  std::vector<Bits> col(static_cast<std::size_t>(K));
-  LongAccumulator exact;
   for (std::int64_t i = 0; i < S; ++i) {
+    const Sampled& o = out[static_cast<std::size_t>(i)];
+    if (!o.finite) continue;
     const std::int64_t e = i * total / S;
     const std::int64_t row = ref.rowwise_dot ? e : e / N, cj = ref.rowwise_dot ? 0 : e % N;
-    (void)M;
-    bool finite = true;
-    for (std::int64_t k = 0; k < K; ++k) {
-      const Bits x = av[static_cast<std::size_t>(row * K + k)];
-      const Bits y = ref.rowwise_dot ? bv[static_cast<std::size_t>(row * K + k)] : bv[static_cast<std::size_t>(k * N + cj)];
-      col[static_cast<std::size_t>(k)] = y;
-      terms[static_cast<std::size_t>(k)] = exact_product(fa, x, fb, y);
-      finite = finite && (terms[static_cast<std::size_t>(k)].cls == FpClass::zero ||
-                          terms[static_cast<std::size_t>(k)].cls == FpClass::normal);
-    }
-    exact.clear();
-    exact.add_dot(fa, std::span<const Bits>(av).subspan(static_cast<std::size_t>(row * K), static_cast<std::size_t>(K)), fb,
-                  col);
-    if (has_addend) {
-      const Bits d = ref.addend->values[static_cast<std::size_t>(e)];
-      exact.add(*ref.addend->format, d);
-      terms.push_back(as_term(*ref.addend->format, d));
-    }
-    const double center = exact.to_double();
-    if (!finite || !std::isfinite(center) || exact.is_nan()) {
-      if (has_addend) terms.pop_back();
-      continue;
-    }
-    const double abs_sum = exact.abs_sum_upper();
-    double largest = 0;  // B(m): no partial sum of any order exceeds it
-    const double spread = tree_spread(terms, abs_sum, b.u_acc, extra, pos, neg, largest);
-    const double radius = cal.lambda * spread + cal.absolute;
-    const std::size_t si = cal.sample.size();
     cal.sample.push_back(e);
-    cal.center.push_back(center);
-    cal.radius.push_back(radius);
-    cal.spread.push_back(spread);
-    cal.radius_hm.push_back(b.probabilistic * abs_sum + b.absolute);
-    // The final addition of any order of m >= 3 terms has a rounded operand, a multiple of its
-    // own spacing, at most the accumulator's spacing at B(m); the terms are multiples of 2^f.
-    cal.lattice.push_back(std::max(lattice(terms), ulp_at(*claim.acc, largest)));
-    std::int64_t f = 0;
-    auto record = [&](Bits v) {
-      const double x = to_double(*claim.acc, v);
+    cal.center.push_back(o.center);
+    cal.radius.push_back(o.radius);
+    cal.spread.push_back(o.spread);
+    cal.radius_hm.push_back(o.radius_hm);
+    cal.lattice.push_back(o.lattice);
+    for (std::int64_t f = 0; f < F; ++f) {
+      const double x = o.legal[static_cast<std::size_t>(f)];
       cal.legal[static_cast<std::size_t>(f)].push_back(x);
-      const double dev = std::fabs(x - center);
-      const double ratio = dev == 0 ? 0.0 : radius > 0 ? dev / radius : INFINITY;
+      const double dev = std::fabs(x - o.center);
+      const double ratio = dev == 0 ? 0.0 : o.radius > 0 ? dev / o.radius : INFINITY;
       if (ratio > cal.rho || (std::isnan(ratio) && !std::isnan(cal.rho))) {
         cal.rho = std::isnan(ratio) ? INFINITY : ratio;
         cal.rho_where = fmt::format("{} at element {}", cal.orders[static_cast<std::size_t>(f)],
                                     ref.rowwise_dot ? fmt::format("[{}]", e) : fmt::format("[{}, {}]", row, cj));
       }
-      ++f;
-    };
-    for (const ReductionPlan& p : plans) record(reduce(p, acc, terms));
-    if (any_order) {
-      for (std::uint64_t p = 1; p <= 2; ++p) {
-        work = terms;
-        std::mt19937_64 g(0x9e3779b97f4a7c15ULL * p + static_cast<std::uint64_t>(e));
-        std::shuffle(work.begin(), work.end(), g);
-        record(reduce(ReductionPlan{}, acc, work));
-      }
-      work = terms;
-      std::stable_sort(work.begin(), work.end(), [](const Term& x, const Term& y) { return magnitude(x) < magnitude(y); });
-      record(reduce(ReductionPlan{}, acc, work));
-      std::reverse(work.begin(), work.end());
-      record(reduce(ReductionPlan{}, acc, work));
     }
-    if (has_addend) terms.pop_back();
-    (void)si;
     cal.term_additions += (F + 1) * K;
   }
   if (cal.sample.empty()) return not_applicable("no sampled element has a finite exact result");

@@ -199,7 +199,7 @@ Command add_check_command(CLI::App& parent) {
       if (op == RowOp::layernorm) r->add_option("--beta", rows->beta, "shift, 1-D, one per column");
       r->add_option("--param-format", rows->param_format, "format of gamma/beta (default: --in)");
       if (op == RowOp::layernorm)
-        r->add_option("--variance", rows->variance, "with --compute: two-pass, welford, sumsq or any (all three)")
+        r->add_option("--variance", rows->variance, "with --compute: two-pass, welford, sumsq, any (those three) or chan (Welford runs merged by Chan's update in any tree)")
             ->capture_default_str();
     }
     rows->claim.declare(*r, ClaimKind::rows);
@@ -230,7 +230,7 @@ Command add_tol_command(CLI::App& parent) {
   t->claim.declare_option(*app, "--compute", "row ops: the format the op computes in (fp32, bf16, fp16, fp64)");
   t->claim.declare_option(*app, "--fn-ulps", "row ops: accuracy of each elementary function in compute ulps", "1");
   t->claim.declare_option(*app, "--fn-abs", "row ops: ... and/or its absolute error");
-  app->add_option("--variance", t->variance, "layernorm: two-pass, welford, sumsq or any")->capture_default_str();
+  app->add_option("--variance", t->variance, "layernorm: two-pass, welford, sumsq, any (those three) or chan")->capture_default_str();
   app->add_option("--eps", t->eps, "layernorm/rmsnorm: epsilon inside the square root")->capture_default_str();
   app->add_flag("--addend", t->addend, "the sum starts from an addend C (D = C + A·B)");
   app->add_flag("--json", t->json, "print JSON instead of text");

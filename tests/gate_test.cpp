@@ -244,7 +244,7 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
       {"beta on rmsnorm", gate_with("  - name: r\n    op: rmsnorm\n    x: x.npy\n    c: c.npy\n    beta: b.npy\n"),
        p + ":9: case 'r': 'beta' does not apply to op rmsnorm"},
       {"unknown variance", gate_with("  - name: l\n    op: layernorm\n    x: x.npy\n    c: c.npy\n    variance: kahan\n"),
-       p + ":9: case 'l': variance: --variance 'kahan': unknown method (valid: two-pass, welford, sumsq, any)"},
+       p + ":9: case 'l': variance: --variance 'kahan': unknown method (valid: two-pass, welford, sumsq, chan, any)"},
       {"unknown param_format", gate_with("  - name: l\n    op: layernorm\n    x: x.npy\n    c: c.npy\n    param_format: fp7\n"),
        p + ":9: case 'l': param_format: unknown format 'fp7' (known: fp32, fp16, bf16, tf32, fp8_e4m3, fp8_e5m2, "
            "fp8_e4m3fnuz, fp8_e5m2fnuz, fp6_e3m2, fp6_e2m3, fp4_e2m1, e8m0, int8, uint8, int32; aliases such as bfloat16 or "

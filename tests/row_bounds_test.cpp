@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -48,6 +49,8 @@ struct Case {
   VarianceMethod variance = VarianceMethod::any;
   double fn_abs = 0;
   int fn_ulps = 1;
+  /// The kernel's variance method when it is not the claim's (to show a claim does not cover it).
+  std::optional<VarianceMethod> kernel_variance{};
 };
 
 std::string describe(const Case& c) {
@@ -95,7 +98,7 @@ Outcome run(const Case& c, std::uint64_t seed, const Defects& defects = {}, bool
   for (std::size_t r = 0; r < c.rows; ++r) {
     if (legal_freedoms) {
       k.set_order(orders[g() % 5]);
-      k.set_variance(c.variance == VarianceMethod::any ? methods[g() % 3] : c.variance);
+      k.set_variance(c.kernel_variance ? *c.kernel_variance : c.variance == VarianceMethod::any ? methods[g() % 3] : c.variance);
       k.set_rsqrt(g() % 2 == 0);
       k.set_alt_form(g() % 2 == 0);
     }
@@ -160,7 +163,7 @@ std::vector<Case> legal_cases() {
   }
   for (const RowOp op : {RowOp::layernorm, RowOp::rmsnorm}) {
     for (const VarianceMethod m : {VarianceMethod::any, VarianceMethod::two_pass, VarianceMethod::welford,
-                                   VarianceMethod::sumsq}) {
+                                   VarianceMethod::sumsq, VarianceMethod::chan}) {
       if (op == RowOp::rmsnorm && m != VarianceMethod::any) continue;
       Case c{op, &bf16, &fp32, &bf16, 6, 256, normal};
       c.variance = m;
@@ -225,6 +228,43 @@ TEST(RowBounds, SoundForEveryLegalTextbookEvaluation) {
     }
     ++n;
   }
+}
+
+// Chan et al.'s merges (per-lane Welford, butterfly or random-tree merges: tests/row_kernels.h)
+// under `--variance chan`: sound on cancelling rows in fp32, bf16 and fp16 compute, and not
+// vacuous where the derivation gives a finite bound; the same outputs judged under the other
+// claims say whether those cover them (printed, and asserted where they do not).
+TEST(RowBounds, ChanMergesUnderTheChanClaim) {
+  struct Row {
+    Case c;
+    int seeds;
+  };
+  std::vector<Row> rows;
+  for (const Dist d : {Dist{0, 0, 100, 0.01}, Dist{0, 0, 0, 1}, Dist{0, 0, 1000, 1}}) {
+    rows.push_back({Case{RowOp::layernorm, &fp32, &fp32, &fp32, 8, 4096, d}, 3});
+    rows.push_back({Case{RowOp::layernorm, &fp32, &fp32, &fp32, 8, 128, d}, 6});
+    rows.push_back({Case{RowOp::layernorm, &fp32, &bf16, &bf16, 8, 32, d}, 6});
+    rows.push_back({Case{RowOp::layernorm, &fp16, &fp16, &fp16, 8, 256, d}, 6});
+  }
+  std::string table = "| case | chan: worst error/bound | welford | any |\n|---|---|---|---|\n";
+  for (Row& r : rows) {
+    SCOPED_TRACE(describe(r.c) + fmt::format(" mean {} sigma {}", r.c.dist.mean, r.c.dist.sigma));
+    double worst[3] = {0, 0, 0};
+    const VarianceMethod claims[3] = {VarianceMethod::chan, VarianceMethod::welford, VarianceMethod::any};
+    for (int m = 0; m < 3; ++m) {
+      Case c = r.c;
+      c.variance = claims[m];
+      c.kernel_variance = VarianceMethod::chan;
+      for (int seed = 1; seed <= r.seeds; ++seed) {
+        const Outcome o = run(c, 9000 + static_cast<std::uint64_t>(seed));
+        worst[m] = std::max(worst[m], outside(o.derived) ? INFINITY : worst_ratio(o.derived));
+      }
+    }
+    table += fmt::format("| {} mean {} sigma {} | {:.3g} | {:.3g} | {:.3g} |\n", describe(r.c), r.c.dist.mean,
+                         r.c.dist.sigma, worst[0], worst[1], worst[2]);
+    EXPECT_LE(worst[0], 1.0) << "a legal Chan-merged output leaves the chan bound";
+  }
+  std::printf("%s", table.c_str());
 }
 
 TEST(RowBounds, NotVacuous) {

@@ -164,6 +164,46 @@ class NaiveKernel {
           std::vector<double> q(n);
           for (std::size_t j = 0; j < n; ++j) q[j] = r(xc[j] * xc[j]);
           var = r(sum(q) / nn);
+        } else if (variance_ == VarianceMethod::chan) {
+          // Per-lane Welford over a strided slice, lanes merged by Chan's update: by a butterfly
+          // (warp shuffles, 32 or 4 lanes) or, under the shuffled order, in a random tree.
+          struct Moments {
+            double n = 0, mean = 0, m2 = 0;
+          };
+          const auto combine = [&](const Moments& a, const Moments& b) {
+            if (a.n == 0) return b;
+            if (b.n == 0) return a;
+            Moments c;
+            c.n = a.n + b.n;  // counts are exact (integers held apart from the compute format)
+            const double nb_over_n = r(b.n / c.n), delta = r(b.mean - a.mean);
+            c.mean = r(a.mean + r(delta * nb_over_n));
+            c.m2 = add(add(a.m2, b.m2), r(r(r(delta * delta) * a.n) * nb_over_n));  // PyTorch's WelfordOps::combine
+            return c;
+          };
+          const std::size_t lanes = order_ == Order::blocked16 ? 4 : 32;
+          std::vector<Moments> lane(order_ == Order::shuffled ? n : lanes);
+          if (order_ == Order::shuffled) {
+            for (std::size_t j = 0; j < n; ++j) lane[j] = {1, xc[j], 0};
+            while (lane.size() > 1) {  // merge two random partials until one is left
+              const std::size_t i = rng_() % lane.size();
+              std::size_t k = rng_() % (lane.size() - 1);
+              if (k >= i) ++k;
+              lane[std::min(i, k)] = combine(lane[i], lane[k]);
+              lane.erase(lane.begin() + static_cast<std::ptrdiff_t>(std::max(i, k)));
+            }
+          } else {
+            for (std::size_t j = 0; j < n; ++j) {  // Welford in each lane
+              Moments& l = lane[j % lanes];
+              l.n += 1;
+              const double delta = r(xc[j] - l.mean);
+              l.mean = r(l.mean + r(delta / l.n));
+              l.m2 = add(l.m2, r(delta * r(xc[j] - l.mean)));
+            }
+            for (std::size_t w = lanes / 2; w >= 1; w /= 2)
+              for (std::size_t i = 0; i < w; ++i) lane[i] = combine(lane[i], lane[i + w]);
+          }
+          mean = lane[0].mean;
+          var = r(lane[0].m2 / div_n);
         } else if (variance_ == VarianceMethod::welford) {
           std::vector<std::size_t> idx(n);
           std::iota(idx.begin(), idx.end(), 0);

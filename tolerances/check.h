@@ -251,8 +251,13 @@ enum class VarianceMethod : std::uint8_t {
   two_pass,  ///< μ = Σx/n, then Σ(x - μ)²/n
   welford,   ///< Welford's running update, elements in any order
   sumsq,     ///< Σx²/n - μ², clamped at 0 (single-pass GPU kernels)
+  /// Welford runs merged by Chan, Golub & LeVeque's pairwise update (δ = μ_b - μ_a,
+  /// μ = μ_a + δ·n_b/n, M2 = M2_a + M2_b + δ²·n_a·n_b/n) in any merge tree: per-thread Welford
+  /// combined by warp shuffles and block reductions (GPU layernorm kernels). Not in `any`: its
+  /// worst case over every tree is wider (docs/verdict.md §8).
+  chan,
 };
-/// "any", "two-pass", "welford", "sumsq".
+/// "any", "two-pass", "welford", "sumsq", "chan".
 std::string_view variance_method_name(VarianceMethod m);
 /// The method named `s`; InputError listing the valid ones otherwise.
 VarianceMethod variance_method_named(std::string_view s);

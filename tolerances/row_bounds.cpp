@@ -188,6 +188,55 @@ struct Stats {
   Iv mean, var;
 };
 
+/// Σ_j (x_j - μ)² of the exact row and its mean, in long double (the slack below covers it).
+std::pair<LD, LD> exact_moments(std::span<const double> x) {
+  LD mu = 0;
+  for (const double v : x) mu += v;
+  mu /= static_cast<LD>(x.size());
+  LD W = 0;
+  for (const double v : x) W += (v - mu) * (v - mu);
+  return {mu, W};
+}
+
+/// Chan et al.'s merges in any tree, Welford runs as its leaves (docs/verdict.md §8, "Chan").
+/// A merge of (n_a, μ_a, M2_a) and (n_b, μ_b, M2_b) — a Welford step is one with n_b = 1 —
+/// computes μ̂ = fl(μ̂_a + fl(δ̂·r̂)), δ̂ = fl(μ̂_b - μ̂_a), r̂ = n_b/n rounded (once or twice):
+/// μ̂ - μ = (1 - r)e_a + r·e_b + r·θ₄·(μ̂_b - μ̂_a) + ε·μ̂, so a merge's own error reaches the root
+/// weighted by the product of the weights above it, n_v/n; Σ_v n_v/n is the mean leaf depth, at
+/// most (n + 1)/2: E <= (n + 1)/2 · (u·M' + γ₄·R' + 4η), M' = M + E, R' = R + 2E (solved for E; vacuous when the
+/// factor reaches 1). M2: the exact increments c_v = δ_v²·w_v, w_v = n_a·n_b/n, sum to W = n·var
+/// over any tree; ĉ_v = δ̂_v²·w_v·(1 + θ₅) (PyTorch's δ·δ·n_a·(n_b/n)), |δ̂ - δ| <= E_δ = 2E +
+/// u·R', so |ĉ - c| <= w(2|δ|E_δ + E_δ²)(1 + γ₅) + γ₅·c; a Welford step's δ·(x - μ_new) errs by
+/// at most (1 + u)(2|δ|E_δ + E_δ²) + u·c <= 2w(...) (w = (k-1)/k >= 1/2): a factor 2 covers both.
+/// Σ_v w_v|δ_v| <= sqrt(S_w·W) (Cauchy–Schwarz), S_w = Σ_v w_v <= (n/4)·log2 n over every tree
+/// (w <= (a b)/(a + b), and a log a + b log b + 4ab/n <= n log n since H(p) >= 4p(1 - p)).
+/// Each increment then passes through at most 2(n - 1) additions of non-negative values.
+Stats chan_moments(const Arith& a, std::span<const Iv> xc, std::span<const double> x) {
+  const std::size_t n = xc.size();
+  LD lo = INFINITY, hi = -INFINITY, cast_err = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    lo = std::min(lo, xc[j].lo);
+    hi = std::max(hi, xc[j].hi);
+    cast_err = std::max(cast_err, xc[j].hi - xc[j].lo);
+  }
+  const LD u = a.u(), eta = a.eta(), R = hi - lo, M = std::max(std::fabs(lo), std::fabs(hi));
+  const auto [mu, W] = exact_moments(x);
+  const LD N = static_cast<LD>(n);
+  const auto gamma = [&](LD k) { return k * u / (1 - k * u); };
+  const LD depth = (N + 1) / 2;
+  const LD factor = 1 - depth * (u + 2 * gamma(4));
+  const LD E = factor > 0 ? depth * (u * M + gamma(4) * R + 4 * eta) / factor : LD{INFINITY};
+  const LD Ed = 2 * E + u * (R + 2 * E);
+  const LD Sw = n > 1 ? N / 4 * std::log2(N) : 0;
+  const LD T = 2 * (1 + gamma(5)) * (2 * Ed * std::sqrt(Sw * W) + Ed * Ed * Sw) + gamma(5) * W + 3 * (N - 1) * eta;
+  const LD g = N > 1 ? std::expm1(2 * (N - 1) * std::log1p(u)) : 0;
+  const LD Ew = T + g * (W + T) + 0x1p-58L * N * N * M * M;  // + the long double evaluation of W
+  const LD dm = E + cast_err, dw = Ew + N * (2 * std::sqrt(W / N) * cast_err + cast_err * cast_err);
+  if (!std::isfinite(dm) || !std::isfinite(dw)) return {Iv{-INFINITY, INFINITY}, Iv{0, INFINITY}};
+  const Iv M2{W - dw, W + dw};
+  return {a.round({mu - dm, mu + dm}), over_n(a, M2, n)};
+}
+
 /// Layernorm's mean and (biased) variance of the computed row `xc` by `m`.
 Stats variance_of(const Arith& a, VarianceMethod m, std::span<const Iv> xc, std::span<const double> x) {
   const std::size_t n = xc.size();
@@ -206,6 +255,7 @@ Stats variance_of(const Arith& a, VarianceMethod m, std::span<const Iv> xc, std:
       v.hi = std::max(v.hi, LD{0});
       return {mean, v};
     }
+    case VarianceMethod::chan: return chan_moments(a, xc, x);
     case VarianceMethod::welford:
     case VarianceMethod::any: break;
   }
@@ -223,11 +273,7 @@ Stats variance_of(const Arith& a, VarianceMethod m, std::span<const Iv> xc, std:
   }
   const LD u = a.u(), R = hi - lo, M = std::max(std::fabs(lo), std::fabs(hi));
   const LD eta = a.eta();
-  LD mu = 0;
-  for (const double v : x) mu += v;
-  mu /= static_cast<LD>(n);
-  LD W = 0;
-  for (const double v : x) W += (v - mu) * (v - mu);
+  const auto [mu, W] = exact_moments(x);
   const LD N = static_cast<LD>(n);
   const LD ac = 2 * u + u * u;
   const LD factor = 1 - ac - u * (N + 1) / (2 * (1 - u));
@@ -357,15 +403,16 @@ std::string_view variance_method_name(VarianceMethod m) {
     case VarianceMethod::two_pass: return "two-pass";
     case VarianceMethod::welford: return "welford";
     case VarianceMethod::sumsq: return "sumsq";
+    case VarianceMethod::chan: return "chan";
   }
   return "?";
 }
 
 VarianceMethod variance_method_named(std::string_view s) {
   for (const VarianceMethod m :
-       {VarianceMethod::any, VarianceMethod::two_pass, VarianceMethod::welford, VarianceMethod::sumsq})
+       {VarianceMethod::any, VarianceMethod::two_pass, VarianceMethod::welford, VarianceMethod::sumsq, VarianceMethod::chan})
     if (variance_method_name(m) == s) return m;
-  throw InputError(fmt::format("--variance '{}': unknown method (valid: two-pass, welford, sumsq, any)", s));
+  throw InputError(fmt::format("--variance '{}': unknown method (valid: two-pass, welford, sumsq, chan, any)", s));
 }
 
 std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& c, std::span<const double> x,
@@ -471,6 +518,12 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::
                                   ? "by two-pass Σ(x - μ)²/n, Welford's update (any order) or Σx²/n - μ² clamped at 0"
                                   : std::string(variance_method_name(c.variance)),
                               c.eps, gamma ? ", then ·gamma" : "", beta ? ", +beta" : ""));
+      if (c.variance == VarianceMethod::chan)
+        d.emplace_back("Chan: Welford runs merged by δ = μ_b - μ_a, μ = μ_a + δ·n_b/n, M2 = M2_a + M2_b + δ²·n_a·n_b/n in any "
+                       "tree; a merge's error reaches μ weighted n_v/n, mean leaf depth <= (n+1)/2: E <= (n+1)/2·(u·M' + "
+                       "γ₄·R' + 4η), M' = M + E, R' = R + 2E; M2 error <= 2(1+γ₅)(2E_δ·sqrt(S_w·W) + E_δ²·S_w) + γ₅·W, "
+                       "E_δ = 2E + u·R', S_w = Σ n_a·n_b/n <= (n/4)·log2 n, then ((1+u)^(2(n-1)) - 1)(W + ...); "
+                       "vacuous once (n+1)/2·(u + 2γ₄) >= 1");
       if (c.variance == VarianceMethod::any || c.variance == VarianceMethod::welford)
         d.emplace_back("Welford: every computed running mean stays in [min x, max x]; mean error E <= min(R, ((2u+u²)R + "
                      "u·M·(n+1)/(2(1-u)))/(1 - 2u - u² - u(n+1)/(2(1-u)))), M2 error <= (1+u)(2E₁·sqrt(2(n-1)W) + "

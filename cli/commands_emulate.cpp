@@ -55,6 +55,32 @@ int run_emulate(const EmulateArgs& e, bool dot) {
   return exit_ok;
 }
 
+struct EmulateSumArgs {
+  ClaimOptions claim;
+  std::string x, output;
+  int axis = -1;
+};
+
+/// `emulate sum`: the plan's sum along one axis (tolerances/check.h emulate_sum), the output
+/// `check sum --expect bit-exact` compares against.
+int run_emulate_sum(const EmulateSumArgs& e) {
+  const ClaimSpec claim = e.claim.parse();
+  if (!claim.plan == !claim.profile) throw UsageError("give exactly one of --plan P or --profile NAME");
+  if (!e.output.ends_with(".npy") && !e.output.ends_with(".safetensors"))
+    throw UsageError(fmt::format("--output {}: the file name must end in .npy or .safetensors", e.output));
+  check_output(e.output, "--output");
+  const TensorData X = operand_values(read_operand(e.x, "--x"), *claim.in, "--x");
+  const TensorData d = emulate_sum(X, e.axis, claim);
+  try {
+    write_tensor(e.output, make_tensor(*d.format, d.shape, d.values));
+  } catch (const InputError& x) {
+    throw UsageError(fmt::format("--output {}: {}", e.output, x.what()));
+  }
+  fmt::print(stderr, "numfid emulate: wrote {} ({} {} values, {})\n", e.output, d.values.size(), d.format->name,
+             emulation_description(claim, *claim.in));
+  return exit_ok;
+}
+
 void add_emulate_options(CLI::App& app, EmulateArgs& e) {
   app.add_option("--a", e.a, "A (.npy or FILE.safetensors:NAME)")->required();
   app.add_option("--b", e.b, "B")->required();
@@ -116,7 +142,16 @@ Command add_emulate_command(CLI::App& parent) {
   add_emulate_options(*m, *mm);
   CLI::App* d = app->add_subcommand("dot", "row-wise D[r] = C[r] + Σ_k A[r,k]·B[r,k], A and B: R×K");
   add_emulate_options(*d, *dt);
-  return {app, [=]() { return m->parsed() ? run_emulate(*mm, false) : run_emulate(*dt, true); }};
+  auto sm = std::make_shared<EmulateSumArgs>();
+  CLI::App* s = app->add_subcommand("sum", "D = sum of X along an axis (the plan's order), X's shape without that axis");
+  s->add_option("--x", sm->x, "X (.npy or FILE.safetensors:NAME)")->required();
+  s->add_option("--axis", sm->axis, "axis summed (negative counts from the end)")->capture_default_str();
+  sm->claim.declare(*s, ClaimKind::emulate);
+  s->add_option("--output", sm->output, "where to write the result (.npy or .safetensors)")->required();
+  return {app, [=]() {
+            if (s->parsed()) return run_emulate_sum(*sm);
+            return m->parsed() ? run_emulate(*mm, false) : run_emulate(*dt, true);
+          }};
 }
 
 Command add_profiles_command(CLI::App& parent) {

@@ -90,21 +90,25 @@ std::vector<Bits> emulate_dot_rows(const MatrixView& a, const MatrixView& b, con
   return d;
 }
 
-std::vector<Bits> emulate_sum(const MatrixView& x, int axis, const ReductionModel& m) {
+std::vector<Bits> emulate_sum_axis(const FormatSpec& f, std::span<const Bits> x, std::int64_t outer, std::int64_t len,
+                                   std::int64_t inner, const ReductionModel& m) {
   const FpEnvGuard guard;  // formats/platform.h: the caller's DAZ/FTZ/rounding mode cannot reach the model
-  const std::int64_t outer = axis == 0 ? x.cols : x.rows;
-  const std::int64_t len = axis == 0 ? x.rows : x.cols;
-  std::vector<Bits> d(static_cast<std::size_t>(outer));
+  std::vector<Bits> d(static_cast<std::size_t>(outer * inner));
   std::vector<Term> terms(static_cast<std::size_t>(len));
-  for (std::int64_t o = 0; o < outer; ++o) {
-    for (std::int64_t k = 0; k < len; ++k) {
-      const std::int64_t idx = axis == 0 ? k * x.cols + o : o * x.cols + k;
-      terms[static_cast<std::size_t>(k)] = as_term(*x.format, x.data[static_cast<std::size_t>(idx)], m.acc.rounding.daz);
-    }
-    d[static_cast<std::size_t>(o)] =
-        finish(m, reduce(m.plan, m.acc, terms, std::nullopt, static_cast<std::uint64_t>(o)), static_cast<std::uint64_t>(o));
+  for (std::int64_t e = 0; e < outer * inner; ++e) {
+    const std::int64_t o = e / inner, i = e % inner;
+    for (std::int64_t k = 0; k < len; ++k)
+      terms[static_cast<std::size_t>(k)] = as_term(f, x[static_cast<std::size_t>((o * len + k) * inner + i)], m.acc.rounding.daz);
+    d[static_cast<std::size_t>(e)] =
+        finish(m, reduce(m.plan, m.acc, terms, std::nullopt, static_cast<std::uint64_t>(e)), static_cast<std::uint64_t>(e));
   }
   return d;
+}
+
+std::vector<Bits> emulate_sum(const MatrixView& x, int axis, const ReductionModel& m) {
+  // axis 0: [1, rows, cols] (element = column); axis 1: [rows, cols, 1] (element = row).
+  return axis == 0 ? emulate_sum_axis(*x.format, x.data, 1, x.rows, x.cols, m)
+                   : emulate_sum_axis(*x.format, x.data, x.rows, x.cols, 1, m);
 }
 
 }  // namespace numfid

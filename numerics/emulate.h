@@ -41,6 +41,12 @@ std::vector<Bits> emulate_dot_rows(const MatrixView& a, const MatrixView& b, con
 /// Sum along `axis` (0: down the columns, giving 1×cols; 1: along the rows, giving rows×1).
 std::vector<Bits> emulate_sum(const MatrixView& x, int axis, const ReductionModel& m);
 
+/// Sum along the middle axis of `x` (format `f`) viewed row-major as [outer, len, inner]:
+/// D[o·inner + i] = Σ_k x[(o·len + k)·inner + i], any rank reduced to those three. Element e of D
+/// uses stochastic stream e (so emulate_sum above is this with outer or inner = 1).
+std::vector<Bits> emulate_sum_axis(const FormatSpec& f, std::span<const Bits> x, std::int64_t outer, std::int64_t len,
+                                   std::int64_t inner, const ReductionModel& m);
+
 /// True if emulate_matmul takes its vectorised path for this model and these formats.
 bool matmul_fast_path(const ReductionModel& m, const FormatSpec& a, const FormatSpec& b);
 

@@ -239,6 +239,47 @@ TEST(CheckSum, SequentialFp32SumIsConsistentBf16SumIsNot) {
   EXPECT_THAT(error_of([&] { check_sum(x, sum_in(fp32), 2, claim); }), HasSubstr("--axis 2 out of range for shape [2, 2048]"));
 }
 
+// --expect bit-exact on a sum: the plan's sum (emulate_sum, the plan evaluator) against
+// compiled float code summing the same axis of a rank-3 tensor in index order (an independent
+// second implementation of `sequential` for fp32 round-to-nearest), then one element changed.
+TEST(CheckSum, ExpectBitExactMatchesThePlanOrListsTheElementsThatDiffer) {
+  const std::int64_t O = 3, L = 100, I = 5;
+  TensorData x{&fp32, {O, L, I}, {}, "X"};
+  std::mt19937_64 g(5);
+  std::normal_distribution<float> nd;
+  for (std::int64_t i = 0; i < O * L * I; ++i) x.values.push_back(Bits{std::bit_cast<std::uint32_t>(nd(g))});
+  TensorData c{&fp32, {O, I}, {}, "C"};
+  for (std::int64_t o = 0; o < O; ++o)
+    for (std::int64_t i = 0; i < I; ++i) {
+      float s = std::bit_cast<float>(x.values[static_cast<std::size_t>(o * L * I + i)].raw);
+      for (std::int64_t k = 1; k < L; ++k) s += std::bit_cast<float>(x.values[static_cast<std::size_t>((o * L + k) * I + i)].raw);
+      c.values.push_back(Bits{std::bit_cast<std::uint32_t>(s)});
+    }
+  const CheckResult ok = check_sum(x, c, 1, parse_claim("--in fp32 --acc fp32 --out fp32 --plan sequential --expect bit-exact"));
+  EXPECT_EQ(ok.verdict.kind, TensorKind::consistent) << ok.text();
+  EXPECT_THAT(ok.verdict.reason, HasSubstr("matches the model bit for bit: all 15 elements equal the output plan sequential"));
+  const TensorData e = emulate_sum(x, -2, parse_claim("--in fp32 --acc fp32 --out fp32 --plan sequential"));
+  EXPECT_EQ(e.shape, (std::vector<std::int64_t>{O, I}));
+  EXPECT_EQ(e.values, c.values);
+  // A reverse-order sum of the same data differs somewhere (100 normal terms): a defect under
+  // --expect bit-exact, naming the elements; without --expect it is a legal order.
+  const CheckResult rev = check_sum(x, c, 1, parse_claim("--in fp32 --acc fp32 --out fp32 --plan reverse --expect bit-exact"));
+  EXPECT_EQ(rev.verdict.kind, TensorKind::defect);
+  EXPECT_THAT(rev.verdict.reason, HasSubstr("elements differ from the bit-exact output plan reverse predicts"));
+  EXPECT_EQ(check_sum(x, c, 1, parse_claim("--in fp32 --acc fp32 --out fp32 --plan reverse")).verdict.kind,
+            TensorKind::consistent);
+  TensorData one = c;
+  one.values[7] = Bits{one.values[7].raw ^ 1u};
+  const CheckResult bad = check_sum(x, one, 1, parse_claim("--in fp32 --acc fp32 --out fp32 --plan sequential --expect bit-exact"));
+  EXPECT_EQ(bad.verdict.kind, TensorKind::defect);
+  EXPECT_THAT(bad.verdict.reason, HasSubstr("1 of 15 elements differ"));
+  EXPECT_THAT(bad.verdict.reason, HasSubstr("[1, 2]"));  // element 7 of the 3×5 output
+  const TensorData xb{&bf16, {2, 8}, std::vector<Bits>(16, Bits{0x3f80}), "X"};
+  const TensorData cb{&fp32, {2}, std::vector<Bits>(2, Bits{0x41000000}), "C"};
+  EXPECT_THAT(error_of([&] { check_sum(xb, cb, 1, parse_claim("--in bf16 --out fp32 --profile nvidia-h100-tc --expect bit-exact")); }),
+              HasSubstr("models matmul and dot, not a sum"));
+}
+
 TEST(CheckRows, NeedsAnAccuracyClaim) {
   const TensorData x{&fp32, {1, 2}, {Bits{0}, Bits{0}}, "X"};
   EXPECT_THAT(error_of([&] { check_rows(RowOp::exp, x, x, parse_claim("--in fp32 --out fp32")); }),

@@ -260,6 +260,25 @@ CheckResult check_dot(const TensorData& A, const TensorData& B, const TensorData
   return check_matmul(dot_reference(A, B, opt.addend), D, claim, opt);
 }
 
+namespace {
+
+/// The model line: how many elements of C the claim's model predicts bit for bit (the
+/// prediction is `emulate`'s own output, so a stochastic one uses the same streams).
+void attach_prediction(CheckResult& r, TensorData predicted, const TensorData& C, const std::string& order,
+                       const ClaimSpec& claim) {
+  ModelMatch mm;
+  mm.elements = static_cast<std::int64_t>(predicted.values.size());
+  for (std::size_t e = 0; e < predicted.values.size() && e < C.values.size(); ++e)
+    mm.equal += predicted.values[e] == C.values[e] ? 1 : 0;
+  mm.model = order;
+  if (claim.output_rounding() == Rounding::stochastic || claim.acc_rounding == Rounding::stochastic)
+    mm.note = fmt::format(" (stochastic rounding: seed {}, stream = element index)", claim.seed);
+  r.model = mm;
+  r.predicted = std::move(predicted.values);
+}
+
+}  // namespace
+
 CheckResult check_matmul(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& claim,
                          const MatmulCheckOptions& opt) {
   if (is_quantised_claim(claim)) return detail::check_quantised_gemm(A, B, C, claim, opt, false);  // quant_check.h
@@ -293,7 +312,7 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
   const TensorData* D = mr.addend ? &*mr.addend : nullptr;
   const std::int64_t M = mr.dims.m, K = mr.dims.k, N = mr.dims.n;
   const ClaimSetup s = detail::make_claim(claim, K, D != nullptr, true);
-  std::vector<ReferenceElement> ref(mr.elements.size());
+  detail::ParallelArray<ReferenceElement> ref(static_cast<std::int64_t>(mr.elements.size()));  // first touched on every core
   detail::parallel_for(static_cast<std::int64_t>(ref.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
     for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
       ref[e] = {mr.elements[e].rounded(fout), mr.elements[e].exact, mr.elements[e].sum_abs};
@@ -330,15 +349,8 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
   if (claim.expect_bit_exact && opt.ref) throw InputError("--expect bit-exact does not combine with --ref");
   if (!opt.ref && (claim.expect_bit_exact || (opt.predict && detail::prediction_is_cheap(claim, s, M, K, N)))) {
     check_cancelled();
-    TensorData predicted = mr.rowwise_dot ? emulate_dot(A, B, mr.addend, claim) : emulate_matmul(A, B, mr.addend, claim);
-    ModelMatch mm;
-    mm.elements = static_cast<std::int64_t>(predicted.values.size());
-    for (std::size_t e = 0; e < predicted.values.size(); ++e) mm.equal += predicted.values[e] == C.values[e] ? 1 : 0;
-    mm.model = s.order;
-    if (claim.output_rounding() == Rounding::stochastic || claim.acc_rounding == Rounding::stochastic)
-      mm.note = fmt::format(" (stochastic rounding: seed {}, stream = element index)", claim.seed);
-    r.model = mm;
-    r.predicted = std::move(predicted.values);
+    attach_prediction(r, mr.rowwise_dot ? emulate_dot(A, B, mr.addend, claim) : emulate_matmul(A, B, mr.addend, claim), C,
+                      s.order, claim);
   }
   if (claim.expect_bit_exact) apply_bit_exact_expectation(r, C);
   return r;
@@ -378,7 +390,13 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
                          }
                        });
   Verdict v = judge(s.claim, b, C.values, ref, {outer, inner}, detail::judge_options(claim, worst, true));
-  return detail::finish("sum", s, claim, std::move(b), std::move(v), inner > 1);
+  CheckResult r = detail::finish("sum", s, claim, std::move(b), std::move(v), inner > 1);
+  if (claim.expect_bit_exact) {  // the plan's own sum, as `emulate sum` computes it
+    check_cancelled();
+    attach_prediction(r, emulate_sum(X, axis_in, claim), C, s.order, claim);
+    apply_bit_exact_expectation(r, C);
+  }
+  return r;
 }
 
 CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const ClaimSpec& claim,

@@ -316,6 +316,10 @@ TensorData emulate_matmul(const TensorData& a, const TensorData& b, const std::o
                           const ClaimSpec& claim);
 TensorData emulate_dot(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
                        const ClaimSpec& claim);
+/// The sum of `x` along `axis` (negative counts from the end) by the claim's plan or plan
+/// profile (a tensor-core or Tensor Engine profile has no sum: InputError); the result has
+/// x's shape without that axis. Element e (row-major) draws stochastic stream e.
+TensorData emulate_sum(const TensorData& x, int axis, const ClaimSpec& claim);
 
 /// What `emulate` ran, for messages: "profile trn2 v1", "plan blocked(128)",
 /// "profile nvidia-h100-tc v1: bf16->fp32 block FMA".

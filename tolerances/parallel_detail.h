@@ -4,8 +4,12 @@
 // thread count (tests/reference_fast_test.cpp checks 1, 2 and 7 threads).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <new>
+#include <type_traits>
 
 namespace numfid::detail {
 
@@ -22,5 +26,40 @@ void set_check_threads(int n);
 /// throws, the remaining chunks are skipped and the first exception is rethrown after every
 /// thread has stopped.
 void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t, std::int64_t)>& fn);
+
+/// n value-initialised T whose memory is first touched by parallel_for's threads, each chunk
+/// constructing its own elements. A std::vector<T>(n) zeroes all of it in the calling thread
+/// first: at 4096 × 4096 outputs that is gigabytes of page faults and kernel page clearing on one
+/// core (docs/performance.md, "check matmul at model scale"), before any element is computed.
+template <class T>
+class ParallelArray {
+  static_assert(std::is_nothrow_default_constructible_v<T> && std::is_trivially_destructible_v<T>);
+
+ public:
+  explicit ParallelArray(std::int64_t n)
+      : n_(static_cast<std::size_t>(n)),
+        p_(static_cast<T*>(::operator new(sizeof(T) * (n_ == 0 ? 1 : n_), std::align_val_t{alignof(T)}))) {
+    parallel_for(n, 16384, [this](std::int64_t i0, std::int64_t i1) {
+      std::uninitialized_value_construct(p_ + i0, p_ + i1);
+    });
+  }
+  ~ParallelArray() { ::operator delete(p_, std::align_val_t{alignof(T)}); }
+  ParallelArray(const ParallelArray&) = delete;
+  ParallelArray& operator=(const ParallelArray&) = delete;
+
+  T& operator[](std::size_t i) { return p_[i]; }
+  const T& operator[](std::size_t i) const { return p_[i]; }
+  std::size_t size() const { return n_; }
+  T* begin() { return p_; }
+  T* end() { return p_ + n_; }
+  const T* begin() const { return p_; }
+  const T* end() const { return p_ + n_; }
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+
+ private:
+  std::size_t n_;
+  T* p_;
+};
 
 }  // namespace numfid::detail

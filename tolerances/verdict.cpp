@@ -259,7 +259,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
                      "claim a check that did not happen");
   Verdict v;
   v.elements = static_cast<std::int64_t>(out.size());
-  std::vector<ElementReport> all(out.size());
+  detail::ParallelArray<ElementReport> all(static_cast<std::int64_t>(out.size()));  // first touched on every core
   std::vector<std::uint8_t> mismatch(out.size(), 0);
   // Each element is classified on its own, on every core (tolerances/parallel_detail.h); the
   // counts are taken afterwards, in element order.
@@ -353,8 +353,10 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
   // The worst elements: positions sorted rather than copies of every report (96 bytes each: 1.6
   // GB for a 4096×4096 output); partial_sort moves positions exactly as it would move copies,
   // since it sees the same comparisons, so ties come out in the same order.
-  std::vector<std::size_t> sorted(all.size());
-  for (std::size_t i = 0; i < sorted.size(); ++i) sorted[i] = i;
+  detail::ParallelArray<std::size_t> sorted(static_cast<std::int64_t>(all.size()));
+  detail::parallel_for(static_cast<std::int64_t>(sorted.size()), 65536, [&](std::int64_t i0, std::int64_t i1) {
+    for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) sorted[i] = i;
+  });
   const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(opt.worst), sorted.size());
   std::partial_sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end(),
                     [&all](std::size_t x, std::size_t y) { return all[x].ratio > all[y].ratio; });

@@ -270,6 +270,16 @@ py::tuple emulate(const std::string& op, const std::string& claim_text, const py
   return tensor_result(d, bits);
 }
 
+py::tuple emulate_sum_array(const std::string& claim_text, const py::object& x, int axis, bool bits) {
+  const std::optional<Operand> X = operand(x);
+  require(X, "sum", "x");
+  const TensorData d = without_gil([&] {
+    const ClaimSpec claim = claim_with_files(claim_text);
+    return emulate_sum(tensor_data(X->tensor, *claim.in), axis, claim);
+  });
+  return tensor_result(d, bits);
+}
+
 py::tuple convert_array(const py::object& x, const std::string& from, const std::string& to, const std::string& rounding,
                         bool saturate, std::uint64_t seed, bool bits) {
   const std::optional<Operand> X = operand(x);
@@ -461,6 +471,7 @@ PYBIND11_MODULE(_numfid, m) {
       py::arg("target_profile") = "");
   m.def("emulate", &emulate, py::arg("op"), py::arg("claim"), py::arg("a"), py::arg("b"), py::arg("c") = py::none(),
         py::arg("c_format") = "", py::arg("bits") = false);
+  m.def("emulate_sum", &emulate_sum_array, py::arg("claim"), py::arg("x"), py::arg("axis") = -1, py::arg("bits") = false);
   m.def("convert", &convert_array, py::arg("x"), py::arg("from_format"), py::arg("to"), py::arg("rounding") = "rne",
         py::arg("saturate") = false, py::arg("seed") = 0, py::arg("bits") = false);
   m.def("profiles", &profiles_list);

@@ -81,14 +81,25 @@ def _profile_claim(claim_or_profile, fmt_a):
     return f"--in {fmt_a} --out {fmt_a} --profile {text}"
 
 
-def emulate(op, claim_or_profile, *, a, b, c=None, c_format=None, bits=False):
+def emulate(op, claim_or_profile, *, a=None, b=None, c=None, x=None, axis=-1, c_format=None, bits=False):
     """The bit-exact output the claim's model (a --plan or a --profile) predicts: D = C + A·B
-    ("matmul") or the row-wise D[r] = C[r] + Σ_k A[r,k]·B[r,k] ("dot"), as `numfid emulate`.
+    ("matmul"), the row-wise D[r] = C[r] + Σ_k A[r,k]·B[r,k] ("dot"), or X summed along `axis`
+    ("sum": x=..., a plan or plan profile), as `numfid emulate`.
 
     claim_or_profile: a claim text with --plan P or --profile NAME, or a bare profile name
     (then --in and --out are the format of A's dtype: torch/ml_dtypes bfloat16, float8, ...).
     Returns a NumPy array: float32 values (exact), or bit patterns with bits=True.
     """
+    if op == "sum":
+        if a is not None or b is not None or c is not None:
+            raise ValueError("numfid.emulate('sum'): give x=..., not a/b/c")
+        if x is None:
+            raise ValueError("numfid.emulate('sum'): x is required")
+        op_x, fmt_x = _as_operand(x, "x")
+        _, values = _numfid.emulate_sum(_profile_claim(claim_or_profile, fmt_x), op_x, axis, bits)
+        return values
+    if a is None or b is None:
+        raise ValueError(f"numfid.emulate('{op}'): a and b are required")
     op_a, fmt_a = _as_operand(a, "a")
     claim = _profile_claim(claim_or_profile, fmt_a)
     _, values = _numfid.emulate(op, claim, op_a, _operand(b, "b"), _operand(c, "c"), c_format or "", bits)

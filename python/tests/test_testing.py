@@ -154,3 +154,28 @@ def test_torch_real():
     b = torch.randn(64, 8).to(torch.bfloat16)
     c = (a.float() @ b.float()).to(torch.bfloat16)
     assert numfid.check_matmul(a, b, c, CLAIM).verdict == "consistent"
+
+
+def test_emulate_sum_is_the_plan_and_check_sum_expects_it_bit_for_bit():
+    # A sequential fp32 sum along axis 1 of a rank-3 array, written out as float32 scalar adds
+    # (an independent second implementation), against numfid's plan evaluator.
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 50, 3)).astype(np.float32)
+    want = np.empty((2, 3), dtype=np.float32)
+    for o in range(2):
+        for i in range(3):
+            s = x[o, 0, i]
+            for k in range(1, 50):
+                s = np.float32(s + x[o, k, i])
+            want[o, i] = s
+    claim = "--in fp32 --acc fp32 --out fp32 --plan sequential"
+    d = numfid.emulate("sum", claim, x=x, axis=1)
+    assert d.shape == (2, 3) and np.array_equal(d, want)
+    r = numfid.check("sum", claim + " --expect bit-exact", x=x, c=want, axis=1)
+    assert r.verdict == "consistent" and "matches the model bit for bit" in r.report
+    bad = want.copy()
+    bad[1, 2] = np.nextafter(bad[1, 2], np.float32(np.inf))
+    r = numfid.check("sum", claim + " --expect bit-exact", x=x, c=bad, axis=1)
+    assert r.verdict == "defect" and "1 of 6 elements differ" in r.report
+    with pytest.raises(ValueError, match="give x="):
+        numfid.emulate("sum", claim, a=x, b=x)

@@ -90,7 +90,7 @@ int run_check_sum(const SumArgs& a) {
 struct RowArgs {
   RowOp op = RowOp::softmax;
   ClaimOptions claim;
-  std::string x, c, json, gamma, beta, param_format, variance = "any";
+  std::string x, c, json, gamma, beta, param_format, variance = "any", softmax = "textbook";
   double eps = 1e-5;
   int worst = 8;
 };
@@ -106,6 +106,7 @@ int run_check_rows(const RowArgs& a) {
   const FormatSpec& fparam = a.param_format.empty() ? fin : format_named(a.param_format);
   o.param_format = &fparam;
   o.variance = variance_method_named(a.variance);
+  o.softmax = softmax_method_named(a.softmax);
   if (!a.gamma.empty()) o.gamma = load_operand(a.gamma, fparam, "--gamma");
   if (!a.beta.empty()) o.beta = load_operand(a.beta, fparam, "--beta");
   return report(check_rows(a.op, X, C, claim, o), a.json);
@@ -116,7 +117,7 @@ int run_check_rows(const RowArgs& a) {
 struct TolArgs {
   std::string op = "matmul";
   ClaimOptions claim;
-  std::string variance = "any";
+  std::string variance = "any", softmax = "textbook";
   double eps = 1e-5;
   std::int64_t k = 0;
   bool addend = false, json = false;
@@ -128,6 +129,7 @@ int run_tol(const TolArgs& t) {
   if (const auto row_op = find_row_op(t.op)) {  // a row/elementwise op: the derivation for rows of K
     RowCheckOptions o;
     o.variance = variance_method_named(t.variance);
+    o.softmax = softmax_method_named(t.softmax);
     o.eps = t.eps;
     fmt::print("{}", row_tolerance_text(*row_op, t.claim.parse(), static_cast<std::size_t>(t.k), o));
     return exit_ok;
@@ -193,6 +195,10 @@ Command add_check_command(CLI::App& parent) {
     rows->claim.declare_option(*r, "--ulps", "or: claimed accuracy in output ulps at the exact value (0.5 = correctly rounded)");
     r->add_option("--json", rows->json, "also write the verdict as JSON");
     r->add_option("--worst", rows->worst, "elements to list")->capture_default_str();
+    if (op == RowOp::softmax || op == RowOp::log_softmax)
+      r->add_option("--softmax", rows->softmax,
+                    "with --compute: textbook (max, then Σ exp) or online (running max and rescaled sum, any merge tree)")
+          ->capture_default_str();
     if (op == RowOp::layernorm || op == RowOp::rmsnorm) {
       r->add_option("--eps", rows->eps, "epsilon added to the variance, inside the square root")->capture_default_str();
       r->add_option("--gamma", rows->gamma, "scale, 1-D, one per column");
@@ -231,6 +237,7 @@ Command add_tol_command(CLI::App& parent) {
   t->claim.declare_option(*app, "--fn-ulps", "row ops: accuracy of each elementary function in compute ulps", "1");
   t->claim.declare_option(*app, "--fn-abs", "row ops: ... and/or its absolute error");
   app->add_option("--variance", t->variance, "layernorm: two-pass, welford, sumsq, any (those three) or chan")->capture_default_str();
+  app->add_option("--softmax", t->softmax, "softmax/log_softmax: textbook or online")->capture_default_str();
   app->add_option("--eps", t->eps, "layernorm/rmsnorm: epsilon inside the square root")->capture_default_str();
   app->add_flag("--addend", t->addend, "the sum starts from an addend C (D = C + A·B)");
   app->add_flag("--json", t->json, "print JSON instead of text");

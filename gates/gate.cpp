@@ -79,7 +79,7 @@ struct GateLoader {
   GateCase gate_case(const YAML::Node& n, const std::optional<std::pair<std::string, int>>& default_claim,
                      bool default_baseline) const {
     static const std::vector<std::string> keys{"name", "op", "a", "b", "c", "x", "ref", "ref_claim", "claim", "addend", "axis", "eps", "baseline", "rerun",
-                                               "gamma", "beta", "param_format", "variance",
+                                               "gamma", "beta", "param_format", "variance", "softmax",
                                                "scale_a", "scale_b", "out_scale"};
     check_keys(n, keys, "a case");
     GateCase c;
@@ -101,9 +101,10 @@ struct GateLoader {
     if (reduction) required = {"a", "b", "c"}, optional = {"addend", "ref", "ref_claim", "scale_a", "scale_b", "out_scale"};
     else if (c.op == "sum") required = {"x", "c"}, optional = {"axis"};
     else if (row == RowOp::layernorm) required = {"x", "c"}, optional = {"eps", "gamma", "beta", "param_format", "variance"};
+    else if (row == RowOp::softmax || row == RowOp::log_softmax) required = {"x", "c"}, optional = {"softmax"};
     else required = {"x", "c"}, optional = norm ? std::vector<std::string>{"eps", "gamma", "param_format"} : std::vector<std::string>{};
     for (const std::string k : {"a", "b", "c", "x", "addend", "ref", "ref_claim", "axis", "eps", "gamma", "beta", "param_format", "variance",
-                              "scale_a", "scale_b", "out_scale"}) {
+                              "softmax", "scale_a", "scale_b", "out_scale"}) {
       const bool takes = std::find(required.begin(), required.end(), k) != required.end() ||
                          std::find(optional.begin(), optional.end(), k) != optional.end();
       if (n[k] && !takes) fail(n[k], fmt::format("{}: '{}' does not apply to op {}", where, k, c.op));
@@ -134,6 +135,15 @@ struct GateLoader {
         variance_method_named(*c.variance);
       } catch (const InputError& e) {
         fail(n["variance"], fmt::format("{}: {}", what, e.what()));
+      }
+    }
+    if (n["softmax"]) {
+      const std::string what = fmt::format("{}: softmax", where);
+      c.softmax = text(n["softmax"], what);
+      try {
+        softmax_method_named(*c.softmax);
+      } catch (const InputError& e) {
+        fail(n["softmax"], fmt::format("{}: {}", what, e.what()));
       }
     }
     if (n["ref"] && !n["ref_claim"]) fail(n["ref"], fmt::format("{}: 'ref' needs 'ref_claim' (the claim of the platform that produced it)", where));

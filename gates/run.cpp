@@ -166,6 +166,7 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
       const FormatSpec& fparam = c.param_format ? format_named(*c.param_format) : *claim.in;
       o.param_format = &fparam;
       if (c.variance) o.variance = variance_method_named(*c.variance);
+      if (c.softmax) o.softmax = softmax_method_named(*c.softmax);
       if (c.gamma) o.gamma = load(*c.gamma, fparam);
       if (c.beta) o.beta = load(*c.beta, fparam);
       out.check = check_rows(*find_row_op(c.op), X, *C, claim, o);
@@ -195,6 +196,7 @@ std::string repro_command(const GateCase& c, const std::string& claim_text) {
   if (c.axis) s += fmt::format(" --axis {}", *c.axis);
   if (c.eps) s += fmt::format(" --eps {}", *c.eps);
   opt("--gamma", c.gamma), opt("--beta", c.beta), opt("--param-format", c.param_format), opt("--variance", c.variance);
+  opt("--softmax", c.softmax);
   s += fmt::format(" {}", claim_text);
   if (claim_text == c.claim) opt("--scale-a", c.scale_a), opt("--scale-b", c.scale_b), opt("--out-scale", c.out_scale);
   if (c.ref) {

@@ -228,7 +228,7 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
       {"unknown top-level key", "version: 1\nextra: 3\ncases:\n" + legal,
        p + ":2: unknown key 'extra' in the gate file (valid: version, defaults, include, cases)"},
       {"unknown case key", gate_with(legal + "    tolerance: 3\n"),
-       p + ":10: unknown key 'tolerance' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, axis, eps, baseline, rerun, gamma, beta, param_format, variance, scale_a, scale_b, out_scale)"},
+       p + ":10: unknown key 'tolerance' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, axis, eps, baseline, rerun, gamma, beta, param_format, variance, softmax, scale_a, scale_b, out_scale)"},
       {"baseline not a boolean", gate_with(legal + "    baseline: yes please\n"), p + ":10: case 'legal': baseline must be true or false, not 'yes please'"},
       {"unknown defaults key", "version: 1\ndefaults:\n  worst: 3\ncases:\n" + legal,
        p + ":3: unknown key 'worst' in defaults (valid: claim, baseline)"},
@@ -245,6 +245,10 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
        p + ":9: case 'r': 'beta' does not apply to op rmsnorm"},
       {"unknown variance", gate_with("  - name: l\n    op: layernorm\n    x: x.npy\n    c: c.npy\n    variance: kahan\n"),
        p + ":9: case 'l': variance: --variance 'kahan': unknown method (valid: two-pass, welford, sumsq, chan, any)"},
+      {"unknown softmax method", gate_with("  - name: s\n    op: log_softmax\n    x: x.npy\n    c: c.npy\n    softmax: fused\n"),
+       p + ":9: case 's': softmax: --softmax 'fused': unknown method (valid: textbook, online)"},
+      {"softmax on layernorm", gate_with("  - name: l\n    op: layernorm\n    x: x.npy\n    c: c.npy\n    softmax: online\n"),
+       p + ":9: case 'l': 'softmax' does not apply to op layernorm"},
       {"unknown param_format", gate_with("  - name: l\n    op: layernorm\n    x: x.npy\n    c: c.npy\n    param_format: fp7\n"),
        p + ":9: case 'l': param_format: unknown format 'fp7' (known: fp32, fp16, bf16, tf32, fp8_e4m3, fp8_e5m2, "
            "fp8_e4m3fnuz, fp8_e5m2fnuz, fp6_e3m2, fp6_e2m3, fp4_e2m1, e8m0, int8, uint8, int32; aliases such as bfloat16 or "

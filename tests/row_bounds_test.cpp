@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "formats/error.h"
 #include "tests/row_kernels.h"
 #include "tolerances/check.h"
 #include "tolerances/row_bounds.h"
@@ -51,6 +52,8 @@ struct Case {
   int fn_ulps = 1;
   /// The kernel's variance method when it is not the claim's (to show a claim does not cover it).
   std::optional<VarianceMethod> kernel_variance{};
+  SoftmaxMethod softmax = SoftmaxMethod::textbook;  ///< the claim's
+  bool kernel_online = false;                        ///< the kernel forms an online denominator
 };
 
 std::string describe(const Case& c) {
@@ -90,6 +93,7 @@ Outcome run(const Case& c, std::uint64_t seed, const Defects& defects = {}, bool
   std::vector<double> y(N), ref(N);
   NaiveKernel k(c.compute, seed * 7 + 1, c.fn_abs, defects);
   k.set_fn_ulps(c.fn_ulps);
+  k.set_online(c.kernel_online);
   NaiveKernel f64(nullptr, seed * 7 + 2);
   static constexpr Order orders[] = {Order::sequential, Order::reverse, Order::pairwise, Order::blocked16,
                                      Order::shuffled};
@@ -117,6 +121,7 @@ Outcome run(const Case& c, std::uint64_t seed, const Defects& defects = {}, bool
   RowCheckOptions o;
   o.eps = eps;
   o.variance = c.variance;
+  o.softmax = c.softmax;
   o.param_format = &pf;
   if (c.gamma) o.gamma = view(std::span<const double>(gamma), {static_cast<std::int64_t>(c.n)}, pf.name, "gamma");
   if (c.beta) o.beta = view(std::span<const double>(beta), {static_cast<std::int64_t>(c.n)}, pf.name, "beta");
@@ -265,6 +270,50 @@ TEST(RowBounds, ChanMergesUnderTheChanClaim) {
     EXPECT_LE(worst[0], 1.0) << "a legal Chan-merged output leaves the chan bound";
   }
   std::printf("%s", table.c_str());
+}
+
+// Online softmax (running max and rescaled sum, merged sequentially, in blocks of 16, pairwise or
+// in a random tree: tests/row_kernels.h) under `--softmax online`: sound on every output, not
+// vacuous; the same outputs under the textbook claim, printed beside it.
+TEST(RowBounds, OnlineSoftmaxUnderTheOnlineClaim) {
+  const Dist normal{}, wide{0, 0, 0, 8}, masked{0, 0, 0, 3, true};
+  std::vector<Case> cases;
+  for (const RowOp op : {RowOp::softmax, RowOp::log_softmax}) {
+    cases.push_back({op, &bf16, &fp32, &fp32, 6, 200, normal});
+    cases.push_back({op, &fp32, &fp32, &fp32, 4, 1000, masked});
+    cases.push_back({op, &fp32, &fp32, &fp32, 2, 4096, wide});
+    cases.push_back({op, &bf16, &bf16, &bf16, 3, 256, normal});
+    cases.push_back({op, &fp16, &fp16, &fp16, 3, 1024, wide});
+    cases.push_back({op, &fp32, &fp32, &fp32, 4, 64, Dist{-20, 20}});
+  }
+  std::string table = "| case | online claim: worst error/bound | textbook claim |\n|---|---|---|\n";
+  int k = 0;
+  for (Case c : cases) {
+    SCOPED_TRACE(describe(c));
+    c.kernel_online = true;
+    double worst[2] = {0, 0};
+    for (int m = 0; m < 2; ++m) {
+      c.softmax = m == 0 ? SoftmaxMethod::online : SoftmaxMethod::textbook;
+      for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+        const Outcome o = run(c, 7000 + seed + 100 * static_cast<std::uint64_t>(k));
+        if (m == 0) {
+          EXPECT_FALSE(outside(o.derived)) << o.derived.text();
+        }
+        worst[m] = std::max(worst[m], outside(o.derived) ? INFINITY : worst_ratio(o.derived));
+      }
+    }
+    table += fmt::format("| {} | {:.3g} | {:.3g} |\n", describe(c), worst[0], worst[1]);
+    if (*c.out == *c.compute && *c.compute == fp32) {
+      EXPECT_GT(worst[0], 1e-3) << "the online bound is far from what kernels reach";
+    }
+    ++k;
+  }
+  std::printf("%s", table.c_str());
+  // --fn-abs has no derived online bound: refused, not guessed.
+  Case c{RowOp::softmax, &fp32, &fp32, &fp32, 1, 8, normal};
+  c.softmax = SoftmaxMethod::online;
+  c.fn_abs = 1e-7;
+  EXPECT_THROW(run(c, 1), InputError);
 }
 
 TEST(RowBounds, NotVacuous) {

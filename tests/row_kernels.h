@@ -14,6 +14,7 @@
 #include <numeric>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "formats/format_spec.h"
@@ -127,6 +128,51 @@ class NaiveKernel {
   void set_variance(VarianceMethod m) { variance_ = m; }
   void set_rsqrt(bool b) { rsqrt_ = b; }
   void set_alt_form(bool b) { alt_ = b; }
+  /// softmax/log-softmax: the online denominator (running max and rescaled sum; merged in the
+  /// kernel's order: sequentially, in blocks of 16, pairwise, or in a random tree when shuffled).
+  void set_online(bool b) { online_ = b; }
+
+  /// (max, sum) of the online softmax over xc[lo, hi) in the kernel's order.
+  std::pair<double, double> online(const std::vector<double>& xc, std::size_t lo, std::size_t hi) {
+    using P = std::pair<double, double>;
+    const auto merge = [&](P a, P b) {  // m = max; d = d_a·exp(m_a - m) + d_b·exp(m_b - m)
+      if (std::isinf(a.first) && a.first < 0) return b;
+      if (std::isinf(b.first) && b.first < 0) return a;
+      const double m = std::max(a.first, b.first);
+      const double fa = fn(std::exp(static_cast<long double>(r(a.first - m))));
+      const double fb = fn(std::exp(static_cast<long double>(r(b.first - m))));
+      return P{m, add(r(a.second * fa), r(b.second * fb))};
+    };
+    const auto leaf = [&](std::size_t j) {
+      const bool masked = std::isinf(xc[j]) && xc[j] < 0;
+      return masked ? P{-INFINITY, 0.0} : P{xc[j], fn(std::exp(0.0L))};  // exp(x - x): within the function claim
+    };
+    if (order_ == Order::pairwise && hi - lo > 1) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      return merge(online(xc, lo, mid), online(xc, mid, hi));
+    }
+    std::vector<P> parts;
+    for (std::size_t j = lo; j < hi; ++j) parts.push_back(leaf(j));
+    if (order_ == Order::reverse) std::reverse(parts.begin(), parts.end());
+    if (order_ == Order::shuffled) {  // a random merge tree
+      while (parts.size() > 1) {
+        const std::size_t i = rng_() % parts.size();
+        std::size_t k = rng_() % (parts.size() - 1);
+        if (k >= i) ++k;
+        parts[std::min(i, k)] = merge(parts[i], parts[k]);
+        parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(std::max(i, k)));
+      }
+      return parts.empty() ? P{-INFINITY, 0.0} : parts[0];
+    }
+    const std::size_t block = order_ == Order::blocked16 ? 16 : parts.size();
+    P run{-INFINITY, 0.0};
+    for (std::size_t b0 = 0; b0 < parts.size(); b0 += std::max<std::size_t>(block, 1)) {
+      P part{-INFINITY, 0.0};
+      for (std::size_t j = b0; j < std::min(parts.size(), b0 + block); ++j) part = merge(part, parts[j]);
+      run = merge(run, part);
+    }
+    return run;
+  }
 
   /// One row of `op` (x and gamma/beta already values of their formats).
   std::vector<double> row(RowOp op, std::span<const double> x, double eps, std::span<const double> gamma = {},
@@ -145,7 +191,14 @@ class NaiveKernel {
           d[j] = std::isinf(xc[j]) && xc[j] < 0 ? -INFINITY : r(xc[j] - m);
           e[j] = std::isinf(d[j]) ? 0.0 : fn(std::exp(static_cast<long double>(d[j])));
         }
-        const double s = sum(e);
+        double s = 0;
+        if (online_ && !d_.no_max_subtraction) {
+          const auto [om, os] = online(xc, 0, n);
+          (void)om;  // the final max is the row's max: exact
+          s = os;
+        } else {
+          s = sum(e);
+        }
         if (op == RowOp::softmax) {
           for (std::size_t j = 0; j < n; ++j) y[j] = r(e[j] / s);
         } else {
@@ -311,6 +364,7 @@ class NaiveKernel {
   std::mt19937_64 rng_;
   double fn_abs_;
   Defects d_;
+  bool online_ = false;
   Order order_ = Order::sequential;
   VarianceMethod variance_ = VarianceMethod::two_pass;
   bool rsqrt_ = true, alt_ = false;

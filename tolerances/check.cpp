@@ -480,6 +480,7 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
     rc.fn_abs = claim.fn_abs;
     rc.param = &fparam;
     rc.variance = opt.variance;
+    rc.softmax = opt.softmax;
     rc.eps = opt.eps;
     rc.out = &fout;
     rc.out_rounding = s.claim.output_rounding;

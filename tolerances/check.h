@@ -259,6 +259,19 @@ enum class VarianceMethod : std::uint8_t {
 };
 /// "any", "two-pass", "welford", "sumsq", "chan".
 std::string_view variance_method_name(VarianceMethod m);
+
+/// How softmax / log-softmax form their denominator (a claim with --compute; --softmax).
+enum class SoftmaxMethod : std::uint8_t {
+  textbook,  ///< m = max x, then Σ exp(x_j - m) in any order (two passes)
+  /// Online (Milakov & Gimelshein 2018): running (max, sum) pairs, a partial sum rescaled by
+  /// exp(m_old - m_new) whenever its max grows, pairs merged in any tree (one pass; fused
+  /// softmax and attention kernels). The final numerators use the final max.
+  online,
+};
+/// "textbook", "online".
+std::string_view softmax_method_name(SoftmaxMethod m);
+/// The method named `s`; InputError listing the valid ones otherwise.
+SoftmaxMethod softmax_method_named(std::string_view s);
 /// The method named `s`; InputError listing the valid ones otherwise.
 VarianceMethod variance_method_named(std::string_view s);
 
@@ -269,6 +282,7 @@ struct RowCheckOptions {
   std::optional<TensorData> beta;    ///< layernorm shift (one per column, 1-D)
   const FormatSpec* param_format = nullptr;  ///< gamma/beta's format (nullptr: the claim's --in)
   VarianceMethod variance = VarianceMethod::any;  ///< layernorm under --compute
+  SoftmaxMethod softmax = SoftmaxMethod::textbook;  ///< softmax / log-softmax under --compute
   int worst = 8;
 };
 

@@ -317,8 +317,38 @@ std::vector<Iv> norm_row(const Arith& a, RowOp op, VarianceMethod m, std::span<c
   return out;
 }
 
+/// The online denominator (SoftmaxMethod::online, docs/verdict.md §8 "Online softmax"): every
+/// term e_k = exp(x_k - m) reaches the result through at most D = n - 1 merges, each rescaling
+/// its partial sum by exp(m_old - m_new) (within fn_ulps: relative w = 2u·fn_ulps, absolute
+/// fn_ulps·tiny), multiplying (u) and adding (u); its exponent's pieces (x_k - m_k, then each
+/// m_old - m_new) have one sign and add up to x_k - m, so their roundings shift the exponent by at
+/// most u·|x_k - m| in all, as the textbook's one subtraction does. So the computed sum lies in
+/// [Σ e_k^lo·e^(-u|x_k - m|)·(1 - w)^(D+1)(1 - u)^(2D) - A, Σ e_k^hi·e^(u|x_k - m|)·(1 + w)^(D+1)(1 + u)^(2D) + A],
+/// A = 6n·(2·fn_ulps + 1)·η·(the upper factor): every absolute (subnormal-range) error of the
+/// computation's at most 6n roundings, later multiplied by factors of at most 1 + w and 1 + u.
+Iv online_sum(const Arith& a, std::span<const Iv> xc, Iv m, const std::vector<bool>& masked, double fn_ulps) {
+  const std::size_t n = xc.size();
+  const LD u = a.u(), w = 2 * u * static_cast<LD>(fn_ulps), D = static_cast<LD>(n > 0 ? n - 1 : 0);
+  const LD up = std::exp((D + 1) * std::log1p(w) + 2 * D * std::log1p(u));
+  const LD down = std::exp((D + 1) * std::log1p(-w) + 2 * D * std::log1p(-u));
+  // Every rounding of the whole computation (n leaf exps; per merge two rescale exps, two
+  // products, one sum: at most 6n) may err once by its subnormal-range allowance (fn_ulps·2η for
+  // a function, η for an operation), later scaled by factors of at most `up`.
+  const LD A = 6 * static_cast<LD>(n) * (2 * static_cast<LD>(fn_ulps) + 1) * a.eta() * up;
+  constexpr LD slack = 0x1p-56L;  // long double exp
+  LD lo = 0, hi = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    if (masked[j]) continue;
+    const LD dl = std::min(xc[j].lo - m.hi, LD{0}), dh = std::min(xc[j].hi - m.lo, LD{0});
+    lo += std::exp(dl) * (1 - slack) * std::exp(u * dl) * down;  // dl <= 0: e^(-u·|dl|)
+    hi += std::exp(dh) * (1 + slack) * std::exp(-u * dl) * up;
+  }
+  return {std::max(lo - A, LD{0}), hi + A};
+}
+
 /// softmax / log-softmax enclosures of one row (masked -inf entries: exact 0 / -inf).
-std::vector<Iv> softmax_row(const Arith& a, bool log, std::span<const Iv> xc, const std::vector<bool>& masked) {
+std::vector<Iv> softmax_row(const Arith& a, bool log, std::span<const Iv> xc, const std::vector<bool>& masked,
+                            SoftmaxMethod method = SoftmaxMethod::textbook, double fn_ulps = 1) {
   const std::size_t n = xc.size();
   Iv m{-INFINITY, -INFINITY};
   for (std::size_t j = 0; j < n; ++j)
@@ -330,7 +360,7 @@ std::vector<Iv> softmax_row(const Arith& a, bool log, std::span<const Iv> xc, co
     d[j].hi = std::min(d[j].hi, LD{0});  // x_j - max <= 0, and rounding keeps it so
     e.push_back(a.fn(exp_ld, d[j], true));
   }
-  const Iv s = a.sum(e);
+  const Iv s = method == SoftmaxMethod::online ? online_sum(a, xc, m, masked, fn_ulps) : a.sum(e);
   std::vector<Iv> out(n);
   if (!log) {
     std::size_t k = 0;
@@ -408,6 +438,14 @@ std::string_view variance_method_name(VarianceMethod m) {
   return "?";
 }
 
+std::string_view softmax_method_name(SoftmaxMethod m) { return m == SoftmaxMethod::online ? "online" : "textbook"; }
+
+SoftmaxMethod softmax_method_named(std::string_view s) {
+  for (const SoftmaxMethod m : {SoftmaxMethod::textbook, SoftmaxMethod::online})
+    if (softmax_method_name(m) == s) return m;
+  throw InputError(fmt::format("--softmax '{}': unknown method (valid: textbook, online)", s));
+}
+
 VarianceMethod variance_method_named(std::string_view s) {
   for (const VarianceMethod m :
        {VarianceMethod::any, VarianceMethod::two_pass, VarianceMethod::welford, VarianceMethod::sumsq, VarianceMethod::chan})
@@ -450,7 +488,10 @@ std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& 
   if (n == 0) return bound;
   if (op == RowOp::softmax || op == RowOp::log_softmax) {
     if (any_pos_inf || all_masked) return bound;  // NaN rows: the oracle decides
-    const std::vector<Iv> v = softmax_row(a, op == RowOp::log_softmax, xc, masked);
+    if (c.softmax == SoftmaxMethod::online && c.fn_abs > 0)
+      throw InputError("--softmax online with --fn-abs: no derived bound (an absolute error on a small rescale factor "
+                       "exp(m_old - m_new) is unbounded relative to it); give --fn-ulps");
+    const std::vector<Iv> v = softmax_row(a, op == RowOp::log_softmax, xc, masked, c.softmax, c.fn_ulps);
     for (std::size_t j = 0; j < n; ++j) {
       if (masked[j]) {
         if (op == RowOp::softmax) bound[j] = 0;  // exp(-inf) = 0 exactly: a masked entry is 0
@@ -484,10 +525,22 @@ std::string row_claim_order(RowOp op, const RowClaim& c) {
   if (op == RowOp::layernorm)
     s += c.variance == VarianceMethod::any ? " (variance: two-pass, welford or sumsq)"
                                            : fmt::format(" (variance: {})", variance_method_name(c.variance));
+  if ((op == RowOp::softmax || op == RowOp::log_softmax) && c.softmax == SoftmaxMethod::online) s += " (online)";
   if (op == RowOp::layernorm || op == RowOp::rmsnorm) s += fmt::format(", eps {}", c.eps);
   s += fmt::format(", functions within {} ulps", c.fn_ulps);
   if (c.fn_abs > 0) s += fmt::format(" + {:g} absolute", c.fn_abs);
   return s;
+}
+
+/// The online softmax denominator's bound in words (online_sum).
+static std::string online_derivation(std::size_t n) {
+  return fmt::format("online (Milakov & Gimelshein 2018): running (max, sum) pairs merged in any tree, a partial sum "
+                     "rescaled by exp(m_old - m_new) when its max grows; each term passes at most D = n - 1 = {} merges "
+                     "(a rescale within the function claim w = 2u·fn_ulps, a multiplication and an addition, u each), "
+                     "and its exponent's pieces add up to x_k - m with one sign (their roundings: u·|x_k - m| in all): "
+                     "S within [Σ e_k·e^(-u|x_k-m|)·(1-w)^(D+1)(1-u)^(2D), Σ e_k·e^(u|x_k-m|)·(1+w)^(D+1)(1+u)^(2D)] "
+                     "± 6n(2·fn_ulps + 1)η·(the upper factor) for the subnormal range; the numerators e_i use the final max",
+                     n > 0 ? n - 1 : 0);
 }
 
 std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::size_t n, bool gamma, bool beta) {
@@ -504,11 +557,13 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::
     case RowOp::softmax:
       d.emplace_back("formula: m = max x; e_j = exp(x_j - m); S = Σ e_j; y_i = e_i / S. Masked entries (-inf) give "
                      "exactly 0; a fully masked row (every entry -inf) must give NaN, as torch does (0/0)");
+      if (c.softmax == SoftmaxMethod::online) d.push_back(online_derivation(n));
       break;
     case RowOp::log_softmax:
       d.emplace_back("formula: y_i = (x_i - m) - log Σ_j exp(x_j - m), or x_i - (m + log Σ) (both covered); masked "
                      "entries give -inf, a fully masked row NaN. The error is on the scale of |x_i - m| and log Σ "
                      "(the row), not of y_i: an --ulps claim fails near y = 0");
+      if (c.softmax == SoftmaxMethod::online) d.push_back(online_derivation(n));
       break;
     case RowOp::layernorm:
       d.push_back(fmt::format("formula: μ = Σx/n; variance {} (biased, /n); y = (x - μ)·rsqrt(var + eps) or "
@@ -582,6 +637,7 @@ std::string row_tolerance_text(RowOp op, const ClaimSpec& claim, std::size_t n, 
   rc.fn_abs = claim.fn_abs;
   rc.param = opt.param_format;
   rc.variance = opt.variance;
+  rc.softmax = opt.softmax;
   rc.eps = opt.eps;
   rc.out = claim.out;
   rc.out_rounding = claim.output_rounding();

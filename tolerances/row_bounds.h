@@ -40,6 +40,7 @@ struct RowClaim {
   double fn_abs = 0;                  ///< ... and/or within this absolute error
   const FormatSpec* param = nullptr;  ///< format of gamma/beta (nullptr: `in`)
   VarianceMethod variance = VarianceMethod::any;
+  SoftmaxMethod softmax = SoftmaxMethod::textbook;
   double eps = 1e-5;                  ///< layernorm/rmsnorm: added to the variance, inside the square root
   const FormatSpec* out = &fp32;
   Rounding out_rounding = Rounding::rne;

@@ -32,7 +32,8 @@ _REDUCTION_OPERANDS = ("a", "b", "c", "addend", "ref")
 _ROW_OPERANDS = ("x", "c", "gamma", "beta")
 
 
-def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=-1, eps=1e-5, **operands):
+def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=-1, eps=1e-5, variance="any",
+          softmax="textbook", param_format=None, **operands):
     """Is an output consistent with the arithmetic `claim` states? Returns a CheckResult.
 
     op: "matmul" (a: M×K, b: K×N, c: M×N), "dot" (row-wise: a, b: R×K, c: R elements), "sum"
@@ -41,6 +42,9 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=-1, 
     claim: the claim text of `numfid check`, e.g. "--in bf16 --acc fp32 --out bf16".
     matmul/dot also take addend= (the addend the kernel added; addend_format=, default the
     accumulator's) and ref= with ref_profile= (judge against another platform's output).
+    Row ops under --compute: variance= (layernorm: "any", "two-pass", "welford", "sumsq", "chan"),
+    softmax= (softmax/log_softmax: "textbook" or "online"), param_format= (gamma/beta's format,
+    default the claim's --in), as the CLI's --variance, --softmax, --param-format.
     """
     allowed = _REDUCTION_OPERANDS if op in ("matmul", "dot") else ("x", "c") if op == "sum" else _ROW_OPERANDS
     for name in operands:
@@ -50,7 +54,8 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=-1, 
         raise TypeError(f"numfid.check: the claim is its text form (a str), not {type(claim).__name__}")
     args = {name: _operand(value, name) for name, value in operands.items()}
     native = _numfid.check(op, claim, addend_format=addend_format or "", ref_profile=ref_profile or "", axis=axis,
-                           eps=eps, worst=worst, **args)
+                           eps=eps, worst=worst, variance=variance, softmax=softmax, param_format=param_format or "",
+                           **args)
     c = operands.get("c")
     shape = tuple(getattr(c, "shape", ())) if c is not None else None
     return CheckResult(native, shape)

@@ -179,3 +179,19 @@ def test_emulate_sum_is_the_plan_and_check_sum_expects_it_bit_for_bit():
     assert r.verdict == "defect" and "1 of 6 elements differ" in r.report
     with pytest.raises(ValueError, match="give x="):
         numfid.emulate("sum", claim, a=x, b=x)
+
+
+def test_row_options_reach_the_check():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 64)).astype(np.float32)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    c = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+    claim = "--in fp32 --out fp32 --compute fp32"
+    r = numfid.check("softmax", claim, x=x, c=c, softmax="online")
+    assert r.verdict == "consistent" and "softmax in fp32 (online)" in r.report
+    with pytest.raises(ValueError, match="unknown method"):
+        numfid.check("softmax", claim, x=x, c=c, softmax="fused")
+    mu = x.astype(np.float64).mean(axis=1, keepdims=True)
+    y = ((x - mu) / np.sqrt(x.astype(np.float64).var(axis=1, keepdims=True) + 1e-5)).astype(np.float32)
+    r = numfid.check("layernorm", claim, x=x, c=y, variance="chan")
+    assert r.verdict == "consistent" and "variance: chan" in r.report

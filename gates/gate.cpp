@@ -119,33 +119,21 @@ struct GateLoader {
     c.ref = opt_operand("ref"), c.addend = opt_operand("addend"), c.rerun = opt_operand("rerun");
     c.gamma = opt_operand("gamma"), c.beta = opt_operand("beta");
     c.scale_a = opt_operand("scale_a"), c.scale_b = opt_operand("scale_b"), c.out_scale = opt_operand("out_scale");
-    if (n["param_format"]) {
-      const std::string what = fmt::format("{}: param_format", where);
-      c.param_format = text(n["param_format"], what);
+    // A named option's text, checked by the parser the CLI uses for it (its error at the key's line).
+    const auto named = [&](const char* k, const auto& parse) -> std::optional<std::string> {
+      if (!n[k]) return std::nullopt;
+      const std::string what = fmt::format("{}: {}", where, k);
+      std::string v = text(n[k], what);
       try {
-        format_named(*c.param_format);
+        parse(v);
       } catch (const InputError& e) {
-        fail(n["param_format"], fmt::format("{}: {}", what, e.what()));
+        fail(n[k], fmt::format("{}: {}", what, e.what()));
       }
-    }
-    if (n["variance"]) {
-      const std::string what = fmt::format("{}: variance", where);
-      c.variance = text(n["variance"], what);
-      try {
-        variance_method_named(*c.variance);
-      } catch (const InputError& e) {
-        fail(n["variance"], fmt::format("{}: {}", what, e.what()));
-      }
-    }
-    if (n["softmax"]) {
-      const std::string what = fmt::format("{}: softmax", where);
-      c.softmax = text(n["softmax"], what);
-      try {
-        softmax_method_named(*c.softmax);
-      } catch (const InputError& e) {
-        fail(n["softmax"], fmt::format("{}: {}", what, e.what()));
-      }
-    }
+      return v;
+    };
+    c.param_format = named("param_format", [](const std::string& v) { format_named(v); });
+    c.variance = named("variance", [](const std::string& v) { variance_method_named(v); });
+    c.softmax = named("softmax", [](const std::string& v) { softmax_method_named(v); });
     if (n["ref"] && !n["ref_claim"]) fail(n["ref"], fmt::format("{}: 'ref' needs 'ref_claim' (the claim of the platform that produced it)", where));
     if (n["ref_claim"] && !n["ref"]) fail(n["ref_claim"], fmt::format("{}: 'ref_claim' needs 'ref'", where));
     if (n["ref_claim"]) c.ref_claim = text(n["ref_claim"], fmt::format("{}: ref_claim", where));

@@ -12,6 +12,14 @@ Bits addend(const BlockFmaModel& m, const std::optional<MatrixView>& c, std::siz
   return c ? convert(*c->format, *m.output, c->data[e]).bits : zero(*m.output, false);
 }
 
+/// The unit's result stored into `out`: a conversion when the formats differ; where they are
+/// the same the store is the identity, so a NaN keeps the unit's own pattern (0x7fffffff on
+/// the CUDA presets: BlockFmaModel::nan) instead of the conversion's canonical one.
+Bits store(const BlockFmaModel& m, const FormatSpec& out, Bits v, const RoundOptions& o) {
+  if (out == *m.output && decode(out, v).cls == FpClass::nan) return v;
+  return convert(*m.output, out, v, o).bits;
+}
+
 }  // namespace
 
 std::vector<Bits> block_fma_matmul(const BlockFmaModel& m, const MatrixView& a, const MatrixView& b,
@@ -30,7 +38,7 @@ std::vector<Bits> block_fma_matmul(const BlockFmaModel& m, const MatrixView& a, 
     for (std::int64_t j = 0; j < N; ++j) {
       const auto e = static_cast<std::size_t>(i * N + j);
       o.stream = e;
-      d[e] = convert(*m.output, out, block_fma_dot(m, row(a.data, i), row(bt, j), addend(m, c, e)).bits, o).bits;
+      d[e] = store(m, out, block_fma_dot(m, row(a.data, i), row(bt, j), addend(m, c, e)).bits, o);
     }
   return d;
 }
@@ -46,7 +54,7 @@ std::vector<Bits> block_fma_dot_rows(const BlockFmaModel& m, const MatrixView& a
       return v.subspan(static_cast<std::size_t>(r * K), static_cast<std::size_t>(K));
     };
     o.stream = e;
-    d[e] = convert(*m.output, out, block_fma_dot(m, span(a.data), span(b.data), addend(m, c, e)).bits, o).bits;
+    d[e] = store(m, out, block_fma_dot(m, span(a.data), span(b.data), addend(m, c, e)).bits, o);
   }
   return d;
 }

@@ -13,6 +13,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -241,6 +242,12 @@ py::array values_array(const FormatSpec& f, const std::vector<std::int64_t>& sha
     return py::array(a);
   };
   if (f == int32) return fill(double{});
+  if (f == fp32) {  // the patterns themselves: a NaN keeps its payload (0x7fffffff from a CUDA preset)
+    py::array_t<float> a(dims);
+    float* p = a.mutable_data();
+    for (std::size_t i = 0; i < v.size(); ++i) p[i] = std::bit_cast<float>(v[i].raw);
+    return py::array(a);
+  }
   return fill(float{});
 }
 

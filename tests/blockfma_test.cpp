@@ -10,6 +10,7 @@
 
 #include "formats/value.h"
 #include "numerics/block_fma.h"
+#include "numerics/block_fma_ops.h"
 #include "numerics/tensor_core_presets.h"
 
 namespace numfid {
@@ -95,6 +96,13 @@ TEST(BlockFmaPublished, SpecialValues) {
   // a NaN operand propagates as the canonical CUDA NaN
   b[3] = h(0x7fc1);
   EXPECT_EQ(block_fma_dot(m, a, b, h(0x3f800000)).bits, h(0x7fffffff));
+  // ... and a matmul storing the unit's fp32 result as fp32 keeps that pattern (the store is the
+  // identity; `numfid emulate` wrote the conversion's canonical 0x7fc00000 before), while a
+  // bf16 output converts it (round_nan: 0x7fc0).
+  const MatrixView A{&bf16, a, 1, 8}, B{&bf16, b, 8, 1};
+  EXPECT_EQ(block_fma_matmul(m, A, B, std::nullopt, fp32, {}).at(0), h(0x7fffffff));
+  EXPECT_EQ(block_fma_dot_rows(m, A, {&bf16, b, 1, 8}, std::nullopt, fp32, {}).at(0), h(0x7fffffff));
+  EXPECT_EQ(block_fma_matmul(m, A, B, std::nullopt, bf16, {}).at(0), h(0x7fc0));
   // Finite products beyond fp32's range are not inf inside the block: 2^254 - 2^254 + 1 is
   // +0 (the addend 1 lies far below the window of the largest exponent, 254), not NaN.
   std::vector<Bits> big(8, h(0)), big_b(8, h(0));

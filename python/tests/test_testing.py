@@ -195,3 +195,17 @@ def test_row_options_reach_the_check():
     y = ((x - mu) / np.sqrt(x.astype(np.float64).var(axis=1, keepdims=True) + 1e-5)).astype(np.float32)
     r = numfid.check("layernorm", claim, x=x, c=y, variance="chan")
     assert r.verdict == "consistent" and "variance: chan" in r.report
+
+
+def test_emulate_keeps_the_units_nan_pattern_in_fp32_values():
+    # A100's block FMA: inf·0 gives NaN 0x7fffffff (CUDA's pattern, numerics/block_fma.h); stored as
+    # fp32 it is that pattern, in the values array as in bits=True.
+    a = np.ones((1, 8), dtype=np.float32)
+    b = np.ones((8, 1), dtype=np.float32)
+    a[0, 3] = np.inf
+    b[3, 0] = 0
+    claim = "--in bf16 --out fp32 --profile nvidia-a100-tc"
+    bits = numfid.emulate("matmul", claim, a=a, b=b, bits=True)
+    values = numfid.emulate("matmul", claim, a=a, b=b)
+    assert bits[0, 0] == 0x7FFFFFFF
+    assert values.view(np.uint32)[0, 0] == 0x7FFFFFFF

@@ -237,6 +237,15 @@ TEST(CheckSum, SequentialFp32SumIsConsistentBf16SumIsNot) {
   EXPECT_EQ(check_sum(x, sum_in(fp32), -1, claim).verdict.kind, TensorKind::consistent);
   EXPECT_EQ(check_sum(x, sum_in(bf16), -1, claim).verdict.kind, TensorKind::defect);
   EXPECT_THAT(error_of([&] { check_sum(x, sum_in(fp32), 2, claim); }), HasSubstr("--axis 2 out of range for shape [2, 2048]"));
+  // Shapes, not counts: [2] and [2, 1] (keepdims) are the sum along axis 1; [1, 2] is not.
+  TensorData kept = sum_in(fp32);
+  kept.shape = {2, 1};
+  EXPECT_EQ(check_sum(x, kept, -1, claim).verdict.kind, TensorKind::consistent);
+  TensorData wrong = sum_in(fp32);
+  wrong.shape = {1, 2};
+  EXPECT_THAT(error_of([&] { check_sum(x, wrong, -1, claim); }),
+              HasSubstr("shape mismatch: --c C is [1, 2] but summing --x X [2, 2048] along axis 1 gives [2] (or [2, 1] "
+                        "with the axis kept)"));
 }
 
 // --expect bit-exact on a sum: the plan's sum (emulate_sum, the plan evaluator) against

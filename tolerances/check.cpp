@@ -370,9 +370,16 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
   std::int64_t outer = 1, len = shape[static_cast<std::size_t>(axis)], inner = 1;
   for (int d = 0; d < axis; ++d) outer *= shape[static_cast<std::size_t>(d)];
   for (int d = axis + 1; d < rank; ++d) inner *= shape[static_cast<std::size_t>(d)];
-  if (static_cast<std::int64_t>(C.values.size()) != outer * inner)
-    throw InputError(fmt::format("--c {}: {} elements, but summing {} along axis {} gives {}", C.name, C.values.size(),
-                                 shape_text(shape), axis, outer * inner));
+  // Shapes, not counts: C is X's shape without the axis, or with it kept as 1 (keepdims).
+  std::vector<std::int64_t> reduced, kept = shape;
+  for (int d = 0; d < rank; ++d)
+    if (d != axis) reduced.push_back(shape[static_cast<std::size_t>(d)]);
+  kept[static_cast<std::size_t>(axis)] = 1;
+  if (C.shape != reduced && C.shape != kept)
+    throw InputError(fmt::format("shape mismatch: --c {} is {} but summing --x {} {} along axis {} gives {} (or {} with the "
+                                 "axis kept)",
+                                 C.name, shape_text(C.shape), X.name, shape_text(shape), axis, shape_text(reduced),
+                                 shape_text(kept)));
   const ClaimSetup s = detail::make_claim(claim, len, false, false);
   ReductionBound b = reduction_bound(s.claim, len, false, claim.confidence);
   std::vector<ReferenceElement> ref(static_cast<std::size_t>(outer * inner));

@@ -19,6 +19,25 @@ struct EmulateArgs {
   std::string a, b, c, output, c_format;
 };
 
+/// Refuses an --output that is not .npy/.safetensors or cannot be written, before any work.
+void check_emulate_output(const std::string& output) {
+  if (!output.ends_with(".npy") && !output.ends_with(".safetensors"))
+    throw UsageError(fmt::format("--output {}: the file name must end in .npy or .safetensors", output));
+  check_output(output, "--output");
+}
+
+/// Writes the emulated tensor (all or nothing) and says what ran.
+int write_emulated(const std::string& output, const TensorData& d, const ClaimSpec& claim, const FormatSpec& in) {
+  try {
+    write_tensor(output, make_tensor(*d.format, d.shape, d.values));
+  } catch (const InputError& x) {
+    throw UsageError(fmt::format("--output {}: {}", output, x.what()));
+  }
+  fmt::print(stderr, "numfid emulate: wrote {} ({} {} values, {})\n", output, d.values.size(), d.format->name,
+             emulation_description(claim, in));
+  return exit_ok;
+}
+
 int run_emulate(const EmulateArgs& e, bool dot) {
   ClaimSpec claim = e.claim.parse();
   read_claim_scale_files(claim);  // tolerances/scale_files.h
@@ -26,9 +45,7 @@ int run_emulate(const EmulateArgs& e, bool dot) {
   // needed (tolerances/quant_check.h).
   if (!is_quantised_claim(claim) && !claim.plan == !claim.profile)
     throw UsageError("give exactly one of --plan P or --profile NAME");
-  if (!e.output.ends_with(".npy") && !e.output.ends_with(".safetensors"))
-    throw UsageError(fmt::format("--output {}: the file name must end in .npy or .safetensors", e.output));
-  check_output(e.output, "--output");
+  check_emulate_output(e.output);
   const FormatSpec& fa = *claim.in;
   const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
   // Shapes from the headers first: a wrong-shaped operand is refused before any value is read.
@@ -44,15 +61,7 @@ int run_emulate(const EmulateArgs& e, bool dot) {
   // C's values: --c-format, else the accumulator's (fp32 under a profile).
   if (tc)
     C = operand_values(*tc, !e.c_format.empty() ? format_named(e.c_format) : claim.profile ? fp32 : *claim.acc, "--c");
-  const TensorData d = dot ? emulate_dot(A, B, C, claim) : emulate_matmul(A, B, C, claim);
-  try {
-    write_tensor(e.output, make_tensor(*d.format, d.shape, d.values));
-  } catch (const InputError& x) {
-    throw UsageError(fmt::format("--output {}: {}", e.output, x.what()));
-  }
-  fmt::print(stderr, "numfid emulate: wrote {} ({} {} values, {})\n", e.output, d.values.size(), d.format->name,
-             emulation_description(claim, fa));
-  return exit_ok;
+  return write_emulated(e.output, dot ? emulate_dot(A, B, C, claim) : emulate_matmul(A, B, C, claim), claim, fa);
 }
 
 struct EmulateSumArgs {
@@ -66,19 +75,9 @@ struct EmulateSumArgs {
 int run_emulate_sum(const EmulateSumArgs& e) {
   const ClaimSpec claim = e.claim.parse();
   if (!claim.plan == !claim.profile) throw UsageError("give exactly one of --plan P or --profile NAME");
-  if (!e.output.ends_with(".npy") && !e.output.ends_with(".safetensors"))
-    throw UsageError(fmt::format("--output {}: the file name must end in .npy or .safetensors", e.output));
-  check_output(e.output, "--output");
+  check_emulate_output(e.output);
   const TensorData X = operand_values(read_operand(e.x, "--x"), *claim.in, "--x");
-  const TensorData d = emulate_sum(X, e.axis, claim);
-  try {
-    write_tensor(e.output, make_tensor(*d.format, d.shape, d.values));
-  } catch (const InputError& x) {
-    throw UsageError(fmt::format("--output {}: {}", e.output, x.what()));
-  }
-  fmt::print(stderr, "numfid emulate: wrote {} ({} {} values, {})\n", e.output, d.values.size(), d.format->name,
-             emulation_description(claim, *claim.in));
-  return exit_ok;
+  return write_emulated(e.output, emulate_sum(X, e.axis, claim), claim, *claim.in);
 }
 
 void add_emulate_options(CLI::App& app, EmulateArgs& e) {

@@ -121,6 +121,24 @@ std::string shape_text(std::span<const std::int64_t> shape) {
   return s + "]";
 }
 
+SumAxes sum_axes(const TensorData& x, int axis_in) {
+  const auto& shape = x.shape;
+  if (shape.empty()) throw InputError(fmt::format("--x {}: a scalar has nothing to sum", x.name));
+  const int rank = static_cast<int>(shape.size());
+  SumAxes a;
+  a.axis = axis_in < 0 ? rank + axis_in : axis_in;
+  if (a.axis < 0 || a.axis >= rank) throw InputError(fmt::format("--axis {} out of range for shape {}", axis_in, shape_text(shape)));
+  a.len = shape[static_cast<std::size_t>(a.axis)];
+  for (int d = 0; d < rank; ++d) {
+    if (d < a.axis) a.outer *= shape[static_cast<std::size_t>(d)];
+    if (d > a.axis) a.inner *= shape[static_cast<std::size_t>(d)];
+    if (d != a.axis) a.reduced.push_back(shape[static_cast<std::size_t>(d)]);
+  }
+  a.kept = shape;
+  a.kept[static_cast<std::size_t>(a.axis)] = 1;
+  return a;
+}
+
 }  // namespace detail
 
 using detail::ClaimSetup;
@@ -362,24 +380,14 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
   const FormatSpec& fout = *claim.out;
   expect_format(X, fin, "X");
   expect_format(C, fout, "C");
-  const auto& shape = X.shape;
-  if (shape.empty()) throw InputError(fmt::format("--x {}: a scalar has nothing to sum", X.name));
-  const int rank = static_cast<int>(shape.size());
-  const int axis = axis_in < 0 ? rank + axis_in : axis_in;
-  if (axis < 0 || axis >= rank) throw InputError(fmt::format("--axis {} out of range for shape {}", axis_in, shape_text(shape)));
-  std::int64_t outer = 1, len = shape[static_cast<std::size_t>(axis)], inner = 1;
-  for (int d = 0; d < axis; ++d) outer *= shape[static_cast<std::size_t>(d)];
-  for (int d = axis + 1; d < rank; ++d) inner *= shape[static_cast<std::size_t>(d)];
+  const detail::SumAxes ax = detail::sum_axes(X, axis_in);
+  const std::int64_t outer = ax.outer, len = ax.len, inner = ax.inner;
   // Shapes, not counts: C is X's shape without the axis, or with it kept as 1 (keepdims).
-  std::vector<std::int64_t> reduced, kept = shape;
-  for (int d = 0; d < rank; ++d)
-    if (d != axis) reduced.push_back(shape[static_cast<std::size_t>(d)]);
-  kept[static_cast<std::size_t>(axis)] = 1;
-  if (C.shape != reduced && C.shape != kept)
+  if (C.shape != ax.reduced && C.shape != ax.kept)
     throw InputError(fmt::format("shape mismatch: --c {} is {} but summing --x {} {} along axis {} gives {} (or {} with the "
                                  "axis kept)",
-                                 C.name, shape_text(C.shape), X.name, shape_text(shape), axis, shape_text(reduced),
-                                 shape_text(kept)));
+                                 C.name, shape_text(C.shape), X.name, shape_text(X.shape), ax.axis, shape_text(ax.reduced),
+                                 shape_text(ax.kept)));
   const ClaimSetup s = detail::make_claim(claim, len, false, false);
   ReductionBound b = reduction_bound(s.claim, len, false, claim.confidence);
   std::vector<ReferenceElement> ref(static_cast<std::size_t>(outer * inner));

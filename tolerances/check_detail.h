@@ -32,6 +32,16 @@ void expect_format(const TensorData& t, const FormatSpec& f, std::string_view wh
 /// "[2, 3]".
 std::string shape_text(std::span<const std::int64_t> shape);
 
+/// A sum of x along one axis, x viewed row-major as [outer, len, inner]: the axis resolved
+/// (negative counts from the end), and the output's shape without it (`reduced`) or with it
+/// kept as 1 (`kept`). InputError for a 0-d x or an axis out of range.
+struct SumAxes {
+  int axis = 0;
+  std::int64_t outer = 1, len = 0, inner = 1;
+  std::vector<std::int64_t> reduced, kept;
+};
+SumAxes sum_axes(const TensorData& x, int axis);
+
 /// The shapes of tensors in memory.
 inline ShapeRef shape_of(const TensorData& t) { return {t.shape, t.name}; }
 

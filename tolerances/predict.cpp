@@ -137,20 +137,12 @@ TensorData emulate_sum(const TensorData& x, int axis_in, const ClaimSpec& claim)
     throw InputError(fmt::format("profile {}: a tensor-core or Tensor Engine profile models matmul and dot, not a sum",
                                  claim.profile->name));
   if (claim.cast) throw InputError("--cast applies to matmul and dot operands, not to a sum");
-  const auto& shape = x.shape;
-  if (shape.empty()) throw InputError(fmt::format("--x {}: a scalar has nothing to sum", x.name));
-  const int rank = static_cast<int>(shape.size());
-  const int axis = axis_in < 0 ? rank + axis_in : axis_in;
-  if (axis < 0 || axis >= rank) throw InputError(fmt::format("--axis {} out of range for shape {}", axis_in, detail::shape_text(shape)));
-  std::int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d) outer *= shape[static_cast<std::size_t>(d)];
-  for (int d = axis + 1; d < rank; ++d) inner *= shape[static_cast<std::size_t>(d)];
+  const detail::SumAxes ax = detail::sum_axes(x, axis_in);
   TensorData out;
   out.format = claim.out;
-  for (int d = 0; d < rank; ++d)
-    if (d != axis) out.shape.push_back(shape[static_cast<std::size_t>(d)]);
+  out.shape = ax.reduced;
   out.name.assign(1, 'D');
-  out.values = emulate_sum_axis(*x.format, x.values, outer, shape[static_cast<std::size_t>(axis)], inner, plan_model(claim));
+  out.values = emulate_sum_axis(*x.format, x.values, ax.outer, ax.len, ax.inner, plan_model(claim));
   return out;
 }
 

@@ -192,6 +192,7 @@ void BM_CheckMatmulParts(benchmark::State& state) {
   state.counters["threads"] = threads;
 }
 BENCHMARK(BM_CheckMatmulParts)
+    ->Args({2048, 512, 2048})  // a short K: the per-element judgement dominates
     ->Args({1024, 4096, 1024})
     ->Args({4096, 4096, 4096})
     ->UseManualTime()
@@ -201,3 +202,22 @@ BENCHMARK(BM_CheckMatmulParts)
 }  // namespace
 
 BENCHMARK_MAIN();
+
+/// The judgement alone (check_matmul on a MatmulReference and calibration computed once,
+/// outside the timed loop): rounding, bounds, classes, probable-defect rules, signatures,
+/// error field and worst elements; per element of C.
+void BM_CheckMatmulJudgeOnly(benchmark::State& state) {
+  const Problem& p = problem(state.range(0), state.range(1), state.range(2));
+  openblas_set_num_threads(numfid::detail::check_threads());
+  const numfid::MatmulReference mr = numfid::matmul_reference(p.a, p.b);
+  const numfid::MatmulCalibration cal = numfid::calibrate_matmul(mr, p.claim);
+  numfid::MatmulCheckOptions opt;
+  opt.predict = false;
+  opt.calibration = &cal;
+  for (auto _ : state) {
+    const numfid::CheckResult r = numfid::check_matmul(mr, p.c, p.claim, opt);
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(state.iterations() * p.m * p.n);
+}
+BENCHMARK(BM_CheckMatmulJudgeOnly)->Args({2048, 512, 2048})->Unit(benchmark::kMillisecond);

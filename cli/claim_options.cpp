@@ -33,8 +33,10 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind) {
                                                           : "products are rounded to the accumulator before adding");
     opt("--cast", "format the kernel casts the inputs to before multiplying (e.g. bf16 autocast)");
     opt("--cast-rounding", "rounding of that cast", "rne");
+    flag("--ftz", "the accumulator flushes subnormal results (partial sums, rounded products) to zero (with --plan)");
+    flag("--daz", "subnormal inputs (operands, addend) are read as zero (with --plan)");
+    flag("--zero-start", "partial sums start from a zeroed register: fl(+0 + t) (with --plan)");
     if (kind == ClaimKind::emulate) {
-      flag("--ftz", "flush subnormal partial sums (with --plan)");
       opt("--plan", "summation order: sequential, reverse, pairwise, blocked(T[, pairwise|numpy]), splitk(S), strided(L), numpy");
       opt("--profile", "platform profile instead of --plan/--acc (see numfid profiles); a scaled-gemm profile also sets the scale layout and promotion");
     } else {

@@ -1,6 +1,7 @@
 // Decoding and special patterns of every format; the name/alias table.
 #include "formats/value.h"
 
+#include <bit>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -114,7 +115,27 @@ Bits zero(const FormatSpec& f, bool negative) {
   return Bits{negative ? sign_bit(f) : 0u};
 }
 
+namespace {
+
+/// IEEE binary32's layout and rules with `bits` of storage (32: fp32; 16: bf16, fp32's upper half),
+/// whatever the spec's name: its values convert to double through the hardware's float.
+bool binary32_like(const FormatSpec& f, int bits) {
+  return f.kind == FormatKind::binary_float && f.bits == bits && f.exponent_bits == 8 && f.precision == bits - 8 &&
+         f.bias == 127 && f.has_sign && f.has_subnormals && f.signed_zero && f.non_finite == NonFinite::ieee &&
+         f.nan == NanEncoding::ieee;
+}
+
+}  // namespace
+
 double to_double(const FormatSpec& f, Bits b) {
+  // fp32 and bf16 (the usual outputs of a check: one call per element) through the hardware's
+  // float → double conversion, exact for every finite value and ±inf; NaN (whose double keeps
+  // the float's payload) goes the generic way, which returns the canonical NaN with its sign.
+  const bool f32 = binary32_like(f, 32);
+  if (f32 || binary32_like(f, 16)) {
+    const float x = std::bit_cast<float>(f32 ? b.raw : b.raw << 16);
+    if (!std::isnan(x)) return static_cast<double>(x);
+  }
   const Decoded d = decode(f, b);
   switch (d.cls) {
     case FpClass::nan:

@@ -105,6 +105,60 @@ TEST(CheckMatmul, Bf16AccumulatorIsADefect) {
   EXPECT_FALSE(r.model.has_value());  // the claim names no model
 }
 
+/// A claim that flushes (ftz) or reads subnormal inputs as zero (daz) is judged with bounds that
+/// allow what the flushing does: the model's own output passes, and the same output under the
+/// claim without the flag is a provable defect (so the allowance is what makes it legal).
+TEST(CheckMatmul, FlushToZeroAndDazClaimsCoverTheirOwnModel) {
+  // bf16 2^-65 · 2^-65 = 2^-130: products in fp32's subnormal range, 64 of them sum to 2^-124
+  // (normal); a flushing accumulator loses every one. Rows 1-3 hold N(0, 1) data beside them.
+  Bf16Problem p(4, 64, 4, 11);
+  for (std::int64_t k = 0; k < 64; ++k) {
+    p.a.values[static_cast<std::size_t>(k)] = Bits{0x1F00};      // row 0 of A: 2^-65
+    p.b.values[static_cast<std::size_t>(k * 4)] = Bits{0x1F00};  // column 0 of B: 2^-65
+  }
+  const ClaimSpec ftz = parse_claim("--in bf16 --acc fp32 --out fp32 --plan sequential --ftz");
+  const TensorData c = emulate_matmul(p.a, p.b, std::nullopt, ftz);
+  EXPECT_EQ(c.values[0], Bits{0});  // every partial sum of element (0, 0) flushed
+  const CheckResult r = check_matmul(p.a, p.b, c, ftz);
+  EXPECT_NE(r.verdict.kind, TensorKind::defect) << r.text();
+  EXPECT_THAT(r.text(), HasSubstr("flush to zero (ftz): + (2m - 1)"));
+  EXPECT_THAT(r.claim_text, HasSubstr("acc fp32 rne ftz"));
+  const CheckResult strict = check_matmul(p.a, p.b, c, parse_claim("--in bf16 --acc fp32 --out fp32 --plan sequential"));
+  EXPECT_EQ(strict.verdict.kind, TensorKind::defect) << strict.text();
+  // Sharp where it matters: a bf16 accumulator on the normal rows is still caught under --ftz.
+  Bf16Problem q(4, 1024, 4, 12);
+  const TensorData narrow =
+      emulate_matmul(q.a, q.b, std::nullopt, parse_claim("--in bf16 --acc bf16 --out fp32 --plan sequential"));
+  EXPECT_EQ(check_matmul(q.a, q.b, narrow, ftz).verdict.kind, TensorKind::defect);
+
+  // DAZ: a subnormal bf16 input (2^-127) times 2^120 is a term of 2^-7 that a DAZ unit drops.
+  Bf16Problem d(2, 64, 2, 13);
+  d.a.values[0] = Bits{0x0040};                         // A[0, 0] = 2^-127 (subnormal)
+  d.b.values[0] = Bits{static_cast<std::uint16_t>((127 + 120) << 7)};  // B[0, 0] = 2^120
+  const auto key = [](const char* k, const char* v) {
+    return fmt::format("  {}:\n    value: {}\n    assumed: \"a test's profile\"\n", k, v);
+  };
+  const std::string yaml = "name: daz-test\nversion: 1\nsummary: \"test\"\nmodel: plan\nplan:\n" + key("order", "sequential") +
+                           "accumulator:\n" + key("format", "fp32") + key("rounding", "rne") + key("daz", "DAZ") +
+                           key("products", "exact") + "output:\n" + key("rounding", "rne");
+  const auto with_daz = [&](bool on) {
+    ClaimSpec cs = parse_claim("--in bf16 --out fp32");
+    std::string text = yaml;
+    text.replace(text.find("DAZ"), 3, on ? "true" : "false");
+    cs.profile = std::make_shared<const Profile>(load_profile_text(text, "daz-test.yaml"));
+    return cs;
+  };
+  const TensorData cd = emulate_matmul(d.a, d.b, std::nullopt, with_daz(true));
+  const CheckResult rd = check_matmul(d.a, d.b, cd, with_daz(true));
+  EXPECT_NE(rd.verdict.kind, TensorKind::defect) << rd.text();
+  EXPECT_THAT(rd.text(), HasSubstr("inputs read as zero (daz)"));
+  EXPECT_EQ(check_matmul(d.a, d.b, cd, with_daz(false)).verdict.kind, TensorKind::defect);
+  // Without subnormal inputs the allowance is 0: the bound is the one without DAZ.
+  const TensorData plain = emulate_matmul(q.a, q.b, std::nullopt, with_daz(true));
+  EXPECT_EQ(check_matmul(q.a, q.b, plain, with_daz(true)).verdict.worst[0].det_bound,
+            check_matmul(q.a, q.b, plain, with_daz(false)).verdict.worst[0].det_bound);
+}
+
 TEST(CheckMatmul, ReferenceComputedOnceJudgesManyOutputs) {
   const Bf16Problem p(4, 256, 4, 3);
   const MatmulReference ref = matmul_reference(p.a, p.b);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <cmath>
 #include <functional>
@@ -12,6 +13,7 @@
 
 #include "formats/convert.h"
 #include "tolerances/verdict.h"
+#include <fmt/format.h>
 
 namespace numfid {
 namespace {
@@ -63,6 +65,36 @@ TEST(Bounds, OutputRounding) {
   EXPECT_EQ(output_rounding_error(bf16, Rounding::rne, 1.99), 0x1p-8);
   EXPECT_EQ(output_rounding_error(bf16, Rounding::rtz, 2.0), 0x1p-6);
   EXPECT_EQ(output_rounding_error(fp8_e4m3, Rounding::rne, 0.0), 0x1p-10);  // half the least subnormal 2^-9
+}
+
+TEST(Bounds, UlpAtMatchesItsDefinition) {
+  // ulp_at reads the double's exponent field; the definition: 2^(max(ilogb|x|, emin) - (p - 1)),
+  // emin for zero, inf and NaN. Every format, doubles across the whole range (subnormal doubles,
+  // powers of two and their neighbours, zeros, inf, NaN) and seeded random bit patterns.
+  const auto naive = [](const FormatSpec& f, double x) {
+    x = std::fabs(x);
+    int e = x > 0 && std::isfinite(x) ? std::ilogb(x) : emin(f);
+    e = std::max(e, emin(f));
+    return std::ldexp(1.0, e - (f.precision - 1));
+  };
+  std::vector<double> xs = {0.0, 0x1p-1074, 0x1p-1022, 0x1.fffffffffffffp-1023, 1.0, 0x1.fffffffffffffp+1023, INFINITY, NAN};
+  for (int e = -1080; e <= 1024; ++e) {
+    const double p = std::ldexp(1.0, e);
+    xs.insert(xs.end(), {p, std::nextafter(p, 0.0), std::nextafter(p, INFINITY), 1.5 * p});
+  }
+  std::mt19937_64 g(20261202);
+  for (int i = 0; i < 100000; ++i) xs.push_back(std::bit_cast<double>(g()));
+  for (std::size_t i = 0, n = xs.size(); i < n; ++i) xs.push_back(-xs[i]);
+  for (const FormatSpec* f : all_formats) {
+    SCOPED_TRACE(f->name);
+    if (f->kind != FormatKind::binary_float) continue;
+    int failures = 0;
+    for (const double x : xs) {
+      const double a = ulp_at(*f, x), b = naive(*f, x);
+      if (std::bit_cast<std::uint64_t>(a) != std::bit_cast<std::uint64_t>(b) && ++failures <= 5)
+        ADD_FAILURE() << fmt::format("ulp_at({}, {:a}) = {:a}, the definition gives {:a}", f->name, x, a, b);
+    }
+  }
 }
 
 TEST(Bounds, BinomialTailMatchesNaiveSum) {

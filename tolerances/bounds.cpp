@@ -2,6 +2,7 @@
 #include "tolerances/bounds.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <fmt/format.h>
@@ -20,8 +21,9 @@ std::string describe(const Claim& c) {
     return s + fmt::format(", tensor-core block FMA {}->{} (n = {}), out {} {}", c.block_fma->input->name,
                            c.block_fma->output->name, c.block_fma->block_size, c.output->name,
                            rounding_name(c.output_rounding));
-  s += fmt::format(", acc {} {} (products {}), out {} {}", c.acc.format->name, rounding_name(c.acc.rounding),
-                   c.acc.products_rounded ? "rounded" : "exact", c.output->name, rounding_name(c.output_rounding));
+  s += fmt::format(", acc {} {}{}{} (products {}), out {} {}{}", c.acc.format->name, rounding_name(c.acc.rounding),
+                   c.acc.ftz ? " ftz" : "", c.acc.daz ? " daz" : "", c.acc.products_rounded ? "rounded" : "exact",
+                   c.output->name, rounding_name(c.output_rounding), c.output_ftz ? " ftz" : "");
   if (c.roundings_per_term) s += fmt::format(", {} roundings per term (plan)", *c.roundings_per_term);
   return s;
 }
@@ -32,10 +34,15 @@ double gamma_n(double n, double u) {
 }
 
 double ulp_at(const FormatSpec& f, double x) {
-  x = std::fabs(x);
-  int e = x > 0 && std::isfinite(x) ? std::ilogb(x) : emin(f);
+  // Called for every element of a check: the exponent is read from the double's field where x is
+  // a normal double, and 2^q built as a field where it is one (ilogb / ldexp otherwise).
+  const std::uint64_t field = (std::bit_cast<std::uint64_t>(x) >> 52) & 0x7ff;
+  int e = field != 0 && field != 0x7ff ? static_cast<int>(field) - 1023
+          : x != 0 && std::isfinite(x) ? std::ilogb(x)
+                                       : emin(f);
   if (e < emin(f)) e = emin(f);
-  return std::ldexp(1.0, e - (f.precision - 1));
+  const int q = e - (f.precision - 1);
+  return q >= -1022 && q <= 1023 ? std::bit_cast<double>(static_cast<std::uint64_t>(q + 1023) << 52) : std::ldexp(1.0, q);
 }
 
 double output_rounding_error(const FormatSpec& f, Rounding r, double magnitude) {
@@ -140,6 +147,20 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
                           "at most {} its spacing)",
                           eta, b.absolute, acc.name,
                           claim.acc.rounding == Rounding::rne || claim.acc.rounding == Rounding::rna ? "half" : "all of"));
+  if (claim.acc.ftz) {
+    // Flush to zero: a result below the least normal value becomes 0, an error below that value
+    // (not half a subnormal spacing). Every result the accumulator forms may flush — each of the
+    // m - 1 additions and each term's entry (a rounded product or a fl(+0 + t) start): 2m - 1
+    // flushes at most, in any order or plan; each perturbs the partial sum it enters, and later
+    // roundings grow a perturbation by at most (1 + γ_n).
+    const double flushes = static_cast<double>(2 * b.terms - 1);
+    const double ftz = flushes * min_normal(acc) * (1 + gamma);
+    b.absolute += ftz;
+    d.push_back(fmt::format("flush to zero (ftz): + (2m - 1)·(1 + γ_n)·{} = {:.6g} (every result of the {} "
+                            "accumulator below its least normal value {} may be flushed: additions and each term's "
+                            "entry)",
+                            min_normal(acc), ftz, acc.name, min_normal(acc)));
+  }
   if (claim.compute_input) {
     const double ui = unit_roundoff(*claim.compute_input, claim.input_rounding);
     b.input_cast = 2 * ui + ui * ui;
@@ -212,6 +233,9 @@ ElementBound element_bound(const ReductionBound& b, const Claim& claim, double e
   // The computed sum lies within det_red of the exact value; the output rounding is bounded
   // at the largest magnitude it can have.
   e.output_rounding = output_rounding_error(*claim.output, claim.output_rounding, std::fabs(exact) + det_red);
+  // A flushing output turns a result below the least normal value into 0: an error below that value.
+  if (claim.output_ftz && std::fabs(exact) - det_red < min_normal(*claim.output))
+    e.output_rounding = std::max(e.output_rounding, min_normal(*claim.output));
   const double repr = std::fabs(exact) * 0x1p-52;
   e.deterministic = det_red + e.output_rounding + repr;
   e.probabilistic = prob_red + e.output_rounding + repr;

@@ -156,6 +156,8 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& 
   acc.format = claim.acc;
   acc.rounding.rounding = claim.acc_rounding;
   acc.rounding.ftz = claim.acc_ftz;
+  acc.rounding.daz = claim.acc_daz;
+  acc.zero_start = claim.acc_zero_start;
   acc.products_rounded = claim.products_rounded;
   // Each sampled element on its own (every core: tolerances/parallel_detail.h), then merged in
   // sample order, so that the result is the same for any thread count.

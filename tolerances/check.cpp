@@ -42,6 +42,8 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
     throw InputError(fmt::format("--acc {}: not a float format", a.acc->name));
   c.acc.rounding = a.acc_rounding;
   c.acc.products_rounded = a.products_rounded;
+  c.acc.ftz = a.acc_ftz;
+  c.acc.daz = a.acc_daz;
   if (a.cast) {
     c.compute_input = a.cast;
     c.input_rounding = a.cast_rounding;
@@ -67,7 +69,9 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
                             c.block_fma->output->name);
       return s;
     }
-    c.acc = {p.reduction.acc.format, p.reduction.acc.rounding.rounding, p.reduction.acc.products_rounded};
+    c.acc = {p.reduction.acc.format, p.reduction.acc.rounding.rounding, p.reduction.acc.products_rounded,
+             p.reduction.acc.rounding.ftz, p.reduction.acc.rounding.daz};
+    c.output_ftz = p.reduction.output_rounding.ftz;
     if (p.input_cast && p.input_cast != c.input) {
       c.compute_input = p.input_cast;
       c.input_rounding = p.input_cast_rounding;
@@ -223,6 +227,58 @@ MatmulDims matmul_check_dims(ShapeRef a, ShapeRef b, ShapeRef c, const ShapeRef*
   return s;
 }
 
+namespace {
+
+/// Largest |x| of a tensor's finite values, and per line (row of a row-major M×K: `per_row`,
+/// else column) the sum of its subnormal magnitudes: what inputs read as zero (DAZ) can take
+/// from a dot product.
+struct SubnormalMass {
+  double max_abs = 0;
+  std::vector<double> line;  ///< Σ |x| over the subnormal x of each line
+};
+
+SubnormalMass subnormal_mass(const TensorData& t, std::int64_t rows, std::int64_t cols, bool per_row) {
+  SubnormalMass m;
+  m.line.assign(static_cast<std::size_t>(per_row ? rows : cols), 0.0);
+  const FormatSpec& f = *t.format;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const Bits x = t.values[static_cast<std::size_t>(r * cols + c)];
+      const double v = std::fabs(to_double(f, x));
+      if (!std::isfinite(v)) continue;
+      m.max_abs = std::max(m.max_abs, v);
+      if (decode(f, x).cls == FpClass::subnormal) m.line[static_cast<std::size_t>(per_row ? r : c)] += v;
+    }
+  return m;
+}
+
+/// Inputs read as zero (the claim's DAZ): every term a·b with a subnormal factor is lost, an error
+/// of |a·b| <= |a|·max|B| (or |b|·max|A|); an element loses at most the subnormal mass of its row
+/// of A times max|B| plus that of its column of B times max|A| (+ a subnormal addend). Added to
+/// the bound's absolute allowance, with its derivation; 0 when no input is subnormal.
+void add_daz_allowance(ReductionBound& b, const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,
+                       bool rowwise_dot) {
+  const SubnormalMass ma = subnormal_mass(A, d.m, d.k, true);
+  const SubnormalMass mb = rowwise_dot ? subnormal_mass(B, d.m, d.k, true) : subnormal_mass(B, d.k, d.n, false);
+  const double a_line = ma.line.empty() ? 0.0 : *std::max_element(ma.line.begin(), ma.line.end());
+  const double b_line = mb.line.empty() ? 0.0 : *std::max_element(mb.line.begin(), mb.line.end());
+  double addend = 0;
+  if (D != nullptr)
+    for (const Bits x : D->values)
+      if (decode(*D->format, x).cls == FpClass::subnormal) addend = std::max(addend, std::fabs(to_double(*D->format, x)));
+  // Sums of doubles: (1 + 2^-40) covers their rounding (far fewer than 2^12 terms per ulp lost).
+  const double allowance = (a_line * mb.max_abs + b_line * ma.max_abs + addend) * (1 + 0x1p-40);
+  b.absolute += allowance;
+  b.derivation.push_back(fmt::format("inputs read as zero (daz): + max subnormal mass of a row of A ({:.6g}) · max|B| "
+                                     "({:.6g}) + of a {} of B ({:.6g}) · max|A| ({:.6g}){} = {:.6g} (each term with a "
+                                     "subnormal factor may be lost)",
+                                     a_line, mb.max_abs, rowwise_dot ? "row" : "column", b_line, ma.max_abs,
+                                     D != nullptr ? fmt::format(" + largest subnormal addend ({:.6g})", addend) : "",
+                                     allowance));
+}
+
+}  // namespace
+
 Bits ExactElement::rounded(const FormatSpec& out) const {
   if (nan) return round_nan(out, false, invalid).bits;
   if (infinite != 0) return round_infinity(out, infinite < 0, RoundOptions{}).bits;
@@ -336,6 +392,7 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
       ref[e] = {mr.elements[e].rounded(fout), mr.elements[e].exact, mr.elements[e].sum_abs};
   });
   ReductionBound b = reduction_bound(s.claim, K, D != nullptr, claim.confidence);
+  if (s.claim.acc.daz) add_daz_allowance(b, A, B, D, mr.dims, mr.rowwise_dot);
   if (opt.ref) {
     // Cross-platform: C (from the platform of the claim) against a reference output R from
     // another platform (ref_claim): |C - R| <= bound_A + bound_B.
@@ -390,6 +447,16 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
                                  shape_text(ax.kept)));
   const ClaimSetup s = detail::make_claim(claim, len, false, false);
   ReductionBound b = reduction_bound(s.claim, len, false, claim.confidence);
+  if (s.claim.acc.daz) {  // inputs read as zero: each output loses at most len × the largest subnormal input
+    double largest = 0;
+    for (const Bits x : X.values)
+      if (decode(fin, x).cls == FpClass::subnormal) largest = std::max(largest, std::fabs(to_double(fin, x)));
+    const double allowance = static_cast<double>(len) * largest * (1 + 0x1p-40);  // covers the product's rounding
+    b.absolute += allowance;
+    b.derivation.push_back(fmt::format("inputs read as zero (daz): + {} terms × the largest subnormal input ({:.6g}) = "
+                                       "{:.6g}",
+                                       len, largest, allowance));
+  }
   std::vector<ReferenceElement> ref(static_cast<std::size_t>(outer * inner));
   // Each output element on its own, on every core (the caller's thread polls cancellation
   // between chunks): the same results for any thread count.

@@ -96,7 +96,9 @@ struct ClaimSpec {
   const FormatSpec* acc = &fp32;     ///< --acc
   Rounding acc_rounding = Rounding::rne;
   bool products_rounded = false;
-  bool acc_ftz = false;              ///< --ftz: subnormal partial sums flushed (emulation with --plan)
+  bool acc_ftz = false;              ///< --ftz: subnormal accumulator results flushed to zero (with --plan)
+  bool acc_daz = false;              ///< --daz: subnormal inputs (operands, addend) read as zero (with --plan)
+  bool acc_zero_start = false;       ///< --zero-start: partial sums start from +0, fl(+0 + t) (with --plan)
   const FormatSpec* cast = nullptr;  ///< --cast: the operands are cast to this before use
   Rounding cast_rounding = Rounding::rne;
   std::optional<ReductionPlan> plan;               ///< --plan: a known summation order

@@ -16,6 +16,12 @@ struct AccumulatorClaim {
   const FormatSpec* format = &fp32;      ///< format of every partial sum
   Rounding rounding = Rounding::rne;     ///< rounding of every addition
   bool products_rounded = false;         ///< products rounded to `format` before adding (else exact/fused)
+  /// Subnormal results of the accumulator (partial sums, rounded products, fl(+0 + t) starts)
+  /// flushed to zero: each flush errs by less than the least normal value (an absolute allowance).
+  bool ftz = false;
+  /// Subnormal inputs read as zero (the operands of each product, the addend): the flushed terms'
+  /// magnitudes, bounded from the operands themselves (check.cpp, daz_allowance).
+  bool daz = false;
 };
 
 /// What a reduction-based computation (dot, sum, matmul) claims.
@@ -26,6 +32,7 @@ struct Claim {
   AccumulatorClaim acc;
   const FormatSpec* output = &fp32;       ///< format of the stored result
   Rounding output_rounding = Rounding::rne;
+  bool output_ftz = false;                ///< results below the output's least normal value flushed to zero
   /// Summation order: absent = any order (the bound holds for every order), or a known
   /// number of roundings on each term's path (a plan's own bound).
   std::optional<std::int64_t> roundings_per_term;

@@ -118,16 +118,17 @@ ClaimSpec parse_claim(std::string_view text) {
     }
     if (!opt.starts_with("--")) throw InputError(fmt::format("claim: unexpected token '{}' (options start with --)", opt));
     const bool flag = opt == "--products-rounded" || opt == "--probabilistic-defects" || opt == "--ftz" ||
+                      opt == "--daz" || opt == "--zero-start" ||
                       detail::is_quant_flag(opt);
     static constexpr std::string_view known[] = {
-        "--in",   "--in-b",         "--acc",  "--acc-rounding", "--products-rounded", "--ftz", "--cast",       "--cast-rounding",
+        "--in",   "--in-b",         "--acc",  "--acc-rounding", "--products-rounded", "--ftz", "--daz", "--zero-start", "--cast",       "--cast-rounding",
         "--plan", "--profile",      "--out",  "--out-rounding", "--seed",             "--confidence", "--probabilistic-defects",
         "--ulps", "--compute",      "--exp-ulps",     "--fn-ulps", "--fn-abs", "--expect"};
     bool is_known = false;
     for (std::string_view k : known) is_known = is_known || k == opt;
     if (!is_known && !detail::is_quant_option(opt))
       throw InputError(fmt::format("claim: unknown option '{}' (known: --in, --in-b, --acc, --acc-rounding, "
-                                   "--products-rounded, --ftz, --cast, --cast-rounding, --plan, --profile, --out, "
+                                   "--products-rounded, --ftz, --daz, --zero-start, --cast, --cast-rounding, --plan, --profile, --out, "
                                    "--out-rounding, --seed, --confidence, --probabilistic-defects, --ulps, --compute, "
                                    "--fn-ulps, --fn-abs, --exp-ulps, --expect; integer GEMM: {})",
                                    opt, detail::quant_option_names()));
@@ -149,6 +150,8 @@ ClaimSpec parse_claim(std::string_view text) {
     else if (opt == "--acc-rounding") c.acc_rounding = rounding_named(value, "--acc-rounding");
     else if (opt == "--products-rounded") c.products_rounded = true;
     else if (opt == "--ftz") c.acc_ftz = true;
+    else if (opt == "--daz") c.acc_daz = true;
+    else if (opt == "--zero-start") c.acc_zero_start = true;
     else if (opt == "--cast") c.cast = &format_named(value);
     else if (opt == "--cast-rounding") c.cast_rounding = rounding_named(value, "--cast-rounding");
     else if (opt == "--plan") {
@@ -236,6 +239,8 @@ std::string ClaimSpec::text() const {
     if (acc_rounding != Rounding::rne) add("--acc-rounding", rounding_name(acc_rounding));
     if (products_rounded) add("--products-rounded");
     if (acc_ftz) add("--ftz");
+    if (acc_daz) add("--daz");
+    if (acc_zero_start) add("--zero-start");
   }
   if (plan) add("--plan", plan->text());
   if (profile) add("--profile", profile_name);

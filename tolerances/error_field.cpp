@@ -30,12 +30,27 @@ std::int64_t threshold(std::int64_t n, double p, double alpha) {
   return lo;
 }
 
-/// The `count` largest of `v`, descending.
-std::vector<double> top(std::vector<double> v, std::size_t count) {
-  const std::size_t k = std::min(count, v.size());
-  std::partial_sort(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end(), std::greater<>());
-  v.resize(k);
-  return v;
+/// The `count` largest values of `value(i)` over i < n, descending, without copying them all:
+/// a min-heap of the best `count` so far (a value enters only if it beats the heap's least).
+/// Values are doubles compared by `<`, so equal values are interchangeable: the same list as a
+/// partial sort of the whole array.
+template <typename Value>
+std::vector<double> top(std::size_t n, std::size_t count, Value value) {
+  std::vector<double> heap;
+  heap.reserve(std::min(count, n));
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = value(i);
+    if (heap.size() < count) {
+      heap.push_back(x);
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+    } else if (count > 0 && x > heap.front()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      heap.back() = x;
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+    }
+  }
+  std::sort(heap.begin(), heap.end(), std::greater<>());
+  return heap;
 }
 
 }  // namespace
@@ -46,15 +61,15 @@ ErrorField error_field(std::span<const ElementReport> all, const Grid& grid, dou
   f.elements = static_cast<std::int64_t>(all.size());
   f.rows = std::max<std::int64_t>(grid.rows, 1);
   f.cols = std::max<std::int64_t>(grid.cols, 1);
-  std::vector<double> ulps, ratio;
-  ulps.reserve(all.size());
-  ratio.reserve(all.size());
+  // |error| in ulps of every element (the quantiles below select in it), filled on every core.
+  std::vector<double> ulps(all.size());
+  detail::parallel_for(static_cast<std::int64_t>(all.size()), 1 << 16, [&](std::int64_t i0, std::int64_t i1) {
+    for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i)
+      ulps[i] = std::isfinite(all[i].error_ulps) ? std::fabs(all[i].error_ulps) : INFINITY;
+  });
   double sum = 0, sum2 = 0;
   for (const ElementReport& e : all) {
-    const double u = std::isfinite(e.error_ulps) ? std::fabs(e.error_ulps) : INFINITY;
     if (!std::isfinite(e.error_ulps)) ++f.nonfinite;
-    ulps.push_back(u);
-    ratio.push_back(std::isnan(e.ratio) ? INFINITY : e.ratio);
     if (!std::isfinite(e.det_bound)) ++f.unbounded;
     if (std::isfinite(e.error_ulps) && e.exact != 0) {
       const double s = std::copysign(1.0, e.exact) * e.error_ulps;  // as the bias signature
@@ -66,8 +81,8 @@ ErrorField error_field(std::span<const ElementReport> all, const Grid& grid, dou
     f.bias_mean = sum / n;
     f.bias_sd = std::sqrt(std::max(sum2 / n - f.bias_mean * f.bias_mean, 0.0));
   }
-  f.top_ulps = top(ulps, ErrorField::kTop);
-  f.top_ratio = top(std::move(ratio), ErrorField::kTop);
+  f.top_ulps = top(ulps.size(), ErrorField::kTop, [&](std::size_t i) { return ulps[i]; });
+  f.top_ratio = top(all.size(), ErrorField::kTop, [&](std::size_t i) { return std::isnan(all[i].ratio) ? INFINITY : all[i].ratio; });
   if (!f.top_ulps.empty()) f.max_ulps = f.top_ulps[0];
   if (!f.top_ratio.empty()) f.max_ratio = f.top_ratio[0];
   // Quantiles of the sorted |errors|: x(k) is the k-th smallest (1-based). The number B of

@@ -59,6 +59,8 @@ ReductionModel plan_model(const ClaimSpec& c) {
     m.acc.rounding.rounding = c.acc_rounding;
     m.acc.products_rounded = c.products_rounded;
     m.acc.rounding.ftz = c.acc_ftz;
+    m.acc.rounding.daz = c.acc_daz;
+    m.acc.zero_start = c.acc_zero_start;
   }
   m.acc.rounding.seed = c.seed;
   m.output = c.out;

@@ -59,8 +59,8 @@ ClaimSpec resolve_scaled_profile(const ClaimSpec& c) {
   if (q.scale_block_a) conflict("--scale-block");
   if (q.scale_format) conflict("--scale-format");
   if (q.promote_every) conflict("--promote-every");
-  if (*c.acc != fp32 || c.acc_rounding != Rounding::rne || c.products_rounded || c.acc_ftz)
-    conflict("--acc/--acc-rounding/--products-rounded/--ftz");
+  if (*c.acc != fp32 || c.acc_rounding != Rounding::rne || c.products_rounded || c.acc_ftz || c.acc_daz || c.acc_zero_start)
+    conflict("--acc/--acc-rounding/--products-rounded/--ftz/--daz/--zero-start");
   std::string allowed;
   for (const FormatSpec* f : bs.operands) allowed += fmt::format("{}{}", allowed.empty() ? "" : ", ", f->name);
   for (const auto& [opt, f] : {std::pair{"--in", c.in}, std::pair{"--in-b", c.in_b}})
@@ -237,8 +237,8 @@ void validate_quant_claim(const ClaimSpec& c) {
       throw InputError(fmt::format("scaled GEMM: --in {} is not a narrow float operand format (fp8, fp6, fp4, bf16, "
                                    "fp16)",
                                    c.in->name));
-    if (c.cast || c.plan || c.products_rounded || c.acc_ftz)
-      throw InputError("scaled GEMM: --cast, --plan, --products-rounded and --ftz do not apply (each partial sum is "
+    if (c.cast || c.plan || c.products_rounded || c.acc_ftz || c.acc_daz || c.acc_zero_start)
+      throw InputError("scaled GEMM: --cast, --plan, --products-rounded, --ftz, --daz and --zero-start do not apply (each partial sum is "
                        "summed in the accumulator, or by the profile's tensor-core model)");
     if (c.acc->kind != FormatKind::binary_float || c.acc->bits > 32 || c.acc_rounding == Rounding::stochastic)
       throw InputError(fmt::format("scaled GEMM: --acc {} {}: the partial sums' accumulator is a float format of at "
@@ -268,8 +268,8 @@ void validate_quant_claim(const ClaimSpec& c) {
     throw InputError(fmt::format("--acc {}: integer inputs accumulate in int32 (give --acc int32: an int32 accumulator "
                                  "is exact until it overflows)",
                                  c.acc->name));
-  if (c.acc_rounding != Rounding::rne || c.products_rounded || c.acc_ftz || c.cast || c.plan || c.profile)
-    throw InputError("integer GEMM: --acc-rounding, --products-rounded, --ftz, --cast, --plan and --profile do not "
+  if (c.acc_rounding != Rounding::rne || c.products_rounded || c.acc_ftz || c.acc_daz || c.acc_zero_start || c.cast || c.plan || c.profile)
+    throw InputError("integer GEMM: --acc-rounding, --products-rounded, --ftz, --daz, --zero-start, --cast, --plan and --profile do not "
                      "apply (integer products and sums are exact, and their order does not matter)");
   if (c.out_rounding)
     throw InputError("integer GEMM: the output's rounding is the requantisation's: give --requant-rounding R");

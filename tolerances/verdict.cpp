@@ -94,6 +94,7 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
   // elements (an indexing defect) do not read as a narrow accumulator, which shows everywhere.
   {
     std::vector<double> excess;
+    excess.reserve(all.size());
     for (std::size_t i = 0; i < all.size(); ++i) {
       const ElementReport& e = all[i];
       if (!std::isfinite(e.error) || ref[i].sum_abs <= 0) continue;

@@ -153,6 +153,16 @@ TEST(CheckMatmul, FlushToZeroAndDazClaimsCoverTheirOwnModel) {
   EXPECT_NE(rd.verdict.kind, TensorKind::defect) << rd.text();
   EXPECT_THAT(rd.text(), HasSubstr("inputs read as zero (daz)"));
   EXPECT_EQ(check_matmul(d.a, d.b, cd, with_daz(false)).verdict.kind, TensorKind::defect);
+  // A sum under DAZ: 64 subnormal fp32 inputs 2^-130 read as zero give 0 against 2^-124.
+  TensorData x{&fp32, {2, 64}, {}, "X"};
+  for (int i = 0; i < 128; ++i) x.values.push_back(Bits{i < 64 ? 0x00080000u : 0x3f800000u});  // 2^-130, then 1.0
+  const ClaimSpec sum_daz = parse_claim("--in fp32 --out fp32 --plan sequential --daz");
+  const TensorData xs = emulate_sum(x, 1, sum_daz);
+  EXPECT_EQ(xs.values[0], Bits{0});
+  const CheckResult rs = check_sum(x, xs, 1, sum_daz);
+  EXPECT_NE(rs.verdict.kind, TensorKind::defect) << rs.text();
+  EXPECT_THAT(rs.text(), HasSubstr("inputs read as zero (daz): + 64 terms"));
+  EXPECT_EQ(check_sum(x, xs, 1, parse_claim("--in fp32 --out fp32 --plan sequential")).verdict.kind, TensorKind::defect);
   // Without subnormal inputs the allowance is 0: the bound is the one without DAZ.
   const TensorData plain = emulate_matmul(q.a, q.b, std::nullopt, with_daz(true));
   EXPECT_EQ(check_matmul(q.a, q.b, plain, with_daz(true)).verdict.worst[0].det_bound,

@@ -41,7 +41,8 @@ std::string error_of(F&& f) {
 
 TEST(ParseClaim, ReadsEveryOption) {
   const ClaimSpec c = parse_claim(
-      "--in bf16 --in-b fp16 --acc fp32 --acc-rounding rtz --products-rounded --cast bf16 --cast-rounding stochastic "
+      "--in bf16 --in-b fp16 --acc fp32 --acc-rounding rtz --products-rounded --ftz --daz --zero-start --cast bf16 "
+      "--cast-rounding stochastic "
       "--plan 'blocked(128, pairwise)' --out fp16 --out-rounding rup --seed 18446744073709551615 --confidence 0.99 "
       "--probabilistic-defects");
   EXPECT_EQ(c.in, &bf16);
@@ -49,6 +50,9 @@ TEST(ParseClaim, ReadsEveryOption) {
   EXPECT_EQ(c.acc, &fp32);
   EXPECT_EQ(c.acc_rounding, Rounding::rtz);
   EXPECT_TRUE(c.products_rounded);
+  EXPECT_TRUE(c.acc_ftz);
+  EXPECT_TRUE(c.acc_daz);
+  EXPECT_TRUE(c.acc_zero_start);
   EXPECT_EQ(c.cast, &bf16);
   EXPECT_EQ(c.cast_rounding, Rounding::stochastic);
   ASSERT_TRUE(c.plan.has_value());
@@ -64,6 +68,7 @@ TEST(ParseClaim, ReadsEveryOption) {
 TEST(ParseClaim, TextRoundTrips) {
   for (const char* text : {"--in bf16 --out bf16", "--in bf16 --acc bf16 --acc-rounding stochastic --out bf16 --seed 3",
                            "--in fp8_e4m3 --plan 'blocked(128, pairwise)' --out bf16",
+                           "--in bf16 --ftz --daz --zero-start --plan sequential --out fp32",
                            "--in bf16 --profile trn2 --out bf16 --out-rounding stochastic --seed 7",
                            "--in fp32 --out fp32 --ulps 2", "--in fp32 --out bf16 --compute fp32 --fn-ulps 1",
                            "--in bf16 --out bf16 --compute fp64 --fn-ulps 2 --fn-abs 3e-07"}) {

@@ -369,7 +369,7 @@ TEST(ScaledProfiles, TheRecipeIsNotOverriddenAndItsOperandsAreChecked) {
       {base + " --scale-block 1x64", "--scale-block: profile trn3-mx fixes it " + stands},
       {base + " --promote-every 16", "--promote-every: profile trn3-mx fixes it " + stands},
       {base + " --scale-format fp32", "--scale-format: profile trn3-mx fixes it " + stands},
-      {base + " --acc bf16", "--acc/--acc-rounding/--products-rounded/--ftz: profile trn3-mx fixes it " + stands},
+      {base + " --acc bf16", "--acc/--acc-rounding/--products-rounded/--ftz/--daz/--zero-start: profile trn3-mx fixes it " + stands},
       {"--in bf16 --out bf16 --scale-a sa.npy --scale-b sb.npy --profile trn3-mx",
        "--in bf16: profile trn3-mx is for fp8_e4m3, fp8_e5m2, fp4_e2m1 operands"},
       {"--in fp8_e4m3 --in-b bf16 --out bf16 --scale-a sa.npy --scale-b sb.npy --profile nvidia-b200-mxfp8",

@@ -161,6 +161,9 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
                             "entry)",
                             min_normal(acc), ftz, acc.name, min_normal(acc)));
   }
+  if (claim.acc.daz)
+    d.push_back("inputs read as zero (daz): a term with a subnormal factor may be lost; the allowance depends on the "
+                "operands (their subnormal values) and is added by the check that has them (0 when none is subnormal)");
   if (claim.compute_input) {
     const double ui = unit_roundoff(*claim.compute_input, claim.input_rounding);
     b.input_cast = 2 * ui + ui * ui;

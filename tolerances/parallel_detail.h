@@ -10,6 +10,7 @@
 #include <memory>
 #include <new>
 #include <type_traits>
+#include <vector>
 
 namespace numfid::detail {
 
@@ -26,6 +27,26 @@ void set_check_threads(int n);
 /// throws, the remaining chunks are skipped and the first exception is rethrown after every
 /// thread has stopped.
 void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t, std::int64_t)>& fn);
+
+/// The items fn(begin, end, out) appends for each chunk of [0, n), concatenated in chunk order:
+/// the same sequence for any thread count (chunks have fixed bounds), as a serial loop over
+/// [0, n) appending to one vector gives.
+template <class T, class Fn>
+std::vector<T> parallel_collect(std::int64_t n, std::int64_t grain, Fn fn) {
+  if (n <= 0) return {};
+  grain = grain < 1 ? 1 : grain;
+  std::vector<std::vector<T>> parts(static_cast<std::size_t>((n + grain - 1) / grain));
+  parallel_for(n, grain, [&](std::int64_t i0, std::int64_t i1) { fn(i0, i1, parts[static_cast<std::size_t>(i0 / grain)]); });
+  std::size_t total = 0;
+  for (const std::vector<T>& p : parts) total += p.size();
+  std::vector<T> all;
+  all.reserve(total);
+  for (std::vector<T>& p : parts) {
+    all.insert(all.end(), p.begin(), p.end());
+    std::vector<T>().swap(p);
+  }
+  return all;
+}
 
 /// n value-initialised T whose memory is first touched by parallel_for's threads, each chunk
 /// constructing its own elements. A std::vector<T>(n) zeroes all of it in the calling thread

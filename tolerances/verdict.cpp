@@ -2,6 +2,7 @@
 #include "tolerances/verdict.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -93,14 +94,16 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
   // √n·u growth of the claimed accumulator. The median, not the mean, so that a few wild
   // elements (an indexing defect) do not read as a narrow accumulator, which shows everywhere.
   {
-    std::vector<double> excess;
-    excess.reserve(all.size());
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      const ElementReport& e = all[i];
-      if (!std::isfinite(e.error) || ref[i].sum_abs <= 0) continue;
-      const double orr = output_rounding_error(out, claim.output_rounding, std::fabs(e.exact));
-      excess.push_back(std::max(0.0, std::fabs(e.error) - orr) / ref[i].sum_abs);
-    }
+    // On every core; the median is a value of the multiset, whatever order it is collected in.
+    std::vector<double> excess = detail::parallel_collect<double>(
+        static_cast<std::int64_t>(all.size()), 1 << 16, [&](std::int64_t i0, std::int64_t i1, std::vector<double>& x) {
+          for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
+            const ElementReport& e = all[i];
+            if (!std::isfinite(e.error) || ref[i].sum_abs <= 0) continue;
+            const double orr = output_rounding_error(out, claim.output_rounding, std::fabs(e.exact));
+            x.push_back(std::max(0.0, std::fabs(e.error) - orr) / ref[i].sum_abs);
+          }
+        });
     if (!excess.empty() && b.roundings > 0) {
       auto mid = excess.begin() + static_cast<std::ptrdiff_t>(excess.size() / 2);
       std::nth_element(excess.begin(), mid, excess.end());
@@ -121,9 +124,12 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
     }
   }
   // Where the elements outside the probabilistic bound are.
-  std::vector<const ElementReport*> bad;
-  for (const ElementReport& e : all)
-    if (e.cls == ElementClass::within_deterministic || e.cls == ElementClass::outside_deterministic) bad.push_back(&e);
+  const std::vector<const ElementReport*> bad = detail::parallel_collect<const ElementReport*>(
+      static_cast<std::int64_t>(all.size()), 1 << 16, [&](std::int64_t i0, std::int64_t i1, std::vector<const ElementReport*>& x) {
+        for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i)
+          if (all[i].cls == ElementClass::within_deterministic || all[i].cls == ElementClass::outside_deterministic)
+            x.push_back(&all[i]);
+      });
   if (bad.size() >= 2) {
     std::int64_t r0 = grid.rows, r1 = -1, c0 = grid.cols, c1 = -1;
     for (const ElementReport* e : bad) {
@@ -185,17 +191,20 @@ void bias_rule(Verdict& v, const Claim& claim, std::span<const ElementReport> al
   struct Obs {
     double exact, d, m;
   };
-  std::vector<Obs> obs;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const ElementReport& e = all[i];
-    if (!std::isfinite(e.value) || !std::isfinite(e.exact) || e.exact == 0) continue;
-    const double rn = to_double(f, ref[i].rounded);
-    if (!std::isfinite(rn)) continue;
-    const double ulp = ulp_at(f, e.exact);
-    const double r = std::max(0.0, e.prob_bound - 0.5 * ulp);
-    if (!(r < 0.5 * ulp)) continue;  // the element's own error may cross a boundary: no last-bit evidence
-    obs.push_back({e.exact, std::copysign(1.0, e.exact) * (e.value - rn) / ulp, 2 * r / ulp});
-  }
+  // Collected on every core, in element order (parallel_collect): the same sequence to sort.
+  std::vector<Obs> obs = detail::parallel_collect<Obs>(
+      static_cast<std::int64_t>(all.size()), 1 << 16, [&](std::int64_t i0, std::int64_t i1, std::vector<Obs>& x) {
+        for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
+          const ElementReport& e = all[i];
+          if (!std::isfinite(e.value) || !std::isfinite(e.exact) || e.exact == 0) continue;
+          const double rn = to_double(f, ref[i].rounded);
+          if (!std::isfinite(rn)) continue;
+          const double ulp = ulp_at(f, e.exact);
+          const double r = std::max(0.0, e.prob_bound - 0.5 * ulp);
+          if (!(r < 0.5 * ulp)) continue;  // the element's own error may cross a boundary: no last-bit evidence
+          x.push_back({e.exact, std::copysign(1.0, e.exact) * (e.value - rn) / ulp, 2 * r / ulp});
+        }
+      });
   std::sort(obs.begin(), obs.end(), [](const Obs& x, const Obs& y) { return x.exact < y.exact; });
   std::vector<double> d, m;
   for (std::size_t i = 0; i < obs.size();) {
@@ -234,13 +243,9 @@ void bias_rule(Verdict& v, const Claim& claim, std::span<const ElementReport> al
 
 /// Says in the verdict when the output could not show much: every element zero with only
 /// zero terms, or a claim that leaves nothing to round but the output.
-void degenerate_note(Verdict& v, const ReductionBound& b, const Claim& claim, std::span<const ElementReport> all,
-                     std::span<const ReferenceElement> ref) {
-  std::int64_t trivial = 0, zeros = 0;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    trivial += ref[i].exact == 0 && ref[i].sum_abs == 0;
-    zeros += all[i].value == 0 && all[i].exact == 0;
-  }
+/// `trivial`: elements whose exact result and Σ|terms| are 0; `zeros`: elements whose output and
+/// exact result are 0 (counted with the classes, in judge).
+void degenerate_note(Verdict& v, const ReductionBound& b, const Claim& claim, std::int64_t trivial, std::int64_t zeros) {
   if (zeros == v.elements)
     v.reason += fmt::format("; degenerate: all {} outputs and exact results are 0, which tests little", v.elements);
   else if (2 * trivial > v.elements)
@@ -311,11 +316,34 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
       e.error_ulps = std::isfinite(e.error) ? e.error / ulp_at(f, e.exact) : e.error;
     }
   });
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const ElementReport& e = all[i];
-    v.nonfinite_mismatches += mismatch[i];
-    if (std::isfinite(e.error_ulps)) v.max_error_ulps = std::max(v.max_error_ulps, std::fabs(e.error_ulps));
-    ++v.counts[static_cast<std::size_t>(e.cls)];
+  // The counts on every core, per chunk of fixed bounds, added up afterwards: integers and a
+  // maximum, the same for any thread count and chunking.
+  struct Tally {
+    std::array<std::int64_t, 4> counts{};
+    std::int64_t mismatches = 0, trivial = 0, zeros = 0;
+    double max_ulps = 0;
+  };
+  constexpr std::int64_t kTallyGrain = 1 << 16;
+  const auto n_all = static_cast<std::int64_t>(all.size());
+  std::vector<Tally> tallies(static_cast<std::size_t>((n_all + kTallyGrain - 1) / kTallyGrain));
+  detail::parallel_for(n_all, kTallyGrain, [&](std::int64_t i0, std::int64_t i1) {
+    Tally& t = tallies[static_cast<std::size_t>(i0 / kTallyGrain)];
+    for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
+      const ElementReport& e = all[i];
+      t.mismatches += mismatch[i];
+      if (std::isfinite(e.error_ulps)) t.max_ulps = std::max(t.max_ulps, std::fabs(e.error_ulps));
+      ++t.counts[static_cast<std::size_t>(e.cls)];
+      t.trivial += ref[i].exact == 0 && ref[i].sum_abs == 0;
+      t.zeros += e.value == 0 && e.exact == 0;
+    }
+  });
+  std::int64_t trivial = 0, zeros = 0;
+  for (const Tally& t : tallies) {
+    for (std::size_t c = 0; c < 4; ++c) v.counts[c] += t.counts[c];
+    v.nonfinite_mismatches += t.mismatches;
+    v.max_error_ulps = std::max(v.max_error_ulps, t.max_ulps);
+    trivial += t.trivial;
+    zeros += t.zeros;
   }
   v.outside_probabilistic = v.counts[2] + v.counts[3];
   const double p_exceed = 1 - b.confidence;
@@ -348,7 +376,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
                            v.elements);
   }
   if (v.kind != TensorKind::defect) bias_rule(v, claim, all, ref, opt.false_alarm);
-  degenerate_note(v, b, claim, all, ref);
+  degenerate_note(v, b, claim, trivial, zeros);
   add_signatures(v, claim, b, all, ref, grid);
   v.field = error_field(all, grid, opt.false_alarm);
   // The worst elements: positions sorted rather than copies of every report (96 bytes each: 1.6

@@ -42,3 +42,6 @@ if(torch_python)
     message(STATUS "torch_rows_data: not registered (${torch_python} cannot import torch and numpy; python3-torch)")
   endif()
 endif()
+# The model's own output is never a defect under its claim: seeded claims over plans, accumulator
+# formats, roundings and flags, and every shipped profile (docs/verdict.md §2).
+numfid_add_test(self_consistency_test SOURCES self_consistency_test.cpp DEPS numfid::tolerances fmt::fmt)

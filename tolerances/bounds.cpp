@@ -139,27 +139,33 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
   const double n = static_cast<double>(b.roundings);
   const double gamma = gamma_n(n, b.u_acc);
   d.push_back(fmt::format("deterministic: γ_n = n·u/(1 - n·u) = {:.6g}", gamma));
-  // Each rounding below the normal range errs by at most half (or one) subnormal spacing,
-  // which the relative model does not cover: allow it absolutely.
+  // A rounding below the normal range errs by at most half (or one) subnormal spacing, which
+  // the relative model does not cover: allow it absolutely. Only a term's entry into the
+  // accumulator (a product rounded, fused or not, or a wider term rounded in) can err so: an
+  // addition of two accumulator values whose sum lies in the subnormal range is exact (both are
+  // multiples of the least spacing, so is their sum; gradual underflow, any rounding mode). So
+  // m·η, in any order or plan (a plan's n counts roundings on one term's path, fewer than the
+  // m entries: fp8 products of 2^-24 are inexact in fp16 although 2·p_in <= p_acc).
   const double eta = output_rounding_error(acc, claim.acc.rounding, 0);
-  b.absolute = n * eta;
-  d.push_back(fmt::format("underflow allowance: n · {} = {:.6g} (each rounding in the subnormal range of {} errs by "
-                          "at most {} its spacing)",
+  b.absolute = static_cast<double>(b.terms) * eta;
+  d.push_back(fmt::format("underflow allowance: m · {} = {:.6g} (each term's entry into {} may round in its subnormal "
+                          "range, by at most {} its spacing; additions there are exact)",
                           eta, b.absolute, acc.name,
                           claim.acc.rounding == Rounding::rne || claim.acc.rounding == Rounding::rna ? "half" : "all of"));
-  if (claim.acc.ftz) {
+  if (claim.acc.ftz || claim.acc.daz) {
     // Flush to zero: a result below the least normal value becomes 0, an error below that value
-    // (not half a subnormal spacing). Every result the accumulator forms may flush — each of the
-    // m - 1 additions and each term's entry (a rounded product or a fl(+0 + t) start): 2m - 1
-    // flushes at most, in any order or plan; each perturbs the partial sum it enters, and later
-    // roundings grow a perturbation by at most (1 + γ_n).
+    // (not half a subnormal spacing); under DAZ a subnormal result is read as zero by the
+    // operation that takes it, the same loss. Every result the accumulator forms may flush — each
+    // of the m - 1 additions and each term's entry (a rounded product or a fl(+0 + t) start):
+    // 2m - 1 flushes at most, in any order or plan; each perturbs the partial sum it enters, and
+    // later roundings grow a perturbation by at most (1 + γ_n).
     const double flushes = static_cast<double>(2 * b.terms - 1);
     const double ftz = flushes * min_normal(acc) * (1 + gamma);
     b.absolute += ftz;
-    d.push_back(fmt::format("flush to zero (ftz): + (2m - 1)·(1 + γ_n)·{} = {:.6g} (every result of the {} "
-                            "accumulator below its least normal value {} may be flushed: additions and each term's "
-                            "entry)",
-                            min_normal(acc), ftz, acc.name, min_normal(acc)));
+    d.push_back(fmt::format("{}: + (2m - 1)·(1 + γ_n)·{:.6g} = {:.6g} (every result of the {} accumulator below its "
+                            "least normal value may be flushed{}: additions and each term's entry)",
+                            claim.acc.ftz ? "flush to zero (ftz)" : "subnormal results read as zero (daz)",
+                            min_normal(acc), ftz, acc.name, claim.acc.ftz ? "" : " by the operation that reads it"));
   }
   if (claim.acc.daz)
     d.push_back("inputs read as zero (daz): a term with a subnormal factor may be lost; the allowance depends on the "
@@ -173,6 +179,7 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
   }
   // Σ|a'b'| <= (1 + input_cast)·Σ|ab|.
   b.deterministic = gamma * (1 + b.input_cast) + b.input_cast;
+  b.overflow_at = max_finite(acc);
   d.push_back(fmt::format("deterministic coefficient = γ_n·(1 + cast) + cast = {:.6g}  (|ŝ - s| <= coef·Σ|terms| + "
                           "allowance)",
                           b.deterministic));
@@ -233,6 +240,11 @@ ElementBound element_bound(const ReductionBound& b, const Claim& claim, double e
   }
   const double det_red = b.deterministic * sum_abs + b.absolute;
   const double prob_red = b.probabilistic * sum_abs + b.absolute;
+  if (sum_abs + det_red >= b.overflow_at) {  // a partial sum may overflow the accumulator
+    e.deterministic = e.probabilistic = e.output_rounding = INFINITY;
+    e.may_overflow = true;
+    return e;
+  }
   // The computed sum lies within det_red of the exact value; the output rounding is bounded
   // at the largest magnitude it can have.
   e.output_rounding = output_rounding_error(*claim.output, claim.output_rounding, std::fabs(exact) + det_red);

@@ -3,6 +3,7 @@
 // its derivation as text so that a tolerance is never an unexplained number.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -25,6 +26,10 @@ struct ReductionBound {
   double probabilistic = 0;         ///< coefficient of the probabilistic bound (= deterministic when it does not apply)
   double confidence = 0;            ///< probability (per element) that the probabilistic bound holds, in its model
   double lambda = 0;                ///< Higham–Mary λ giving that confidence
+  /// The accumulator's largest finite value: where a partial sum can reach it ((1 + coef)·Σ|terms|
+  /// + absolute, the largest magnitude any partial sum or rounded product can have), it may
+  /// overflow to ±inf or saturate, which no relative model covers: the element's bound is +inf.
+  double overflow_at = INFINITY;
   std::vector<std::string> derivation;  ///< one line per step, printed by `tol` and `check`
 };
 
@@ -58,6 +63,9 @@ struct ElementBound {
   double deterministic = 0;  ///< sound for every order: reduction + output rounding
   double probabilistic = 0;  ///< at the bound's confidence: reduction + output rounding
   double output_rounding = 0;
+  /// A partial sum may reach the accumulator's largest finite value: ±inf, and inf - inf = NaN,
+  /// are then legal results too (the bounds are +inf).
+  bool may_overflow = false;
 };
 
 /// The element's bound given its exact value and Σ|terms|. Includes the double-precision

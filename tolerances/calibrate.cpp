@@ -105,6 +105,9 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& 
   if (claim.cast && claim.cast_rounding == Rounding::stochastic)
     return not_applicable("a stochastic input cast is not deterministic");
   if (claim.plan && ref.addend) return not_applicable("a plan with an addend");
+  if (claim.acc_ftz || claim.acc_daz)
+    return not_applicable("a flushing accumulator (ftz/daz): what it flushes is not the mean-zero rounding error the "
+                          "radius models");
   const std::int64_t K = ref.dims.k, N = ref.dims.n;
   const std::int64_t total = static_cast<std::int64_t>(ref.elements.size());
   if (total == 0 || K == 0) return not_applicable("nothing to calibrate");
@@ -481,7 +484,7 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
       if (e > e_max) e_max = e, where = i;
     }
     const double p = std::min(1.0, 2 * static_cast<double>(judged) * std::exp(-e_max * e_max / 2));
-    if (p <= alpha) {
+    if (judged > 0 && e_max > 0 && p <= alpha) {  // no finite sampled output: nothing to read (p would be 0)
       set_probable({p, ""},
                    fmt::format("sampled element {} lies {:.3g} sub-Gaussian scales R = u·√(Σ B_j²) = {:.3g} beyond the "
                                "values that round to it from the exact result{}: one of {} elements does that by chance "

@@ -277,6 +277,55 @@ void add_daz_allowance(ReductionBound& b, const TensorData& A, const TensorData&
                                      allowance));
 }
 
+/// Casting an operand into the compute format `c` (--cast, a profile's input cast) errs
+/// relatively (|x' - x| <= u'|x|, in the bound's coefficient) only in c's normal range: below its
+/// least normal value the error is absolute, up to η' (half c's least subnormal spacing, all of it
+/// for directed and stochastic rounding). Per term a'b' - ab = (a' - a)b + a'(b' - b): a cast in
+/// the subnormal range adds at most η'·|partner|(1 + u') (+ η'² when both are); an element adds
+/// at most η'(1 + u')·(count of such entries in its row of A · max|B| + in its column of B ·
+/// max|A|) + K·η'², grown by the reduction's (1 + coefficient). 0 when no operand lies in that
+/// range (or every such operand is a value of c).
+void add_cast_underflow_allowance(ReductionBound& b, const Claim& claim, const TensorData& A, const TensorData& B,
+                                  MatmulDims d, bool rowwise_dot) {
+  const FormatSpec& c = *claim.compute_input;
+  const double eta = output_rounding_error(c, claim.input_rounding, 0);
+  const double u = unit_roundoff(c, claim.input_rounding);
+  struct Lines {
+    double max_abs = 0;
+    std::int64_t most = 0;  ///< most subnormal-range entries in one line
+  };
+  const auto scan = [&](const TensorData& t, std::int64_t rows, std::int64_t cols, bool per_row) {
+    Lines l;
+    std::vector<std::int64_t> count(static_cast<std::size_t>(per_row ? rows : cols), 0);
+    const FormatSpec& f = *t.format;
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t k = 0; k < cols; ++k) {
+        const Bits x = t.values[static_cast<std::size_t>(r * cols + k)];
+        const double v = to_double(f, x);
+        if (!std::isfinite(v)) continue;
+        l.max_abs = std::max(l.max_abs, std::fabs(v));
+        if (v == 0 || std::fabs(v) >= min_normal(c)) continue;
+        if (to_double(c, convert(f, c, x).bits) == v) continue;  // a value of c: the cast is exact
+        ++count[static_cast<std::size_t>(per_row ? r : k)];
+      }
+    for (const std::int64_t n : count) l.most = std::max(l.most, n);
+    return l;
+  };
+  const Lines la = scan(A, d.m, d.k, true);
+  const Lines lb = rowwise_dot ? scan(B, d.m, d.k, true) : scan(B, d.k, d.n, false);
+  if (la.most == 0 && lb.most == 0) return;
+  const double allowance = (eta * (1 + u) *
+                                (static_cast<double>(la.most) * lb.max_abs + static_cast<double>(lb.most) * la.max_abs) +
+                            static_cast<double>(d.k) * eta * eta) *
+                           (1 + b.deterministic) * (1 + 0x1p-40);
+  b.absolute += allowance;
+  b.derivation.push_back(fmt::format(
+      "input cast below {}'s normal range: {} entries of a row of A and {} of a {} of B are cast with an absolute error "
+      "up to η' = {:.6g}: + η'(1 + u')·(rows' count · max|B| + columns' count · max|A|) + K·η'², × (1 + coefficient) = "
+      "{:.6g}",
+      c.name, la.most, lb.most, rowwise_dot ? "row" : "column", eta, allowance));
+}
+
 }  // namespace
 
 Bits ExactElement::rounded(const FormatSpec& out) const {
@@ -393,6 +442,7 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
   });
   ReductionBound b = reduction_bound(s.claim, K, D != nullptr, claim.confidence);
   if (s.claim.acc.daz) add_daz_allowance(b, A, B, D, mr.dims, mr.rowwise_dot);
+  if (s.claim.compute_input) add_cast_underflow_allowance(b, s.claim, A, B, mr.dims, mr.rowwise_dot);
   if (opt.ref) {
     // Cross-platform: C (from the platform of the claim) against a reference output R from
     // another platform (ref_claim): |C - R| <= bound_A + bound_B.

@@ -244,8 +244,15 @@ void bias_rule(Verdict& v, const Claim& claim, std::span<const ElementReport> al
 /// Says in the verdict when the output could not show much: every element zero with only
 /// zero terms, or a claim that leaves nothing to round but the output.
 /// `trivial`: elements whose exact result and Σ|terms| are 0; `zeros`: elements whose output and
-/// exact result are 0 (counted with the classes, in judge).
-void degenerate_note(Verdict& v, const ReductionBound& b, const Claim& claim, std::int64_t trivial, std::int64_t zeros) {
+/// exact result are 0; `unbounded`: elements with a finite exact result but no finite bound
+/// (counted with the classes, in judge).
+void degenerate_note(Verdict& v, const ReductionBound& b, const Claim& claim, std::int64_t trivial, std::int64_t zeros,
+                     std::int64_t unbounded) {
+  if (unbounded > 0 && v.kind != TensorKind::defect)
+    v.reason += fmt::format("; {} of {} elements have no finite bound under this claim (γ_n >= 1, or a partial sum may "
+                            "reach the accumulator's largest finite value {:g} and overflow): there the check tests "
+                            "nothing",
+                            unbounded, v.elements, b.overflow_at);
   if (zeros == v.elements)
     v.reason += fmt::format("; degenerate: all {} outputs and exact results are 0, which tests little", v.elements);
   else if (2 * trivial > v.elements)
@@ -278,6 +285,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
       e.bits = out[i];
       e.value = to_double(f, out[i]);
       e.exact = ref[i].exact;
+      bool may_overflow = false;  // a partial sum may overflow: ±inf and NaN are legal too
       if (ref[i].det_bound) {
         e.det_bound = *ref[i].det_bound;
         e.prob_bound = ref[i].prob_bound.value_or(*ref[i].det_bound);
@@ -285,6 +293,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
         const ElementBound eb = element_bound(b, claim, ref[i].exact, ref[i].sum_abs);
         e.det_bound = eb.deterministic;
         e.prob_bound = eb.probabilistic;
+        may_overflow = eb.may_overflow;
       }
       // NaN where the exact result is NaN, or the same infinity, is the exact result (NaN payloads
       // and signs carry no value: the NaN policy of same_nonfinite).
@@ -294,10 +303,20 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
       if (!bit_exact && (!std::isfinite(e.value) || !std::isfinite(e.exact))) {
         // Non-finite on either side: legal only as the same non-finite value, or as an overflow
         // the deterministic bound allows (the exact value within the bound of the range's end).
-        const bool legal = same_nonfinite(f, out[i], ref[i].rounded) ||
-                           (std::isinf(e.value) && std::isfinite(e.exact) &&
-                            std::fabs(e.exact) + e.det_bound > max_finite(f) && (e.value > 0) == (e.exact > 0));
-        e.cls = legal ? ElementClass::within_deterministic : ElementClass::outside_deterministic;
+        // An infinity of either sign is reachable when a value the bound allows lies beyond the
+        // range on that side (the bound may exceed |exact|: then the sign may differ too).
+        const auto overflows_to = [&](double bound) {
+          return std::isinf(e.value) && std::isfinite(e.exact) &&
+                 (e.value > 0 ? e.exact + bound > max_finite(f) : e.exact - bound < -max_finite(f));
+        };
+        const bool legal = same_nonfinite(f, out[i], ref[i].rounded) || overflows_to(e.det_bound) ||
+                           (may_overflow && std::isfinite(e.exact));
+        // A legal non-finite result is within the probabilistic bound where that bound reaches the
+        // overflow too (or is vacuous: the accumulator may overflow), else within the deterministic only.
+        const bool prob_legal = legal && (may_overflow || overflows_to(e.prob_bound));
+        e.cls = prob_legal ? ElementClass::within_probabilistic
+                : legal    ? ElementClass::within_deterministic
+                           : ElementClass::outside_deterministic;
         if (!legal) mismatch[i] = 1;
         e.error = legal ? 0 : INFINITY;
         e.ratio = legal ? 0 : INFINITY;
@@ -320,7 +339,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
   // maximum, the same for any thread count and chunking.
   struct Tally {
     std::array<std::int64_t, 4> counts{};
-    std::int64_t mismatches = 0, trivial = 0, zeros = 0;
+    std::int64_t mismatches = 0, trivial = 0, zeros = 0, unbounded = 0;
     double max_ulps = 0;
   };
   constexpr std::int64_t kTallyGrain = 1 << 16;
@@ -335,15 +354,17 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
       ++t.counts[static_cast<std::size_t>(e.cls)];
       t.trivial += ref[i].exact == 0 && ref[i].sum_abs == 0;
       t.zeros += e.value == 0 && e.exact == 0;
+      t.unbounded += std::isfinite(e.exact) && !std::isfinite(e.det_bound);
     }
   });
-  std::int64_t trivial = 0, zeros = 0;
+  std::int64_t trivial = 0, zeros = 0, unbounded = 0;
   for (const Tally& t : tallies) {
     for (std::size_t c = 0; c < 4; ++c) v.counts[c] += t.counts[c];
     v.nonfinite_mismatches += t.mismatches;
     v.max_error_ulps = std::max(v.max_error_ulps, t.max_ulps);
     trivial += t.trivial;
     zeros += t.zeros;
+    unbounded += t.unbounded;
   }
   v.outside_probabilistic = v.counts[2] + v.counts[3];
   const double p_exceed = 1 - b.confidence;
@@ -376,7 +397,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
                            v.elements);
   }
   if (v.kind != TensorKind::defect) bias_rule(v, claim, all, ref, opt.false_alarm);
-  degenerate_note(v, b, claim, trivial, zeros);
+  degenerate_note(v, b, claim, trivial, zeros, unbounded);
   add_signatures(v, claim, b, all, ref, grid);
   v.field = error_field(all, grid, opt.false_alarm);
   // The worst elements: positions sorted rather than copies of every report (96 bytes each: 1.6

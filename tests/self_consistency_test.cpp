@@ -142,6 +142,9 @@ TEST(SelfConsistency, ThePlanModelsOwnOutputIsNeverADefect) {
     if (coin(g)) text += " --ftz";
     if (coin(g)) text += " --daz";
     if (coin(g)) text += " --zero-start";
+    if (coin(g))
+      text += fmt::format(" --cast {} --cast-rounding {}", pick(std::vector<std::string>{"bf16", "fp16", "fp8_e4m3", "tf32"}),
+                          pick(std::vector<std::string>{"rne", "rtz", "stochastic"}));
     const ClaimSpec claim = parse_claim(text);
     const std::int64_t k = pick(ks);
     const Data d = pick(std::vector<Data>(std::begin(kData), std::end(kData)));
@@ -171,6 +174,9 @@ TEST(SelfConsistency, RowwiseDotsAndSumsOfThePlanModelsAreNeverADefect) {
     if (coin(g)) text += " --ftz";
     if (coin(g)) text += " --daz";
     if (coin(g)) text += " --zero-start";
+    if (coin(g))
+      text += fmt::format(" --cast {} --cast-rounding {}", pick(std::vector<std::string>{"bf16", "fp16", "fp8_e4m3"}),
+                          pick(std::vector<std::string>{"rne", "rtz", "stochastic"}));
     const ClaimSpec claim = parse_claim(text);
     const std::int64_t k = pick(ks);
     const Data d = pick(std::vector<Data>(std::begin(kData), std::end(kData)));
@@ -184,11 +190,13 @@ TEST(SelfConsistency, RowwiseDotsAndSumsOfThePlanModelsAreNeverADefect) {
     const CheckResult rd = check_dot(a, b, c, claim, o);
     if (rd.verdict.kind == TensorKind::defect && ++g_failures <= 5)
       ADD_FAILURE() << "row-wise dot, claim " << claim.text() << ": the model's own output is a defect\n" << rd.text();
-    // Sum along the last axis of a 3×K tensor.
-    const TensorData xs = emulate_sum(a, 1, claim);
-    const CheckResult rs = check_sum(a, xs, 1, claim);
+    // Sum along the last axis of a 3×K tensor (--cast applies to products only).
+    ClaimSpec sum_claim = claim;
+    sum_claim.cast = nullptr;
+    const TensorData xs = emulate_sum(a, 1, sum_claim);
+    const CheckResult rs = check_sum(a, xs, 1, sum_claim);
     if (rs.verdict.kind == TensorKind::defect && ++g_failures <= 5)
-      ADD_FAILURE() << "sum, claim " << claim.text() << ": the model's own output is a defect\n" << rs.text();
+      ADD_FAILURE() << "sum, claim " << sum_claim.text() << ": the model's own output is a defect\n" << rs.text();
   }
 }
 

@@ -237,17 +237,25 @@ struct SubnormalMass {
   std::vector<double> line;  ///< Σ |x| over the subnormal x of each line
 };
 
-SubnormalMass subnormal_mass(const TensorData& t, std::int64_t rows, std::int64_t cols, bool per_row) {
+/// With a cast (`claim.compute_input`) DAZ reads the cast values: an operand below the compute
+/// format's least normal value may be cast to a subnormal one, and every magnitude may grow by
+/// the cast's rounding (|x'| <= |x|(1 + u') + η'), so the mass counts min(|x|(1 + u') + η', least
+/// normal) of each such operand and max|x| grows by (1 + u').
+SubnormalMass subnormal_mass(const TensorData& t, std::int64_t rows, std::int64_t cols, bool per_row, const Claim& claim) {
   SubnormalMass m;
   m.line.assign(static_cast<std::size_t>(per_row ? rows : cols), 0.0);
   const FormatSpec& f = *t.format;
+  const FormatSpec* cast = claim.compute_input;
+  const double u = cast ? unit_roundoff(*cast, claim.input_rounding) : 0.0;
+  const double eta = cast ? output_rounding_error(*cast, claim.input_rounding, 0) : 0.0;
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t c = 0; c < cols; ++c) {
       const Bits x = t.values[static_cast<std::size_t>(r * cols + c)];
       const double v = std::fabs(to_double(f, x));
       if (!std::isfinite(v)) continue;
-      m.max_abs = std::max(m.max_abs, v);
-      if (decode(f, x).cls == FpClass::subnormal) m.line[static_cast<std::size_t>(per_row ? r : c)] += v;
+      m.max_abs = std::max(m.max_abs, v * (1 + u));
+      const bool flushable = cast ? v != 0 && v < min_normal(*cast) : decode(f, x).cls == FpClass::subnormal;
+      if (flushable) m.line[static_cast<std::size_t>(per_row ? r : c)] += cast ? std::min(v * (1 + u) + eta, min_normal(*cast)) : v;
     }
   return m;
 }
@@ -256,10 +264,11 @@ SubnormalMass subnormal_mass(const TensorData& t, std::int64_t rows, std::int64_
 /// of |a·b| <= |a|·max|B| (or |b|·max|A|); an element loses at most the subnormal mass of its row
 /// of A times max|B| plus that of its column of B times max|A| (+ a subnormal addend). Added to
 /// the bound's absolute allowance, with its derivation; 0 when no input is subnormal.
-void add_daz_allowance(ReductionBound& b, const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,
-                       bool rowwise_dot) {
-  const SubnormalMass ma = subnormal_mass(A, d.m, d.k, true);
-  const SubnormalMass mb = rowwise_dot ? subnormal_mass(B, d.m, d.k, true) : subnormal_mass(B, d.k, d.n, false);
+void add_daz_allowance(ReductionBound& b, const Claim& claim, const TensorData& A, const TensorData& B, const TensorData* D,
+                       MatmulDims d, bool rowwise_dot) {
+  const SubnormalMass ma = subnormal_mass(A, d.m, d.k, true, claim);
+  const SubnormalMass mb =
+      rowwise_dot ? subnormal_mass(B, d.m, d.k, true, claim) : subnormal_mass(B, d.k, d.n, false, claim);
   const double a_line = ma.line.empty() ? 0.0 : *std::max_element(ma.line.begin(), ma.line.end());
   const double b_line = mb.line.empty() ? 0.0 : *std::max_element(mb.line.begin(), mb.line.end());
   double addend = 0;
@@ -324,6 +333,41 @@ void add_cast_underflow_allowance(ReductionBound& b, const Claim& claim, const T
       "up to η' = {:.6g}: + η'(1 + u')·(rows' count · max|B| + columns' count · max|A|) + K·η'², × (1 + coefficient) = "
       "{:.6g}",
       c.name, la.most, lb.most, rowwise_dot ? "row" : "column", eta, allowance));
+}
+
+/// |x| past the second-largest finite value of the cast format `c`: some rounding of the cast
+/// (up, stochastic, or to nearest beyond the largest value) may overflow to ±inf or NaN, or
+/// saturate at the largest value — no relative model covers it.
+bool cast_may_overflow(const FormatSpec& f, Bits x, const FormatSpec& c) {
+  const double v = std::fabs(to_double(f, x));
+  return std::isfinite(v) && v > max_finite(c) - ulp_at(c, max_finite(c));
+}
+
+/// Elements whose row of A or column (row-wise dot: row) of B holds an operand the claim's cast
+/// may overflow get no finite bound (ReferenceElement::may_overflow): the verdict counts them as
+/// elements without a finite bound, and ±inf / NaN are legal there.
+void mark_cast_overflow(std::span<ReferenceElement> ref, const Claim& claim, const TensorData& A, const TensorData& B,
+                        MatmulDims d, bool rowwise_dot) {
+  const FormatSpec& c = *claim.compute_input;
+  std::vector<char> row(static_cast<std::size_t>(d.m), 0), col(static_cast<std::size_t>(rowwise_dot ? d.m : d.n), 0);
+  for (std::int64_t i = 0; i < d.m; ++i)
+    for (std::int64_t k = 0; k < d.k; ++k) {
+      if (cast_may_overflow(*A.format, A.values[static_cast<std::size_t>(i * d.k + k)], c)) row[static_cast<std::size_t>(i)] = 1;
+      if (rowwise_dot && cast_may_overflow(*B.format, B.values[static_cast<std::size_t>(i * d.k + k)], c))
+        col[static_cast<std::size_t>(i)] = 1;
+    }
+  if (!rowwise_dot)
+    for (std::int64_t k = 0; k < d.k; ++k)
+      for (std::int64_t j = 0; j < d.n; ++j)
+        if (cast_may_overflow(*B.format, B.values[static_cast<std::size_t>(k * d.n + j)], c)) col[static_cast<std::size_t>(j)] = 1;
+  const std::int64_t n = rowwise_dot ? 1 : d.n;
+  for (std::int64_t i = 0; i < d.m; ++i)
+    for (std::int64_t j = 0; j < n; ++j)
+      if (row[static_cast<std::size_t>(i)] || col[static_cast<std::size_t>(rowwise_dot ? i : j)]) {
+        ReferenceElement& r = ref[static_cast<std::size_t>(i * n + j)];
+        r.det_bound = r.prob_bound = INFINITY;
+        r.may_overflow = true;
+      }
 }
 
 }  // namespace
@@ -441,7 +485,7 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
       ref[e] = {mr.elements[e].rounded(fout), mr.elements[e].exact, mr.elements[e].sum_abs};
   });
   ReductionBound b = reduction_bound(s.claim, K, D != nullptr, claim.confidence);
-  if (s.claim.acc.daz) add_daz_allowance(b, A, B, D, mr.dims, mr.rowwise_dot);
+  if (s.claim.acc.daz) add_daz_allowance(b, s.claim, A, B, D, mr.dims, mr.rowwise_dot);
   if (s.claim.compute_input) add_cast_underflow_allowance(b, s.claim, A, B, mr.dims, mr.rowwise_dot);
   if (opt.ref) {
     // Cross-platform: C (from the platform of the claim) against a reference output R from
@@ -465,6 +509,8 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
     for (const std::string& line : rb.derivation) b.derivation.push_back("reference: " + line);
     b.confidence = 1 - 2 * (1 - claim.confidence);  // both probabilistic bounds hold (union bound)
   }
+  if (s.claim.compute_input)
+    mark_cast_overflow(std::span<ReferenceElement>(ref.data(), ref.size()), s.claim, A, B, mr.dims, mr.rowwise_dot);
   Verdict v = judge(s.claim, b, C.values, ref, {M, N}, detail::judge_options(claim, opt.worst, true));
   CheckResult r = detail::finish(mr.rowwise_dot ? "dot" : "matmul", s, claim, std::move(b), std::move(v), !mr.rowwise_dot);
   if (!opt.ref && opt.calibrate)  // the probable-defect rule, calibrated on these operands

@@ -285,7 +285,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
       e.bits = out[i];
       e.value = to_double(f, out[i]);
       e.exact = ref[i].exact;
-      bool may_overflow = false;  // a partial sum may overflow: ±inf and NaN are legal too
+      bool may_overflow = ref[i].may_overflow;  // a step may overflow: ±inf and NaN are legal too
       if (ref[i].det_bound) {
         e.det_bound = *ref[i].det_bound;
         e.prob_bound = ref[i].prob_bound.value_or(*ref[i].det_bound);
@@ -293,7 +293,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
         const ElementBound eb = element_bound(b, claim, ref[i].exact, ref[i].sum_abs);
         e.det_bound = eb.deterministic;
         e.prob_bound = eb.probabilistic;
-        may_overflow = eb.may_overflow;
+        may_overflow = may_overflow || eb.may_overflow;
       }
       // NaN where the exact result is NaN, or the same infinity, is the exact result (NaN payloads
       // and signs carry no value: the NaN policy of same_nonfinite).

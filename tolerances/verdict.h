@@ -23,6 +23,9 @@ struct ReferenceElement {
   /// judges against another platform's output with the sum of both platforms' bounds; a
   /// softmax gives each element the bound of its own arithmetic. Absent: derived from the claim.
   std::optional<double> det_bound = std::nullopt, prob_bound = std::nullopt;
+  /// A step of the claimed computation may overflow here (an operand beyond a cast's range, a
+  /// partial sum beyond the accumulator's): ±inf and NaN are legal results too.
+  bool may_overflow = false;
 };
 
 /// Element classes, from best to worst.

@@ -224,5 +224,45 @@ TEST(SelfConsistency, EveryShippedProfilesOwnOutputIsNeverADefect) {
   EXPECT_GT(judged, 100);
 }
 
+/// Cross-platform (--ref): the output of one profile judged against another profile's output
+/// with the sum of both bounds is never a defect either, for every pair of shipped profiles that
+/// take the same inputs.
+TEST(SelfConsistency, CrossPlatformChecksOfTwoModelsAreNeverADefect) {
+  g_failures = 0;
+  std::mt19937_64 g(20261205);
+  std::vector<std::string> names;
+  for (const std::string& n : list_profiles())
+    if (find_profile(n).model != ProfileModel::scaled_gemm) names.push_back(n);
+  int judged = 0;
+  for (const char* in : {"bf16", "fp16", "fp8_e4m3"})
+    for (const Data d : kData)
+      for (std::size_t x = 0; x < names.size() && g_failures < 5; ++x)
+        for (std::size_t y = 0; y < names.size() && g_failures < 5; ++y) {
+          if (x == y) continue;
+          const ClaimSpec target = parse_claim(fmt::format("--in {} --profile {} --out fp32", in, names[x]));
+          const ClaimSpec other = parse_claim(fmt::format("--in {} --profile {} --out fp32", in, names[y]));
+          const TensorData a = make(*target.in, 3, 96, true, d, g, "A");
+          const TensorData b = make(*target.in, 96, 3, false, d, g, "B");
+          TensorData c, r;
+          try {
+            c = emulate_matmul(a, b, std::nullopt, target);
+            r = emulate_matmul(a, b, std::nullopt, other);
+          } catch (const InputError&) {
+            continue;  // a profile without a unit for these inputs
+          }
+          MatmulCheckOptions o;
+          o.predict = false;
+          o.ref = r;
+          o.ref_claim = other;
+          const CheckResult res = check_matmul(a, b, c, target, o);
+          ++judged;
+          if (res.verdict.kind == TensorKind::defect && ++g_failures <= 5)
+            ADD_FAILURE() << names[x] << " against " << names[y] << ", " << in << ", " << data_name(d)
+                          << ": one model's output is a defect against the other's\n"
+                          << res.text();
+        }
+  EXPECT_GT(judged, 300);
+}
+
 }  // namespace
 }  // namespace numfid

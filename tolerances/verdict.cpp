@@ -249,10 +249,10 @@ void bias_rule(Verdict& v, const Claim& claim, std::span<const ElementReport> al
 void degenerate_note(Verdict& v, const ReductionBound& b, const Claim& claim, std::int64_t trivial, std::int64_t zeros,
                      std::int64_t unbounded) {
   if (unbounded > 0 && v.kind != TensorKind::defect)
-    v.reason += fmt::format("; {} of {} elements have no finite bound under this claim (γ_n >= 1, or a partial sum may "
-                            "reach the accumulator's largest finite value {:g} and overflow): there the check tests "
-                            "nothing",
-                            unbounded, v.elements, b.overflow_at);
+    v.reason += fmt::format("; {} of {} elements have no finite bound under this claim (it is vacuous there: e.g. "
+                            "γ_n >= 1, a partial sum that may reach the accumulator's largest finite value, an operand "
+                            "beyond a cast's range): there the check tests nothing",
+                            unbounded, v.elements);
   if (zeros == v.elements)
     v.reason += fmt::format("; degenerate: all {} outputs and exact results are 0, which tests little", v.elements);
   else if (2 * trivial > v.elements)

@@ -500,7 +500,7 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
       const ElementBound x = element_bound(b, s.claim, ref[e].exact, ref[e].sum_abs);
       const ElementBound y = element_bound(rb, rs.claim, ref[e].exact, ref[e].sum_abs);
       ref[e] = {R.values[e], to_double(fout, R.values[e]), ref[e].sum_abs, x.deterministic + y.deterministic,
-                x.probabilistic + y.probabilistic};
+                x.probabilistic + y.probabilistic, x.may_overflow || y.may_overflow};
     }
     b.derivation.insert(b.derivation.begin(), fmt::format("cross-platform: target ({}) against reference ({}): "
                                                           "|C - R| <= bound(target) + bound(reference), both about the "

@@ -101,15 +101,16 @@ std::optional<TensorData> make_addend(const FormatSpec& acc, std::int64_t m, std
 
 int g_failures = 0;
 
-/// emulate, then check under the same claim: never a defect (proven or probable).
-void expect_own_output_passes(const TensorData& a, const TensorData& b, const std::optional<TensorData>& addend,
+/// emulate, then check under the same claim: never a defect (proven or probable). Returns whether
+/// the claim was judged (false: the model refuses the combination).
+bool expect_own_output_passes(const TensorData& a, const TensorData& b, const std::optional<TensorData>& addend,
                               const ClaimSpec& claim, const std::string& what) {
-  if (g_failures >= 5) return;
+  if (g_failures >= 5) return true;
   TensorData c;
   try {
     c = emulate_matmul(a, b, addend, claim);
   } catch (const InputError&) {
-    return;  // a combination the model refuses (e.g. a format a profile has no unit for): nothing to judge
+    return false;  // a combination the model refuses (e.g. a format a profile has no unit for): nothing to judge
   }
   MatmulCheckOptions o;
   o.addend = addend;
@@ -119,6 +120,7 @@ void expect_own_output_passes(const TensorData& a, const TensorData& b, const st
     ++g_failures;
     ADD_FAILURE() << what << "\nclaim: " << claim.text() << "\nthe model's own output is judged a defect:\n" << r.text();
   }
+  return true;
 }
 
 TEST(SelfConsistency, ThePlanModelsOwnOutputIsNeverADefect) {
@@ -152,8 +154,7 @@ TEST(SelfConsistency, ThePlanModelsOwnOutputIsNeverADefect) {
     const TensorData b = make(*claim.in, k, 4, false, d, g, "B");
     const std::optional<TensorData> addend = make_addend(*claim.acc, 4, 4, coin(g), g);
     SCOPED_TRACE(fmt::format("trial {}: {} K = {} {} addend", trial, data_name(d), k, addend ? "with" : "no"));
-    expect_own_output_passes(a, b, addend, claim, fmt::format("trial {}: {}, K = {}", trial, data_name(d), k));
-    ++judged;
+    judged += expect_own_output_passes(a, b, addend, claim, fmt::format("trial {}: {}, K = {}", trial, data_name(d), k));
   }
   EXPECT_GT(judged, 1900);
 }
@@ -216,9 +217,8 @@ TEST(SelfConsistency, EveryShippedProfilesOwnOutputIsNeverADefect) {
             const TensorData a = make(*claim.in, 4, k, true, d, g, "A");
             const TensorData b = make(*claim.in, k, 4, false, d, g, "B");
             SCOPED_TRACE(fmt::format("{} -> {}, {}, K = {}", in, out, data_name(d), k));
-            expect_own_output_passes(a, b, std::nullopt, claim,
-                                     fmt::format("profile {}: {} -> {}, {}, K = {}", name, in, out, data_name(d), k));
-            ++judged;
+            judged += expect_own_output_passes(a, b, std::nullopt, claim,
+                                               fmt::format("profile {}: {} -> {}, {}, K = {}", name, in, out, data_name(d), k));
           }
   }
   EXPECT_GT(judged, 100);
@@ -262,6 +262,115 @@ TEST(SelfConsistency, CrossPlatformChecksOfTwoModelsAreNeverADefect) {
                           << res.text();
         }
   EXPECT_GT(judged, 300);
+}
+
+/// Scaled GEMMs (FP8/FP6/FP4/bf16 elements with per-tensor, MX 1×32 or DeepSeek 1×128 / 128×128
+/// block scales, fp32 or E8M0 scale values, promotion every N products or none): the model's own
+/// output is never a defect under its claim.
+TEST(SelfConsistency, ScaledGemmModelsOwnOutputIsNeverADefect) {
+  g_failures = 0;
+  std::mt19937_64 g(20261206);
+  auto pick = [&](const auto& v) { return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(g)]; };
+  const std::vector<std::string> ins = {"fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp4_e2m1", "bf16"};
+  const std::vector<std::string> outs = {"fp32", "bf16"};
+  std::uniform_int_distribution<int> exps(-12, 12);
+  int judged = 0;
+  for (int trial = 0; trial < 300 && g_failures < 5; ++trial) {
+    const std::string in = pick(ins), out = pick(outs);
+    const int layout = std::uniform_int_distribution<int>(0, 2)(g);  // per tensor, MX 1x32, DeepSeek blocks
+    const bool e8m0 = layout == 1 || (layout == 2 && std::bernoulli_distribution(0.3)(g));
+    const std::int64_t k = pick(std::vector<std::int64_t>{32, 64, 256, 300});
+    const std::int64_t m = 3, n = layout == 2 ? 130 : 3;
+    std::string text = fmt::format("--in {} --out {} --scale-a a.npy --scale-b b.npy", in, out);
+    std::int64_t ra = 1, ka = k, rb = 1, kb = k;  // scale blocks: A ra×ka, B kb×rb
+    if (layout == 1) text += " --scale-block 1x32", ka = kb = 32;
+    if (layout == 2) text += " --scale-block 1x128,128x128", ka = kb = 128, rb = 128;
+    if (e8m0) text += " --scale-format e8m0";
+    const std::optional<std::int64_t> promote = pick(std::vector<std::optional<std::int64_t>>{std::nullopt, 4, 32, 128});
+    if (promote) text += fmt::format(" --promote-every {}", *promote);
+    ClaimSpec claim = parse_claim(text);
+    const auto scales = [&](std::int64_t count) {
+      std::vector<double> v;
+      for (std::int64_t i = 0; i < count; ++i)
+        v.push_back(e8m0 ? std::ldexp(1.0, exps(g)) : std::ldexp(1.0 + static_cast<double>(g() % 1000) / 997.0, exps(g)));
+      return v;
+    };
+    if (layout == 0) {
+      claim.quant.scale_a = scales(1);
+      claim.quant.scale_b = scales(1);
+    } else {
+      claim.quant.scale_a = scales(((m + ra - 1) / ra) * ((k + ka - 1) / ka));
+      claim.quant.scale_b = scales(((k + kb - 1) / kb) * ((n + rb - 1) / rb));
+    }
+    const Data d = pick(std::vector<Data>(std::begin(kData), std::end(kData)));
+    const TensorData a = make(*claim.in, m, k, true, d, g, "A");
+    const TensorData b = make(*claim.in, k, n, false, d, g, "B");
+    SCOPED_TRACE(fmt::format("trial {}: {} K = {}", trial, data_name(d), k));
+    judged += expect_own_output_passes(a, b, std::nullopt, claim, fmt::format("trial {}: {}, K = {}", trial, data_name(d), k));
+  }
+  EXPECT_GT(judged, 250);
+}
+
+/// Integer GEMMs (int8/uint8 operands, zero points, an int32 accumulator; int32 outputs, or int8
+/// / uint8 ones requantised per tensor or per column, by rne, rna or rtz, saturating or not, in
+/// floating or fixed point): the model's own output is never a defect under its claim.
+TEST(SelfConsistency, IntegerGemmModelsOwnOutputIsNeverADefect) {
+  g_failures = 0;
+  std::mt19937_64 g(20261207);
+  auto pick = [&](const auto& v) { return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(g)]; };
+  std::bernoulli_distribution coin(0.5);
+  int judged = 0;
+  for (int trial = 0; trial < 400 && g_failures < 5; ++trial) {
+    const std::string ina = pick(std::vector<std::string>{"int8", "uint8"}), inb = pick(std::vector<std::string>{"int8", "uint8"});
+    const std::string out = pick(std::vector<std::string>{"int32", "int8", "uint8"});
+    const std::int64_t k = pick(std::vector<std::int64_t>{1, 16, 300, 2000});
+    const std::int64_t n = 4;
+    std::string text = fmt::format("--in {} --in-b {} --acc int32 --out {}", ina, inb, out);
+    if (coin(g)) text += fmt::format(" --zero-point-a {}", ina == "uint8" ? 128 : -3);
+    if (coin(g)) text += fmt::format(" --zero-point-b {}", inb == "uint8" ? 131 : 7);
+    if (out != "int32") {
+      std::uniform_int_distribution<int> ex(-16, -4);
+      text += coin(g) ? fmt::format(" --out-scale {:a}", std::ldexp(1.0 + static_cast<double>(g() % 100) / 101.0, ex(g)))
+                      : fmt::format(" --out-scale {:a},{:a},{:a},{:a}", std::ldexp(1.0, ex(g)), std::ldexp(1.5, ex(g)),
+                                    std::ldexp(1.25, ex(g)), std::ldexp(1.75, ex(g)));
+      if (coin(g)) text += fmt::format(" --out-zero-point {}", out == "uint8" ? 100 : -5);
+      text += fmt::format(" --requant-rounding {}", pick(std::vector<std::string>{"rne", "rna", "rtz"}));
+      if (coin(g)) text += " --saturate";
+      if (coin(g)) text += " --requant-fixed-point";
+    }
+    ClaimSpec claim;
+    try {
+      claim = parse_claim(text);
+    } catch (const InputError&) {
+      continue;  // an option the claim refuses in this combination (said with exit 2)
+    }
+    const auto ints = [&](const std::string& f, std::int64_t rows, std::int64_t cols, const char* name) {
+      const FormatSpec& spec = format_named(f);
+      TensorData t{&spec, {rows, cols}, {}, name};
+      std::uniform_int_distribution<int> v(f == "uint8" ? 0 : -128, f == "uint8" ? 255 : 127);
+      for (std::int64_t i = 0; i < rows * cols; ++i) t.values.push_back(Bits{static_cast<std::uint32_t>(v(g)) & 0xffu});
+      return t;
+    };
+    const TensorData a = ints(ina, 3, k, "A"), b = ints(inb, k, n, "B");
+    SCOPED_TRACE(fmt::format("trial {}: K = {}", trial, k));
+    if (claim.quant.saturate || claim.out == &int32) {
+      judged += expect_own_output_passes(a, b, std::nullopt, claim, fmt::format("trial {}: K = {}", trial, k));
+      continue;
+    }
+    // Without --saturate a requantised value outside the output's range has no value under the
+    // claim: emulate writes it clamped, check calls it a defect and says why (requant-overflow).
+    const TensorData c = emulate_matmul(a, b, std::nullopt, claim);
+    const CheckResult r = check_matmul(a, b, c, claim);
+    ++judged;
+    if (r.verdict.kind == TensorKind::defect) {
+      bool overflow_said = false;
+      for (const Signature& sig : r.verdict.signatures) overflow_said = overflow_said || sig.name == "requant-overflow";
+      if (!overflow_said && ++g_failures <= 5)
+        ADD_FAILURE() << "claim " << claim.text() << ": the model's own output is a defect without requant-overflow\n"
+                      << r.text();
+    }
+  }
+  EXPECT_GT(judged, 250);  // some combinations are refused by the claim (exit 2)
 }
 
 }  // namespace

@@ -169,6 +169,39 @@ TEST(CheckMatmul, FlushToZeroAndDazClaimsCoverTheirOwnModel) {
             check_matmul(q.a, q.b, plain, with_daz(false)).verdict.worst[0].det_bound);
 }
 
+/// `tol`'s same-sign equivalents (|out − exact| <= atol + rtol·|exact| when every term has one
+/// sign) hold for the model's own outputs: positive data under several plans and outputs, and a
+/// flushing accumulator whose tiny products all flush (0 against 2^-124: atol = 0, as `tol` once
+/// printed, fails it).
+TEST(Tolerance, SameSignEquivalentsHoldForLegalOutputs) {
+  int failures = 0;
+  for (const char* text : {"--in bf16 --plan sequential --out fp32", "--in bf16 --plan pairwise --out bf16",
+                           "--in bf16 --acc bf16 --plan 'blocked(16)' --out bf16", "--in fp8_e4m3 --plan reverse --out fp16",
+                           "--in bf16 --plan sequential --ftz --out fp32"}) {
+    SCOPED_TRACE(text);
+    const ClaimSpec claim = parse_claim(text);
+    Bf16Problem p(4, 256, 4, 21);
+    TensorData a = p.a, b = p.b;
+    a.format = b.format = claim.in;
+    const bool tiny = claim.acc_ftz;
+    for (Bits& x : a.values) x = tiny ? Bits{0x1F00} : convert_double(*claim.in, std::fabs(to_double(bf16, x))).bits;
+    for (Bits& x : b.values) x = tiny ? Bits{0x1F00} : convert_double(*claim.in, std::fabs(to_double(bf16, x))).bits;
+    const ToleranceResult t = tolerance("matmul", 256, claim);
+    const TensorData c = emulate_matmul(a, b, std::nullopt, claim);
+    const MatmulReference ref = matmul_reference(a, b);
+    for (std::size_t e = 0; e < c.values.size(); ++e) {
+      const double o = to_double(*claim.out, c.values[e]), s = ref.elements[e].exact;
+      const double limit = t.atol_same_sign + t.rtol_deterministic * std::fabs(s);
+      if (!(std::fabs(o - s) <= limit) && ++failures <= 5)
+        ADD_FAILURE() << fmt::format("element {}: |{:a} - {:a}| = {:a} > atol {:a} + rtol {:.6g}·|exact|", e, o, s,
+                                     std::fabs(o - s), t.atol_same_sign, t.rtol_deterministic);
+    }
+    if (tiny) {
+      EXPECT_GE(t.atol_same_sign, 0x1p-124);
+    }
+  }
+}
+
 TEST(CheckMatmul, ReferenceComputedOnceJudgesManyOutputs) {
   const Bf16Problem p(4, 256, 4, 3);
   const MatmulReference ref = matmul_reference(p.a, p.b);

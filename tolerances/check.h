@@ -302,6 +302,9 @@ struct ToleranceResult {
   ReductionBound bound;
   std::string claim_text, order;
   double rtol_deterministic = 0, rtol_probabilistic = 0, atol_deterministic = 0, atol_probabilistic = 0;
+  /// The atol that goes with the same-sign rtol: the bound's absolute allowance and the output's
+  /// rounding in its subnormal range (0 only where both are).
+  double atol_same_sign = 0;
   double mean_abs_term = 0;
   bool products = true;
   bool output_rounding_half = true;  ///< the output rounding errs by 1/2 ulp (nearest), else 1 ulp

@@ -20,6 +20,13 @@ struct ClaimSetup {
 /// The bound-side Claim of `a` for a reduction of k terms (products or plain terms).
 ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool products);
 
+/// The same-sign rtol/atol equivalents of a bound |ŝ − s| <= coef·Σ|t| + absolute followed by an
+/// output rounding of relative error out_rel (absolute η_out below the output's normal range):
+/// with Σ|t| = |s|, |o − s| <= (coef + out_rel·(1 + coef))·|s| + absolute·(1 + out_rel) + η_out.
+/// Sets t.rtol_deterministic, t.rtol_probabilistic and t.atol_same_sign.
+void set_same_sign_equivalents(ToleranceResult& t, double coef_det, double coef_prob, double absolute, double out_rel,
+                               double eta_out);
+
 /// The judgement options the claim asks for.
 JudgeOptions judge_options(const ClaimSpec& claim, int worst, bool reduction);
 

@@ -134,6 +134,19 @@ std::string CheckResult::json() const {
 
 // ------------------------------------------------------------------- tolerance
 
+namespace detail {
+
+void set_same_sign_equivalents(ToleranceResult& t, double coef_det, double coef_prob, double absolute, double out_rel,
+                               double eta_out) {
+  // |o − s| <= out_rel·|ŝ| + coef·Σ|t| + absolute with |ŝ| <= (1 + coef)|s| + absolute in the
+  // output's normal range; below it the output rounding is absolute, at most η_out per output.
+  t.rtol_deterministic = coef_det + out_rel * (1 + coef_det);
+  t.rtol_probabilistic = coef_prob + out_rel * (1 + coef_prob);
+  t.atol_same_sign = absolute * (1 + out_rel) + eta_out;
+}
+
+}  // namespace detail
+
 ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim, const ToleranceOptions& opt) {
   if (op != "matmul" && op != "dot" && op != "sum")
     throw InputError(fmt::format("tol: unknown op '{}' (matmul, dot or sum)", op));
@@ -174,8 +187,8 @@ ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& 
   //  - zero-mean terms (a, b ~ N(0, 1)): Σ|a b| ≈ K·2/π while |s| ~ √K·|N(0,1)| can be 0:
   //    no rtol is sound, only an atol of the order coef·K·2/π (or the per-element bound).
   const double kd = static_cast<double>(k);
-  t.rtol_deterministic = b.deterministic + out_rel;
-  t.rtol_probabilistic = b.probabilistic + out_rel;
+  detail::set_same_sign_equivalents(t, b.deterministic, b.probabilistic, b.absolute, out_rel,
+                                    output_rounding_error(*c.output, c.output_rounding, 0) * (rs ? 2 : 1));
   t.mean_abs_term = products ? 2 / M_PI : std::sqrt(2 / M_PI);
   t.atol_deterministic = b.deterministic * kd * t.mean_abs_term;
   t.atol_probabilistic = b.probabilistic * kd * t.mean_abs_term;
@@ -185,7 +198,7 @@ ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& 
   j["claim"] = t.claim_text;
   j["order"] = s.order;
   j["equivalent"]["same_sign_terms"] = {
-      {"rtol_deterministic", t.rtol_deterministic}, {"rtol_probabilistic", t.rtol_probabilistic}, {"atol", 0}};
+      {"rtol_deterministic", t.rtol_deterministic}, {"rtol_probabilistic", t.rtol_probabilistic}, {"atol", t.atol_same_sign}};
   j["equivalent"]["zero_mean_unit_variance"] = {
       {"rtol", nullptr},
       {"atol_deterministic", t.atol_deterministic},
@@ -226,8 +239,8 @@ std::string ToleranceResult::text() const {
   for (const std::string& d : b.derivation) line(fmt::format("  {}", d));
   line("equivalent tolerances for torch.testing.assert_close / numpy.allclose (|out - ref| <= atol + rtol·|ref|):");
   line(fmt::format("  terms of one sign (Σ|terms| = |result|): rtol = {:.3g} (deterministic), {:.3g} (probabilistic), "
-                   "atol = 0",
-                   rtol_deterministic, rtol_probabilistic));
+                   "atol = {:.3g} (the allowance A and the output's subnormal rounding)",
+                   rtol_deterministic, rtol_probabilistic, atol_same_sign));
   line(fmt::format("  zero-mean unit-variance {}: no rtol is sound (cancellation makes |result| << Σ|terms|);\n"
                    "    atol ≈ C·K·{:.3f} = {:.3g} (deterministic), {:.3g} (probabilistic) — or use the per-element "
                    "bound: numfid check",

@@ -451,6 +451,7 @@ ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const Clai
   t.output = claim.out;
   t.output_rounding_half = claim.output_rounding() == Rounding::rne || claim.output_rounding() == Rounding::rna;
   double u_out = unit_roundoff(*claim.out, claim.output_rounding());
+  double eta_out = output_rounding_error(*claim.out, claim.output_rounding(), 0);
   if (ref_claim) {  // cross-platform: |out_A - out_B| <= bound(A) + bound(B), both about the exact result
     if (!is_scaled_claim(*ref_claim)) throw InputError("--ref-profile: the reference's claim is not a scaled GEMM");
     const ClaimSpec rc = resolve_scaled_profile(*ref_claim);
@@ -466,9 +467,10 @@ ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const Clai
     b.probabilistic = b.deterministic;
     b.roundings += rb.roundings;
     u_out += unit_roundoff(*rc.out, rc.output_rounding());
+    eta_out += output_rounding_error(*rc.out, rc.output_rounding(), 0);
     t.claim_text += fmt::format(" vs partials of {} in {}", rs.chunk, rs.inner);
   }
-  t.rtol_deterministic = t.rtol_probabilistic = b.deterministic + u_out;
+  detail::set_same_sign_equivalents(t, b.deterministic, b.deterministic, b.absolute, u_out, eta_out);
   t.mean_abs_term = 2 / M_PI;
   t.atol_deterministic = t.atol_probabilistic = b.deterministic * static_cast<double>(k) * t.mean_abs_term;
   t.bound = b;

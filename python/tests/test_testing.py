@@ -209,3 +209,19 @@ def test_emulate_keeps_the_units_nan_pattern_in_fp32_values():
     values = numfid.emulate("matmul", claim, a=a, b=b)
     assert bits[0, 0] == 0x7FFFFFFF
     assert values.view(np.uint32)[0, 0] == 0x7FFFFFFF
+
+
+def test_flush_to_zero_claims_reach_the_model_and_the_bound():
+    # fp32 products of 2^-70 · 2^-70 = 2^-140 (subnormal): a flushing sequential accumulator loses
+    # every one (0 against 64 · 2^-140 = 2^-134), an IEEE one keeps them. The --ftz claim covers
+    # its own model's 0; the claim without it calls that 0 a defect.
+    a = np.full((1, 64), 2.0 ** -70, dtype=np.float32)
+    b = np.full((64, 1), 2.0 ** -70, dtype=np.float32)
+    ftz = "--in fp32 --acc fp32 --out fp32 --plan sequential --ftz --zero-start"
+    flushed = numfid.emulate("matmul", ftz, a=a, b=b)
+    assert flushed[0, 0] == 0
+    assert numfid.emulate("matmul", "--in fp32 --acc fp32 --out fp32 --plan sequential", a=a, b=b)[0, 0] == 2.0 ** -134
+    r = numfid.check("matmul", ftz, a=a, b=b, c=flushed)
+    assert r.verdict != "defect" and "flush to zero (ftz)" in r.report
+    r = numfid.check("matmul", "--in fp32 --acc fp32 --out fp32 --plan sequential", a=a, b=b, c=flushed)
+    assert r.verdict == "defect"

@@ -234,7 +234,7 @@ TEST(SelfConsistency, CrossPlatformChecksOfTwoModelsAreNeverADefect) {
   for (const std::string& n : list_profiles())
     if (find_profile(n).model != ProfileModel::scaled_gemm) names.push_back(n);
   int judged = 0;
-  for (const char* in : {"bf16", "fp16", "fp8_e4m3"})
+  for (const char* in : {"bf16", "fp16", "fp8_e4m3", "fp32"})  // fp32: neuron-autocast-bf16's input cast
     for (const Data d : kData)
       for (std::size_t x = 0; x < names.size() && g_failures < 5; ++x)
         for (std::size_t y = 0; y < names.size() && g_failures < 5; ++y) {
@@ -262,6 +262,54 @@ TEST(SelfConsistency, CrossPlatformChecksOfTwoModelsAreNeverADefect) {
                           << res.text();
         }
   EXPECT_GT(judged, 300);
+}
+
+/// Cross-platform with plan claims on either side: the reference's claim carries its own
+/// operand-dependent allowances (an input cast into the subnormal range or past the cast format's
+/// range, inputs read as zero), as the target's do.
+TEST(SelfConsistency, CrossPlatformClaimsWithCastsAndDazAreNeverADefect) {
+  g_failures = 0;
+  std::mt19937_64 g(20261207);
+  const std::vector<std::string> claims = {
+      "--in fp32 --plan sequential --acc fp32 --out fp32",
+      "--in fp32 --plan pairwise --acc fp32 --out fp32 --cast bf16",
+      "--in fp32 --plan 'blocked(16)' --acc fp32 --out fp32 --cast fp16",
+      "--in fp32 --plan sequential --acc fp32 --out fp32 --daz --ftz",
+      "--in fp32 --plan reverse --acc fp32 --out fp32 --cast bf16 --cast-rounding rtz --daz",
+      "--in fp32 --plan sequential --acc bf16 --out fp32 --ftz",
+  };
+  int judged = 0;
+  for (const Data d : kData)
+    for (std::size_t x = 0; x < claims.size() && g_failures < 5; ++x)
+      for (std::size_t y = 0; y < claims.size() && g_failures < 5; ++y) {
+        if (x == y) continue;
+        const ClaimSpec target = parse_claim(claims[x]);
+        const ClaimSpec other = parse_claim(claims[y]);
+        // Operands near the cast formats' limits as well: fp32 values below bf16's and fp16's
+        // least normal values and past fp16's largest.
+        TensorData a = make(*target.in, 3, 64, true, d, g, "A");
+        const TensorData b = make(*target.in, 64, 3, false, d, g, "B");
+        if (d == Data::wide) a.values[5] = value_of(fp32, 0x1.fffp16);  // past fp16's range
+        if (d == Data::subnormal_inputs) a.values[7] = value_of(fp32, 0x1.8p-130);
+        TensorData c, r;
+        try {
+          c = emulate_matmul(a, b, std::nullopt, target);
+          r = emulate_matmul(a, b, std::nullopt, other);
+        } catch (const InputError&) {
+          continue;
+        }
+        MatmulCheckOptions o;
+        o.predict = false;
+        o.ref = r;
+        o.ref_claim = other;
+        const CheckResult res = check_matmul(a, b, c, target, o);
+        ++judged;
+        if (res.verdict.kind == TensorKind::defect && ++g_failures <= 5)
+          ADD_FAILURE() << claims[x] << "\nagainst " << claims[y] << ", " << data_name(d)
+                        << ": one model's output is a defect against the other's\n"
+                        << res.text();
+      }
+  EXPECT_GT(judged, 100);
 }
 
 /// Scaled GEMMs (FP8/FP6/FP4/bf16 elements with per-tensor, MX 1×32 or DeepSeek 1×128 / 128×128

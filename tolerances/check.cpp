@@ -229,9 +229,31 @@ MatmulDims matmul_check_dims(ShapeRef a, ShapeRef b, ShapeRef c, const ShapeRef*
 
 namespace {
 
-/// Largest |x| of a tensor's finite values, and per line (row of a row-major M×K: `per_row`,
-/// else column) the sum of its subnormal magnitudes: what inputs read as zero (DAZ) can take
-/// from a dot product.
+/// An operand seen as lines of the contraction: A's rows (row-major M×K), B's columns (K×N) or,
+/// for a row-wise dot, B's rows. The operand-dependent allowances below (inputs read as zero, a
+/// cast into the subnormal range, a cast past the format's range) are each one fold over these
+/// lines: `for_each_entry` is their single walk over an operand.
+struct OperandLines {
+  const TensorData* t;
+  std::int64_t rows, cols;
+  bool per_row;  ///< the line of entry (r, c) is r (else c)
+  std::size_t lines() const { return static_cast<std::size_t>(per_row ? rows : cols); }
+  /// f(line, bits) for every entry, row-major.
+  template <class F>
+  void for_each_entry(F&& f) const {
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c)
+        f(static_cast<std::size_t>(per_row ? r : c), t->values[static_cast<std::size_t>(r * cols + c)]);
+  }
+};
+
+OperandLines lines_of_a(const TensorData& A, MatmulDims d) { return {&A, d.m, d.k, true}; }
+OperandLines lines_of_b(const TensorData& B, MatmulDims d, bool rowwise_dot) {
+  return rowwise_dot ? OperandLines{&B, d.m, d.k, true} : OperandLines{&B, d.k, d.n, false};
+}
+
+/// Largest |x| of a tensor's finite values, and per line the sum of its subnormal magnitudes:
+/// what inputs read as zero (DAZ) can take from a dot product.
 struct SubnormalMass {
   double max_abs = 0;
   std::vector<double> line;  ///< Σ |x| over the subnormal x of each line
@@ -241,22 +263,20 @@ struct SubnormalMass {
 /// format's least normal value may be cast to a subnormal one, and every magnitude may grow by
 /// the cast's rounding (|x'| <= |x|(1 + u') + η'), so the mass counts min(|x|(1 + u') + η', least
 /// normal) of each such operand and max|x| grows by (1 + u').
-SubnormalMass subnormal_mass(const TensorData& t, std::int64_t rows, std::int64_t cols, bool per_row, const Claim& claim) {
+SubnormalMass subnormal_mass(const OperandLines& l, const Claim& claim) {
   SubnormalMass m;
-  m.line.assign(static_cast<std::size_t>(per_row ? rows : cols), 0.0);
-  const FormatSpec& f = *t.format;
+  m.line.assign(l.lines(), 0.0);
+  const FormatSpec& f = *l.t->format;
   const FormatSpec* cast = claim.compute_input;
   const double u = cast ? unit_roundoff(*cast, claim.input_rounding) : 0.0;
   const double eta = cast ? output_rounding_error(*cast, claim.input_rounding, 0) : 0.0;
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const Bits x = t.values[static_cast<std::size_t>(r * cols + c)];
-      const double v = std::fabs(to_double(f, x));
-      if (!std::isfinite(v)) continue;
-      m.max_abs = std::max(m.max_abs, v * (1 + u));
-      const bool flushable = cast ? v != 0 && v < min_normal(*cast) : decode(f, x).cls == FpClass::subnormal;
-      if (flushable) m.line[static_cast<std::size_t>(per_row ? r : c)] += cast ? std::min(v * (1 + u) + eta, min_normal(*cast)) : v;
-    }
+  l.for_each_entry([&](std::size_t line, Bits x) {
+    const double v = std::fabs(to_double(f, x));
+    if (!std::isfinite(v)) return;
+    m.max_abs = std::max(m.max_abs, v * (1 + u));
+    const bool flushable = cast ? v != 0 && v < min_normal(*cast) : decode(f, x).cls == FpClass::subnormal;
+    if (flushable) m.line[line] += cast ? std::min(v * (1 + u) + eta, min_normal(*cast)) : v;
+  });
   return m;
 }
 
@@ -266,9 +286,8 @@ SubnormalMass subnormal_mass(const TensorData& t, std::int64_t rows, std::int64_
 /// the bound's absolute allowance, with its derivation; 0 when no input is subnormal.
 void add_daz_allowance(ReductionBound& b, const Claim& claim, const TensorData& A, const TensorData& B, const TensorData* D,
                        MatmulDims d, bool rowwise_dot) {
-  const SubnormalMass ma = subnormal_mass(A, d.m, d.k, true, claim);
-  const SubnormalMass mb =
-      rowwise_dot ? subnormal_mass(B, d.m, d.k, true, claim) : subnormal_mass(B, d.k, d.n, false, claim);
+  const SubnormalMass ma = subnormal_mass(lines_of_a(A, d), claim);
+  const SubnormalMass mb = subnormal_mass(lines_of_b(B, d, rowwise_dot), claim);
   const double a_line = ma.line.empty() ? 0.0 : *std::max_element(ma.line.begin(), ma.line.end());
   const double b_line = mb.line.empty() ? 0.0 : *std::max_element(mb.line.begin(), mb.line.end());
   double addend = 0;
@@ -286,6 +305,29 @@ void add_daz_allowance(ReductionBound& b, const Claim& claim, const TensorData& 
                                      allowance));
 }
 
+/// Largest |x| of an operand's finite values and the most entries of one line that a cast into
+/// `c` moves by an absolute error (nonzero, below c's least normal value, not a value of c).
+struct CastUnderflowLines {
+  double max_abs = 0;
+  std::int64_t most = 0;
+};
+
+CastUnderflowLines cast_underflow_lines(const OperandLines& l, const FormatSpec& c) {
+  CastUnderflowLines r;
+  std::vector<std::int64_t> count(l.lines(), 0);
+  const FormatSpec& f = *l.t->format;
+  l.for_each_entry([&](std::size_t line, Bits x) {
+    const double v = to_double(f, x);
+    if (!std::isfinite(v)) return;
+    r.max_abs = std::max(r.max_abs, std::fabs(v));
+    if (v == 0 || std::fabs(v) >= min_normal(c)) return;
+    if (to_double(c, convert(f, c, x).bits) == v) return;  // a value of c: the cast is exact
+    ++count[line];
+  });
+  for (const std::int64_t n : count) r.most = std::max(r.most, n);
+  return r;
+}
+
 /// Casting an operand into the compute format `c` (--cast, a profile's input cast) errs
 /// relatively (|x' - x| <= u'|x|, in the bound's coefficient) only in c's normal range: below its
 /// least normal value the error is absolute, up to η' (half c's least subnormal spacing, all of it
@@ -299,29 +341,8 @@ void add_cast_underflow_allowance(ReductionBound& b, const Claim& claim, const T
   const FormatSpec& c = *claim.compute_input;
   const double eta = output_rounding_error(c, claim.input_rounding, 0);
   const double u = unit_roundoff(c, claim.input_rounding);
-  struct Lines {
-    double max_abs = 0;
-    std::int64_t most = 0;  ///< most subnormal-range entries in one line
-  };
-  const auto scan = [&](const TensorData& t, std::int64_t rows, std::int64_t cols, bool per_row) {
-    Lines l;
-    std::vector<std::int64_t> count(static_cast<std::size_t>(per_row ? rows : cols), 0);
-    const FormatSpec& f = *t.format;
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t k = 0; k < cols; ++k) {
-        const Bits x = t.values[static_cast<std::size_t>(r * cols + k)];
-        const double v = to_double(f, x);
-        if (!std::isfinite(v)) continue;
-        l.max_abs = std::max(l.max_abs, std::fabs(v));
-        if (v == 0 || std::fabs(v) >= min_normal(c)) continue;
-        if (to_double(c, convert(f, c, x).bits) == v) continue;  // a value of c: the cast is exact
-        ++count[static_cast<std::size_t>(per_row ? r : k)];
-      }
-    for (const std::int64_t n : count) l.most = std::max(l.most, n);
-    return l;
-  };
-  const Lines la = scan(A, d.m, d.k, true);
-  const Lines lb = rowwise_dot ? scan(B, d.m, d.k, true) : scan(B, d.k, d.n, false);
+  const CastUnderflowLines la = cast_underflow_lines(lines_of_a(A, d), c);
+  const CastUnderflowLines lb = cast_underflow_lines(lines_of_b(B, d, rowwise_dot), c);
   if (la.most == 0 && lb.most == 0) return;
   const double allowance = (eta * (1 + u) *
                                 (static_cast<double>(la.most) * lb.max_abs + static_cast<double>(lb.most) * la.max_abs) +
@@ -335,6 +356,14 @@ void add_cast_underflow_allowance(ReductionBound& b, const Claim& claim, const T
       c.name, la.most, lb.most, rowwise_dot ? "row" : "column", eta, allowance));
 }
 
+/// The operand-dependent parts of a claim's bound (the claim's DAZ, its input cast's subnormal
+/// range), for the target's claim and for a cross-platform reference's alike.
+void add_operand_allowances(ReductionBound& b, const Claim& claim, const TensorData& A, const TensorData& B,
+                            const TensorData* D, MatmulDims d, bool rowwise_dot) {
+  if (claim.acc.daz) add_daz_allowance(b, claim, A, B, D, d, rowwise_dot);
+  if (claim.compute_input) add_cast_underflow_allowance(b, claim, A, B, d, rowwise_dot);
+}
+
 /// |x| past the second-largest finite value of the cast format `c`: some rounding of the cast
 /// (up, stochastic, or to nearest beyond the largest value) may overflow to ±inf or NaN, or
 /// saturate at the largest value — no relative model covers it.
@@ -343,31 +372,35 @@ bool cast_may_overflow(const FormatSpec& f, Bits x, const FormatSpec& c) {
   return std::isfinite(v) && v > max_finite(c) - ulp_at(c, max_finite(c));
 }
 
-/// Elements whose row of A or column (row-wise dot: row) of B holds an operand the claim's cast
-/// may overflow get no finite bound (ReferenceElement::may_overflow): the verdict counts them as
-/// elements without a finite bound, and ±inf / NaN are legal there.
-void mark_cast_overflow(std::span<ReferenceElement> ref, const Claim& claim, const TensorData& A, const TensorData& B,
-                        MatmulDims d, bool rowwise_dot) {
+/// Per element of C: whether its row of A or column (row-wise dot: row) of B holds an operand the
+/// claim's input cast may overflow. Empty when the claim has no cast.
+std::vector<char> cast_overflow_elements(const Claim& claim, const TensorData& A, const TensorData& B, MatmulDims d,
+                                         bool rowwise_dot) {
+  if (!claim.compute_input) return {};
   const FormatSpec& c = *claim.compute_input;
-  std::vector<char> row(static_cast<std::size_t>(d.m), 0), col(static_cast<std::size_t>(rowwise_dot ? d.m : d.n), 0);
-  for (std::int64_t i = 0; i < d.m; ++i)
-    for (std::int64_t k = 0; k < d.k; ++k) {
-      if (cast_may_overflow(*A.format, A.values[static_cast<std::size_t>(i * d.k + k)], c)) row[static_cast<std::size_t>(i)] = 1;
-      if (rowwise_dot && cast_may_overflow(*B.format, B.values[static_cast<std::size_t>(i * d.k + k)], c))
-        col[static_cast<std::size_t>(i)] = 1;
-    }
-  if (!rowwise_dot)
-    for (std::int64_t k = 0; k < d.k; ++k)
-      for (std::int64_t j = 0; j < d.n; ++j)
-        if (cast_may_overflow(*B.format, B.values[static_cast<std::size_t>(k * d.n + j)], c)) col[static_cast<std::size_t>(j)] = 1;
+  const auto flags = [&](const OperandLines& l) {
+    std::vector<char> line(l.lines(), 0);
+    l.for_each_entry([&](std::size_t i, Bits x) { line[i] = line[i] || cast_may_overflow(*l.t->format, x, c); });
+    return line;
+  };
+  const std::vector<char> row = flags(lines_of_a(A, d)), col = flags(lines_of_b(B, d, rowwise_dot));
   const std::int64_t n = rowwise_dot ? 1 : d.n;
+  std::vector<char> e(static_cast<std::size_t>(d.m * n), 0);
   for (std::int64_t i = 0; i < d.m; ++i)
     for (std::int64_t j = 0; j < n; ++j)
-      if (row[static_cast<std::size_t>(i)] || col[static_cast<std::size_t>(rowwise_dot ? i : j)]) {
-        ReferenceElement& r = ref[static_cast<std::size_t>(i * n + j)];
-        r.det_bound = r.prob_bound = INFINITY;
-        r.may_overflow = true;
-      }
+      e[static_cast<std::size_t>(i * n + j)] = row[static_cast<std::size_t>(i)] || col[static_cast<std::size_t>(rowwise_dot ? i : j)];
+  return e;
+}
+
+/// Elements whose operands the claim's cast may overflow get no finite bound
+/// (ReferenceElement::may_overflow): the verdict counts them as elements without a finite bound,
+/// and ±inf / NaN are legal there.
+void mark_cast_overflow(std::span<ReferenceElement> ref, const std::vector<char>& overflow) {
+  for (std::size_t e = 0; e < overflow.size(); ++e)
+    if (overflow[e]) {
+      ref[e].det_bound = ref[e].prob_bound = INFINITY;
+      ref[e].may_overflow = true;
+    }
 }
 
 }  // namespace
@@ -485,8 +518,7 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
       ref[e] = {mr.elements[e].rounded(fout), mr.elements[e].exact, mr.elements[e].sum_abs};
   });
   ReductionBound b = reduction_bound(s.claim, K, D != nullptr, claim.confidence);
-  if (s.claim.acc.daz) add_daz_allowance(b, s.claim, A, B, D, mr.dims, mr.rowwise_dot);
-  if (s.claim.compute_input) add_cast_underflow_allowance(b, s.claim, A, B, mr.dims, mr.rowwise_dot);
+  add_operand_allowances(b, s.claim, A, B, D, mr.dims, mr.rowwise_dot);
   if (opt.ref) {
     // Cross-platform: C (from the platform of the claim) against a reference output R from
     // another platform (ref_claim): |C - R| <= bound_A + bound_B.
@@ -495,22 +527,42 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
     expect_format(R, fout, "--ref");
     if (R.values.size() != C.values.size()) throw InputError("--ref: shape differs from --c");
     const ClaimSetup rs = detail::make_claim(*opt.ref_claim, K, D != nullptr, true);
-    const ReductionBound rb = reduction_bound(rs.claim, K, D != nullptr, claim.confidence);
+    ReductionBound rb = reduction_bound(rs.claim, K, D != nullptr, claim.confidence);
+    add_operand_allowances(rb, rs.claim, A, B, D, mr.dims, mr.rowwise_dot);  // the reference's own cast / DAZ
+    const std::vector<char> ref_cast_overflow = cast_overflow_elements(rs.claim, A, B, mr.dims, mr.rowwise_dot);
+    std::int64_t overflowed = 0;
     for (std::size_t e = 0; e < ref.size(); ++e) {
       const ElementBound x = element_bound(b, s.claim, ref[e].exact, ref[e].sum_abs);
       const ElementBound y = element_bound(rb, rs.claim, ref[e].exact, ref[e].sum_abs);
-      ref[e] = {R.values[e], to_double(fout, R.values[e]), ref[e].sum_abs, x.deterministic + y.deterministic,
-                x.probabilistic + y.probabilistic, x.may_overflow || y.may_overflow};
+      const double r = to_double(fout, R.values[e]);
+      const bool ref_may_overflow = y.may_overflow || (!ref_cast_overflow.empty() && ref_cast_overflow[e]);
+      if (ref_may_overflow && !std::isfinite(r) && std::isfinite(ref[e].exact)) {
+        // The reference legally overflowed here (its bound reaches past its range): R says
+        // nothing about the exact result, so C is judged against the exact result under its
+        // own claim's bound alone.
+        ref[e].det_bound = x.deterministic;
+        ref[e].prob_bound = x.probabilistic;
+        ref[e].may_overflow = x.may_overflow;
+        ++overflowed;
+        continue;
+      }
+      ref[e] = {R.values[e], r, ref[e].sum_abs, x.deterministic + y.deterministic, x.probabilistic + y.probabilistic,
+                x.may_overflow || ref_may_overflow};
     }
     b.derivation.insert(b.derivation.begin(), fmt::format("cross-platform: target ({}) against reference ({}): "
                                                           "|C - R| <= bound(target) + bound(reference), both about the "
                                                           "exact result",
                                                           s.order, rs.order));
+    if (overflowed > 0)
+      b.derivation.insert(b.derivation.begin() + 1,
+                          fmt::format("cross-platform: {} elements where the reference may overflow and did (R "
+                                      "non-finite): C against the exact result under bound(target) alone",
+                                      overflowed));
     for (const std::string& line : rb.derivation) b.derivation.push_back("reference: " + line);
     b.confidence = 1 - 2 * (1 - claim.confidence);  // both probabilistic bounds hold (union bound)
   }
-  if (s.claim.compute_input)
-    mark_cast_overflow(std::span<ReferenceElement>(ref.data(), ref.size()), s.claim, A, B, mr.dims, mr.rowwise_dot);
+  mark_cast_overflow(std::span<ReferenceElement>(ref.data(), ref.size()),
+                     cast_overflow_elements(s.claim, A, B, mr.dims, mr.rowwise_dot));
   Verdict v = judge(s.claim, b, C.values, ref, {M, N}, detail::judge_options(claim, opt.worst, true));
   CheckResult r = detail::finish(mr.rowwise_dot ? "dot" : "matmul", s, claim, std::move(b), std::move(v), !mr.rowwise_dot);
   if (!opt.ref && opt.calibrate)  // the probable-defect rule, calibrated on these operands

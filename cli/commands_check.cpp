@@ -90,7 +90,7 @@ int run_check_sum(const SumArgs& a) {
 struct RowArgs {
   RowOp op = RowOp::softmax;
   ClaimOptions claim;
-  std::string x, c, json, gamma, beta, param_format, variance = "any", softmax = "textbook";
+  std::string x, c, json, gamma, beta, param_format, variance = "any", softmax = "textbook", norm_form = "centred";
   double eps = 1e-5;
   int worst = 8;
 };
@@ -105,7 +105,7 @@ int run_check_rows(const RowArgs& a) {
   o.worst = a.worst;
   const FormatSpec& fparam = a.param_format.empty() ? fin : format_named(a.param_format);
   o.param_format = &fparam;
-  o.variance = variance_method_named(a.variance);
+  set_row_method_options(o, a.variance, a.norm_form);
   o.softmax = softmax_method_named(a.softmax);
   if (!a.gamma.empty()) o.gamma = load_operand(a.gamma, fparam, "--gamma");
   if (!a.beta.empty()) o.beta = load_operand(a.beta, fparam, "--beta");
@@ -117,7 +117,7 @@ int run_check_rows(const RowArgs& a) {
 struct TolArgs {
   std::string op = "matmul";
   ClaimOptions claim;
-  std::string variance = "any", softmax = "textbook";
+  std::string variance = "any", softmax = "textbook", norm_form = "centred";
   double eps = 1e-5;
   std::int64_t k = 0;
   bool addend = false, json = false;
@@ -128,7 +128,7 @@ int run_tol(const TolArgs& t) {
   if (t.k <= 0) throw UsageError("--k: the reduction length K must be a positive integer");
   if (const auto row_op = find_row_op(t.op)) {  // a row/elementwise op: the derivation for rows of K
     RowCheckOptions o;
-    o.variance = variance_method_named(t.variance);
+    set_row_method_options(o, t.variance, t.norm_form);
     o.softmax = softmax_method_named(t.softmax);
     o.eps = t.eps;
     fmt::print("{}", row_tolerance_text(*row_op, t.claim.parse(), static_cast<std::size_t>(t.k), o));
@@ -205,7 +205,10 @@ Command add_check_command(CLI::App& parent) {
       if (op == RowOp::layernorm) r->add_option("--beta", rows->beta, "shift, 1-D, one per column");
       r->add_option("--param-format", rows->param_format, "format of gamma/beta (default: --in)");
       if (op == RowOp::layernorm)
-        r->add_option("--variance", rows->variance, "with --compute: two-pass, welford, sumsq, any (those three) or chan (Welford runs merged by Chan's update in any tree)")
+        r->add_option("--variance", rows->variance, "with --compute: two-pass, welford, sumsq, any (those three), chan (Welford runs merged by Chan's update in any tree) or rowwise-moments(V) (PyTorch CPU's tree, V lanes)")
+            ->capture_default_str();
+      if (op == RowOp::layernorm)
+        r->add_option("--norm-form", rows->norm_form, "with --compute: centred ((x - μ)·r) or shifted (x·r + b, b = -r·μ rounded: PyTorch CPU)")
             ->capture_default_str();
     }
     rows->claim.declare(*r, ClaimKind::rows);
@@ -236,7 +239,8 @@ Command add_tol_command(CLI::App& parent) {
   t->claim.declare_option(*app, "--compute", "row ops: the format the op computes in (fp32, bf16, fp16, fp64)");
   t->claim.declare_option(*app, "--fn-ulps", "row ops: accuracy of each elementary function in compute ulps", "1");
   t->claim.declare_option(*app, "--fn-abs", "row ops: ... and/or its absolute error");
-  app->add_option("--variance", t->variance, "layernorm: two-pass, welford, sumsq, any (those three) or chan")->capture_default_str();
+  app->add_option("--variance", t->variance, "layernorm: two-pass, welford, sumsq, any (those three), chan or rowwise-moments(V)")->capture_default_str();
+  app->add_option("--norm-form", t->norm_form, "layernorm: centred or shifted")->capture_default_str();
   app->add_option("--softmax", t->softmax, "softmax/log_softmax: textbook or online")->capture_default_str();
   app->add_option("--eps", t->eps, "layernorm/rmsnorm: epsilon inside the square root")->capture_default_str();
   app->add_flag("--addend", t->addend, "the sum starts from an addend C (D = C + A·B)");

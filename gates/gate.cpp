@@ -79,7 +79,7 @@ struct GateLoader {
   GateCase gate_case(const YAML::Node& n, const std::optional<std::pair<std::string, int>>& default_claim,
                      bool default_baseline) const {
     static const std::vector<std::string> keys{"name", "op", "a", "b", "c", "x", "ref", "ref_claim", "claim", "addend", "axis", "eps", "baseline", "rerun",
-                                               "gamma", "beta", "param_format", "variance", "softmax",
+                                               "gamma", "beta", "param_format", "variance", "norm_form", "softmax",
                                                "scale_a", "scale_b", "out_scale"};
     check_keys(n, keys, "a case");
     GateCase c;
@@ -100,11 +100,11 @@ struct GateLoader {
     std::vector<std::string> required, optional;
     if (reduction) required = {"a", "b", "c"}, optional = {"addend", "ref", "ref_claim", "scale_a", "scale_b", "out_scale"};
     else if (c.op == "sum") required = {"x", "c"}, optional = {"axis"};
-    else if (row == RowOp::layernorm) required = {"x", "c"}, optional = {"eps", "gamma", "beta", "param_format", "variance"};
+    else if (row == RowOp::layernorm) required = {"x", "c"}, optional = {"eps", "gamma", "beta", "param_format", "variance", "norm_form"};
     else if (row == RowOp::softmax || row == RowOp::log_softmax) required = {"x", "c"}, optional = {"softmax"};
     else required = {"x", "c"}, optional = norm ? std::vector<std::string>{"eps", "gamma", "param_format"} : std::vector<std::string>{};
     for (const std::string k : {"a", "b", "c", "x", "addend", "ref", "ref_claim", "axis", "eps", "gamma", "beta", "param_format", "variance",
-                              "softmax", "scale_a", "scale_b", "out_scale"}) {
+                              "norm_form", "softmax", "scale_a", "scale_b", "out_scale"}) {
       const bool takes = std::find(required.begin(), required.end(), k) != required.end() ||
                          std::find(optional.begin(), optional.end(), k) != optional.end();
       if (n[k] && !takes) fail(n[k], fmt::format("{}: '{}' does not apply to op {}", where, k, c.op));
@@ -132,7 +132,8 @@ struct GateLoader {
       return v;
     };
     c.param_format = named("param_format", [](const std::string& v) { format_named(v); });
-    c.variance = named("variance", [](const std::string& v) { variance_method_named(v); });
+    c.variance = named("variance", [](const std::string& v) { variance_named(v); });
+    c.norm_form = named("norm_form", [](const std::string& v) { norm_form_named(v); });
     c.softmax = named("softmax", [](const std::string& v) { softmax_method_named(v); });
     if (n["ref"] && !n["ref_claim"]) fail(n["ref"], fmt::format("{}: 'ref' needs 'ref_claim' (the claim of the platform that produced it)", where));
     if (n["ref_claim"] && !n["ref"]) fail(n["ref_claim"], fmt::format("{}: 'ref_claim' needs 'ref'", where));

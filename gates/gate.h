@@ -40,7 +40,8 @@ struct GateCase {
   std::optional<std::string> gamma;      ///< layernorm / rmsnorm: scale operand (1-D, one per column)
   std::optional<std::string> beta;       ///< layernorm: shift operand (1-D, one per column)
   std::optional<std::string> param_format;  ///< layernorm / rmsnorm: gamma/beta's format (default: the claim's --in)
-  std::optional<std::string> variance;   ///< layernorm: two-pass, welford, sumsq, chan or any (as `check --variance`)
+  std::optional<std::string> variance;   ///< layernorm: two-pass, welford, sumsq, chan, rowwise-moments(V) or any (as `check --variance`)
+  std::optional<std::string> norm_form;  ///< layernorm: centred or shifted (as `check --norm-form`)
   std::optional<std::string> softmax;    ///< softmax / log_softmax: textbook or online (as `check --softmax`)
   bool baseline = false;                 ///< tracked against its stored baseline
 };

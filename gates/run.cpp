@@ -165,7 +165,7 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
       if (c.eps) o.eps = *c.eps;
       const FormatSpec& fparam = c.param_format ? format_named(*c.param_format) : *claim.in;
       o.param_format = &fparam;
-      if (c.variance) o.variance = variance_method_named(*c.variance);
+      set_row_method_options(o, c.variance.value_or("any"), c.norm_form.value_or("centred"));
       if (c.softmax) o.softmax = softmax_method_named(*c.softmax);
       if (c.gamma) o.gamma = load(*c.gamma, fparam);
       if (c.beta) o.beta = load(*c.beta, fparam);
@@ -196,7 +196,7 @@ std::string repro_command(const GateCase& c, const std::string& claim_text) {
   if (c.axis) s += fmt::format(" --axis {}", *c.axis);
   if (c.eps) s += fmt::format(" --eps {}", *c.eps);
   opt("--gamma", c.gamma), opt("--beta", c.beta), opt("--param-format", c.param_format), opt("--variance", c.variance);
-  opt("--softmax", c.softmax);
+  opt("--norm-form", c.norm_form), opt("--softmax", c.softmax);
   s += fmt::format(" {}", claim_text);
   if (claim_text == c.claim) opt("--scale-a", c.scale_a), opt("--scale-b", c.scale_b), opt("--out-scale", c.out_scale);
   if (c.ref) {

@@ -156,6 +156,7 @@ struct CheckArgs {
   double eps = 1e-5;
   int worst = 8;
   std::string variance = "any", softmax = "textbook", param_format;  // row ops, as the CLI's options
+  std::string norm_form = "centred";
 };
 
 void require(const std::optional<Operand>& o, const std::string& op, const char* name) {
@@ -206,7 +207,7 @@ CheckResult check(const CheckArgs& args) {
     RowCheckOptions o;
     o.eps = args.eps;
     o.worst = args.worst;
-    o.variance = variance_method_named(args.variance);
+    set_row_method_options(o, args.variance, args.norm_form);
     o.softmax = softmax_method_named(args.softmax);
     const FormatSpec& fparam = args.param_format.empty() ? *claim.in : format_named(args.param_format);
     o.param_format = &fparam;
@@ -456,18 +457,20 @@ PYBIND11_MODULE(_numfid, m) {
       "check",
       [](std::string op, std::string claim, py::object a, py::object b, py::object c, py::object x, py::object addend,
          py::object ref, py::object gamma, py::object beta, std::string addend_format, std::string ref_profile, int axis,
-         double eps, int worst, std::string variance, std::string softmax, std::string param_format) {
+         double eps, int worst, std::string variance, std::string softmax, std::string param_format,
+         std::string norm_form) {
         CheckArgs args{std::move(op), std::move(claim), std::move(a),    std::move(b),      std::move(c),
                        std::move(x),  std::move(addend), std::move(ref), std::move(gamma), std::move(beta),
                        std::move(addend_format), std::move(ref_profile), axis, eps, worst,
-                       std::move(variance), std::move(softmax), std::move(param_format)};
+                       std::move(variance), std::move(softmax), std::move(param_format), std::move(norm_form)};
         return check(args);
       },
       py::arg("op"), py::arg("claim"), py::arg("a") = py::none(), py::arg("b") = py::none(), py::arg("c") = py::none(),
       py::arg("x") = py::none(), py::arg("addend") = py::none(), py::arg("ref") = py::none(),
       py::arg("gamma") = py::none(), py::arg("beta") = py::none(), py::arg("addend_format") = "",
       py::arg("ref_profile") = "", py::arg("axis") = -1, py::arg("eps") = 1e-5, py::arg("worst") = 8,
-      py::arg("variance") = "any", py::arg("softmax") = "textbook", py::arg("param_format") = "");
+      py::arg("variance") = "any", py::arg("softmax") = "textbook", py::arg("param_format") = "",
+      py::arg("norm_form") = "centred");
   m.def(
       "tol",
       [](const std::string& op, const std::string& claim_text, std::int64_t k, bool addend, const std::string& ref_profile,

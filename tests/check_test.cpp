@@ -413,7 +413,7 @@ TEST(CheckRows, GammaBetaAreOneDimensionalInTheirOwnFormat) {
   EXPECT_THAT(error_of([&] { check_rows(RowOp::layernorm, x, x, claim, o); }),
               HasSubstr("--gamma g.npy: holds fp32 values but the claim says bf16"));
   EXPECT_THAT(error_of([] { variance_method_named("3-pass"); }),
-              HasSubstr("--variance '3-pass': unknown method (valid: two-pass, welford, sumsq, chan, any)"));
+              HasSubstr("--variance '3-pass': unknown method (valid: two-pass, welford, sumsq, chan, rowwise-moments(V), any)"));
   EXPECT_EQ(variance_method_named("welford"), VarianceMethod::welford);
 }
 

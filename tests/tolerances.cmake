@@ -26,6 +26,10 @@ numfid_add_test(quant_cross_test SOURCES quant_cross_test.cpp DEPS numfid::toler
 # the derived claims; docs/verdict.md §8.3.
 numfid_add_test(torch_rows_test SOURCES torch_rows_test.cpp DEPS numfid::tolerances numfid::io fmt::fmt)
 target_compile_definitions(torch_rows_test PRIVATE NUMFID_TORCH_ROWS_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data/torch_rows")
+# torch 1.13's CPU layer_norm as a naive model, bit for bit against the recorded torch outputs;
+# then the rowwise-moments / shifted claim's soundness and sharpness on it.
+numfid_add_test(torch_layernorm_model_test SOURCES torch_layernorm_model_test.cpp DEPS numfid::tolerances numfid::io fmt::fmt)
+target_compile_definitions(torch_layernorm_model_test PRIVATE NUMFID_TORCH_ROWS_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data/torch_rows")
 # The committed torch data regenerate byte for byte (python label; registered when the
 # interpreter of cmake/numfid_python.cmake, else /usr/bin/python3, imports torch and numpy).
 set(torch_python "${Python3_EXECUTABLE}")

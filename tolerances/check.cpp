@@ -639,6 +639,10 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
     throw InputError(fmt::format("check {}: give the arithmetic with --compute F [--fn-ulps N] [--fn-abs E] (the "
                                  "bound derived from it), or the claimed accuracy with --ulps N (0.5 = correctly rounded)",
                                  name));
+  if (opt.variance == VarianceMethod::rowwise_moments && (opt.variance_lanes < 1 || opt.variance_lanes > 1024))
+    throw InputError(fmt::format("check {}: rowwise-moments needs its lane count V (1..1024), e.g. rowwise-moments(16)", name));
+  if (opt.norm_form == NormForm::shifted && op != RowOp::layernorm)
+    throw InputError(fmt::format("check {}: --norm-form shifted is a layernorm form (x·r + b with b = -r·μ)", name));
   const FormatSpec& fin = *claim.in;
   const FormatSpec& fout = *claim.out;
   const FormatSpec& fparam = opt.param_format ? *opt.param_format : fin;
@@ -711,6 +715,8 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
     rc.fn_abs = claim.fn_abs;
     rc.param = &fparam;
     rc.variance = opt.variance;
+    rc.variance_lanes = opt.variance_lanes;
+    rc.norm_form = opt.norm_form;
     rc.softmax = opt.softmax;
     rc.eps = opt.eps;
     rc.out = &fout;

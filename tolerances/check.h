@@ -258,9 +258,39 @@ enum class VarianceMethod : std::uint8_t {
   /// combined by warp shuffles and block reductions (GPU layernorm kernels). Not in `any`: its
   /// worst case over every tree is wider (docs/verdict.md §8).
   chan,
+  /// PyTorch's CPU `RowwiseMoments` (aten/src/ATen/native/cpu/moments_utils.h): V lanes, each a
+  /// Welford run over its strided elements in chunks of 16 vectors, the chunks merged by Chan's
+  /// update in a binary-counter tree, the tail elements by a scalar Welford run, then the V lanes
+  /// merged one by one; every operation in the compute format. One tree of `chan`, so its bound
+  /// uses that tree's own depth and weights (docs/verdict.md §8.3). V = the lanes of
+  /// Vectorized<T>: 16 for bf16, 8 for fp32 on AVX2 (measured: torch 1.13 CPU bit for bit).
+  rowwise_moments,
 };
-/// "any", "two-pass", "welford", "sumsq", "chan".
+/// "any", "two-pass", "welford", "sumsq", "chan", "rowwise-moments".
 std::string_view variance_method_name(VarianceMethod m);
+
+/// A variance method with its parameter: `rowwise-moments(V)` carries its lane count V.
+struct VarianceChoice {
+  VarianceMethod method = VarianceMethod::any;
+  int lanes = 0;  ///< rowwise-moments: V (1..1024)
+};
+/// "two-pass", ..., "rowwise-moments(16)"; InputError listing the valid ones otherwise.
+VarianceChoice variance_named(std::string_view s);
+/// The name of a choice, as variance_named reads it ("rowwise-moments(16)").
+std::string variance_choice_name(VarianceChoice v);
+
+/// How layernorm applies the row's statistics.
+enum class NormForm : std::uint8_t {
+  centred,  ///< y = (x - μ)·rsqrt(var + eps) (or / sqrt)
+  /// r = 1/sqrt(var + eps) and b = -r·μ, each rounded in the compute format, then y = x·r + b
+  /// (PyTorch CPU's layer_norm: `scale`, `bias`); r's error largely cancels, but b's rounding is
+  /// on the scale of |μ|·r, not of y.
+  shifted,
+};
+/// "centred", "shifted".
+std::string_view norm_form_name(NormForm f);
+/// The form named `s`; InputError listing the valid ones otherwise.
+NormForm norm_form_named(std::string_view s);
 
 /// How softmax / log-softmax form their denominator (a claim with --compute; --softmax).
 enum class SoftmaxMethod : std::uint8_t {
@@ -284,9 +314,15 @@ struct RowCheckOptions {
   std::optional<TensorData> beta;    ///< layernorm shift (one per column, 1-D)
   const FormatSpec* param_format = nullptr;  ///< gamma/beta's format (nullptr: the claim's --in)
   VarianceMethod variance = VarianceMethod::any;  ///< layernorm under --compute
+  int variance_lanes = 0;                          ///< rowwise-moments: its lane count V
+  NormForm norm_form = NormForm::centred;          ///< layernorm under --compute
   SoftmaxMethod softmax = SoftmaxMethod::textbook;  ///< softmax / log-softmax under --compute
   int worst = 8;
 };
+
+/// Sets o.variance / o.variance_lanes and o.norm_form from their option texts (`--variance`,
+/// `--norm-form`: the CLI, gate files and Python read them alike); InputError on a bad name.
+void set_row_method_options(RowCheckOptions& o, std::string_view variance, std::string_view norm_form);
 
 /// Is C = op(X) row by row under `claim`: claim.ulps ("within N ulps of the output format at
 /// the exact value"), or claim.compute (the bound derived from the op's textbook arithmetic in

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <charconv>
 #include <functional>
 
 #include <fmt/format.h>
@@ -198,6 +199,89 @@ std::pair<LD, LD> exact_moments(std::span<const double> x) {
   return {mu, W};
 }
 
+/// What the Chan bound needs of a merge tree over n elements (Welford steps are merges with
+/// n_b = 1): the mean leaf depth Σ_v n_v/n (a merge's own error reaches μ weighted n_v/n),
+/// S_w = Σ_v n_a·n_b/n_v, the most additions an M2 increment passes on its way to the root, and
+/// how many extra roundings the counts may take (n_a, n_b, n converted into the compute format:
+/// 3 when one of them is not a value of it, else 0).
+struct MergeTree {
+  LD mean_depth = 0, sw = 0, additions = 0;
+  int count_roundings = 0;
+};
+
+/// The worst case over every tree: mean leaf depth <= (n + 1)/2 (a chain), S_w <= (n/4)·log2 n
+/// (w <= ab/(a + b), and a log a + b log b + 4ab/n <= n log n since H(p) >= 4p(1 - p)), at most
+/// 2(n - 1) additions; counts above 2^p may round.
+MergeTree any_tree(const Arith& a, std::size_t n) {
+  const LD N = static_cast<LD>(n);
+  MergeTree t;
+  t.mean_depth = (N + 1) / 2;
+  t.sw = n > 1 ? N / 4 * std::log2(N) : 0;
+  t.additions = n > 1 ? 2 * (N - 1) : 0;
+  for (std::size_t c = 2; c <= n && t.count_roundings == 0; ++c)
+    if (!a.representable(static_cast<LD>(c))) t.count_roundings = 3;
+  return t;
+}
+
+/// PyTorch's CPU RowwiseMoments over n elements with V lanes (moments_utils.h; reproduced bit
+/// for bit on torch 1.13 outputs, tests/torch_layernorm_model_test.cpp): lane l holds elements
+/// l, l + V, ... of the first ⌊n/V⌋·V; per lane, chunks of 16 Welford steps, each chunk merged
+/// into a binary-counter stack (stack[0], carries upward while the chunk count's low bits are
+/// 1), the stack levels merged into stack[0]; the n mod V tail elements a scalar Welford run;
+/// then lane after lane merged into the tail's moments. Merges with an empty side are exact
+/// copies and count as none. Computed by walking that tree.
+MergeTree rowwise_moments_tree(const Arith& a, std::size_t n, int lanes) {
+  struct Part {
+    LD count = 0;
+    LD path = 0;  ///< merges above the deepest increment inside (so far)
+  };
+  MergeTree t;
+  bool counts_exact = true;
+  const auto merge = [&](Part x, Part y) {
+    if (x.count == 0) return y;
+    if (y.count == 0) return x;
+    const LD c = x.count + y.count;
+    t.mean_depth += c;
+    t.sw += x.count * y.count / c;
+    counts_exact = counts_exact && a.representable(x.count) && a.representable(y.count) && a.representable(c);
+    return Part{c, std::max(x.path, y.path) + 1};
+  };
+  const auto V = static_cast<std::size_t>(lanes);
+  const std::size_t nv = n / V, chunks = (nv + 15) / 16;
+  std::size_t depth = 0;
+  while ((std::size_t{1} << depth) < chunks) ++depth;  // CeilLog2
+  // One lane (every lane has the same tree).
+  std::vector<Part> stack(std::max<std::size_t>(depth, 1));
+  const Part one{1, 0};
+  LD lane_depth = 0, lane_sw = 0;
+  {
+    const LD d0 = t.mean_depth, s0 = t.sw;
+    for (std::size_t i = 0; i < chunks; ++i) {
+      Part chunk;
+      for (std::size_t j = 0; j < std::min<std::size_t>(16, nv - 16 * i); ++j) chunk = merge(chunk, one);
+      stack[0] = merge(stack[0], chunk);
+      std::size_t mask = i + 1;
+      for (std::size_t j = 1; j < depth && (mask & 1) == 0; ++j) {
+        stack[j] = merge(stack[j], stack[j - 1]);
+        stack[j - 1] = Part{};
+        mask >>= 1;
+      }
+    }
+    for (std::size_t j = 1; j < depth; ++j) stack[0] = merge(stack[0], stack[j]);
+    lane_depth = t.mean_depth - d0;
+    lane_sw = t.sw - s0;
+  }
+  t.mean_depth += lane_depth * static_cast<LD>(V - 1);  // the other V - 1 lanes
+  t.sw += lane_sw * static_cast<LD>(V - 1);
+  Part total;
+  for (std::size_t j = nv * V; j < n; ++j) total = merge(total, one);  // the scalar tail
+  for (std::size_t l = 0; l < V; ++l) total = merge(total, stack[0]);
+  t.mean_depth /= static_cast<LD>(std::max<std::size_t>(n, 1));
+  t.additions = 2 * total.path;
+  t.count_roundings = counts_exact ? 0 : 3;
+  return t;
+}
+
 /// Chan et al.'s merges in any tree, Welford runs as its leaves (docs/verdict.md §8, "Chan").
 /// A merge of (n_a, μ_a, M2_a) and (n_b, μ_b, M2_b) — a Welford step is one with n_b = 1 —
 /// computes μ̂ = fl(μ̂_a + fl(δ̂·r̂)), δ̂ = fl(μ̂_b - μ̂_a), r̂ = n_b/n rounded (once or twice):
@@ -211,7 +295,10 @@ std::pair<LD, LD> exact_moments(std::span<const double> x) {
 /// Σ_v w_v|δ_v| <= sqrt(S_w·W) (Cauchy–Schwarz), S_w = Σ_v w_v <= (n/4)·log2 n over every tree
 /// (w <= (a b)/(a + b), and a log a + b log b + 4ab/n <= n log n since H(p) >= 4p(1 - p)).
 /// Each increment then passes through at most 2(n - 1) additions of non-negative values.
-Stats chan_moments(const Arith& a, std::span<const Iv> xc, std::span<const double> x) {
+/// The tree enters through MergeTree: the mean leaf depth (Σ_v n_v/n), S_w, the most additions
+/// an increment passes and the roundings of counts; `any_tree` is the worst case over every tree,
+/// `rowwise_moments_tree` one tree, PyTorch's.
+Stats chan_moments(const Arith& a, std::span<const Iv> xc, std::span<const double> x, const MergeTree& tree) {
   const std::size_t n = xc.size();
   LD lo = INFINITY, hi = -INFINITY, cast_err = 0;
   for (std::size_t j = 0; j < n; ++j) {
@@ -223,13 +310,13 @@ Stats chan_moments(const Arith& a, std::span<const Iv> xc, std::span<const doubl
   const auto [mu, W] = exact_moments(x);
   const LD N = static_cast<LD>(n);
   const auto gamma = [&](LD k) { return k * u / (1 - k * u); };
-  const LD depth = (N + 1) / 2;
-  const LD factor = 1 - depth * (u + 2 * gamma(4));
-  const LD E = factor > 0 ? depth * (u * M + gamma(4) * R + 4 * eta) / factor : LD{INFINITY};
+  const LD depth = tree.mean_depth, k = static_cast<LD>(tree.count_roundings);
+  const LD factor = 1 - depth * (u + 2 * gamma(4 + k));
+  const LD E = factor > 0 ? depth * (u * M + gamma(4 + k) * R + 4 * eta) / factor : LD{INFINITY};
   const LD Ed = 2 * E + u * (R + 2 * E);
-  const LD Sw = n > 1 ? N / 4 * std::log2(N) : 0;
-  const LD T = 2 * (1 + gamma(5)) * (2 * Ed * std::sqrt(Sw * W) + Ed * Ed * Sw) + gamma(5) * W + 3 * (N - 1) * eta;
-  const LD g = N > 1 ? std::expm1(2 * (N - 1) * std::log1p(u)) : 0;
+  const LD Sw = tree.sw;
+  const LD T = 2 * (1 + gamma(5 + k)) * (2 * Ed * std::sqrt(Sw * W) + Ed * Ed * Sw) + gamma(5 + k) * W + 3 * (N - 1) * eta;
+  const LD g = std::expm1(tree.additions * std::log1p(u));
   const LD Ew = T + g * (W + T) + 0x1p-58L * N * N * M * M;  // + the long double evaluation of W
   const LD dm = E + cast_err, dw = Ew + N * (2 * std::sqrt(W / N) * cast_err + cast_err * cast_err);
   if (!std::isfinite(dm) || !std::isfinite(dw)) return {Iv{-INFINITY, INFINITY}, Iv{0, INFINITY}};
@@ -237,8 +324,88 @@ Stats chan_moments(const Arith& a, std::span<const Iv> xc, std::span<const doubl
   return {a.round({mu - dm, mu + dm}), over_n(a, M2, n)};
 }
 
+/// PyTorch's RowwiseMoments on this row, bounded node by node (docs/verdict.md §8.3): the tree
+/// of rowwise_moments_tree walked with the row's values, each node carrying the exact mean and
+/// M2 of its elements (Chan's exact merge, in long double) and bounds e, f on the computed
+/// mean's and M2's errors. A merge of a (the accumulating side) and b (the added one, r = n_b/n,
+/// w = n_a·n_b/n, δ = μ_b - μ_a; a Welford step has n_b = 1):
+///   μ̂ - μ <= (1 - r)e_a + r·e_b + γ_(4+k)·r·(|δ| + e_a + e_b) + u·(|μ| + that) + 4η
+/// (δ̂ rounded, r̂ = n_b/n rounded once or twice, the product, the sum; k = 3 when a count is not a
+/// value of the format), and for M2 the increment ĉ = δ̂²·r̂·n_a (or δ̂·(x - μ̂_new)) against
+/// c = δ²w: 2(1 + γ_(5+k))·w·(2|δ|E_δ + E_δ²) + γ_(5+k)·w·δ², E_δ = the larger of δ̂'s and
+/// (x - μ̂_new)'s errors; then M̂2_a + M̂2_b + ĉ in two roundings: + γ₂·(their magnitudes) + 3η.
+/// A cast of the inputs (c = the largest |x̂ - x|) widens |δ| by 2c, |μ| by c and each √M2 by
+/// √count·c, and the result as for the other methods. Data-dependent: the running means of
+/// zero-mean data are small, and the δ of large merges are differences of means.
+Stats rowwise_moments_stats(const Arith& a, std::span<const Iv> xc, std::span<const double> x, int lanes) {
+  struct Node {
+    LD count = 0, mu = 0, m2 = 0, e = 0, f = 0;
+  };
+  const std::size_t n = xc.size();
+  LD cast_err = 0, M = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    cast_err = std::max(cast_err, xc[j].hi - xc[j].lo);
+    M = std::max(M, std::fabs(static_cast<LD>(x[j])));
+  }
+  const LD u = a.u(), eta = a.eta(), c = cast_err;
+  const auto gamma = [&](LD k) { return k * u / (1 - k * u); };
+  const auto merge = [&](const Node& A, const Node& B) {
+    if (A.count == 0) return B;  // a copy: c = n_b/n = 1 exactly, n_a = 0
+    if (B.count == 0) return A;
+    Node v;
+    v.count = A.count + B.count;
+    const LD r = B.count / v.count, w = A.count * B.count / v.count, delta = B.mu - A.mu;
+    v.mu = A.mu + delta * r;
+    v.m2 = A.m2 + B.m2 + delta * delta * w;
+    const bool counts_exact = a.representable(A.count) && a.representable(B.count) && a.representable(v.count);
+    const LD k = counts_exact ? 0 : 3;
+    const LD dabs = std::fabs(delta) + 2 * c, ein = A.e + B.e;
+    const LD pre = (1 - r) * A.e + r * B.e + gamma(4 + k) * r * (dabs + ein);
+    v.e = pre + u * (std::fabs(v.mu) + c + pre) + 4 * eta;
+    const LD Ed = std::max(ein + u * (dabs + ein) + eta, v.e + u * (dabs + v.e) + eta);
+    const LD dc = 2 * (1 + gamma(5 + k)) * w * (2 * dabs * Ed + Ed * Ed) + gamma(5 + k) * w * dabs * dabs;
+    const auto widened = [&](const Node& t) {
+      const LD sq = std::sqrt(std::max(t.m2, LD{0})) + std::sqrt(t.count) * c;
+      return sq * sq;
+    };
+    v.f = A.f + B.f + dc + gamma(2) * (widened(A) + A.f + widened(B) + B.f + w * dabs * dabs + dc) + 3 * eta;
+    return v;
+  };
+  const auto V = static_cast<std::size_t>(lanes);
+  const std::size_t nv = n / V, chunks = (nv + 15) / 16;
+  std::size_t depth = 0;
+  while ((std::size_t{1} << depth) < chunks) ++depth;  // CeilLog2
+  const auto leaf = [&](std::size_t j) { return Node{1, static_cast<LD>(x[j]), 0, 0, 0}; };
+  Node total;
+  for (std::size_t j = nv * V; j < n; ++j) total = merge(total, leaf(j));  // the scalar tail
+  for (std::size_t l = 0; l < V; ++l) {
+    std::vector<Node> stack(std::max<std::size_t>(depth, 1));
+    for (std::size_t i = 0; i < chunks; ++i) {
+      Node chunk;
+      for (std::size_t p = 16 * i; p < std::min(nv, 16 * i + 16); ++p) chunk = merge(chunk, leaf(p * V + l));
+      stack[0] = merge(stack[0], chunk);
+      std::size_t mask = i + 1;
+      for (std::size_t d = 1; d < depth && (mask & 1) == 0; ++d) {
+        stack[d] = merge(stack[d], stack[d - 1]);
+        stack[d - 1] = Node{};
+        mask >>= 1;
+      }
+    }
+    for (std::size_t d = 1; d < depth; ++d) stack[0] = merge(stack[0], stack[d]);
+    total = merge(total, stack[0]);
+  }
+  const LD N = static_cast<LD>(n);
+  const auto [mu, W] = exact_moments(x);
+  // + the long double evaluation of the exact moments and of the tree's own exact values.
+  const LD dm = total.e + c + 0x1p-58L * N * M;
+  const LD dw = total.f + 0x1p-56L * N * N * M * M + N * (2 * std::sqrt(W / N) * c + c * c);
+  if (!std::isfinite(dm) || !std::isfinite(dw)) return {Iv{-INFINITY, INFINITY}, Iv{0, INFINITY}};
+  const Iv M2{W - dw, W + dw};
+  return {a.round({mu - dm, mu + dm}), over_n(a, M2, n)};
+}
+
 /// Layernorm's mean and (biased) variance of the computed row `xc` by `m`.
-Stats variance_of(const Arith& a, VarianceMethod m, std::span<const Iv> xc, std::span<const double> x) {
+Stats variance_of(const Arith& a, VarianceMethod m, int lanes, std::span<const Iv> xc, std::span<const double> x) {
   const std::size_t n = xc.size();
   std::vector<Iv> t(n);
   const Iv mean = over_n(a, a.sum(xc), n);
@@ -255,7 +422,8 @@ Stats variance_of(const Arith& a, VarianceMethod m, std::span<const Iv> xc, std:
       v.hi = std::max(v.hi, LD{0});
       return {mean, v};
     }
-    case VarianceMethod::chan: return chan_moments(a, xc, x);
+    case VarianceMethod::chan: return chan_moments(a, xc, x, any_tree(a, n));
+    case VarianceMethod::rowwise_moments: return rowwise_moments_stats(a, xc, x, lanes);
     case VarianceMethod::welford:
     case VarianceMethod::any: break;
   }
@@ -292,8 +460,12 @@ Stats variance_of(const Arith& a, VarianceMethod m, std::span<const Iv> xc, std:
 }
 
 /// Layernorm/rmsnorm outputs of the row under one variance method: enclosures per element.
-std::vector<Iv> norm_row(const Arith& a, RowOp op, VarianceMethod m, std::span<const Iv> xc, std::span<const double> x,
-                         Iv eps, std::span<const Iv> g, std::span<const Iv> b) {
+/// NormForm::shifted (layernorm): r = 1/sqrt(var + eps) and b = fl(-r·μ) in the compute format,
+/// y = fl(fl(x·r) + b) (or one FMA). For the computed r̂, μ̂: x·r̂ - r̂·μ̂ = (x - μ̂)·r̂ exactly, so
+/// y lies in (x - [μ̂])·[r̂] (exact interval product: r̂'s error reaches y through x - μ̂ only)
+/// widened by b's rounding (u·|r̂μ̂| + η), the product's (u·|x·r̂| + η) and the sum's (u·|y| + η).
+std::vector<Iv> norm_row(const Arith& a, RowOp op, VarianceMethod m, int lanes, NormForm form, std::span<const Iv> xc,
+                         std::span<const double> x, Iv eps, std::span<const Iv> g, std::span<const Iv> b) {
   const std::size_t n = xc.size();
   std::vector<Iv> out(n);
   Iv mean{0, 0}, var;
@@ -302,14 +474,29 @@ std::vector<Iv> norm_row(const Arith& a, RowOp op, VarianceMethod m, std::span<c
     for (std::size_t j = 0; j < n; ++j) t[j] = a.sqr(xc[j]);
     var = over_n(a, a.sum(t), n);
   } else {
-    const Stats s = variance_of(a, m, xc, x);
+    const Stats s = variance_of(a, m, lanes, xc, x);
     mean = s.mean;
     var = s.var;
   }
   const Iv ve = a.add(var, eps);
+  const bool shifted = op == RowOp::layernorm && form == NormForm::shifted;
+  Iv r{}, rmu{};
+  if (shifted) {
+    r = hull(a.fn(rsqrt_ld, ve, false), a.div(point(1), a.sqrt(ve)));
+    rmu = Arith::mul_exact(r, mean);
+  }
+  const auto widen = [&](Iv v, LD by) { return sane(Iv{v.lo - by, v.hi + by}); };
   for (std::size_t j = 0; j < n; ++j) {
-    const Iv dev = op == RowOp::rmsnorm ? xc[j] : a.sub(xc[j], mean);
-    Iv z = times_rsqrt(a, dev, ve);
+    Iv z;
+    if (shifted) {
+      const Iv dev{xc[j].lo - mean.hi, xc[j].hi - mean.lo};  // x - μ̂, exact
+      const Iv y = Arith::mul_exact(dev, r);
+      const LD errs = a.u() * (mag(rmu) + mag(Arith::mul_exact(xc[j], r))) + 2 * a.eta();
+      z = a.round(widen(y, errs));  // + the sum's own rounding
+    } else {
+      const Iv dev = op == RowOp::rmsnorm ? xc[j] : a.sub(xc[j], mean);
+      z = times_rsqrt(a, dev, ve);
+    }
     if (!g.empty()) z = a.mul(z, g[j]);
     if (!b.empty()) z = a.add(z, b[j]);
     out[j] = z;
@@ -434,8 +621,48 @@ std::string_view variance_method_name(VarianceMethod m) {
     case VarianceMethod::welford: return "welford";
     case VarianceMethod::sumsq: return "sumsq";
     case VarianceMethod::chan: return "chan";
+    case VarianceMethod::rowwise_moments: return "rowwise-moments";
   }
   return "?";
+}
+
+VarianceChoice variance_named(std::string_view s) {
+  constexpr std::string_view kRm = "rowwise-moments(";
+  if (s.substr(0, kRm.size()) == kRm && s.size() > kRm.size() + 1 && s.back() == ')') {
+    const std::string_view v = s.substr(kRm.size(), s.size() - kRm.size() - 1);
+    int lanes = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), lanes);
+    if (ec != std::errc{} || end != v.data() + v.size() || lanes < 1 || lanes > 1024)
+      throw InputError(fmt::format("--variance '{}': the lane count V of rowwise-moments(V) must be an integer from 1 "
+                                   "to 1024 (16 for bf16, 8 for fp32 on AVX2; 32 and 16 on AVX-512)",
+                                   s));
+    return {VarianceMethod::rowwise_moments, lanes};
+  }
+  for (const VarianceMethod m :
+       {VarianceMethod::any, VarianceMethod::two_pass, VarianceMethod::welford, VarianceMethod::sumsq, VarianceMethod::chan})
+    if (variance_method_name(m) == s) return {m, 0};
+  throw InputError(fmt::format(
+      "--variance '{}': unknown method (valid: two-pass, welford, sumsq, chan, rowwise-moments(V), any)", s));
+}
+
+std::string variance_choice_name(VarianceChoice v) {
+  return v.method == VarianceMethod::rowwise_moments ? fmt::format("rowwise-moments({})", v.lanes)
+                                                     : std::string(variance_method_name(v.method));
+}
+
+void set_row_method_options(RowCheckOptions& o, std::string_view variance, std::string_view norm_form) {
+  const VarianceChoice v = variance_named(variance);
+  o.variance = v.method;
+  o.variance_lanes = v.lanes;
+  o.norm_form = norm_form_named(norm_form);
+}
+
+std::string_view norm_form_name(NormForm f) { return f == NormForm::shifted ? "shifted" : "centred"; }
+
+NormForm norm_form_named(std::string_view s) {
+  for (const NormForm f : {NormForm::centred, NormForm::shifted})
+    if (norm_form_name(f) == s) return f;
+  throw InputError(fmt::format("--norm-form '{}': unknown form (valid: centred, shifted)", s));
 }
 
 std::string_view softmax_method_name(SoftmaxMethod m) { return m == SoftmaxMethod::online ? "online" : "textbook"; }
@@ -447,10 +674,10 @@ SoftmaxMethod softmax_method_named(std::string_view s) {
 }
 
 VarianceMethod variance_method_named(std::string_view s) {
-  for (const VarianceMethod m :
-       {VarianceMethod::any, VarianceMethod::two_pass, VarianceMethod::welford, VarianceMethod::sumsq, VarianceMethod::chan})
-    if (variance_method_name(m) == s) return m;
-  throw InputError(fmt::format("--variance '{}': unknown method (valid: two-pass, welford, sumsq, chan, any)", s));
+  const VarianceChoice v = variance_named(s);
+  if (v.method == VarianceMethod::rowwise_moments)
+    throw InputError(fmt::format("--variance '{}': a method with a parameter (read it with variance_named)", s));
+  return v.method;
 }
 
 std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& c, std::span<const double> x,
@@ -508,13 +735,13 @@ std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& 
   const Iv eps = a.cast(c.eps);
   std::vector<Iv> v;
   if (op == RowOp::layernorm && c.variance == VarianceMethod::any) {
-    v = norm_row(a, op, VarianceMethod::two_pass, xc, x, eps, g, b);
+    v = norm_row(a, op, VarianceMethod::two_pass, 0, c.norm_form, xc, x, eps, g, b);
     for (const VarianceMethod m : {VarianceMethod::welford, VarianceMethod::sumsq}) {
-      const std::vector<Iv> w = norm_row(a, op, m, xc, x, eps, g, b);
+      const std::vector<Iv> w = norm_row(a, op, m, 0, c.norm_form, xc, x, eps, g, b);
       for (std::size_t j = 0; j < n; ++j) v[j] = hull(v[j], w[j]);
     }
   } else {
-    v = norm_row(a, op, c.variance, xc, x, eps, g, b);
+    v = norm_row(a, op, c.variance, c.variance_lanes, c.norm_form, xc, x, eps, g, b);
   }
   for (std::size_t j = 0; j < n; ++j) finish(j, v[j]);
   return bound;
@@ -523,8 +750,10 @@ std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& 
 std::string row_claim_order(RowOp op, const RowClaim& c) {
   std::string s = fmt::format("{} in {}", row_op_name(op), c.compute->name);
   if (op == RowOp::layernorm)
-    s += c.variance == VarianceMethod::any ? " (variance: two-pass, welford or sumsq)"
-                                           : fmt::format(" (variance: {})", variance_method_name(c.variance));
+    s += c.variance == VarianceMethod::any
+             ? " (variance: two-pass, welford or sumsq)"
+             : fmt::format(" (variance: {})", variance_choice_name({c.variance, c.variance_lanes}));
+  if (op == RowOp::layernorm && c.norm_form == NormForm::shifted) s += " (shifted: x·r + b)";
   if ((op == RowOp::softmax || op == RowOp::log_softmax) && c.softmax == SoftmaxMethod::online) s += " (online)";
   if (op == RowOp::layernorm || op == RowOp::rmsnorm) s += fmt::format(", eps {}", c.eps);
   s += fmt::format(", functions within {} ulps", c.fn_ulps);
@@ -571,8 +800,27 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::
                               "the row's scale (μ, var), not y's: an --ulps claim fails near y = 0",
                               c.variance == VarianceMethod::any
                                   ? "by two-pass Σ(x - μ)²/n, Welford's update (any order) or Σx²/n - μ² clamped at 0"
-                                  : std::string(variance_method_name(c.variance)),
+                                  : variance_choice_name({c.variance, c.variance_lanes}),
                               c.eps, gamma ? ", then ·gamma" : "", beta ? ", +beta" : ""));
+      if (c.norm_form == NormForm::shifted)
+        d.emplace_back("shifted form (PyTorch CPU): r = 1/sqrt(var + eps) and b = -r·μ rounded, then y = x·r + b (two "
+                       "roundings or one FMA); x·r̂ - r̂·μ̂ = (x - μ̂)·r̂ exactly, so y within (x - [μ̂])·[r̂] ± (u·|r̂μ̂| + "
+                       "u·|x·r̂| + 2η), then the sum's rounding: b's rounding is on the scale of |μ|·r, not of y");
+      if (c.variance == VarianceMethod::rowwise_moments) {
+        const Arith ar(*c.compute, c.fn_ulps, c.fn_abs);
+        const MergeTree t = rowwise_moments_tree(ar, n, c.variance_lanes);
+        d.push_back(fmt::format(
+            "rowwise-moments({}): PyTorch CPU's RowwiseMoments tree for n = {}: {} lanes of Welford runs in chunks of 16, "
+            "chunks merged by Chan's update (δ = μ_b - μ_a, μ += δ·n_b/n, M2 += M2_b + δ²·n_b/n·n_a) in a binary-counter "
+            "stack, the n mod V tail by a scalar Welford run, the lanes merged one by one (mean leaf depth {:.4g}, at "
+            "most {:.0f} additions per M2 increment{}); bounded node by node on the row's values: each node holds the "
+            "exact mean and M2 of its elements and bounds e, f on the computed ones, e <= (1 - r)e_a + r·e_b + "
+            "γ_(4+k)·r·(|δ| + e_a + e_b) + u·(|μ| + ...) + 4η, f <= f_a + f_b + 2(1 + γ_(5+k))·w·(2|δ|E_δ + E_δ²) + "
+            "γ_(5+k)·w·δ² + γ₂·(the magnitudes added) + 3η (r = n_b/n, w = n_a·n_b/n, k = 3 where a count is not a "
+            "value of {}, E_δ = δ̂'s or (x - μ̂)'s error); var = M2/n",
+            c.variance_lanes, n, c.variance_lanes, static_cast<double>(t.mean_depth), static_cast<double>(t.additions),
+            t.count_roundings ? "; some counts round" : "", c.compute->name));
+      }
       if (c.variance == VarianceMethod::chan)
         d.emplace_back("Chan: Welford runs merged by δ = μ_b - μ_a, μ = μ_a + δ·n_b/n, M2 = M2_a + M2_b + δ²·n_a·n_b/n in any "
                        "tree; a merge's error reaches μ weighted n_v/n, mean leaf depth <= (n+1)/2: E <= (n+1)/2·(u·M' + "
@@ -637,6 +885,8 @@ std::string row_tolerance_text(RowOp op, const ClaimSpec& claim, std::size_t n, 
   rc.fn_abs = claim.fn_abs;
   rc.param = opt.param_format;
   rc.variance = opt.variance;
+  rc.variance_lanes = opt.variance_lanes;
+  rc.norm_form = opt.norm_form;
   rc.softmax = opt.softmax;
   rc.eps = opt.eps;
   rc.out = claim.out;

@@ -40,6 +40,8 @@ struct RowClaim {
   double fn_abs = 0;                  ///< ... and/or within this absolute error
   const FormatSpec* param = nullptr;  ///< format of gamma/beta (nullptr: `in`)
   VarianceMethod variance = VarianceMethod::any;
+  int variance_lanes = 0;             ///< rowwise-moments: V
+  NormForm norm_form = NormForm::centred;
   SoftmaxMethod softmax = SoftmaxMethod::textbook;
   double eps = 1e-5;                  ///< layernorm/rmsnorm: added to the variance, inside the square root
   const FormatSpec* out = &fp32;

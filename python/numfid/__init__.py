@@ -33,7 +33,7 @@ _ROW_OPERANDS = ("x", "c", "gamma", "beta")
 
 
 def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=-1, eps=1e-5, variance="any",
-          softmax="textbook", param_format=None, **operands):
+          softmax="textbook", param_format=None, norm_form="centred", **operands):
     """Is an output consistent with the arithmetic `claim` states? Returns a CheckResult.
 
     op: "matmul" (a: M×K, b: K×N, c: M×N), "dot" (row-wise: a, b: R×K, c: R elements), "sum"
@@ -42,9 +42,11 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=-1, 
     claim: the claim text of `numfid check`, e.g. "--in bf16 --acc fp32 --out bf16".
     matmul/dot also take addend= (the addend the kernel added; addend_format=, default the
     accumulator's) and ref= with ref_profile= (judge against another platform's output).
-    Row ops under --compute: variance= (layernorm: "any", "two-pass", "welford", "sumsq", "chan"),
-    softmax= (softmax/log_softmax: "textbook" or "online"), param_format= (gamma/beta's format,
-    default the claim's --in), as the CLI's --variance, --softmax, --param-format.
+    Row ops under --compute: variance= (layernorm: "any", "two-pass", "welford", "sumsq", "chan",
+    "rowwise-moments(V)": PyTorch CPU's tree with V lanes), norm_form= (layernorm: "centred" or
+    "shifted", x·r + b as PyTorch CPU), softmax= (softmax/log_softmax: "textbook" or "online"),
+    param_format= (gamma/beta's format, default the claim's --in), as the CLI's --variance,
+    --norm-form, --softmax, --param-format.
     """
     allowed = _REDUCTION_OPERANDS if op in ("matmul", "dot") else ("x", "c") if op == "sum" else _ROW_OPERANDS
     for name in operands:
@@ -55,7 +57,7 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=-1, 
     args = {name: _operand(value, name) for name, value in operands.items()}
     native = _numfid.check(op, claim, addend_format=addend_format or "", ref_profile=ref_profile or "", axis=axis,
                            eps=eps, worst=worst, variance=variance, softmax=softmax, param_format=param_format or "",
-                           **args)
+                           norm_form=norm_form, **args)
     c = operands.get("c")
     shape = tuple(getattr(c, "shape", ())) if c is not None else None
     return CheckResult(native, shape)

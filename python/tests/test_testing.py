@@ -195,6 +195,13 @@ def test_row_options_reach_the_check():
     y = ((x - mu) / np.sqrt(x.astype(np.float64).var(axis=1, keepdims=True) + 1e-5)).astype(np.float32)
     r = numfid.check("layernorm", claim, x=x, c=y, variance="chan")
     assert r.verdict == "consistent" and "variance: chan" in r.report
+    # PyTorch CPU's layer_norm: its moments' tree (8 fp32 lanes) and the shifted form x·r + b.
+    r = numfid.check("layernorm", claim, x=x, c=y, variance="rowwise-moments(8)", norm_form="shifted")
+    assert r.verdict == "consistent" and "variance: rowwise-moments(8)) (shifted" in r.report
+    with pytest.raises(ValueError, match="lane count"):
+        numfid.check("layernorm", claim, x=x, c=y, variance="rowwise-moments(0)")
+    with pytest.raises(ValueError, match="unknown form"):
+        numfid.check("layernorm", claim, x=x, c=y, norm_form="skewed")
 
 
 def test_emulate_keeps_the_units_nan_pattern_in_fp32_values():

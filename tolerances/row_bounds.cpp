@@ -878,6 +878,8 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::
 std::string row_tolerance_text(RowOp op, const ClaimSpec& claim, std::size_t n, const RowCheckOptions& opt) {
   if (!claim.compute)
     throw InputError(fmt::format("tol {}: give the arithmetic with --compute F (the bound is derived from it)", row_op_name(op)));
+  if (opt.norm_form == NormForm::shifted && op != RowOp::layernorm)
+    throw InputError(fmt::format("tol {}: --norm-form shifted is a layernorm form (x·r + b with b = -r·μ)", row_op_name(op)));
   RowClaim rc;
   rc.in = claim.in;
   rc.compute = claim.compute;

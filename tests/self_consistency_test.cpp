@@ -233,6 +233,28 @@ TEST(SelfConsistency, EveryShippedProfilesOwnOutputIsNeverADefect) {
   EXPECT_GT(judged, 100);
 }
 
+/// Cross-platform: C under `target` judged against R under `other` (both the models' own outputs
+/// on the same operands) is never a defect. Returns whether it was judged (false: a model refuses
+/// these inputs).
+bool expect_cross_platform_passes(const TensorData& a, const TensorData& b, const ClaimSpec& target,
+                                  const ClaimSpec& other, const std::string& what) {
+  TensorData c, r;
+  try {
+    c = emulate_matmul(a, b, std::nullopt, target);
+    r = emulate_matmul(a, b, std::nullopt, other);
+  } catch (const InputError&) {
+    return false;  // a profile without a unit for these inputs
+  }
+  MatmulCheckOptions o;
+  o.predict = false;
+  o.ref = r;
+  o.ref_claim = other;
+  const CheckResult res = check_matmul(a, b, c, target, o);
+  if (res.verdict.kind == TensorKind::defect && ++g_failures <= 5)
+    ADD_FAILURE() << what << ": one model's output is a defect against the other's\n" << res.text();
+  return true;
+}
+
 /// Cross-platform (--ref): the output of one profile judged against another profile's output
 /// with the sum of both bounds is never a defect either, for every pair of shipped profiles that
 /// take the same inputs.
@@ -252,23 +274,8 @@ TEST(SelfConsistency, CrossPlatformChecksOfTwoModelsAreNeverADefect) {
           const ClaimSpec other = parse_claim(fmt::format("--in {} --profile {} --out fp32", in, names[y]));
           const TensorData a = make(*target.in, 3, 96, true, d, g, "A");
           const TensorData b = make(*target.in, 96, 3, false, d, g, "B");
-          TensorData c, r;
-          try {
-            c = emulate_matmul(a, b, std::nullopt, target);
-            r = emulate_matmul(a, b, std::nullopt, other);
-          } catch (const InputError&) {
-            continue;  // a profile without a unit for these inputs
-          }
-          MatmulCheckOptions o;
-          o.predict = false;
-          o.ref = r;
-          o.ref_claim = other;
-          const CheckResult res = check_matmul(a, b, c, target, o);
-          ++judged;
-          if (res.verdict.kind == TensorKind::defect && ++g_failures <= 5)
-            ADD_FAILURE() << names[x] << " against " << names[y] << ", " << in << ", " << data_name(d)
-                          << ": one model's output is a defect against the other's\n"
-                          << res.text();
+          judged += expect_cross_platform_passes(
+              a, b, target, other, fmt::format("{} against {}, {}, {}", names[x], names[y], in, data_name(d)));
         }
   EXPECT_GT(judged, 300);
 }
@@ -300,23 +307,8 @@ TEST(SelfConsistency, CrossPlatformClaimsWithCastsAndDazAreNeverADefect) {
         const TensorData b = make(*target.in, 64, 3, false, d, g, "B");
         if (d == Data::wide) a.values[5] = value_of(fp32, 0x1.fffp16);  // past fp16's range
         if (d == Data::subnormal_inputs) a.values[7] = value_of(fp32, 0x1.8p-130);
-        TensorData c, r;
-        try {
-          c = emulate_matmul(a, b, std::nullopt, target);
-          r = emulate_matmul(a, b, std::nullopt, other);
-        } catch (const InputError&) {
-          continue;
-        }
-        MatmulCheckOptions o;
-        o.predict = false;
-        o.ref = r;
-        o.ref_claim = other;
-        const CheckResult res = check_matmul(a, b, c, target, o);
-        ++judged;
-        if (res.verdict.kind == TensorKind::defect && ++g_failures <= 5)
-          ADD_FAILURE() << claims[x] << "\nagainst " << claims[y] << ", " << data_name(d)
-                        << ": one model's output is a defect against the other's\n"
-                        << res.text();
+        judged += expect_cross_platform_passes(a, b, target, other,
+                                               fmt::format("{}\nagainst {}, {}", claims[x], claims[y], data_name(d)));
       }
   // Random pairs of plan claims on the same inputs and output (each side its own plan,
   // accumulator, rounding, flags and cast), matmuls and row-wise dots.

@@ -223,13 +223,44 @@ MergeTree any_tree(const Arith& a, std::size_t n) {
   return t;
 }
 
-/// PyTorch's CPU RowwiseMoments over n elements with V lanes (moments_utils.h; reproduced bit
-/// for bit on torch 1.13 outputs, tests/torch_layernorm_model_test.cpp): lane l holds elements
-/// l, l + V, ... of the first ⌊n/V⌋·V; per lane, chunks of 16 Welford steps, each chunk merged
-/// into a binary-counter stack (stack[0], carries upward while the chunk count's low bits are
-/// 1), the stack levels merged into stack[0]; the n mod V tail elements a scalar Welford run;
-/// then lane after lane merged into the tail's moments. Merges with an empty side are exact
-/// copies and count as none. Computed by walking that tree.
+/// Walks PyTorch's CPU RowwiseMoments tree over n elements with V lanes (moments_utils.h;
+/// reproduced bit for bit on torch 1.13 outputs, tests/torch_layernorm_model_test.cpp): lane l
+/// holds elements l, l + V, ... of the first ⌊n/V⌋·V; per lane, chunks of 16 Welford steps
+/// (merge(run, leaf)), each chunk merged into a binary-counter stack (stack[0], carries upward
+/// while the chunk count's low bits are 1), the stack levels merged into stack[0]; the n mod V
+/// tail elements a scalar Welford run; then lane after lane merged into the tail's moments.
+/// merge(acc, add) is called for every merge in the kernel's order (`add` is the side torch
+/// scales by n_add/n; either may be empty: a copy); returns the root.
+template <class Node, class Leaf, class Merge>
+Node walk_rowwise_moments(std::size_t n, int lanes, const Leaf& leaf, const Merge& merge) {
+  const auto V = static_cast<std::size_t>(lanes);
+  const std::size_t nv = n / V, chunks = (nv + 15) / 16;
+  std::size_t depth = 0;
+  while ((std::size_t{1} << depth) < chunks) ++depth;  // CeilLog2
+  Node total{};
+  for (std::size_t j = nv * V; j < n; ++j) total = merge(total, leaf(j));  // the scalar tail
+  for (std::size_t l = 0; l < V; ++l) {
+    std::vector<Node> stack(std::max<std::size_t>(depth, 1));
+    for (std::size_t i = 0; i < chunks; ++i) {
+      Node chunk{};
+      for (std::size_t p = 16 * i; p < std::min(nv, 16 * i + 16); ++p) chunk = merge(chunk, leaf(p * V + l));
+      stack[0] = merge(stack[0], chunk);
+      std::size_t mask = i + 1;
+      for (std::size_t d = 1; d < depth && (mask & 1) == 0; ++d) {
+        stack[d] = merge(stack[d], stack[d - 1]);
+        stack[d - 1] = Node{};
+        mask >>= 1;
+      }
+    }
+    for (std::size_t d = 1; d < depth; ++d) stack[0] = merge(stack[0], stack[d]);
+    total = merge(total, stack[0]);
+  }
+  return total;
+}
+
+/// The shape of that tree over n elements (walk_rowwise_moments), for the derivation: the mean
+/// leaf depth, the most additions an increment passes, whether every count is a value of the
+/// format.
 MergeTree rowwise_moments_tree(const Arith& a, std::size_t n, int lanes) {
   struct Part {
     LD count = 0;
@@ -237,47 +268,19 @@ MergeTree rowwise_moments_tree(const Arith& a, std::size_t n, int lanes) {
   };
   MergeTree t;
   bool counts_exact = true;
-  const auto merge = [&](Part x, Part y) {
-    if (x.count == 0) return y;
-    if (y.count == 0) return x;
-    const LD c = x.count + y.count;
-    t.mean_depth += c;
-    t.sw += x.count * y.count / c;
-    counts_exact = counts_exact && a.representable(x.count) && a.representable(y.count) && a.representable(c);
-    return Part{c, std::max(x.path, y.path) + 1};
-  };
-  const auto V = static_cast<std::size_t>(lanes);
-  const std::size_t nv = n / V, chunks = (nv + 15) / 16;
-  std::size_t depth = 0;
-  while ((std::size_t{1} << depth) < chunks) ++depth;  // CeilLog2
-  // One lane (every lane has the same tree).
-  std::vector<Part> stack(std::max<std::size_t>(depth, 1));
-  const Part one{1, 0};
-  LD lane_depth = 0, lane_sw = 0;
-  {
-    const LD d0 = t.mean_depth, s0 = t.sw;
-    for (std::size_t i = 0; i < chunks; ++i) {
-      Part chunk;
-      for (std::size_t j = 0; j < std::min<std::size_t>(16, nv - 16 * i); ++j) chunk = merge(chunk, one);
-      stack[0] = merge(stack[0], chunk);
-      std::size_t mask = i + 1;
-      for (std::size_t j = 1; j < depth && (mask & 1) == 0; ++j) {
-        stack[j] = merge(stack[j], stack[j - 1]);
-        stack[j - 1] = Part{};
-        mask >>= 1;
-      }
-    }
-    for (std::size_t j = 1; j < depth; ++j) stack[0] = merge(stack[0], stack[j]);
-    lane_depth = t.mean_depth - d0;
-    lane_sw = t.sw - s0;
-  }
-  t.mean_depth += lane_depth * static_cast<LD>(V - 1);  // the other V - 1 lanes
-  t.sw += lane_sw * static_cast<LD>(V - 1);
-  Part total;
-  for (std::size_t j = nv * V; j < n; ++j) total = merge(total, one);  // the scalar tail
-  for (std::size_t l = 0; l < V; ++l) total = merge(total, stack[0]);
+  const Part root = walk_rowwise_moments<Part>(
+      n, lanes, [](std::size_t) { return Part{1, 0}; },
+      [&](const Part& x, const Part& y) {
+        if (x.count == 0) return y;
+        if (y.count == 0) return x;
+        const LD c = x.count + y.count;
+        t.mean_depth += c;
+        t.sw += x.count * y.count / c;
+        counts_exact = counts_exact && a.representable(x.count) && a.representable(y.count) && a.representable(c);
+        return Part{c, std::max(x.path, y.path) + 1};
+      });
   t.mean_depth /= static_cast<LD>(std::max<std::size_t>(n, 1));
-  t.additions = 2 * total.path;
+  t.additions = 2 * root.path;
   t.count_roundings = counts_exact ? 0 : 3;
   return t;
 }
@@ -371,29 +374,8 @@ Stats rowwise_moments_stats(const Arith& a, std::span<const Iv> xc, std::span<co
     v.f = A.f + B.f + dc + gamma(2) * (widened(A) + A.f + widened(B) + B.f + w * dabs * dabs + dc) + 3 * eta;
     return v;
   };
-  const auto V = static_cast<std::size_t>(lanes);
-  const std::size_t nv = n / V, chunks = (nv + 15) / 16;
-  std::size_t depth = 0;
-  while ((std::size_t{1} << depth) < chunks) ++depth;  // CeilLog2
-  const auto leaf = [&](std::size_t j) { return Node{1, static_cast<LD>(x[j]), 0, 0, 0}; };
-  Node total;
-  for (std::size_t j = nv * V; j < n; ++j) total = merge(total, leaf(j));  // the scalar tail
-  for (std::size_t l = 0; l < V; ++l) {
-    std::vector<Node> stack(std::max<std::size_t>(depth, 1));
-    for (std::size_t i = 0; i < chunks; ++i) {
-      Node chunk;
-      for (std::size_t p = 16 * i; p < std::min(nv, 16 * i + 16); ++p) chunk = merge(chunk, leaf(p * V + l));
-      stack[0] = merge(stack[0], chunk);
-      std::size_t mask = i + 1;
-      for (std::size_t d = 1; d < depth && (mask & 1) == 0; ++d) {
-        stack[d] = merge(stack[d], stack[d - 1]);
-        stack[d - 1] = Node{};
-        mask >>= 1;
-      }
-    }
-    for (std::size_t d = 1; d < depth; ++d) stack[0] = merge(stack[0], stack[d]);
-    total = merge(total, stack[0]);
-  }
+  const Node total = walk_rowwise_moments<Node>(
+      n, lanes, [&](std::size_t j) { return Node{1, static_cast<LD>(x[j]), 0, 0, 0}; }, merge);
   const LD N = static_cast<LD>(n);
   const auto [mu, W] = exact_moments(x);
   // + the long double evaluation of the exact moments and of the tree's own exact values.

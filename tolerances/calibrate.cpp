@@ -95,6 +95,11 @@ MatmulCalibration not_applicable(std::string why) {
 }  // namespace
 
 MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& claim, std::int64_t max_elements) {
+  return calibrate_matmul(ref, ref.a, ref.b, claim, max_elements);
+}
+
+MatmulCalibration calibrate_matmul(const MatmulReference& ref, const TensorData& A, const TensorData& B,
+                                   const ClaimSpec& claim, std::int64_t max_elements) {
   const FpEnvGuard env;
   if (claim.profile) return not_applicable("a profile names the platform's model (use --expect bit-exact)");
   if (claim.acc_rounding != Rounding::rne && claim.acc_rounding != Rounding::rna)
@@ -114,10 +119,17 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& 
 
   // The claim's deterministic part: operands cast as claimed (round-to-nearest or directed:
   // one value each), then the bound of the reduction alone about their exact products.
-  const FormatSpec& fa = claim.cast ? *claim.cast : *ref.a.format;
-  const FormatSpec& fb = claim.cast ? *claim.cast : *ref.b.format;
-  const std::vector<Bits> av = claim.cast ? cast_all(ref.a, fa, claim.cast_rounding) : ref.a.values;
-  const std::vector<Bits> bv = claim.cast ? cast_all(ref.b, fb, claim.cast_rounding) : ref.b.values;
+  const FormatSpec& fa = claim.cast ? *claim.cast : *A.format;
+  const FormatSpec& fb = claim.cast ? *claim.cast : *B.format;
+  // The operands as the kernel reads them: cast copies only where the claim casts (no copy of
+  // the operands otherwise: at model scale they are the largest arrays of a check).
+  std::vector<Bits> a_cast, b_cast;
+  if (claim.cast) {
+    a_cast = cast_all(A, fa, claim.cast_rounding);
+    b_cast = cast_all(B, fb, claim.cast_rounding);
+  }
+  const std::vector<Bits>& av = claim.cast ? a_cast : A.values;
+  const std::vector<Bits>& bv = claim.cast ? b_cast : B.values;
   ClaimSpec reduction_only = claim;
   reduction_only.in = &fa;
   reduction_only.in_b = &fb;

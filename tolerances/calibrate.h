@@ -51,6 +51,10 @@ inline constexpr std::int64_t kCalibrationBudget = std::int64_t{1} << 25;
 /// its sorted terms (`spread`, `radius`). Applies only to round-to-nearest accumulation without
 /// a profile.
 MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& claim, std::int64_t max_elements = 256);
+/// The same with the operands given apart from `ref` (a reference computed without keeping
+/// copies of them: ref.a and ref.b are not read).
+MatmulCalibration calibrate_matmul(const MatmulReference& ref, const TensorData& a, const TensorData& b,
+                                   const ClaimSpec& claim, std::int64_t max_elements = 256);
 
 /// The probable-defect rules on the sampled elements of output `c` (docs/verdict.md §4.1):
 /// (a) outside: an element is outside when no value within its radius of the centre rounds

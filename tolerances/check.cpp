@@ -420,30 +420,47 @@ Bits ExactElement::rounded(const FormatSpec& out) const {
   return round_to(out, value, RoundOptions{}).bits;
 }
 
-MatmulReference matmul_reference(const TensorData& A, const TensorData& B, const std::optional<TensorData>& addend) {
-  const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
+namespace {
+
+/// The exact results of a matmul or row-wise dot, without copies of the operands (r.a and r.b
+/// stay empty): check_matmul(A, B, C) judges against them with A and B as given, so that a
+/// check holds the operands once.
+MatmulReference exact_results(const TensorData& A, const TensorData& B, const std::optional<TensorData>& addend,
+                              bool rowwise_dot) {
+  const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change an exact value
   MatmulReference r;
-  r.dims = matmul_dims(detail::shape_of(A), detail::shape_of(B));
-  if (addend) expect_addend_shape(detail::shape_of(*addend), r.dims, false);
-  // Exact results on every core: the certified fp64 GEMM where it is exact, the long
-  // accumulator elsewhere (tolerances/reference_fast.cpp).
-  detail::matmul_elements(A, B, addend ? &*addend : nullptr, r.dims, r.elements);
-  r.a = A;
-  r.b = B;
+  r.rowwise_dot = rowwise_dot;
+  if (rowwise_dot) {
+    const ShapeRef ds = addend ? detail::shape_of(*addend) : ShapeRef{};
+    r.dims = rowwise_dot_dims(detail::shape_of(A), detail::shape_of(B), addend ? &ds : nullptr);
+    detail::dot_elements(A, B, addend ? &*addend : nullptr, r.dims, r.elements);
+  } else {
+    r.dims = matmul_dims(detail::shape_of(A), detail::shape_of(B));
+    if (addend) expect_addend_shape(detail::shape_of(*addend), r.dims, false);
+    // Exact results on every core: the certified fp64 GEMM where it is exact, the long
+    // accumulator elsewhere (tolerances/reference_fast.cpp).
+    detail::matmul_elements(A, B, addend ? &*addend : nullptr, r.dims, r.elements);
+  }
   r.addend = addend;
   return r;
 }
 
-MatmulReference dot_reference(const TensorData& A, const TensorData& B, const std::optional<TensorData>& addend) {
-  const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change an exact value
-  MatmulReference r;
-  const ShapeRef ds = addend ? detail::shape_of(*addend) : ShapeRef{};
-  r.dims = rowwise_dot_dims(detail::shape_of(A), detail::shape_of(B), addend ? &ds : nullptr);
-  r.rowwise_dot = true;
-  detail::dot_elements(A, B, addend ? &*addend : nullptr, r.dims, r.elements);
+CheckResult check_against(const MatmulReference& mr, const TensorData& A, const TensorData& B, const TensorData& C,
+                          const ClaimSpec& claim, const MatmulCheckOptions& opt);
+
+}  // namespace
+
+MatmulReference matmul_reference(const TensorData& A, const TensorData& B, const std::optional<TensorData>& addend) {
+  MatmulReference r = exact_results(A, B, addend, false);
   r.a = A;
   r.b = B;
-  r.addend = addend;
+  return r;
+}
+
+MatmulReference dot_reference(const TensorData& A, const TensorData& B, const std::optional<TensorData>& addend) {
+  MatmulReference r = exact_results(A, B, addend, true);
+  r.a = A;
+  r.b = B;
   return r;
 }
 
@@ -457,7 +474,7 @@ CheckResult check_dot(const TensorData& A, const TensorData& B, const TensorData
   const ShapeRef rs = opt.ref ? detail::shape_of(*opt.ref) : ShapeRef{};
   matmul_check_dims(detail::shape_of(A), detail::shape_of(B), detail::shape_of(D), opt.addend ? &ad : nullptr,
                     opt.ref ? &rs : nullptr, true);
-  return check_matmul(dot_reference(A, B, opt.addend), D, claim, opt);
+  return check_against(exact_results(A, B, opt.addend, true), A, B, D, claim, opt);
 }
 
 namespace {
@@ -489,7 +506,7 @@ CheckResult check_matmul(const TensorData& A, const TensorData& B, const TensorD
   const ShapeRef rs = opt.ref ? detail::shape_of(*opt.ref) : ShapeRef{};
   matmul_check_dims(detail::shape_of(A), detail::shape_of(B), detail::shape_of(C), opt.addend ? &ad : nullptr,
                     opt.ref ? &rs : nullptr, false);
-  return check_matmul(matmul_reference(A, B, opt.addend), C, claim, opt);
+  return check_against(exact_results(A, B, opt.addend, false), A, B, C, claim, opt);
 }
 
 CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const ClaimSpec& claim,
@@ -499,9 +516,15 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
     o.addend = mr.addend;
     return detail::check_quantised_gemm(mr.a, mr.b, C, claim, o, mr.rowwise_dot);
   }
+  return check_against(mr, mr.a, mr.b, C, claim, opt);
+}
+
+namespace {
+
+/// check_matmul against exact results `mr` of A·B (its own a and b are not read).
+CheckResult check_against(const MatmulReference& mr, const TensorData& A, const TensorData& B, const TensorData& C,
+                          const ClaimSpec& claim, const MatmulCheckOptions& opt) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
-  const TensorData& A = mr.a;
-  const TensorData& B = mr.b;
   const FormatSpec& fout = *claim.out;
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
@@ -567,7 +590,7 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
   Verdict v = judge(s.claim, b, C.values, ref, {M, N}, detail::judge_options(claim, opt.worst, true));
   CheckResult r = detail::finish(mr.rowwise_dot ? "dot" : "matmul", s, claim, std::move(b), std::move(v), !mr.rowwise_dot);
   if (!opt.ref && opt.calibrate)  // the probable-defect rule, calibrated on these operands
-    apply_calibration(r, opt.calibration ? *opt.calibration : calibrate_matmul(mr, claim), C, claim);
+    apply_calibration(r, opt.calibration ? *opt.calibration : calibrate_matmul(mr, A, B, claim), C, claim);
   // Where the claim names a model numfid can run, say how much of C it predicts bit for bit:
   // the same function as `emulate`, so a stochastic output is predicted with its own streams.
   if (claim.expect_bit_exact && opt.ref) throw InputError("--expect bit-exact does not combine with --ref");
@@ -579,6 +602,8 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
   if (claim.expect_bit_exact) apply_bit_exact_expectation(r, C);
   return r;
 }
+
+}  // namespace
 
 CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, const ClaimSpec& claim, int worst) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict

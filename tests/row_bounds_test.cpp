@@ -54,6 +54,8 @@ struct Case {
   std::optional<VarianceMethod> kernel_variance{};
   SoftmaxMethod softmax = SoftmaxMethod::textbook;  ///< the claim's
   bool kernel_online = false;                        ///< the kernel forms an online denominator
+  int lanes = 0;         ///< rowwise-moments: the lanes of the kernel and of the claim
+  bool shifted = false;  ///< the kernel and the claim: layernorm as x·r + b
 };
 
 std::string describe(const Case& c) {
@@ -94,6 +96,8 @@ Outcome run(const Case& c, std::uint64_t seed, const Defects& defects = {}, bool
   NaiveKernel k(c.compute, seed * 7 + 1, c.fn_abs, defects);
   k.set_fn_ulps(c.fn_ulps);
   k.set_online(c.kernel_online);
+  k.set_lanes(c.lanes);
+  k.set_shifted(c.shifted);
   NaiveKernel f64(nullptr, seed * 7 + 2);
   static constexpr Order orders[] = {Order::sequential, Order::reverse, Order::pairwise, Order::blocked16,
                                      Order::shuffled};
@@ -121,6 +125,8 @@ Outcome run(const Case& c, std::uint64_t seed, const Defects& defects = {}, bool
   RowCheckOptions o;
   o.eps = eps;
   o.variance = c.variance;
+  o.variance_lanes = c.lanes;
+  o.norm_form = c.shifted ? NormForm::shifted : NormForm::centred;
   o.softmax = c.softmax;
   o.param_format = &pf;
   if (c.gamma) o.gamma = view(std::span<const double>(gamma), {static_cast<std::int64_t>(c.n)}, pf.name, "gamma");
@@ -268,6 +274,53 @@ TEST(RowBounds, ChanMergesUnderTheChanClaim) {
     table += fmt::format("| {} mean {} sigma {} | {:.3g} | {:.3g} | {:.3g} |\n", describe(r.c), r.c.dist.mean,
                          r.c.dist.sigma, worst[0], worst[1], worst[2]);
     EXPECT_LE(worst[0], 1.0) << "a legal Chan-merged output leaves the chan bound";
+  }
+  std::printf("%s", table.c_str());
+}
+
+// PyTorch CPU's layer_norm arithmetic (RowwiseMoments' tree, x·r + b) in fp32, bf16 and fp16
+// compute, every operation rounded there (tests/row_kernels.h), under its own claim
+// (`--variance 'rowwise-moments(V)' --norm-form shifted`): sound on normal, offset and cancelling
+// rows, lengths with tails and stack carries; the same outputs under `chan` (any tree) and the
+// default `any` printed beside it (0 = every bound vacuous or every element exact).
+TEST(RowBounds, RowwiseMomentsUnderItsClaim) {
+  struct Row {
+    Case c;
+    int seeds;
+  };
+  std::vector<Row> rows;
+  for (const Dist d : {Dist{0, 0, 0, 1}, Dist{0, 0, 3, 1}, Dist{0, 0, 100, 0.01}}) {
+    rows.push_back({Case{RowOp::layernorm, &fp32, &fp32, &fp32, 4, 4096, d}, 2});
+    rows.push_back({Case{RowOp::layernorm, &fp32, &fp32, &fp32, 8, 1000, d}, 3});
+    rows.push_back({Case{RowOp::layernorm, &bf16, &bf16, &bf16, 8, 1024, d}, 3});
+    rows.push_back({Case{RowOp::layernorm, &bf16, &bf16, &bf16, 8, 100, d}, 3});
+    rows.push_back({Case{RowOp::layernorm, &fp16, &fp16, &fp16, 8, 256, d}, 3});
+    rows.push_back({Case{RowOp::layernorm, &fp16, &fp16, &fp16, 8, 37, d}, 3});
+  }
+  std::string table =
+      "| case | lanes | rowwise-moments, shifted: worst error/bound | chan | any |\n|---|---|---|---|---|\n";
+  int k = 0;
+  for (Row& r : rows) {
+    const int lanes = r.c.compute == &fp32 ? 8 : 16;
+    SCOPED_TRACE(describe(r.c) + fmt::format(" mean {} sigma {} lanes {}", r.c.dist.mean, r.c.dist.sigma, lanes));
+    double worst[3] = {0, 0, 0};
+    const VarianceMethod claims[3] = {VarianceMethod::rowwise_moments, VarianceMethod::chan, VarianceMethod::any};
+    for (int m = 0; m < 3; ++m) {
+      Case c = r.c;
+      c.variance = claims[m];
+      c.kernel_variance = VarianceMethod::rowwise_moments;
+      c.lanes = lanes;
+      c.shifted = true;
+      c.gamma = c.beta = k % 2 == 0;
+      for (int seed = 1; seed <= r.seeds; ++seed) {
+        const Outcome o = run(c, 9500 + static_cast<std::uint64_t>(seed) + 10 * static_cast<std::uint64_t>(k));
+        worst[m] = std::max(worst[m], outside(o.derived) ? INFINITY : worst_ratio(o.derived));
+      }
+    }
+    ++k;
+    table += fmt::format("| {} mean {} sigma {} | {} | {:.3g} | {:.3g} | {:.3g} |\n", describe(r.c), r.c.dist.mean,
+                         r.c.dist.sigma, lanes, worst[0], worst[1], worst[2]);
+    EXPECT_LE(worst[0], 1.0) << "a legal output of PyTorch's layer_norm arithmetic leaves its own claim's bound";
   }
   std::printf("%s", table.c_str());
 }

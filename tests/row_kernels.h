@@ -126,6 +126,10 @@ class NaiveKernel {
 
   void set_order(Order o) { order_ = o; }
   void set_variance(VarianceMethod m) { variance_ = m; }
+  /// rowwise-moments: PyTorch CPU's RowwiseMoments tree with this many lanes.
+  void set_lanes(int v) { lanes_ = v; }
+  /// layernorm as y = x·r + b, b = -r·μ rounded (PyTorch CPU), instead of (x - μ)·r.
+  void set_shifted(bool s) { shifted_ = s; }
   void set_rsqrt(bool b) { rsqrt_ = b; }
   void set_alt_form(bool b) { alt_ = b; }
   /// softmax/log-softmax: the online denominator (running max and rescaled sum; merged in the
@@ -257,6 +261,56 @@ class NaiveKernel {
           }
           mean = lane[0].mean;
           var = r(lane[0].m2 / div_n);
+        } else if (variance_ == VarianceMethod::rowwise_moments) {
+          // PyTorch CPU's RowwiseMoments (moments_utils.h; tests/torch_layernorm_model_test.cpp
+          // reproduces torch with it): lanes of Welford in chunks of 16 (m1 += δ·(1/(j+1))), chunks
+          // merged by AddMoments into a binary-counter stack, a scalar Welford tail (m1 += δ/k),
+          // the lanes merged one by one into the tail; every operation (and count) rounded here.
+          struct Mo {
+            double n = 0, m1 = 0, m2 = 0;
+          };
+          const auto add_moments = [&](const Mo& b, Mo& a) {
+            if (b.n == 0) return;
+            const double nn2 = a.n + b.n;
+            const double c = r(r(b.n) / r(nn2)), delta = r(b.m1 - a.m1);
+            a.m1 = r(a.m1 + r(c * delta));
+            a.m2 = r(a.m2 + r(b.m2 + r(r(r(delta * delta) * c) * r(a.n))));
+            a.n = nn2;
+          };
+          const auto V = static_cast<std::size_t>(lanes_);
+          const std::size_t nv = n / V, chunks = (nv + 15) / 16;
+          std::size_t depth = 0;
+          while ((std::size_t{1} << depth) < chunks) ++depth;
+          Mo total;
+          for (std::size_t j = nv * V; j < n; ++j) {
+            const double delta = r(xc[j] - total.m1);
+            total.n += 1;
+            total.m1 = r(total.m1 + r(delta / r(total.n)));
+            total.m2 = r(total.m2 + r(delta * r(xc[j] - total.m1)));
+          }
+          for (std::size_t l = 0; l < V; ++l) {
+            std::vector<Mo> stack(std::max<std::size_t>(depth, 1));
+            for (std::size_t i = 0; i < chunks; ++i) {
+              Mo chunk;
+              for (std::size_t p = 16 * i; p < std::min(nv, 16 * i + 16); ++p) {
+                const double v = xc[p * V + l], delta = r(v - chunk.m1);
+                chunk.m1 = r(chunk.m1 + r(delta * r(1.0 / r(chunk.n + 1))));
+                chunk.m2 = r(chunk.m2 + r(delta * r(v - chunk.m1)));
+                chunk.n += 1;
+              }
+              add_moments(chunk, stack[0]);
+              std::size_t mask = i + 1;
+              for (std::size_t dd = 1; dd < depth && (mask & 1) == 0; ++dd) {
+                add_moments(stack[dd - 1], stack[dd]);
+                stack[dd - 1] = Mo{};
+                mask >>= 1;
+              }
+            }
+            for (std::size_t dd = 1; dd < depth; ++dd) add_moments(stack[dd], stack[0]);
+            add_moments(stack[0], total);
+          }
+          mean = total.m1;
+          var = r(total.m2 / div_n);
         } else if (variance_ == VarianceMethod::welford) {
           std::vector<std::size_t> idx(n);
           std::iota(idx.begin(), idx.end(), 0);
@@ -294,9 +348,12 @@ class NaiveKernel {
           rs = fn(1 / std::sqrt(static_cast<long double>(r(var + ec))));
           sd = r(std::sqrt(r(var + ec)));
         }
+        const double shift_r = rsqrt_ ? rs : r(1 / sd), shift_b = r(-shift_r * mean);  // PyTorch's scale and bias
         for (std::size_t j = 0; j < n; ++j) {
           const double dev = op == RowOp::rmsnorm ? xc[j] : r(xc[j] - mean);
           double z = (rsqrt_ && !d_.eps_outside_sqrt) ? r(dev * rs) : r(dev / sd);
+          if (shifted_ && op == RowOp::layernorm && !d_.eps_outside_sqrt)
+            z = r(r(xc[j] * shift_r) + shift_b);
           if (!gamma.empty()) z = r(z * r(gamma[d_.gamma_shifted ? (j + 1) % n : j]));
           if (!beta.empty()) z = r(z + r(beta[j]));
           y[j] = z;
@@ -367,6 +424,8 @@ class NaiveKernel {
   bool online_ = false;
   Order order_ = Order::sequential;
   VarianceMethod variance_ = VarianceMethod::two_pass;
+  int lanes_ = 16;
+  bool shifted_ = false;
   bool rsqrt_ = true, alt_ = false;
   int extra_steps_ = 0;
 };

@@ -241,6 +241,25 @@ TEST(RowBounds, SoundForEveryLegalTextbookEvaluation) {
   }
 }
 
+/// The worst |error| / bound of one kernel's outputs (base.kernel_variance, ...) judged under each
+/// variance claim in turn (inf: some element outside its bound), over seeds seed0 + 1 ...
+/// seed0 + seeds.
+std::vector<double> worst_under_claims(const Case& base, std::initializer_list<VarianceMethod> claims, int seeds,
+                                       std::uint64_t seed0) {
+  std::vector<double> worst;
+  for (const VarianceMethod m : claims) {
+    Case c = base;
+    c.variance = m;
+    double w = 0;
+    for (int seed = 1; seed <= seeds; ++seed) {
+      const Outcome o = run(c, seed0 + static_cast<std::uint64_t>(seed));
+      w = std::max(w, outside(o.derived) ? INFINITY : worst_ratio(o.derived));
+    }
+    worst.push_back(w);
+  }
+  return worst;
+}
+
 // Chan et al.'s merges (per-lane Welford, butterfly or random-tree merges: tests/row_kernels.h)
 // under `--variance chan`: sound on cancelling rows in fp32, bf16 and fp16 compute, and not
 // vacuous where the derivation gives a finite bound; the same outputs judged under the other
@@ -260,17 +279,9 @@ TEST(RowBounds, ChanMergesUnderTheChanClaim) {
   std::string table = "| case | chan: worst error/bound | welford | any |\n|---|---|---|---|\n";
   for (Row& r : rows) {
     SCOPED_TRACE(describe(r.c) + fmt::format(" mean {} sigma {}", r.c.dist.mean, r.c.dist.sigma));
-    double worst[3] = {0, 0, 0};
-    const VarianceMethod claims[3] = {VarianceMethod::chan, VarianceMethod::welford, VarianceMethod::any};
-    for (int m = 0; m < 3; ++m) {
-      Case c = r.c;
-      c.variance = claims[m];
-      c.kernel_variance = VarianceMethod::chan;
-      for (int seed = 1; seed <= r.seeds; ++seed) {
-        const Outcome o = run(c, 9000 + static_cast<std::uint64_t>(seed));
-        worst[m] = std::max(worst[m], outside(o.derived) ? INFINITY : worst_ratio(o.derived));
-      }
-    }
+    r.c.kernel_variance = VarianceMethod::chan;
+    const std::vector<double> worst =
+        worst_under_claims(r.c, {VarianceMethod::chan, VarianceMethod::welford, VarianceMethod::any}, r.seeds, 9000);
     table += fmt::format("| {} mean {} sigma {} | {:.3g} | {:.3g} | {:.3g} |\n", describe(r.c), r.c.dist.mean,
                          r.c.dist.sigma, worst[0], worst[1], worst[2]);
     EXPECT_LE(worst[0], 1.0) << "a legal Chan-merged output leaves the chan bound";
@@ -303,20 +314,14 @@ TEST(RowBounds, RowwiseMomentsUnderItsClaim) {
   for (Row& r : rows) {
     const int lanes = r.c.compute == &fp32 ? 8 : 16;
     SCOPED_TRACE(describe(r.c) + fmt::format(" mean {} sigma {} lanes {}", r.c.dist.mean, r.c.dist.sigma, lanes));
-    double worst[3] = {0, 0, 0};
-    const VarianceMethod claims[3] = {VarianceMethod::rowwise_moments, VarianceMethod::chan, VarianceMethod::any};
-    for (int m = 0; m < 3; ++m) {
-      Case c = r.c;
-      c.variance = claims[m];
-      c.kernel_variance = VarianceMethod::rowwise_moments;
-      c.lanes = lanes;
-      c.shifted = true;
-      c.gamma = c.beta = k % 2 == 0;
-      for (int seed = 1; seed <= r.seeds; ++seed) {
-        const Outcome o = run(c, 9500 + static_cast<std::uint64_t>(seed) + 10 * static_cast<std::uint64_t>(k));
-        worst[m] = std::max(worst[m], outside(o.derived) ? INFINITY : worst_ratio(o.derived));
-      }
-    }
+    Case c = r.c;
+    c.kernel_variance = VarianceMethod::rowwise_moments;
+    c.lanes = lanes;
+    c.shifted = true;
+    c.gamma = c.beta = k % 2 == 0;
+    const std::vector<double> worst =
+        worst_under_claims(c, {VarianceMethod::rowwise_moments, VarianceMethod::chan, VarianceMethod::any}, r.seeds,
+                           9500 + 10 * static_cast<std::uint64_t>(k));
     ++k;
     table += fmt::format("| {} mean {} sigma {} | {} | {:.3g} | {:.3g} | {:.3g} |\n", describe(r.c), r.c.dist.mean,
                          r.c.dist.sigma, lanes, worst[0], worst[1], worst[2]);

@@ -201,9 +201,9 @@ std::pair<LD, LD> exact_moments(std::span<const double> x) {
 
 /// What the Chan bound needs of a merge tree over n elements (Welford steps are merges with
 /// n_b = 1): the mean leaf depth Σ_v n_v/n (a merge's own error reaches μ weighted n_v/n),
-/// S_w = Σ_v n_a·n_b/n_v, the most additions an M2 increment passes on its way to the root, and
-/// how many extra roundings the counts may take (n_a, n_b, n converted into the compute format:
-/// 3 when one of them is not a value of it, else 0).
+/// S_w = Σ_v n_a·n_b/n_v (left 0 where only the shape is described), the most additions an M2
+/// increment passes on its way to the root, and how many extra roundings the counts may take
+/// (n_a, n_b, n converted into the compute format: 3 when one of them is not a value of it).
 struct MergeTree {
   LD mean_depth = 0, sw = 0, additions = 0;
   int count_roundings = 0;
@@ -218,8 +218,9 @@ MergeTree any_tree(const Arith& a, std::size_t n) {
   t.mean_depth = (N + 1) / 2;
   t.sw = n > 1 ? N / 4 * std::log2(N) : 0;
   t.additions = n > 1 ? 2 * (N - 1) : 0;
-  for (std::size_t c = 2; c <= n && t.count_roundings == 0; ++c)
-    if (!a.representable(static_cast<LD>(c))) t.count_roundings = 3;
+  // Every integer up to 2^p (= 1/u) is a value of the format and 2^p + 1 is not: some count
+  // rounds exactly when n exceeds 2^p.
+  t.count_roundings = N > 1 / a.u() ? 3 : 0;
   return t;
 }
 
@@ -258,9 +259,9 @@ Node walk_rowwise_moments(std::size_t n, int lanes, const Leaf& leaf, const Merg
   return total;
 }
 
-/// The shape of that tree over n elements (walk_rowwise_moments), for the derivation: the mean
-/// leaf depth, the most additions an increment passes, whether every count is a value of the
-/// format.
+/// The shape of that tree over n elements (walk_rowwise_moments), for the derivation only (the
+/// bound itself walks the tree with the row's values: rowwise_moments_stats): the mean leaf
+/// depth, the most additions an increment passes, whether every count is a value of the format.
 MergeTree rowwise_moments_tree(const Arith& a, std::size_t n, int lanes) {
   struct Part {
     LD count = 0;
@@ -275,7 +276,6 @@ MergeTree rowwise_moments_tree(const Arith& a, std::size_t n, int lanes) {
         if (y.count == 0) return x;
         const LD c = x.count + y.count;
         t.mean_depth += c;
-        t.sw += x.count * y.count / c;
         counts_exact = counts_exact && a.representable(x.count) && a.representable(y.count) && a.representable(c);
         return Part{c, std::max(x.path, y.path) + 1};
       });
@@ -299,8 +299,8 @@ MergeTree rowwise_moments_tree(const Arith& a, std::size_t n, int lanes) {
 /// (w <= (a b)/(a + b), and a log a + b log b + 4ab/n <= n log n since H(p) >= 4p(1 - p)).
 /// Each increment then passes through at most 2(n - 1) additions of non-negative values.
 /// The tree enters through MergeTree: the mean leaf depth (Σ_v n_v/n), S_w, the most additions
-/// an increment passes and the roundings of counts; `any_tree` is the worst case over every tree,
-/// `rowwise_moments_tree` one tree, PyTorch's.
+/// an increment passes and the roundings of counts; `any_tree` gives the worst case over every
+/// tree (PyTorch's one tree is bounded node by node instead: rowwise_moments_stats).
 Stats chan_moments(const Arith& a, std::span<const Iv> xc, std::span<const double> x, const MergeTree& tree) {
   const std::size_t n = xc.size();
   LD lo = INFINITY, hi = -INFINITY, cast_err = 0;

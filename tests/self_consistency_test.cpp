@@ -29,6 +29,7 @@
 #include "formats/error.h"
 #include "numerics/profile.h"
 #include "tolerances/check.h"
+#include "tolerances/quant_check.h"
 
 namespace numfid {
 namespace {
@@ -436,7 +437,7 @@ TEST(SelfConsistency, IntegerGemmModelsOwnOutputIsNeverADefect) {
   std::mt19937_64 g(seed(20261207));
   auto pick = [&](const auto& v) { return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(g)]; };
   std::bernoulli_distribution coin(0.5);
-  int judged = 0;
+  int judged = 0, refused = 0;
   for (int trial = 0; trial < 400 && g_failures < 5; ++trial) {
     const std::string ina = pick(std::vector<std::string>{"int8", "uint8"}), inb = pick(std::vector<std::string>{"int8", "uint8"});
     const std::string out = pick(std::vector<std::string>{"int32", "int8", "uint8"});
@@ -475,8 +476,20 @@ TEST(SelfConsistency, IntegerGemmModelsOwnOutputIsNeverADefect) {
       continue;
     }
     // Without --saturate a requantised value outside the output's range has no value under the
-    // claim: emulate writes it clamped, check calls it a defect and says why (requant-overflow).
-    const TensorData c = emulate_matmul(a, b, std::nullopt, claim);
+    // claim: emulate refuses (exit 2), the model clamps it, and check calls it a defect and says
+    // why (requant-overflow).
+    TensorData c;
+    try {
+      c = emulate_matmul(a, b, std::nullopt, claim);
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      if (what.find("leaves " + std::string(claim.out->name) + "'s range and the claim has no --saturate") ==
+              std::string::npos &&
+          ++g_failures <= 5)
+        ADD_FAILURE() << "claim " << claim.text() << ": emulate refused without saying why: " << what;
+      c = detail::emulate_int_gemm(a, b, std::nullopt, claim, false, detail::IntEmulation::model);
+      ++refused;
+    }
     const CheckResult r = check_matmul(a, b, c, claim);
     ++judged;
     if (r.verdict.kind == TensorKind::defect) {
@@ -488,6 +501,7 @@ TEST(SelfConsistency, IntegerGemmModelsOwnOutputIsNeverADefect) {
     }
   }
   EXPECT_GT(judged, 250);  // some combinations are refused by the claim (exit 2)
+  EXPECT_GT(refused, 20);   // the refusal is exercised
 }
 
 }  // namespace

@@ -421,7 +421,7 @@ CheckResult check_int_gemm(const TensorData& A, const TensorData& B, const Tenso
   r.output_rounding_ulps = allowance;
   r.matrix = !rowwise;
   if (opt.predict) {
-    TensorData predicted = emulate_int_gemm(A, B, opt.addend, claim, rowwise);
+    TensorData predicted = emulate_int_gemm(A, B, opt.addend, claim, rowwise, IntEmulation::model);
     ModelMatch mm;
     mm.elements = static_cast<std::int64_t>(predicted.values.size());
     for (std::size_t e = 0; e < predicted.values.size(); ++e) mm.equal += predicted.values[e] == C.values[e] ? 1 : 0;
@@ -433,7 +433,7 @@ CheckResult check_int_gemm(const TensorData& A, const TensorData& B, const Tenso
 }
 
 TensorData emulate_int_gemm(const TensorData& A, const TensorData& B, const std::optional<TensorData>& C,
-                            const ClaimSpec& claim, bool rowwise) {
+                            const ClaimSpec& claim, bool rowwise, IntEmulation mode) {
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
   const MatmulDims d = rowwise ? rowwise_dot_dims(shape_of(A), shape_of(B)) : matmul_dims(shape_of(A), shape_of(B));
@@ -447,8 +447,25 @@ TensorData emulate_int_gemm(const TensorData& A, const TensorData& B, const std:
   t.name = "emulated";
   t.values.resize(elements);
   const std::int64_t cols = rowwise ? 1 : d.n;
-  for (std::size_t e = 0; e < elements; ++e)
-    t.values[e] = requantize(wrap_int32(exact[e]), g.scale_of(static_cast<std::int64_t>(e) % cols), g.r).bits;
+  std::size_t overflows = 0, first = elements;
+  for (std::size_t e = 0; e < elements; ++e) {
+    const RequantResult y = requantize(wrap_int32(exact[e]), g.scale_of(static_cast<std::int64_t>(e) % cols), g.r);
+    t.values[e] = y.bits;
+    if (y.overflow && overflows++ == 0) first = e;
+  }
+  // A requantised value outside the output's range under a claim without --saturate has no value
+  // under that claim (check calls any output there a defect, `requant-overflow`): the emulation
+  // refuses rather than write a clamped value as if the claim gave it. An int32 sum that
+  // overflows wraps, as the hardware's int32 adders do (a value, which check calls a defect with
+  // `int32-overflow`).
+  if (mode == IntEmulation::claim && overflows > 0) {
+    const std::int64_t i = static_cast<std::int64_t>(first) / cols, j = static_cast<std::int64_t>(first) % cols;
+    throw InputError(fmt::format(
+        "emulate: the claim gives element {} no value: its requantised value {} leaves {}'s range and the claim has "
+        "no --saturate ({} of {} elements do; add --saturate to clamp them); nothing was written",
+        rowwise ? fmt::format("[{}]", i) : fmt::format("[{}, {}]", i, j),
+        requant_exact(wrap_int32(exact[first]), g.scale_of(j), g.r), claim.out->name, overflows, elements));
+  }
   return t;
 }
 

@@ -88,10 +88,16 @@ std::string scaled_emulation_description(const ClaimSpec& claim);
 /// claims agree only by both being exact, and a difference is a defect of whichever differs.
 CheckResult check_int_gemm(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,
                            const MatmulCheckOptions& opt, bool rowwise);
-/// emulate_matmul / emulate_dot of an integer claim: a wrapping int32 accumulator (the same
-/// in every order), then the requantisation. `c`: an int32 addend (bias).
+/// What emulate_int_gemm does with an element the claim gives no value: a requantised value
+/// outside an integer output's range, or a float output's overflow, without --saturate.
+enum class IntEmulation {
+  claim,  ///< emulate_matmul / emulate_dot: refuse (InputError naming the first such element)
+  model,  ///< check's `--expect bit-exact` model: clamped (check calls it `requant-overflow`)
+};
+/// emulate_matmul / emulate_dot of an integer claim: a wrapping int32 accumulator (the same in
+/// every order), then the requantisation. `c`: an int32 addend (bias).
 TensorData emulate_int_gemm(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
-                            const ClaimSpec& claim, bool rowwise);
+                            const ClaimSpec& claim, bool rowwise, IntEmulation mode = IntEmulation::claim);
 /// tolerance() of an integer claim: exact, with the K at which int32 can first overflow.
 ToleranceResult int_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim,
                               const ClaimSpec* ref_claim = nullptr);

@@ -23,6 +23,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <random>
@@ -228,11 +229,15 @@ std::vector<float> draw(Kind k, std::size_t n, bool bf, std::mt19937_64& g) {
 // Soundness: no output of the model is a defect under the claim that states it, for every
 // length (tails, one chunk, carries in the stack), lane count and kind of data. Also counts the
 // elements left without a finite bound (a vacuous claim there, said in the verdict).
+// NUMFID_SELF_CONSISTENCY_SEED=N shifts the seed (the default run stays reproducible; other seeds
+// search further, as in self_consistency_test).
 TEST(TorchLayerNormModel, TheShiftedRowwiseMomentsClaimCoversTheModel) {
-  std::mt19937_64 g(20261202);
+  const char* shift = std::getenv("NUMFID_SELF_CONSISTENCY_SEED");
+  std::mt19937_64 g(20261202 + (shift ? std::strtoull(shift, nullptr, 10) * 1000003 : 0));
   int judged = 0, failures = 0;
   std::int64_t elements = 0, unbounded = 0;
   double worst = 0;
+  std::string worst_at;
   for (const bool bf : {true, false})
     for (const int lanes : {8, 16, 32})
       for (const std::size_t n : {1, 2, 7, 16, 17, 63, 64, 100, 255, 256, 257, 500, 1000, 1024, 2048})
@@ -249,6 +254,9 @@ TEST(TorchLayerNormModel, TheShiftedRowwiseMomentsClaimCoversTheModel) {
           ++judged;
           elements += static_cast<std::int64_t>(n);
           unbounded += j.unbounded;
+          if (j.worst > worst)
+            worst_at = fmt::format("{} n = {} lanes {} kind {}{}", f.name, n, lanes, static_cast<int>(k),
+                                   gm.empty() ? "" : " with gamma/beta");
           worst = std::max(worst, j.worst);
           if (j.defect && ++failures <= 5)
             ADD_FAILURE() << fmt::format("{} n = {} lanes {} kind {}: the model's own output is a defect\n", f.name, n,
@@ -256,8 +264,8 @@ TEST(TorchLayerNormModel, TheShiftedRowwiseMomentsClaimCoversTheModel) {
                           << j.text;
         }
   EXPECT_EQ(judged, 2 * 3 * 15 * 5);
-  std::cout << fmt::format("{} rows, {} elements, {} without a finite bound, worst |error|/bound {:.3g}\n", judged,
-                           elements, unbounded, worst);
+  std::cout << fmt::format("{} rows, {} elements, {} without a finite bound, worst |error|/bound {:.3g} ({})\n",
+                           judged, elements, unbounded, worst, worst_at);
   EXPECT_LT(worst, 1.0);
 }
 

@@ -27,6 +27,7 @@ namespace numfid {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 /// The message of the InputError that `f` throws ("" if none).
 template <class F>
@@ -430,6 +431,85 @@ TEST(CheckRows, DerivedClaimReportsItsArithmetic) {
   EXPECT_THAT(r.text(), HasSubstr("exp(-x) may overflow to inf and give 0"));
   EXPECT_EQ(check_rows(RowOp::sigmoid, x, c, parse_claim("--in fp32 --out fp32 --ulps 1")).verdict.kind,
             TensorKind::defect);
+}
+
+// The `function-accuracy` signature names the least --fn-ulps of its ladder under which every
+// element outside the bound is inside it: checked against fresh checks at that rung (no element
+// outside) and at the rung below (some outside), so a wrong rung fails the test.
+double signature_fn_ulps(const CheckResult& r) {
+  for (const Signature& s : r.verdict.signatures)
+    if (s.name == "function-accuracy") {
+      const auto at = s.evidence.find("(--fn-ulps ");
+      return at == std::string::npos ? -1 : std::stod(s.evidence.substr(at + 11));
+    }
+  return 0;
+}
+
+void expect_least_covering_rung(RowOp op, const TensorData& x, const TensorData& c, double claimed, double expected) {
+  const auto claim = [&](double l) { return parse_claim(fmt::format("--in fp32 --out fp32 --compute fp32 --fn-ulps {}", l)); };
+  const CheckResult r = check_rows(op, x, c, claim(claimed));
+  ASSERT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
+  const double l = signature_fn_ulps(r);
+  EXPECT_EQ(l, expected) << r.text();
+  if (l <= 0) return;
+  EXPECT_EQ(check_rows(op, x, c, claim(l)).verdict.counts[3], 0) << "the named rung " << l << " does not cover";
+  const std::vector<double> ladder{1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
+  const auto it = std::find(ladder.begin(), ladder.end(), l);
+  ASSERT_NE(it, ladder.end());
+  const double below = it == ladder.begin() ? claimed : *(it - 1);
+  if (below > claimed) {
+    EXPECT_GT(check_rows(op, x, c, claim(below)).verdict.counts[3], 0) << "the rung below " << l << " covers already";
+  }
+  EXPECT_THAT(r.text(), Not(HasSubstr("lone-outlier")));
+}
+
+TEST(CheckRows, FunctionAccuracySignatureNamesTheLeastCoveringFnUlps) {
+  std::mt19937_64 g(20261203);
+  std::uniform_real_distribution<double> u(-10, 10);
+  std::vector<float> xv(2048), cv(2048);
+  for (std::size_t i = 0; i < xv.size(); ++i) {
+    xv[i] = static_cast<float>(u(g));
+    float y = static_cast<float>(std::exp(static_cast<double>(xv[i])));
+    // A library exp 2 ulps off on every 7th element (a 2-3 ulp function, not a defect of the kernel).
+    if (i % 7 == 0)
+      for (int k = 0; k < 2; ++k) y = std::nextafter(y, INFINITY);
+    cv[i] = y;
+  }
+  const TensorData x = view(std::span<const float>(xv), {16, 128}, "fp32", "X");
+  const TensorData c = view(std::span<const float>(cv), {16, 128}, "fp32", "C");
+  SCOPED_TRACE("exp, every 7th element 2 ulps up");
+  expect_least_covering_rung(RowOp::exp, x, c, 1, 3);
+
+  // Softmax: one row's exp 3 ulps off for every 5th element (rows judged again on their own).
+  std::vector<float> sv(2048);
+  for (std::size_t r = 0; r < 16; ++r) {
+    double m = -INFINITY, sum = 0;
+    for (std::size_t j = 0; j < 128; ++j) m = std::max(m, static_cast<double>(xv[r * 128 + j]));
+    std::vector<double> e(128);
+    for (std::size_t j = 0; j < 128; ++j) sum += e[j] = std::exp(static_cast<double>(xv[r * 128 + j]) - m);
+    for (std::size_t j = 0; j < 128; ++j) {
+      double ej = e[j];
+      if (r == 5 && j % 5 == 0) ej *= 1 + 0x3p-18;  // 192 u: outside the sum's 127 u share of the bound
+      sv[r * 128 + j] = static_cast<float>(ej / sum);
+    }
+  }
+  const TensorData sc = view(std::span<const float>(sv), {16, 128}, "fp32", "C");
+  SCOPED_TRACE("softmax, row 5's exp 3·2^-18 off on every 5th element");
+  const CheckResult sr = check_rows(RowOp::softmax, x, sc, parse_claim("--in fp32 --out fp32 --compute fp32"));
+  ASSERT_EQ(sr.verdict.kind, TensorKind::defect) << sr.text();
+  const double l = signature_fn_ulps(sr);
+  ASSERT_GT(l, 1) << sr.text();
+  expect_least_covering_rung(RowOp::softmax, x, sc, 1, l);
+
+  // A gross error is no function's: no signature, the lone outlier is named.
+  std::vector<float> gross = cv;
+  for (std::size_t i = 0; i < gross.size(); i += 7) gross[i] = static_cast<float>(std::exp(static_cast<double>(xv[i])));
+  gross[100] *= 1.5f;
+  const CheckResult gr = check_rows(RowOp::exp, x, view(std::span<const float>(gross), {16, 128}, "fp32", "C"),
+                                    parse_claim("--in fp32 --out fp32 --compute fp32"));
+  ASSERT_EQ(gr.verdict.kind, TensorKind::defect) << gr.text();
+  EXPECT_EQ(signature_fn_ulps(gr), 0) << gr.text();
+  EXPECT_THAT(gr.text(), HasSubstr("lone-outlier"));
 }
 
 TEST(Tolerance, GammaOfTheAnyOrderBound) {

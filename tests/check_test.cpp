@@ -413,6 +413,12 @@ TEST(CheckRows, GammaBetaAreOneDimensionalInTheirOwnFormat) {
   o.param_format = nullptr;  // then gamma must be --in's format
   EXPECT_THAT(error_of([&] { check_rows(RowOp::layernorm, x, x, claim, o); }),
               HasSubstr("--gamma g.npy: holds fp32 values but the claim says bf16"));
+  RowCheckOptions bad_eps;
+  for (const double eps : {-1e-5, static_cast<double>(NAN), static_cast<double>(INFINITY)}) {
+    bad_eps.eps = eps;
+    EXPECT_THAT(error_of([&] { check_rows(RowOp::rmsnorm, x, x, claim, bad_eps); }),
+                HasSubstr("check rmsnorm: --eps " + fmt::format("{}", eps) + ": must be a finite number >= 0"));
+  }
   EXPECT_THAT(error_of([] { variance_method_named("3-pass"); }),
               HasSubstr("--variance '3-pass': unknown method (valid: two-pass, welford, sumsq, chan, rowwise-moments(V), any)"));
   EXPECT_EQ(variance_method_named("welford"), VarianceMethod::welford);

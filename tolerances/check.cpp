@@ -755,6 +755,10 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
                                  name));
   if (opt.variance == VarianceMethod::rowwise_moments && (opt.variance_lanes < 1 || opt.variance_lanes > 1024))
     throw InputError(fmt::format("check {}: rowwise-moments needs its lane count V (1..1024), e.g. rowwise-moments(16)", name));
+  if ((op == RowOp::layernorm || op == RowOp::rmsnorm) && !(std::isfinite(opt.eps) && opt.eps >= 0))
+    throw InputError(fmt::format("check {}: --eps {}: must be a finite number >= 0 (added to the variance inside the "
+                                 "square root)",
+                                 name, opt.eps));
   if (opt.norm_form == NormForm::shifted && op != RowOp::layernorm)
     throw InputError(fmt::format("check {}: --norm-form shifted is a layernorm form (x·r + b with b = -r·μ)", name));
   const FormatSpec& fin = *claim.in;

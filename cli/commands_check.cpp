@@ -131,7 +131,8 @@ int run_tol(const TolArgs& t) {
     set_row_method_options(o, t.variance, t.norm_form);
     o.softmax = softmax_method_named(t.softmax);
     o.eps = t.eps;
-    fmt::print("{}", row_tolerance_text(*row_op, t.claim.parse(), static_cast<std::size_t>(t.k), o));
+    const ToleranceResult r = row_tolerance(*row_op, t.claim.parse(), static_cast<std::size_t>(t.k), o);
+    fmt::print("{}", t.json ? r.json() : r.text());
     return exit_ok;
   }
   std::map<std::string, std::string> target;

@@ -32,6 +32,7 @@
 #include "numerics/profile.h"
 #include "tolerances/cancel.h"
 #include "tolerances/check.h"
+#include "tolerances/row_bounds.h"
 #include "tolerances/scale_files.h"
 
 namespace py = pybind11;
@@ -474,8 +475,17 @@ PYBIND11_MODULE(_numfid, m) {
   m.def(
       "tol",
       [](const std::string& op, const std::string& claim_text, std::int64_t k, bool addend, const std::string& ref_profile,
-         const std::string& target_profile) {
+         const std::string& target_profile, double eps, const std::string& variance, const std::string& softmax,
+         const std::string& norm_form) {
         return without_gil([&] {
+          if (const auto row_op = find_row_op(op)) {  // the same call as `numfid tol OP`
+            if (k <= 0) throw InputError("k: the row length must be a positive integer");
+            RowCheckOptions o;
+            set_row_method_options(o, variance, norm_form);
+            o.softmax = softmax_method_named(softmax);
+            o.eps = eps;
+            return row_tolerance(*row_op, parse_claim(claim_text), static_cast<std::size_t>(k), o);
+          }
           const ClaimSpec parsed = parse_claim(claim_text);
           const ClaimSpec claim = target_profile.empty() ? parsed : with_profile(parsed, target_profile);
           ToleranceOptions o;
@@ -485,7 +495,8 @@ PYBIND11_MODULE(_numfid, m) {
         });
       },
       py::arg("op"), py::arg("claim"), py::arg("k"), py::arg("addend") = false, py::arg("ref_profile") = "",
-      py::arg("target_profile") = "");
+      py::arg("target_profile") = "", py::arg("eps") = 1e-5, py::arg("variance") = "any",
+      py::arg("softmax") = "textbook", py::arg("norm_form") = "centred");
   m.def("emulate", &emulate, py::arg("op"), py::arg("claim"), py::arg("a"), py::arg("b"), py::arg("c") = py::none(),
         py::arg("c_format") = "", py::arg("bits") = false);
   m.def("emulate_sum", &emulate_sum_array, py::arg("claim"), py::arg("x"), py::arg("axis") = -1, py::arg("bits") = false);

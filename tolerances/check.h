@@ -348,6 +348,9 @@ struct ToleranceResult {
   /// text() says to compare bit for bit instead of printing equivalent tolerances.
   bool exact = false;
   const FormatSpec* output = &fp32;
+  /// A row or elementwise op (row_tolerance): each element's bound depends on its row's values,
+  /// so the report is the derivation for rows of k elements, not coefficients; text() prints it.
+  std::string row_text;
   std::string json_text;  ///< the JSON document
   std::string text() const;   ///< what `numfid tol` prints
   std::string json() const { return json_text; }

@@ -210,6 +210,7 @@ ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& 
 }
 
 std::string ToleranceResult::text() const {
+  if (!row_text.empty()) return row_text;
   const ReductionBound& b = bound;
   std::string out;
   auto line = [&out](const std::string& s) {

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "formats/error.h"
 
@@ -857,11 +858,13 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::
   return d;
 }
 
-std::string row_tolerance_text(RowOp op, const ClaimSpec& claim, std::size_t n, const RowCheckOptions& opt) {
+ToleranceResult row_tolerance(RowOp op, const ClaimSpec& claim, std::size_t n, const RowCheckOptions& opt) {
   if (!claim.compute)
     throw InputError(fmt::format("tol {}: give the arithmetic with --compute F (the bound is derived from it)", row_op_name(op)));
   if (opt.norm_form == NormForm::shifted && op != RowOp::layernorm)
     throw InputError(fmt::format("tol {}: --norm-form shifted is a layernorm form (x·r + b with b = -r·μ)", row_op_name(op)));
+  if ((op == RowOp::layernorm || op == RowOp::rmsnorm) && !(std::isfinite(opt.eps) && opt.eps >= 0))
+    throw InputError(fmt::format("tol {}: --eps {}: must be a finite number >= 0", row_op_name(op), opt.eps));
   RowClaim rc;
   rc.in = claim.in;
   rc.compute = claim.compute;
@@ -875,14 +878,31 @@ std::string row_tolerance_text(RowOp op, const ClaimSpec& claim, std::size_t n, 
   rc.eps = opt.eps;
   rc.out = claim.out;
   rc.out_rounding = claim.output_rounding();
-  std::string t = fmt::format("numfid tol {}: in {}, {}, out {} {}\n", row_op_name(op), claim.in->name,
-                              row_claim_order(op, rc), claim.out->name, rounding_name(rc.out_rounding));
-  t += fmt::format("each element's bound depends on its row's values (numfid check {} computes it per element); "
-                   "the derivation for rows of {} elements:\n",
-                   row_op_name(op), n);
-  for (const std::string& line : row_bound_derivation(op, rc, n, opt.gamma.has_value(), opt.beta.has_value()))
-    t += fmt::format("  {}\n", line);
-  return t;
+  ToleranceResult r;
+  r.op = std::string(row_op_name(op));
+  r.k = static_cast<std::int64_t>(n);
+  r.claim_text = fmt::format("in {}, {}, out {} {}", claim.in->name, row_claim_order(op, rc), claim.out->name,
+                             rounding_name(rc.out_rounding));
+  r.order = row_claim_order(op, rc);
+  r.output = claim.out;
+  r.output_rounding_half = rc.out_rounding == Rounding::rne || rc.out_rounding == Rounding::rna;
+  r.bound.derivation = row_bound_derivation(op, rc, n, opt.gamma.has_value(), opt.beta.has_value());
+  const std::string note = fmt::format(
+      "each element's bound depends on its row's values (numfid check {} computes it per element); the derivation "
+      "for rows of {} elements",
+      r.op, n);
+  r.row_text = fmt::format("numfid tol {}: {}\n{}:\n", r.op, r.claim_text, note);
+  for (const std::string& line : r.bound.derivation) r.row_text += fmt::format("  {}\n", line);
+  nlohmann::json j;
+  j["op"] = r.op;
+  j["k"] = r.k;
+  j["claim"] = r.claim_text;
+  j["order"] = r.order;
+  j["per_element"] = true;
+  j["note"] = note;
+  j["derivation"] = r.bound.derivation;
+  r.json_text = j.dump(2) + "\n";
+  return r;
 }
 
 // The softmax bound of bounds.h, now one case of the derived row bounds.

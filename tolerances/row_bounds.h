@@ -61,10 +61,11 @@ std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& 
 std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::size_t n, bool gamma = false,
                                               bool beta = false);
 
-/// What `numfid tol OP --k N --compute F ...` prints for a row/elementwise op: the bounds
-/// depend on each row's values, so the derivation for rows of n elements, line by line.
-/// InputError without claim.compute.
-std::string row_tolerance_text(RowOp op, const ClaimSpec& claim, std::size_t n, const RowCheckOptions& opt = {});
+/// `numfid tol OP --k N --compute F ...` (and Python's numfid.tol) for a row/elementwise op: the
+/// bounds depend on each row's values, so the derivation for rows of n elements, line by line
+/// (text() prints it; json(): op, k, claim, order, per_element = true, derivation). InputError
+/// without claim.compute.
+ToleranceResult row_tolerance(RowOp op, const ClaimSpec& claim, std::size_t n, const RowCheckOptions& opt = {});
 
 /// The claim in words for reports: "layernorm in fp32 (variance: any of two-pass, welford,
 /// sumsq), functions within 1 ulps".

@@ -68,12 +68,17 @@ def check_matmul(a, b, c, claim, **options):
     return check("matmul", claim, a=a, b=b, c=c, **options)
 
 
-def tol(op, claim, k, *, addend=False, ref_profile=None, target_profile=None):
+def tol(op, claim, k, *, addend=False, ref_profile=None, target_profile=None, eps=1e-5, variance="any",
+        softmax="textbook", norm_form="centred"):
     """The bounds `claim` implies for `op` ("matmul", "dot" or "sum") over k terms, with their
-    derivation and the equivalent rtol/atol (what `numfid tol` prints). Returns a Tolerance."""
+    derivation and the equivalent rtol/atol (what `numfid tol` prints). For a row or elementwise
+    op ("softmax", "layernorm", "gelu_erf", ...: a claim with --compute) each element's bound
+    depends on its row's values: the derivation for rows of k elements (`per_element` is True,
+    no rtol/atol). Returns a Tolerance."""
     if not isinstance(k, int) or isinstance(k, bool):
         raise TypeError(f"numfid.tol: k must be an int, not {type(k).__name__}")
-    return Tolerance(_numfid.tol(op, claim, k, addend, ref_profile or "", target_profile or ""))
+    return Tolerance(_numfid.tol(op, claim, k, addend, ref_profile or "", target_profile or "", float(eps), variance,
+                                 softmax, norm_form))
 
 
 def _profile_claim(claim_or_profile, fmt_a):

@@ -168,6 +168,8 @@ def test_dot_sum_and_row_ops_identical_to_cli(cli, tmp_path):
     ("matmul", "--in bf16 --acc fp32 --out bf16"),
     ("sum", "--in bf16 --out fp32"),
     ("matmul", "--in bf16 --out bf16 --profile trn2"),
+    ("softmax", "--in fp32 --compute fp32 --out bf16"),
+    ("layernorm", "--in bf16 --compute fp32 --out bf16"),
 ])
 @pytest.mark.parametrize("k", [1, 128, 4096])
 def test_tol_identical_to_cli(cli, args, k):
@@ -176,6 +178,18 @@ def test_tol_identical_to_cli(cli, args, k):
     assert t.report == cli("tol", op, "--k", k, *claim.split()).stdout
     assert t.to_json() == cli("tol", op, "--k", k, "--json", *claim.split()).stdout
     assert t.k == k and t.op == op
+
+
+def test_tol_of_a_row_op_takes_the_row_options_and_says_its_bounds_are_per_element(cli):
+    claim = "--in bf16 --compute bf16 --out bf16"
+    t = numfid.tol("layernorm", claim, 1024, variance="rowwise-moments(16)", norm_form="shifted", eps=1e-6)
+    assert t.per_element is True and t.k == 1024 and "rowwise-moments" in t.claim
+    assert t.report == cli("tol", "layernorm", "--k", 1024, *claim.split(), "--variance", "rowwise-moments(16)",
+                           "--norm-form", "shifted", "--eps", "1e-06").stdout
+    with pytest.raises(ValueError, match="give the arithmetic with --compute"):
+        numfid.tol("softmax", "--in fp32 --out fp32 --ulps 1", 16)
+    with pytest.raises(ValueError, match="norm-form shifted is a layernorm form"):
+        numfid.tol("softmax", "--in fp32 --compute fp32 --out fp32", 16, norm_form="shifted")
 
 
 def test_cross_platform_options_identical_to_cli(cli, data, data_dir, tmp_path):

@@ -132,6 +132,14 @@ ClaimSpec with_profile(const ClaimSpec& c, const std::string& profile) {
   r.plan.reset();
   r.profile.reset();
   r.profile_name.clear();
+  // The profile states the accumulation: the other claim's accumulator options do not carry over.
+  const ClaimSpec plain;
+  r.acc = plain.acc;
+  r.acc_rounding = plain.acc_rounding;
+  r.products_rounded = plain.products_rounded;
+  r.acc_ftz = plain.acc_ftz;
+  r.acc_daz = plain.acc_daz;
+  r.acc_zero_start = plain.acc_zero_start;
   std::string text = r.text();
   append_claim_option(text, "--profile", profile);
   ClaimSpec p = parse_claim(text);

@@ -218,7 +218,17 @@ ClaimSpec parse_claim(std::string_view text) {
         if (o2 == "--fn-ulps") throw InputError("--exp-ulps is --fn-ulps's older name: give one of them");
   if (c.compute && c.compute->kind != FormatKind::binary_float)
     throw InputError(fmt::format("--compute {}: not a float format", c.compute->name));
-  detail::validate_quant_claim(c);
+  detail::validate_quant_claim(c);  // a scaled-gemm profile's own refusals first
+  // A profile states the accumulation itself: an accumulator option beside it would be ignored,
+  // and a claim that says fp16 accumulation must not be judged as the profile's fp32 silently.
+  if (c.profile)
+    for (const std::string& o : seen)
+      if (o == "--acc" || o == "--acc-rounding" || o == "--products-rounded" || o == "--ftz" || o == "--daz" ||
+          o == "--zero-start")
+        throw InputError(fmt::format("{}: profile {} states the accumulation itself (accumulator format, rounding, "
+                                     "products, FTZ/DAZ, start value); give accumulator options with --plan or "
+                                     "without a profile, not with --profile",
+                                     o, c.profile_name));
   return c;
 }
 

@@ -192,6 +192,18 @@ def test_tol_of_a_row_op_takes_the_row_options_and_says_its_bounds_are_per_eleme
         numfid.tol("softmax", "--in fp32 --compute fp32 --out fp32", 16, norm_form="shifted")
 
 
+def test_a_profile_refuses_accumulator_options_but_a_reference_profile_replaces_them(cli, data):
+    with pytest.raises(ValueError, match="--acc: profile trn2 states the accumulation itself"):
+        numfid.check_matmul(data["a"], data["b"], data["c_sequential_fp32acc"], "--in bf16 --acc fp16 --out bf16 --profile trn2")
+    # The target's own --acc does not carry over into the reference's profile claim (CLI alike).
+    claim = "--in bf16 --acc fp32 --out bf16"
+    t = numfid.tol("matmul", claim, k=256, ref_profile="trn2")
+    assert t.report == cli("tol", "matmul", "--k", 256, *claim.split(), "--ref-profile", "trn2").stdout
+    r = numfid.check_matmul(data["a"], data["b"], data["c_sequential_fp32acc"], claim, ref=data["c_blocked128_fp32acc"],
+                            ref_profile="cpu-sequential")
+    assert r.verdict in ("consistent", "suspicious"), r.report
+
+
 def test_cross_platform_options_identical_to_cli(cli, data, data_dir, tmp_path):
     claim = "--in bf16 --out bf16 --profile trn2"
     t = numfid.tol("matmul", claim, k=512, ref_profile="nvidia-h100-tc")

@@ -11,6 +11,7 @@ uint16 / uint32 arrays of bit patterns of it), ml_dtypes arrays (bfloat16, float
 PyTorch tensors (float32, float16, bfloat16, float8 dtypes; other devices are copied to the CPU).
 """
 
+import numbers as _numbers
 import os as _os
 
 from . import _numfid
@@ -131,6 +132,9 @@ def convert(array, to, rounding="rne", saturate=False, seed=None, *, from_=None,
     op, fmt = _as_operand(array, "array")
     if seed is not None and rounding not in ("stochastic", "sr"):
         raise ValueError(f"seed={seed}: a seed only matters for rounding='stochastic'")
+    if seed is not None and (not isinstance(seed, _numbers.Integral) or isinstance(seed, bool)
+                             or not 0 <= int(seed) < 2**64):
+        raise ValueError(f"seed={seed!r}: a seed is an integer in [0, 2^64 - 1]")
     container = op[1]
     if from_ is None and fmt is not None:
         from_ = fmt

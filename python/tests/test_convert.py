@@ -155,3 +155,14 @@ def test_small_formats_against_a_naive_decoder(fmt):
     assert np.array_equal(got, want, equal_nan=True), fmt
     # Signed zeros keep their sign (FNUZ formats have no -0: 0x80 is NaN, checked above).
     assert np.array_equal(np.signbit(got[got == 0]), np.signbit(want[want == 0]))
+
+
+@pytest.mark.parametrize("seed", [-1, 2**64, 1.5, True, "7"])
+def test_a_bad_seed_is_named(seed):
+    with pytest.raises(ValueError, match="a seed is an integer in \\[0, 2\\^64 - 1\\]"):
+        numfid.convert(np.array([1.1]), "bf16", rounding="stochastic", seed=seed)
+
+
+def test_the_largest_seed_is_accepted():
+    assert numfid.convert(np.array([1.1]), "bf16", rounding="stochastic", seed=2**64 - 1).shape == (1,)
+    assert numfid.convert(np.array([1.1]), "bf16", rounding="stochastic", seed=np.uint64(5)).shape == (1,)

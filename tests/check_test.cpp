@@ -203,6 +203,42 @@ TEST(Tolerance, SameSignEquivalentsHoldForLegalOutputs) {
   }
 }
 
+// A partial sum that overflows under round to nearest is +inf or -inf by its sign and stays so:
+// where the positive terms alone can overflow, +inf is legal; -inf, NaN or a saturated finite
+// value (a saturating accumulator) is not — the bound was vacuous there before (any value passed).
+TEST(CheckMatmul, AnOverflowingSumIsTheInfinityOfItsSign) {
+  // 8 products of 2^127 each (bf16 2^63 · 2^64): exact 2^130, beyond fp32's 2^128.
+  const std::vector<float> av(8, 0x1p63f), bv(8, 0x1p64f);
+  const TensorData a = view(std::span<const float>(av), {1, 8}, "bf16", "A");
+  const TensorData b = view(std::span<const float>(bv), {8, 1}, "bf16", "B");
+  const ClaimSpec claim = parse_claim("--in bf16 --acc fp32 --out fp32");
+  const auto judge_one = [&](float c, const ClaimSpec& cl) {
+    const std::vector<float> cv{c};
+    return check_matmul(a, b, view(std::span<const float>(cv), {1, 1}, "fp32", "C"), cl);
+  };
+  const float max = 0x1.fffffep127f;
+  EXPECT_EQ(judge_one(INFINITY, claim).verdict.kind, TensorKind::consistent);
+  EXPECT_THAT(judge_one(INFINITY, claim).verdict.reason, HasSubstr("1 of 1 elements' partial sums may overflow the fp32"));
+  for (const float c : {-INFINITY, NAN, max, 0x1p120f}) {
+    SCOPED_TRACE(c);
+    EXPECT_EQ(judge_one(c, claim).verdict.kind, TensorKind::defect) << judge_one(c, claim).text();
+  }
+  // Mixed signs (+2^127, -2^127, ...: exact 0): either infinity and NaN (inf - inf) are legal.
+  std::vector<float> mixed = av;
+  for (std::size_t k = 1; k < mixed.size(); k += 2) mixed[k] = -mixed[k];
+  const TensorData am = view(std::span<const float>(mixed), {1, 8}, "bf16", "A");
+  for (const float c : {INFINITY, -INFINITY, NAN, 0.0f}) {
+    const std::vector<float> cv{c};
+    EXPECT_NE(check_matmul(am, b, view(std::span<const float>(cv), {1, 1}, "fp32", "C"), claim).verdict.kind,
+              TensorKind::defect)
+        << c;
+  }
+  // Rounding toward zero overflows to the largest finite value and the sum goes on from it: no
+  // finite bound there, and the saturated value is legal.
+  EXPECT_NE(judge_one(max, parse_claim("--in bf16 --acc fp32 --acc-rounding rtz --out fp32")).verdict.kind,
+            TensorKind::defect);
+}
+
 TEST(CheckMatmul, ReferenceComputedOnceJudgesManyOutputs) {
   const Bf16Problem p(4, 256, 4, 3);
   const MatmulReference ref = matmul_reference(p.a, p.b);

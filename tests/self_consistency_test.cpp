@@ -27,6 +27,7 @@
 
 #include "formats/convert.h"
 #include "formats/error.h"
+#include "formats/value.h"
 #include "numerics/profile.h"
 #include "tolerances/check.h"
 #include "tolerances/quant_check.h"
@@ -167,6 +168,51 @@ TEST(SelfConsistency, ThePlanModelsOwnOutputIsNeverADefect) {
     judged += expect_own_output_passes(a, b, addend, claim, fmt::format("trial {}: {}, K = {}", trial, data_name(d), k));
   }
   EXPECT_GT(judged, 1900);
+}
+
+// Partial sums that reach the accumulator's largest finite value: under round to nearest an
+// overflow is ±inf and stays non-finite, so the check keeps the finite bound for finite outputs
+// and allows only the infinities a partial sum can reach (docs/verdict.md §2). Every plan's own
+// output — finite, ±inf or NaN from inf - inf — must pass, under every rounding.
+TEST(SelfConsistency, OverflowingPartialSumsOfThePlanModelsAreNeverADefect) {
+  g_failures = 0;
+  const std::vector<std::string> plans = {"sequential", "reverse", "pairwise", "'blocked(4)'", "'splitk(2)'", "numpy"};
+  const std::vector<std::pair<std::string, std::string>> in_acc = {
+      {"bf16", "fp32"}, {"fp32", "fp32"}, {"bf16", "bf16"}, {"fp16", "fp16"}, {"bf16", "fp16"}, {"fp8_e4m3", "fp16"}};
+  const std::vector<std::string> roundings = {"rne", "rne", "rna", "rtz", "stochastic", "rup"};
+  const std::vector<std::string> outs = {"fp32", "bf16", "fp16", "fp8_e4m3"};
+  std::mt19937_64 g(seed(20261204));
+  auto pick = [&](const auto& v) { return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(g)]; };
+  std::bernoulli_distribution coin(0.4);
+  std::normal_distribution<double> nd(0, 1);
+  std::uniform_real_distribution<double> scale(0.2, 3);
+  int judged = 0, nonfinite = 0;
+  for (int trial = 0; trial < 1500 && g_failures < 5; ++trial) {
+    const auto [in, acc] = pick(in_acc);
+    const std::string text = fmt::format("--in {} --acc {} --acc-rounding {} --plan {} --out {} --seed {}", in, acc,
+                                         pick(roundings), pick(plans), pick(outs), trial);
+    const ClaimSpec claim = parse_claim(text);
+    const std::int64_t k = pick(std::vector<std::int64_t>{2, 3, 8, 33});
+    // |a·b| around max/k·(0.2..3)²: some sums overflow, some come near, some cancel back.
+    const double s = std::sqrt(max_finite(*claim.acc) / static_cast<double>(k)) * scale(g);
+    const bool positive = coin(g);
+    const auto fill = [&](std::int64_t rows, std::int64_t cols, const char* name) {
+      TensorData t{claim.in, {rows, cols}, {}, name};
+      for (std::int64_t i = 0; i < rows * cols; ++i) {
+        const double x = s * (0.5 + std::fabs(nd(g)));
+        t.values.push_back(value_of(*claim.in, positive || coin(g) ? x : -x));
+      }
+      return t;
+    };
+    const TensorData a = fill(4, k, "A"), b = fill(k, 4, "B");
+    SCOPED_TRACE(fmt::format("trial {}: K = {}, {}", trial, k, positive ? "positive" : "mixed signs"));
+    if (!expect_own_output_passes(a, b, std::nullopt, claim, fmt::format("trial {}: K = {}", trial, k))) continue;
+    ++judged;
+    const TensorData c = emulate_matmul(a, b, std::nullopt, claim);
+    for (const Bits v : c.values) nonfinite += std::isfinite(to_double(*claim.out, v)) ? 0 : 1;
+  }
+  EXPECT_GT(judged, 1400);
+  EXPECT_GT(nonfinite, 2000);  // the overflow is exercised, not only approached
 }
 
 TEST(SelfConsistency, RowwiseDotsAndSumsOfThePlanModelsAreNeverADefect) {

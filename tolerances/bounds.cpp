@@ -180,6 +180,10 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
   // Σ|a'b'| <= (1 + input_cast)·Σ|ab|.
   b.deterministic = gamma * (1 + b.input_cast) + b.input_cast;
   b.overflow_at = max_finite(acc);
+  // Sticky only where an overflow gives a non-finite value and the output keeps it non-finite:
+  // a format without inf or NaN encodings (fp6, fp4) has no such value to give.
+  b.overflow_sticky = (claim.acc.rounding == Rounding::rne || claim.acc.rounding == Rounding::rna) &&
+                      acc.non_finite != NonFinite::finite_only && claim.output->non_finite != NonFinite::finite_only;
   d.push_back(fmt::format("deterministic coefficient = γ_n·(1 + cast) + cast = {:.6g}  (|ŝ - s| <= coef·Σ|terms| + "
                           "allowance)",
                           b.deterministic));
@@ -241,9 +245,17 @@ ElementBound element_bound(const ReductionBound& b, const Claim& claim, double e
   const double det_red = b.deterministic * sum_abs + b.absolute;
   const double prob_red = b.probabilistic * sum_abs + b.absolute;
   if (sum_abs + det_red >= b.overflow_at) {  // a partial sum may overflow the accumulator
-    e.deterministic = e.probabilistic = e.output_rounding = INFINITY;
     e.may_overflow = true;
-    return e;
+    if (!b.overflow_sticky) {  // an overflow may saturate and the sum go on: nothing is bounded
+      e.deterministic = e.probabilistic = e.output_rounding = INFINITY;
+      return e;
+    }
+    // Any partial sum (any subset of the terms, in any order) is at most the positive terms'
+    // sum P = (Σ|t| + s)/2 plus the bound's error, and at least -(N + error), N = (Σ|t| - s)/2;
+    // 2^-50 covers the double rounding of these halves.
+    const double slack = 1 + 0x1p-50;
+    e.overflow_pos = (sum_abs + exact) / 2 * slack + det_red >= b.overflow_at;
+    e.overflow_neg = (sum_abs - exact) / 2 * slack + det_red >= b.overflow_at;
   }
   // The computed sum lies within det_red of the exact value; the output rounding is bounded
   // at the largest magnitude it can have.

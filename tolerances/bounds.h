@@ -30,6 +30,13 @@ struct ReductionBound {
   /// + absolute, the largest magnitude any partial sum or rounded product can have), it may
   /// overflow to ±inf or saturate, which no relative model covers: the element's bound is +inf.
   double overflow_at = INFINITY;
+  /// The accumulator rounds to nearest with IEEE overflow: a partial sum (or product) that
+  /// overflows becomes ±inf (NaN where the format has no inf), and every later operation keeps it
+  /// non-finite (inf + x = inf, inf - inf = NaN). So where a partial sum may overflow, a finite
+  /// result has overflowed nowhere and meets the finite bound; ±inf and NaN are legal besides.
+  /// Under directed or stochastic rounding an overflow may give the largest finite value and the
+  /// sum continue from it: there the element's bound is +inf.
+  bool overflow_sticky = false;
   std::vector<std::string> derivation;  ///< one line per step, printed by `tol` and `check`
 };
 
@@ -64,8 +71,12 @@ struct ElementBound {
   double probabilistic = 0;  ///< at the bound's confidence: reduction + output rounding
   double output_rounding = 0;
   /// A partial sum may reach the accumulator's largest finite value: ±inf, and inf - inf = NaN,
-  /// are then legal results too (the bounds are +inf).
+  /// are then legal results too (the bounds stay finite where the overflow is sticky, else +inf).
   bool may_overflow = false;
+  /// Where the overflow is sticky: which infinities a partial sum can reach — +inf only if the
+  /// positive terms, (Σ|terms| + exact)/2, can reach the largest finite value with the bound's
+  /// error; -inf likewise for the negative ones; NaN (inf - inf) only if both can.
+  bool overflow_pos = false, overflow_neg = false;
 };
 
 /// The element's bound given its exact value and Σ|terms|. Includes the double-precision

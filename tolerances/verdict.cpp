@@ -274,6 +274,9 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
   v.elements = static_cast<std::int64_t>(out.size());
   detail::ParallelArray<ElementReport> all(static_cast<std::int64_t>(out.size()));  // first touched on every core
   std::vector<std::uint8_t> mismatch(out.size(), 0);
+  // Elements whose partial sums may overflow under a sticky overflow (ReductionBound::
+  // overflow_sticky): non-finite results are legal there, a finite one meets the finite bound.
+  std::vector<std::uint8_t> sticky(out.size(), 0);
   // Each element is classified on its own, on every core (tolerances/parallel_detail.h); the
   // counts are taken afterwards, in element order.
   detail::parallel_for(static_cast<std::int64_t>(out.size()), 4096, [&](std::int64_t i0, std::int64_t i1) {
@@ -286,6 +289,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
       e.value = to_double(f, out[i]);
       e.exact = ref[i].exact;
       bool may_overflow = ref[i].may_overflow;  // a step may overflow: ±inf and NaN are legal too
+      bool pos_inf = false, neg_inf = false;    // a sticky overflow: only these (and NaN if both)
       if (ref[i].det_bound) {
         e.det_bound = *ref[i].det_bound;
         e.prob_bound = ref[i].prob_bound.value_or(*ref[i].det_bound);
@@ -293,7 +297,13 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
         const ElementBound eb = element_bound(b, claim, ref[i].exact, ref[i].sum_abs);
         e.det_bound = eb.deterministic;
         e.prob_bound = eb.probabilistic;
-        may_overflow = may_overflow || eb.may_overflow;
+        const bool eb_sticky = eb.may_overflow && std::isfinite(eb.deterministic);
+        may_overflow = may_overflow || (eb.may_overflow && !eb_sticky);
+        if (eb_sticky) {
+          pos_inf = eb.overflow_pos;
+          neg_inf = eb.overflow_neg;
+        }
+        sticky[i] = eb_sticky && std::isfinite(ref[i].exact);
       }
       // NaN where the exact result is NaN, or the same infinity, is the exact result (NaN payloads
       // and signs carry no value: the NaN policy of same_nonfinite).
@@ -305,15 +315,25 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
         // the deterministic bound allows (the exact value within the bound of the range's end).
         // An infinity of either sign is reachable when a value the bound allows lies beyond the
         // range on that side (the bound may exceed |exact|: then the sign may differ too).
+        // An output format without infinities (OCP E4M3, FNUZ) overflows to NaN instead.
         const auto overflows_to = [&](double bound) {
-          return std::isinf(e.value) && std::isfinite(e.exact) &&
-                 (e.value > 0 ? e.exact + bound > max_finite(f) : e.exact - bound < -max_finite(f));
+          if (!std::isfinite(e.exact)) return false;
+          const bool above = e.exact + bound > max_finite(f), below = e.exact - bound < -max_finite(f);
+          if (std::isinf(e.value)) return e.value > 0 ? above : below;
+          return std::isnan(e.value) && f.non_finite == NonFinite::nan_only && (above || below);
         };
+        // A sticky overflow gives the infinity of the partial sum's sign, NaN from inf - inf, or
+        // NaN for either where the accumulator or the output has no infinity.
+        const bool no_inf = claim.acc.format->non_finite != NonFinite::ieee || f.non_finite != NonFinite::ieee;
+        const bool sticky_legal =
+            std::isfinite(e.exact) &&
+            (std::isnan(e.value) ? (pos_inf && neg_inf) || (no_inf && (pos_inf || neg_inf))
+                                 : std::isinf(e.value) && (e.value > 0 ? pos_inf : neg_inf));
         const bool legal = same_nonfinite(f, out[i], ref[i].rounded) || overflows_to(e.det_bound) ||
-                           (may_overflow && std::isfinite(e.exact));
+                           (may_overflow && std::isfinite(e.exact)) || sticky_legal;
         // A legal non-finite result is within the probabilistic bound where that bound reaches the
         // overflow too (or is vacuous: the accumulator may overflow), else within the deterministic only.
-        const bool prob_legal = legal && (may_overflow || overflows_to(e.prob_bound));
+        const bool prob_legal = legal && (may_overflow || sticky_legal || overflows_to(e.prob_bound));
         e.cls = prob_legal ? ElementClass::within_probabilistic
                 : legal    ? ElementClass::within_deterministic
                            : ElementClass::outside_deterministic;
@@ -339,7 +359,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
   // maximum, the same for any thread count and chunking.
   struct Tally {
     std::array<std::int64_t, 4> counts{};
-    std::int64_t mismatches = 0, trivial = 0, zeros = 0, unbounded = 0;
+    std::int64_t mismatches = 0, trivial = 0, zeros = 0, unbounded = 0, sticky = 0;
     double max_ulps = 0;
   };
   constexpr std::int64_t kTallyGrain = 1 << 16;
@@ -355,9 +375,10 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
       t.trivial += ref[i].exact == 0 && ref[i].sum_abs == 0;
       t.zeros += e.value == 0 && e.exact == 0;
       t.unbounded += std::isfinite(e.exact) && !std::isfinite(e.det_bound);
+      t.sticky += sticky[i];
     }
   });
-  std::int64_t trivial = 0, zeros = 0, unbounded = 0;
+  std::int64_t trivial = 0, zeros = 0, unbounded = 0, overflowable = 0;
   for (const Tally& t : tallies) {
     for (std::size_t c = 0; c < 4; ++c) v.counts[c] += t.counts[c];
     v.nonfinite_mismatches += t.mismatches;
@@ -365,6 +386,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
     trivial += t.trivial;
     zeros += t.zeros;
     unbounded += t.unbounded;
+    overflowable += t.sticky;
   }
   v.outside_probabilistic = v.counts[2] + v.counts[3];
   const double p_exceed = 1 - b.confidence;
@@ -398,6 +420,11 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
   }
   if (v.kind != TensorKind::defect) bias_rule(v, claim, all, ref, opt.false_alarm);
   degenerate_note(v, b, claim, trivial, zeros, unbounded);
+  if (overflowable > 0)
+    v.reason += fmt::format("; {} of {} elements' partial sums may overflow the {} accumulator: ±inf or NaN is legal "
+                            "there, a finite output must meet the finite bound (round to nearest overflows to inf, "
+                            "and inf stays non-finite)",
+                            overflowable, v.elements, claim.acc.format->name);
   add_signatures(v, claim, b, all, ref, grid);
   v.field = error_field(all, grid, opt.false_alarm);
   // The worst elements: positions sorted rather than copies of every report (96 bytes each: 1.6

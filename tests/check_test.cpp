@@ -239,6 +239,27 @@ TEST(CheckMatmul, AnOverflowingSumIsTheInfinityOfItsSign) {
             TensorKind::defect);
 }
 
+// fp4 and fp6 have no inf or NaN: beyond ±max every real saturates to ±max. The saturated
+// value is the correctly rounded result (no probable-defect rule may read it as an error), a
+// smaller one is a proven defect.
+TEST(CheckMatmul, ASaturatingOutputFormatTakesEveryValueBeyondItsMaximum) {
+  const std::vector<float> av(8, 1.5f), bv(8, 2.0f);  // exact 24, fp4_e2m1's largest value 6
+  const TensorData a = view(std::span<const float>(av), {1, 8}, "bf16", "A");
+  const TensorData b = view(std::span<const float>(bv), {8, 1}, "bf16", "B");
+  for (const char* claim : {"--in bf16 --acc fp32 --out fp4_e2m1", "--in bf16 --plan sequential --out fp4_e2m1"}) {
+    SCOPED_TRACE(claim);
+    const auto judged = [&](float c) {
+      const std::vector<float> cv{c};
+      return check_matmul(a, b, view(std::span<const float>(cv), {1, 1}, "fp4_e2m1", "C"), parse_claim(claim));
+    };
+    const CheckResult six = judged(6.0f);
+    EXPECT_EQ(six.verdict.kind, TensorKind::consistent) << six.text();
+    EXPECT_EQ(six.verdict.counts[0], 1);
+    EXPECT_EQ(judged(4.0f).verdict.kind, TensorKind::defect);
+    EXPECT_FALSE(judged(4.0f).verdict.probable) << "outside the deterministic bound: proven";
+  }
+}
+
 TEST(CheckMatmul, ReferenceComputedOnceJudgesManyOutputs) {
   const Bf16Problem p(4, 256, 4, 3);
   const MatmulReference ref = matmul_reference(p.a, p.b);

@@ -141,7 +141,7 @@ TEST(SelfConsistency, ThePlanModelsOwnOutputIsNeverADefect) {
   const std::vector<std::string> accs = {"fp32", "fp32", "fp32", "bf16", "fp16", "tf32"};
   const std::vector<std::string> roundings = {"rne", "rne", "rtz", "stochastic", "rup", "rdn"};
   const std::vector<std::string> ins = {"bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp32"};
-  const std::vector<std::string> outs = {"fp32", "bf16", "fp16"};
+  const std::vector<std::string> outs = {"fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz", "fp6_e3m2", "fp4_e2m1"};
   const std::vector<std::int64_t> ks = {1, 2, 7, 64, 300, 1000};
   std::mt19937_64 g(seed(20261202));
   auto pick = [&](const auto& v) { return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(g)]; };
@@ -180,7 +180,7 @@ TEST(SelfConsistency, OverflowingPartialSumsOfThePlanModelsAreNeverADefect) {
   const std::vector<std::pair<std::string, std::string>> in_acc = {
       {"bf16", "fp32"}, {"fp32", "fp32"}, {"bf16", "bf16"}, {"fp16", "fp16"}, {"bf16", "fp16"}, {"fp8_e4m3", "fp16"}};
   const std::vector<std::string> roundings = {"rne", "rne", "rna", "rtz", "stochastic", "rup"};
-  const std::vector<std::string> outs = {"fp32", "bf16", "fp16", "fp8_e4m3"};
+  const std::vector<std::string> outs = {"fp32", "bf16", "fp16", "fp8_e4m3", "fp4_e2m1"};
   std::mt19937_64 g(seed(20261204));
   auto pick = [&](const auto& v) { return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(g)]; };
   std::bernoulli_distribution coin(0.4);

@@ -47,7 +47,18 @@ double ulp_at(const FormatSpec& f, double x) {
 
 double output_rounding_error(const FormatSpec& f, Rounding r, double magnitude) {
   const double ulp = ulp_at(f, magnitude);
-  return (r == Rounding::rne || r == Rounding::rna) ? ulp / 2 : ulp;
+  const bool nearest = r == Rounding::rne || r == Rounding::rna;
+  // Beyond the largest finite value a format without inf and NaN (fp6, fp4) saturates under every
+  // rounding, and a directed rounding may give the largest finite value in any format: the error
+  // is then the distance to it. (Round to nearest into a format with inf or NaN gives a non-finite
+  // value there, which the verdict judges on its own.)
+  // (Below it the largest error is the top binade's rounding error.)
+  const double top = max_finite(f);
+  if (magnitude > top && (f.non_finite == NonFinite::finite_only || !nearest)) {
+    const double top_ulp = ulp_at(f, top);
+    return std::max(magnitude - top, nearest ? top_ulp / 2 : top_ulp);
+  }
+  return nearest ? ulp / 2 : ulp;
 }
 
 ReductionBound block_fma_bound(const Claim& claim, std::int64_t k, bool has_addend) {

@@ -292,6 +292,22 @@ double round_out(const FormatSpec& out, Rounding r, double x) {
   return to_double(out, convert_double(out, x, o).bits);
 }
 
+/// How far x lies beyond the reals that round to the output value o: half o's spacing about it
+/// (round to nearest; the spacing above o, the larger one at a binade's bottom) or a whole
+/// spacing (directed); and where o is the largest finite value of a conversion that saturates
+/// there (a format without inf and NaN — fp6, fp4 —, or a rounding toward zero on o's side),
+/// every real beyond o rounds to it too.
+double beyond_preimage(const FormatSpec& out, Rounding orr, bool nearest, double o, double x) {
+  const double h = (nearest ? 0.5 : 1.0) * ulp_at(out, std::fabs(o));
+  if (std::fabs(o) == max_finite(out)) {
+    const bool up = o > 0;
+    const bool saturates = out.non_finite == NonFinite::finite_only || orr == Rounding::rtz ||
+                           (up ? orr == Rounding::rdn : orr == Rounding::rup);
+    if (saturates && (up ? x >= o : x <= o)) return 0;
+  }
+  return std::fabs(o - x) - h;
+}
+
 /// Variance, in output ulps², of a round-to-nearest output rounding error ρ = RN(y) − y given
 /// the reduction error, under assumption A (§4.1: y uniform over the multiples of its lattice
 /// spacing L modulo twice the output spacing): 0 when L >= ulp, else the discrete uniform law on
@@ -312,7 +328,8 @@ Finding lean(const MatmulCalibration& cal, const FormatSpec& out, Value value) {
   std::int64_t n = 0;
   for (std::size_t i = 0; i < cal.sample.size(); ++i) {
     const double o = value(i), c = cal.center[i];
-    if (!std::isfinite(o) || c == 0) continue;
+    // Near the output's largest finite value the output may saturate: no rounding-error model.
+    if (!std::isfinite(o) || c == 0 || std::fabs(c) + cal.radius[i] > max_finite(out)) continue;
     const double ulp = ulp_at(out, std::fabs(c));
     // The output spacing where the accumulator's result can be (within the radius), in ulps at
     // c: 1, or 2 (4, ...) where the radius reaches a higher binade.
@@ -450,11 +467,8 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
     const double o = to_double(out, c.values[static_cast<std::size_t>(cal.sample[i])]);
     if (!std::isfinite(o)) continue;  // non-finite outputs are judged by the bounds (a proof either way)
     ++judged;
-    // The values that round to o: within half its spacing (round-to-nearest; the spacing above
-    // o, which is the larger one at a binade's bottom) or a whole spacing (directed).
-    const double h = (nearest ? 0.5 : 1.0) * ulp_at(out, std::fabs(o));
     const double slack = std::fabs(cal.center[i]) * 0x1p-50;  // double arithmetic on centre and radius
-    if (std::fabs(o - cal.center[i]) > cal.radius[i] + h + slack) ++outside;
+    if (beyond_preimage(out, orr, nearest, o, cal.center[i]) > cal.radius[i] + slack) ++outside;
   }
   const double p_exceed = 1 - r.bound.confidence;
   const std::int64_t threshold = binomial_threshold(judged, p_exceed, alpha);
@@ -490,9 +504,8 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
     for (std::size_t i = 0; i < cal.sample.size(); ++i) {
       const double o = to_double(out, c.values[static_cast<std::size_t>(cal.sample[i])]);
       if (!std::isfinite(o) || !(cal.spread[i] > 0)) continue;
-      const double h = (nearest ? 0.5 : 1.0) * ulp_at(out, std::fabs(o));
       const double slack = std::fabs(cal.center[i]) * 0x1p-50;
-      const double e = (std::fabs(o - cal.center[i]) - h - slack - cal.absolute) / cal.spread[i];
+      const double e = (beyond_preimage(out, orr, nearest, o, cal.center[i]) - slack - cal.absolute) / cal.spread[i];
       if (e > e_max) e_max = e, where = i;
     }
     const double p = std::min(1.0, 2 * static_cast<double>(judged) * std::exp(-e_max * e_max / 2));

@@ -140,7 +140,7 @@ TEST(SelfConsistency, ThePlanModelsOwnOutputIsNeverADefect) {
                                           "'splitk(4)'", "'strided(8)'", "numpy"};
   const std::vector<std::string> accs = {"fp32", "fp32", "fp32", "bf16", "fp16", "tf32"};
   const std::vector<std::string> roundings = {"rne", "rne", "rtz", "stochastic", "rup", "rdn"};
-  const std::vector<std::string> ins = {"bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp32"};
+  const std::vector<std::string> ins = {"bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp32", "tf32", "fp8_e4m3fnuz", "fp6_e2m3", "fp4_e2m1"};
   const std::vector<std::string> outs = {"fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz", "fp6_e3m2", "fp4_e2m1"};
   const std::vector<std::int64_t> ks = {1, 2, 7, 64, 300, 1000};
   std::mt19937_64 g(seed(20261202));
@@ -152,6 +152,7 @@ TEST(SelfConsistency, ThePlanModelsOwnOutputIsNeverADefect) {
     std::string text = fmt::format("--in {} --acc {} --acc-rounding {} --plan {} --out {} --seed {}", in, acc, rnd, plan,
                                    out, trial);
     if (coin(g)) text += " --products-rounded";
+    if (coin(g)) text += fmt::format(" --out-rounding {}", pick(std::vector<std::string>{"rtz", "rup", "rdn", "rna", "stochastic"}));
     if (coin(g)) text += " --ftz";
     if (coin(g)) text += " --daz";
     if (coin(g)) text += " --zero-start";

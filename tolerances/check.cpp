@@ -753,14 +753,7 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
     throw InputError(fmt::format("check {}: give the arithmetic with --compute F [--fn-ulps N] [--fn-abs E] (the "
                                  "bound derived from it), or the claimed accuracy with --ulps N (0.5 = correctly rounded)",
                                  name));
-  if (opt.variance == VarianceMethod::rowwise_moments && (opt.variance_lanes < 1 || opt.variance_lanes > 1024))
-    throw InputError(fmt::format("check {}: rowwise-moments needs its lane count V (1..1024), e.g. rowwise-moments(16)", name));
-  if ((op == RowOp::layernorm || op == RowOp::rmsnorm) && !(std::isfinite(opt.eps) && opt.eps >= 0))
-    throw InputError(fmt::format("check {}: --eps {}: must be a finite number >= 0 (added to the variance inside the "
-                                 "square root)",
-                                 name, opt.eps));
-  if (opt.norm_form == NormForm::shifted && op != RowOp::layernorm)
-    throw InputError(fmt::format("check {}: --norm-form shifted is a layernorm form (x·r + b with b = -r·μ)", name));
+  validate_row_options(op, opt, fmt::format("check {}", name));
   const FormatSpec& fin = *claim.in;
   const FormatSpec& fout = *claim.out;
   const FormatSpec& fparam = opt.param_format ? *opt.param_format : fin;
@@ -826,19 +819,7 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
   ReductionBound b;
   if (derived) {
     // The bound from the op's own arithmetic, row by row (tolerances/row_bounds.h).
-    RowClaim rc;
-    rc.in = &fin;
-    rc.compute = claim.compute;
-    rc.fn_ulps = claim.fn_ulps;
-    rc.fn_abs = claim.fn_abs;
-    rc.param = &fparam;
-    rc.variance = opt.variance;
-    rc.variance_lanes = opt.variance_lanes;
-    rc.norm_form = opt.norm_form;
-    rc.softmax = opt.softmax;
-    rc.eps = opt.eps;
-    rc.out = &fout;
-    rc.out_rounding = s.claim.output_rounding;
+    const RowClaim rc = row_claim(claim, opt);
     b.probabilistic_applies = false;
     b.confidence = 1;
     b.derivation = row_bound_derivation(op, rc, cols, gv.has_value(), bv.has_value());

@@ -858,19 +858,24 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::
   return d;
 }
 
-ToleranceResult row_tolerance(RowOp op, const ClaimSpec& claim, std::size_t n, const RowCheckOptions& opt) {
-  if (!claim.compute)
-    throw InputError(fmt::format("tol {}: give the arithmetic with --compute F (the bound is derived from it)", row_op_name(op)));
+void validate_row_options(RowOp op, const RowCheckOptions& opt, std::string_view command) {
+  if (opt.variance == VarianceMethod::rowwise_moments && (opt.variance_lanes < 1 || opt.variance_lanes > 1024))
+    throw InputError(fmt::format("{}: rowwise-moments needs its lane count V (1..1024), e.g. rowwise-moments(16)", command));
   if (opt.norm_form == NormForm::shifted && op != RowOp::layernorm)
-    throw InputError(fmt::format("tol {}: --norm-form shifted is a layernorm form (x·r + b with b = -r·μ)", row_op_name(op)));
+    throw InputError(fmt::format("{}: --norm-form shifted is a layernorm form (x·r + b with b = -r·μ)", command));
   if ((op == RowOp::layernorm || op == RowOp::rmsnorm) && !(std::isfinite(opt.eps) && opt.eps >= 0))
-    throw InputError(fmt::format("tol {}: --eps {}: must be a finite number >= 0", row_op_name(op), opt.eps));
+    throw InputError(fmt::format("{}: --eps {}: must be a finite number >= 0 (added to the variance inside the square "
+                                 "root)",
+                                 command, opt.eps));
+}
+
+RowClaim row_claim(const ClaimSpec& claim, const RowCheckOptions& opt) {
   RowClaim rc;
   rc.in = claim.in;
   rc.compute = claim.compute;
   rc.fn_ulps = claim.fn_ulps;
   rc.fn_abs = claim.fn_abs;
-  rc.param = opt.param_format;
+  rc.param = opt.param_format ? opt.param_format : claim.in;
   rc.variance = opt.variance;
   rc.variance_lanes = opt.variance_lanes;
   rc.norm_form = opt.norm_form;
@@ -878,6 +883,14 @@ ToleranceResult row_tolerance(RowOp op, const ClaimSpec& claim, std::size_t n, c
   rc.eps = opt.eps;
   rc.out = claim.out;
   rc.out_rounding = claim.output_rounding();
+  return rc;
+}
+
+ToleranceResult row_tolerance(RowOp op, const ClaimSpec& claim, std::size_t n, const RowCheckOptions& opt) {
+  if (!claim.compute)
+    throw InputError(fmt::format("tol {}: give the arithmetic with --compute F (the bound is derived from it)", row_op_name(op)));
+  validate_row_options(op, opt, fmt::format("tol {}", row_op_name(op)));
+  const RowClaim rc = row_claim(claim, opt);
   ToleranceResult r;
   r.op = std::string(row_op_name(op));
   r.k = static_cast<std::int64_t>(n);

@@ -48,6 +48,16 @@ struct RowClaim {
   Rounding out_rounding = Rounding::rne;
 };
 
+/// Checks the row-op options a check or tol states (InputError, prefixed with `command`, e.g.
+/// "check layernorm"): rowwise-moments' lane count (1..1024), --norm-form shifted only for
+/// layernorm, eps finite and >= 0 for the norms.
+void validate_row_options(RowOp op, const RowCheckOptions& opt, std::string_view command);
+
+/// The arithmetic a derived claim (claim.compute set) states with the row-op options: the one
+/// RowClaim check_rows and row_tolerance derive their bounds from. gamma/beta's format is
+/// opt.param_format, else claim.in.
+RowClaim row_claim(const ClaimSpec& claim, const RowCheckOptions& opt);
+
 /// Per-element bounds |output - exact| of one row (X's row `x`, the exact results `y`, both as
 /// doubles; gamma/beta empty or one per column). An element without a bound (absent) is one
 /// whose exact result is not finite, or whose input is: the oracle's special value decides.

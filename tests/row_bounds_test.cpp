@@ -217,7 +217,16 @@ std::vector<Case> legal_cases() {
     cs.push_back({u.op, &bf16, &bf16, &bf16, 8, 128, u.d});
     cs.push_back({u.op, &fp16, &fp16, &fp16, 8, 128, u.d});
     cs.push_back({u.op, &fp32, nullptr, &fp32, 4, 64, u.d});
+    // Narrow outputs: fp16's overflow to inf, E4M3's to NaN, fp4's saturation.
+    for (const FormatSpec* out : {&fp16, &fp8_e4m3, &fp8_e5m2, &fp4_e2m1})
+      cs.push_back({u.op, &fp32, &fp32, out, 4, 128, u.d});
   }
+  for (const RowOp op : {RowOp::softmax, RowOp::log_softmax, RowOp::layernorm, RowOp::rmsnorm})
+    for (const FormatSpec* out : {&fp8_e4m3, &fp8_e5m2, &fp4_e2m1}) {
+      Case c{op, &fp32, &fp32, out, 4, 256, Dist{0, 0, 0, 3}};
+      c.gamma = op == RowOp::layernorm || op == RowOp::rmsnorm;
+      cs.push_back(c);
+    }
   Case poly{RowOp::gelu_erf, &fp32, &fp32, &fp32, 8, 128, Dist{-6, 3}};
   poly.fn_abs = 3e-7;  // torch 1.13's vectorised polynomial erf: a few 1e-7 absolute
   cs.push_back(poly);

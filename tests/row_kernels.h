@@ -38,7 +38,11 @@ inline double round_fmt(double v, int p, int emin, double max, int dir = 0) {
   return out;
 }
 inline double round_fmt(double v, const FormatSpec& f, int dir = 0) {
-  return round_fmt(v, f.precision, emin(f), max_finite(f), dir);
+  const double r = round_fmt(v, f.precision, emin(f), max_finite(f), dir);
+  if (!std::isinf(r)) return r;
+  // An overflow in a format without inf: NaN (OCP E4M3, FNUZ), or the largest value (fp6, fp4:
+  // no non-finite encodings, so a conversion saturates).
+  return f.non_finite == NonFinite::nan_only ? NAN : f.non_finite == NonFinite::finite_only ? std::copysign(max_finite(f), v) : r;
 }
 
 /// Summation orders a kernel may use.

@@ -112,6 +112,12 @@ ReductionBound block_fma_bound(const Claim& claim, std::int64_t k, bool has_adde
   b.probabilistic = b.deterministic;
   b.confidence = 1;
   d.push_back("probabilistic: not applicable (truncation is biased): same as deterministic");
+  // Each block's result is rounded into the model's output format: a running sum (a prefix of
+  // the blocks) may overflow it. The model's overflow gives ±inf in every rounding mode
+  // (overflow_to_infinity), and an infinite addend keeps every later block's result non-finite.
+  b.overflow_at = max_finite(*m.output);
+  b.overflow_sticky = m.overflow_to_infinity && m.output->non_finite == NonFinite::ieee &&
+                      claim.output->non_finite != NonFinite::finite_only;
   return b;
 }
 

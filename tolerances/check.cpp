@@ -559,10 +559,11 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
       const ElementBound y = element_bound(rb, rs.claim, ref[e].exact, ref[e].sum_abs);
       const double r = to_double(fout, R.values[e]);
       const bool ref_may_overflow = y.may_overflow || (!ref_cast_overflow.empty() && ref_cast_overflow[e]);
-      if (ref_may_overflow && std::isfinite(ref[e].exact)) {
+      if ((ref_may_overflow || !std::isfinite(r)) && std::isfinite(ref[e].exact)) {
         // The reference may legally overflow here (its bound reaches past its range, or its cast
-        // may overflow or saturate an operand): R, finite or not, says nothing about the exact
-        // result, so C is judged against the exact result under its own claim's bound alone.
+        // may overflow or saturate an operand), or it did (R non-finite, e.g. its output cast
+        // overflowed): R, finite or not, says nothing about the exact result, so C is judged
+        // against the exact result under its own claim's bound alone.
         ref[e].det_bound = x.deterministic;
         ref[e].prob_bound = x.probabilistic;
         ref[e].may_overflow = x.may_overflow;
@@ -579,8 +580,9 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
     if (overflowed > 0)
       b.derivation.insert(b.derivation.begin() + 1,
                           fmt::format("cross-platform: {} elements where the reference may overflow (its bound "
-                                      "has no finite value, or its cast may overflow or saturate an operand): C "
-                                      "against the exact result under bound(target) alone",
+                                      "reaches past its range, its cast may overflow or saturate an operand, or R "
+                                      "is ±inf/NaN where the exact result is finite): C against the exact result "
+                                      "under bound(target) alone",
                                       overflowed));
     for (const std::string& line : rb.derivation) b.derivation.push_back("reference: " + line);
     b.confidence = 1 - 2 * (1 - claim.confidence);  // both probabilistic bounds hold (union bound)

@@ -424,7 +424,8 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
     v.reason += fmt::format("; {} of {} elements' partial sums may overflow the {} accumulator: ±inf or NaN is legal "
                             "there, a finite output must meet the finite bound (round to nearest overflows to inf, "
                             "and inf stays non-finite)",
-                            overflowable, v.elements, claim.acc.format->name);
+                            overflowable, v.elements,
+                            claim.block_fma ? claim.block_fma->output->name : claim.acc.format->name);
   add_signatures(v, claim, b, all, ref, grid);
   v.field = error_field(all, grid, opt.false_alarm);
   // The worst elements: positions sorted rather than copies of every report (96 bytes each: 1.6

@@ -418,7 +418,7 @@ TEST(SelfConsistency, ScaledGemmModelsOwnOutputIsNeverADefect) {
   std::mt19937_64 g(seed(20261206));
   auto pick = [&](const auto& v) { return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(g)]; };
   const std::vector<std::string> ins = {"fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp4_e2m1", "bf16"};
-  const std::vector<std::string> outs = {"fp32", "bf16"};
+  const std::vector<std::string> outs = {"fp32", "bf16", "fp16", "fp8_e4m3"};
   std::uniform_int_distribution<int> exps(-12, 12);
   int judged = 0, crossed = 0;
   for (int trial = 0; trial < 300 && g_failures < 5; ++trial) {

@@ -50,9 +50,9 @@ double output_rounding_error(const FormatSpec& f, Rounding r, double magnitude) 
   const bool nearest = r == Rounding::rne || r == Rounding::rna;
   // Beyond the largest finite value a format without inf and NaN (fp6, fp4) saturates under every
   // rounding, and a directed rounding may give the largest finite value in any format: the error
-  // is then the distance to it. (Round to nearest into a format with inf or NaN gives a non-finite
-  // value there, which the verdict judges on its own.)
-  // (Below it the largest error is the top binade's rounding error.)
+  // is then the distance to it, or the top binade's rounding error for values below it. (Round to
+  // nearest into a format with inf or NaN gives a non-finite value there, which the verdict
+  // judges on its own.)
   const double top = max_finite(f);
   if (magnitude > top && (f.non_finite == NonFinite::finite_only || !nearest)) {
     const double top_ulp = ulp_at(f, top);

@@ -324,7 +324,8 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
         };
         // A sticky overflow gives the infinity of the partial sum's sign, NaN from inf - inf, or
         // NaN for either where the accumulator or the output has no infinity.
-        const bool no_inf = claim.acc.format->non_finite != NonFinite::ieee || f.non_finite != NonFinite::ieee;
+        const FormatSpec& acc = claim.block_fma ? *claim.block_fma->output : *claim.acc.format;
+        const bool no_inf = acc.non_finite != NonFinite::ieee || f.non_finite != NonFinite::ieee;
         const bool sticky_legal =
             std::isfinite(e.exact) &&
             (std::isnan(e.value) ? (pos_inf && neg_inf) || (no_inf && (pos_inf || neg_inf))
@@ -422,8 +423,8 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
   degenerate_note(v, b, claim, trivial, zeros, unbounded);
   if (overflowable > 0)
     v.reason += fmt::format("; {} of {} elements' partial sums may overflow the {} accumulator: ±inf or NaN is legal "
-                            "there, a finite output must meet the finite bound (round to nearest overflows to inf, "
-                            "and inf stays non-finite)",
+                            "there, a finite output must meet the finite bound (an overflow is ±inf, and inf stays "
+                            "non-finite)",
                             overflowable, v.elements,
                             claim.block_fma ? claim.block_fma->output->name : claim.acc.format->name);
   add_signatures(v, claim, b, all, ref, grid);

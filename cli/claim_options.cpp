@@ -74,13 +74,7 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind) {
 
 std::string ClaimOptions::text(const std::map<std::string, std::string>& replace) const {
   std::string t;
-  // A profile put in (a cross-platform reference's) replaces the accumulation options too.
-  const auto profile = replace.find("--profile");
-  const bool to_profile = profile != replace.end() && !profile->second.empty();
   for (const Entry& e : entries_) {
-    if (to_profile && (e.name == "--acc" || e.name == "--acc-rounding" || e.name == "--products-rounded" ||
-                       e.name == "--ftz" || e.name == "--daz" || e.name == "--zero-start"))
-      continue;
     if (const auto r = replace.find(e.name); r != replace.end()) {
       if (!r->second.empty()) append_claim_option(t, e.name, r->second);
       continue;

@@ -29,7 +29,7 @@ class ClaimOptions {
   /// Declares one more option of the claim (e.g. softmax's --compute) with its help text.
   CLI::Option* declare_option(CLI::App& app, const std::string& name, const std::string& help, const std::string& default_text = {});
   /// The claim text of what was given; `replace` sets or (empty value) drops options,
-  /// e.g. {{"--profile", "trn2"}, {"--plan", ""}}.
+  /// e.g. {{"--profile", "trn2"}} (tol --target-profile; a reference claim: claim_with_profile).
   std::string text(const std::map<std::string, std::string>& replace = {}) const;
   /// parse_claim(text(replace)).
   ClaimSpec parse(const std::map<std::string, std::string>& replace = {}) const;

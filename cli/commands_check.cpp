@@ -62,7 +62,7 @@ int run_check_matmul(const MatmulArgs& m) {
   if (tr) {
     o.ref = operand_values(*tr, *claim.out, "--ref");
     if (!integer) {
-      o.ref_claim = m.claim.parse({{"--profile", m.ref_profile}, {"--plan", ""}});
+      o.ref_claim = claim_with_profile(m.claim.parse(), m.ref_profile);
       read_claim_scale_files(*o.ref_claim);
     }
   }
@@ -140,7 +140,7 @@ int run_tol(const TolArgs& t) {
   const ClaimSpec claim = t.claim.parse(target);  // scale files: their values do not enter the bound
   ToleranceOptions o;
   o.addend = t.addend;
-  if (!t.ref_profile.empty()) o.ref_claim = t.claim.parse({{"--profile", t.ref_profile}, {"--plan", ""}});
+  if (!t.ref_profile.empty()) o.ref_claim = claim_with_profile(t.claim.parse(), t.ref_profile);
   const ToleranceResult r = tolerance(t.op, t.k, claim, o);
   fmt::print("{}", t.json ? r.json() : r.text());
   return exit_ok;

@@ -125,28 +125,6 @@ auto without_gil(F&& f) -> decltype(f()) {
 
 // ------------------------------------------------------------------- claims
 
-/// The claim `text` with its profile replaced by `profile` and its plan removed: what the
-/// CLI's --ref-profile and --target-profile do to the claim options.
-ClaimSpec with_profile(const ClaimSpec& c, const std::string& profile) {
-  ClaimSpec r = c;
-  r.plan.reset();
-  r.profile.reset();
-  r.profile_name.clear();
-  // The profile states the accumulation: the other claim's accumulator options do not carry over.
-  const ClaimSpec plain;
-  r.acc = plain.acc;
-  r.acc_rounding = plain.acc_rounding;
-  r.products_rounded = plain.products_rounded;
-  r.acc_ftz = plain.acc_ftz;
-  r.acc_daz = plain.acc_daz;
-  r.acc_zero_start = plain.acc_zero_start;
-  std::string text = r.text();
-  append_claim_option(text, "--profile", profile);
-  ClaimSpec p = parse_claim(text);
-  p.quant = c.quant;  // the scale values read already (the profile changes none of them)
-  return p;
-}
-
 /// A claim parsed, with the scale files it names read (relative to the working directory):
 /// the one reader the CLI and the gate call (tolerances/scale_files.h).
 ClaimSpec claim_with_files(const std::string& text) {
@@ -207,7 +185,7 @@ CheckResult check(const CheckArgs& args) {
         o.addend = tensor_data(addend->tensor, args.addend_format.empty() ? *claim.acc : format_named(args.addend_format));
       if (ref) {
         o.ref = tensor_data(ref->tensor, *claim.out);
-        if (!args.ref_profile.empty()) o.ref_claim = with_profile(claim, args.ref_profile);
+        if (!args.ref_profile.empty()) o.ref_claim = claim_with_profile(claim, args.ref_profile);
       }
       return op == "dot" ? check_dot(a, b, c, claim, o) : check_matmul(a, b, c, claim, o);
     }
@@ -495,10 +473,10 @@ PYBIND11_MODULE(_numfid, m) {
             return row_tolerance(*row_op, parse_claim(claim_text), static_cast<std::size_t>(k), o);
           }
           const ClaimSpec parsed = parse_claim(claim_text);
-          const ClaimSpec claim = target_profile.empty() ? parsed : with_profile(parsed, target_profile);
+          const ClaimSpec claim = target_profile.empty() ? parsed : claim_with_profile(parsed, target_profile);
           ToleranceOptions o;
           o.addend = addend;
-          if (!ref_profile.empty()) o.ref_claim = with_profile(parsed, ref_profile);
+          if (!ref_profile.empty()) o.ref_claim = claim_with_profile(parsed, ref_profile);
           return tolerance(op, k, claim, o);
         });
       },

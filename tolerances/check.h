@@ -138,6 +138,13 @@ void append_claim_flag(std::string& text, std::string_view flag);
 /// Loads the profile (profile_directory()).
 ClaimSpec parse_claim(std::string_view text);
 
+/// A cross-platform reference's claim: `c` with its plan and profile replaced by `profile`, and
+/// its accumulator options (--acc, --acc-rounding, --products-rounded, --ftz, --daz,
+/// --zero-start) dropped, since the profile states the accumulation; inputs, casts, output and
+/// scale settings kept. What `--ref-profile` (CLI, gate repro commands) and Python's
+/// ref_profile= / target_profile= do to a claim.
+ClaimSpec claim_with_profile(const ClaimSpec& c, std::string_view profile);
+
 /// The ops that `check_rows` judges row by row (rows = the last axis).
 enum class RowOp : std::uint8_t {
   softmax, log_softmax, layernorm, rmsnorm,

@@ -232,6 +232,25 @@ ClaimSpec parse_claim(std::string_view text) {
   return c;
 }
 
+ClaimSpec claim_with_profile(const ClaimSpec& c, std::string_view profile) {
+  ClaimSpec r = c;
+  r.plan.reset();
+  r.profile.reset();
+  r.profile_name.clear();
+  const ClaimSpec plain;  // the accumulator options at their defaults: text() leaves them out
+  r.acc = plain.acc;
+  r.acc_rounding = plain.acc_rounding;
+  r.products_rounded = plain.products_rounded;
+  r.acc_ftz = plain.acc_ftz;
+  r.acc_daz = plain.acc_daz;
+  r.acc_zero_start = plain.acc_zero_start;
+  std::string text = r.text();
+  append_claim_option(text, "--profile", profile);
+  ClaimSpec p = parse_claim(text);
+  p.quant = c.quant;  // the scale values read already (the profile changes none of them)
+  return p;
+}
+
 std::string ClaimSpec::text() const {
   std::string s;
   auto add = [&s](std::string_view opt, std::string_view v = {}) {

@@ -72,13 +72,9 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind) {
   }
 }
 
-std::string ClaimOptions::text(const std::map<std::string, std::string>& replace) const {
+std::string ClaimOptions::text() const {
   std::string t;
   for (const Entry& e : entries_) {
-    if (const auto r = replace.find(e.name); r != replace.end()) {
-      if (!r->second.empty()) append_claim_option(t, e.name, r->second);
-      continue;
-    }
     if (e.option->count() == 0) continue;
     if (e.flag) append_claim_flag(t, e.name);
     else append_claim_option(t, e.name, values_.at(e.name));
@@ -86,7 +82,7 @@ std::string ClaimOptions::text(const std::map<std::string, std::string>& replace
   return t;
 }
 
-ClaimSpec ClaimOptions::parse(const std::map<std::string, std::string>& replace) const { return parse_claim(text(replace)); }
+ClaimSpec ClaimOptions::parse() const { return parse_claim(text()); }
 
 std::string ClaimOptions::value(const std::string& name) const {
   for (const Entry& e : entries_)

@@ -28,11 +28,11 @@ class ClaimOptions {
   void declare(CLI::App& app, ClaimKind kind);
   /// Declares one more option of the claim (e.g. softmax's --compute) with its help text.
   CLI::Option* declare_option(CLI::App& app, const std::string& name, const std::string& help, const std::string& default_text = {});
-  /// The claim text of what was given; `replace` sets or (empty value) drops options,
-  /// e.g. {{"--profile", "trn2"}} (tol --target-profile; a reference claim: claim_with_profile).
-  std::string text(const std::map<std::string, std::string>& replace = {}) const;
-  /// parse_claim(text(replace)).
-  ClaimSpec parse(const std::map<std::string, std::string>& replace = {}) const;
+  /// The claim text of what was given (tol --target-profile: parse_claim_with_profile of it; a
+  /// reference claim: claim_with_profile).
+  std::string text() const;
+  /// parse_claim(text()).
+  ClaimSpec parse() const;
   /// The value given for `name` ("" if absent).
   std::string value(const std::string& name) const;
 

@@ -135,9 +135,9 @@ int run_tol(const TolArgs& t) {
     fmt::print("{}", t.json ? r.json() : r.text());
     return exit_ok;
   }
-  std::map<std::string, std::string> target;
-  if (!t.target_profile.empty()) target["--profile"] = t.target_profile;
-  const ClaimSpec claim = t.claim.parse(target);  // scale files: their values do not enter the bound
+  // scale files: their values do not enter the bound
+  const ClaimSpec claim =
+      t.target_profile.empty() ? t.claim.parse() : parse_claim_with_profile(t.claim.text(), t.target_profile);
   ToleranceOptions o;
   o.addend = t.addend;
   if (!t.ref_profile.empty()) o.ref_claim = claim_with_profile(t.claim.parse(), t.ref_profile);

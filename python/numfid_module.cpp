@@ -473,7 +473,8 @@ PYBIND11_MODULE(_numfid, m) {
             return row_tolerance(*row_op, parse_claim(claim_text), static_cast<std::size_t>(k), o);
           }
           const ClaimSpec parsed = parse_claim(claim_text);
-          const ClaimSpec claim = target_profile.empty() ? parsed : claim_with_profile(parsed, target_profile);
+          const ClaimSpec claim =
+              target_profile.empty() ? parsed : parse_claim_with_profile(claim_text, target_profile);
           ToleranceOptions o;
           o.addend = addend;
           if (!ref_profile.empty()) o.ref_claim = claim_with_profile(parsed, ref_profile);

@@ -138,6 +138,28 @@ TEST(ParseClaim, ErrorsNameTheToken) {
   }
 }
 
+TEST(ParseClaimWithProfile, ReplacesTheProfileAndRefusesAccumulatorOptions) {
+  // tol --target-profile and Python's target_profile=: the profile replaces one the claim names,
+  // the rest of the text (quoted plans, inline values) is kept and parsed as given.
+  EXPECT_EQ(parse_claim_with_profile("--in bf16 --out=bf16 --profile cpu-sequential", "trn2").text(),
+            "--in bf16 --profile trn2 --out bf16");
+  EXPECT_EQ(parse_claim_with_profile("--in bf16 --out bf16 --profile=trn2", "nvidia-h100-tc").profile_name,
+            "nvidia-h100-tc");
+  EXPECT_EQ(parse_claim_with_profile("--in bf16 --out 'bf16'", "trn2").profile_name, "trn2");
+  // Accumulator options and a plan are refused as beside --profile itself (not dropped silently):
+  // even --acc fp32, a profile's own accumulator, since the claim states what the profile states.
+  EXPECT_THAT(error_of([] { parse_claim_with_profile("--in bf16 --acc fp16 --out bf16", "trn2"); }),
+              HasSubstr("--acc: profile trn2 states the accumulation itself"));
+  EXPECT_THAT(error_of([] { parse_claim_with_profile("--in bf16 --acc fp32 --out bf16", "trn2"); }),
+              HasSubstr("--acc: profile trn2 states the accumulation itself"));
+  EXPECT_THAT(error_of([] { parse_claim_with_profile("--in bf16 --out bf16 --plan 'blocked(128, pairwise)'", "trn2"); }),
+              HasSubstr("--plan and --profile are exclusive"));
+  EXPECT_THAT(error_of([] { parse_claim_with_profile("--in bf16 --out bf16", "trn9"); }), HasSubstr("unknown profile 'trn9'"));
+  // A reference profile, by contrast, replaces the accumulator options (claim_with_profile).
+  EXPECT_EQ(claim_with_profile(parse_claim("--in bf16 --acc fp16 --out bf16"), "trn2").text(),
+            "--in bf16 --profile trn2 --out bf16");
+}
+
 // ------------------------------------------------------------------- views
 
 TEST(View, FloatContainersHoldValuesOfTheDeclaredFormat) {

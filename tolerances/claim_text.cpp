@@ -97,11 +97,18 @@ void append_claim_flag(std::string& text, std::string_view flag) {
   text += flag;
 }
 
+namespace {
+/// A value as one token of the claim text: quoted where it is empty or holds spaces or quotes.
+std::string quoted_value(std::string_view value) {
+  if (!value.empty() && value.find_first_of(" \t\n\r'\"") == std::string_view::npos) return std::string(value);
+  return value.find('\'') == std::string_view::npos ? fmt::format("'{}'", value) : fmt::format("\"{}\"", value);
+}
+}  // namespace
+
 void append_claim_option(std::string& text, std::string_view option, std::string_view value) {
   append_claim_flag(text, option);
   text += ' ';
-  if (!value.empty() && value.find_first_of(" \t\n\r'\"") == std::string_view::npos) text += value;
-  else text += value.find('\'') == std::string_view::npos ? fmt::format("'{}'", value) : fmt::format("\"{}\"", value);
+  text += quoted_value(value);
 }
 
 ClaimSpec parse_claim(std::string_view text) {
@@ -249,6 +256,25 @@ ClaimSpec claim_with_profile(const ClaimSpec& c, std::string_view profile) {
   ClaimSpec p = parse_claim(text);
   p.quant = c.quant;  // the scale values read already (the profile changes none of them)
   return p;
+}
+
+ClaimSpec parse_claim_with_profile(std::string_view text, std::string_view profile) {
+  const std::vector<std::string> tokens = tokenize(text);
+  std::string kept;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i].starts_with("--profile=")) continue;
+    if (tokens[i] == "--profile") {
+      ++i;  // and its value (parse_claim names a missing one when the profile is appended)
+      continue;
+    }
+    // Re-quoted as one token each: a plan such as 'blocked(128, pairwise)' stays one value.
+    const std::string& t = tokens[i];
+    if (const std::size_t eq = t.find('='); t.starts_with("--") && eq != std::string::npos)
+      append_claim_option(kept, std::string_view(t).substr(0, eq), std::string_view(t).substr(eq + 1));
+    else append_claim_flag(kept, t.starts_with("--") ? t : quoted_value(t));
+  }
+  append_claim_option(kept, "--profile", profile);
+  return parse_claim(kept);
 }
 
 std::string ClaimSpec::text() const {

@@ -214,3 +214,16 @@ def test_cross_platform_options_identical_to_cli(cli, data, data_dir, tmp_path):
                         data_dir / "c_sequential_fp32acc.npy", *claim.split(), "--ref",
                         data_dir / "c_blocked128_fp32acc.npy", "--ref-profile", "cpu-sequential")
     assert r.to_json() == js
+
+
+def test_a_target_profile_refuses_accumulator_options_like_the_cli(cli):
+    claim = "--in bf16 --acc fp16 --out bf16"
+    with pytest.raises(ValueError, match="--acc: profile trn2 states the accumulation itself"):
+        numfid.tol("matmul", claim, k=256, target_profile="trn2")
+    r = cli("tol", "matmul", "--k", 256, *claim.split(), "--target-profile", "trn2")
+    assert r.returncode == 2 and "--acc: profile trn2 states the accumulation itself" in r.stderr
+    # Without the conflict both give the same derivation, the claim's profile replaced.
+    claim = "--in bf16 --out bf16 --profile cpu-sequential"
+    t = numfid.tol("matmul", claim, k=256, ref_profile="nvidia-h100-tc", target_profile="trn2")
+    assert t.report == cli("tol", "matmul", "--k", 256, *claim.split(), "--ref-profile", "nvidia-h100-tc",
+                           "--target-profile", "trn2").stdout

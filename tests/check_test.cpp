@@ -239,6 +239,41 @@ TEST(CheckMatmul, AnOverflowingSumIsTheInfinityOfItsSign) {
             TensorKind::defect);
 }
 
+// An accumulator without inf (OCP E4M3: an overflow under round to nearest is NaN) gives NaN
+// where a partial sum overflows, never ±inf; every plan's own output is legal, an infinity is not.
+TEST(CheckMatmul, AnAccumulatorWithoutInfinityOverflowsToNaN) {
+  // K = 8 (γ_8 of E4M3 is finite: 8·2^-4 < 1). Rows: all +128 (exact 1024 > 448), +128 ×4 then
+  // −128 ×4 (exact 0; a positive-first order overflows), −128 (exact −1024), 1..8 (36: no overflow).
+  std::vector<float> av;
+  for (int k = 0; k < 8; ++k) av.push_back(128.0f);
+  for (int k = 0; k < 8; ++k) av.push_back(k < 4 ? 128.0f : -128.0f);
+  for (int k = 0; k < 8; ++k) av.push_back(-128.0f);
+  for (int k = 0; k < 8; ++k) av.push_back(static_cast<float>(k + 1));
+  const std::vector<float> bv(8, 1.0f);
+  const TensorData a = view(std::span<const float>(av), {4, 8}, "bf16", "A");
+  const TensorData b = view(std::span<const float>(bv), {8, 1}, "bf16", "B");
+  const ClaimSpec claim = parse_claim("--in bf16 --acc fp8_e4m3 --out fp32");
+  for (const char* plan : {"sequential", "pairwise", "reverse", "blocked(2)"}) {
+    SCOPED_TRACE(plan);
+    const TensorData c =
+        emulate_matmul(a, b, std::nullopt, parse_claim(fmt::format("--in bf16 --acc fp8_e4m3 --out fp32 --plan {}", plan)));
+    const CheckResult r = check_matmul(a, b, c, claim);
+    EXPECT_NE(r.verdict.kind, TensorKind::defect) << r.text();
+    EXPECT_THAT(r.verdict.reason, HasSubstr("overflow the fp8_e4m3 accumulator: NaN is legal there"));
+  }
+  const auto judged = [&](std::vector<float> cv) {
+    return check_matmul(a, b, view(std::span<const float>(cv), {4, 1}, "fp32", "C"), claim);
+  };
+  EXPECT_NE(judged({NAN, NAN, NAN, 36.0f}).verdict.kind, TensorKind::defect);
+  EXPECT_NE(judged({NAN, 0.0f, NAN, 36.0f}).verdict.kind, TensorKind::defect);
+  // ±inf cannot come out of this accumulator, and a finite value must meet the finite bound.
+  for (const std::vector<float>& cv : {std::vector<float>{INFINITY, NAN, NAN, 36.0f}, {NAN, NAN, -INFINITY, 36.0f},
+                                       {NAN, INFINITY, NAN, 36.0f}, {-448.0f, NAN, NAN, 36.0f}, {NAN, NAN, NAN, NAN}}) {
+    SCOPED_TRACE(::testing::PrintToString(cv));
+    EXPECT_EQ(judged(cv).verdict.kind, TensorKind::defect) << judged(cv).text();
+  }
+}
+
 // fp4 and fp6 have no inf or NaN: beyond ±max every real saturates to ±max. The saturated
 // value is the correctly rounded result (no probable-defect rule may read it as an error), a
 // smaller one is a proven defect.

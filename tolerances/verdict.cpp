@@ -323,13 +323,15 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
           return std::isnan(e.value) && f.non_finite == NonFinite::nan_only && (above || below);
         };
         // A sticky overflow gives the infinity of the partial sum's sign, NaN from inf - inf, or
-        // NaN for either where the accumulator or the output has no infinity.
+        // NaN for either where the accumulator or the output has no infinity (OCP E4M3, FNUZ: an
+        // overflow is NaN there, so an accumulator without inf never gives ±inf).
         const FormatSpec& acc = claim.block_fma ? *claim.block_fma->output : *claim.acc.format;
-        const bool no_inf = acc.non_finite != NonFinite::ieee || f.non_finite != NonFinite::ieee;
+        const bool acc_inf = acc.non_finite == NonFinite::ieee;
+        const bool no_inf = !acc_inf || f.non_finite != NonFinite::ieee;
         const bool sticky_legal =
             std::isfinite(e.exact) &&
             (std::isnan(e.value) ? (pos_inf && neg_inf) || (no_inf && (pos_inf || neg_inf))
-                                 : std::isinf(e.value) && (e.value > 0 ? pos_inf : neg_inf));
+                                 : acc_inf && std::isinf(e.value) && (e.value > 0 ? pos_inf : neg_inf));
         const bool legal = same_nonfinite(f, out[i], ref[i].rounded) || overflows_to(e.det_bound) ||
                            (may_overflow && std::isfinite(e.exact)) || sticky_legal;
         // A legal non-finite result is within the probabilistic bound where that bound reaches the
@@ -421,12 +423,14 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
   }
   if (v.kind != TensorKind::defect) bias_rule(v, claim, all, ref, opt.false_alarm);
   degenerate_note(v, b, claim, trivial, zeros, unbounded);
-  if (overflowable > 0)
-    v.reason += fmt::format("; {} of {} elements' partial sums may overflow the {} accumulator: ±inf or NaN is legal "
-                            "there, a finite output must meet the finite bound (an overflow is ±inf, and inf stays "
-                            "non-finite)",
-                            overflowable, v.elements,
-                            claim.block_fma ? claim.block_fma->output->name : claim.acc.format->name);
+  if (overflowable > 0) {
+    const FormatSpec& acc = claim.block_fma ? *claim.block_fma->output : *claim.acc.format;
+    const bool acc_inf = acc.non_finite == NonFinite::ieee;
+    v.reason += fmt::format("; {} of {} elements' partial sums may overflow the {} accumulator: {} is legal there, a "
+                            "finite output must meet the finite bound (an overflow is {}, and stays non-finite)",
+                            overflowable, v.elements, acc.name, acc_inf ? "±inf or NaN" : "NaN",
+                            acc_inf ? "±inf" : "NaN in a format without inf");
+  }
   add_signatures(v, claim, b, all, ref, grid);
   v.field = error_field(all, grid, opt.false_alarm);
   // The worst elements: positions sorted rather than copies of every report (96 bytes each: 1.6

@@ -92,7 +92,7 @@ struct RowArgs {
   ClaimOptions claim;
   std::string x, c, json, gamma, beta, param_format, variance = "any", softmax = "textbook", norm_form = "centred";
   double eps = 1e-5;
-  int worst = 8;
+  int worst = 8, axis = -1;
 };
 
 int run_check_rows(const RowArgs& a) {
@@ -103,6 +103,7 @@ int run_check_rows(const RowArgs& a) {
   RowCheckOptions o;
   o.eps = a.eps;
   o.worst = a.worst;
+  o.axis = a.axis;
   const FormatSpec& fparam = a.param_format.empty() ? fin : format_named(a.param_format);
   o.param_format = &fparam;
   set_row_method_options(o, a.variance, a.norm_form);
@@ -184,7 +185,7 @@ Command add_check_command(CLI::App& parent) {
   for (const RowOp op : row_ops()) {
     const std::string name(row_op_name(op));
     CLI::App* r = app->add_subcommand(
-        name, fmt::format("C = {}(X) (rows: the last axis), under --compute F (derived bound) or --ulps N", name));
+        name, fmt::format("C = {}(X) (rows: the last axis, or --axis), under --compute F (derived bound) or --ulps N", name));
     r->add_option("--x", rows->x, "X")->required();
     r->add_option("--c", rows->c, "the output to judge")->required();
     rows->claim.declare_option(*r, "--compute",
@@ -196,6 +197,11 @@ Command add_check_command(CLI::App& parent) {
     rows->claim.declare_option(*r, "--ulps", "or: claimed accuracy in output ulps at the exact value (0.5 = correctly rounded)");
     r->add_option("--json", rows->json, "also write the verdict as JSON");
     r->add_option("--worst", rows->worst, "elements to list")->capture_default_str();
+    if (op == RowOp::softmax || op == RowOp::log_softmax || op == RowOp::layernorm || op == RowOp::rmsnorm)
+      r->add_option("--axis", rows->axis,
+                    "the axis the op runs along (negative counts from the end; PyTorch's dim): moved last, reported "
+                    "indices are [row, position along it]")
+          ->capture_default_str();
     if (op == RowOp::softmax || op == RowOp::log_softmax)
       r->add_option("--softmax", rows->softmax,
                     "with --compute: textbook (max, then Σ exp) or online (running max and rescaled sum, any merge tree)")

@@ -100,9 +100,10 @@ struct GateLoader {
     std::vector<std::string> required, optional;
     if (reduction) required = {"a", "b", "c"}, optional = {"addend", "ref", "ref_claim", "scale_a", "scale_b", "out_scale"};
     else if (c.op == "sum") required = {"x", "c"}, optional = {"axis"};
-    else if (row == RowOp::layernorm) required = {"x", "c"}, optional = {"eps", "gamma", "beta", "param_format", "variance", "norm_form"};
-    else if (row == RowOp::softmax || row == RowOp::log_softmax) required = {"x", "c"}, optional = {"softmax"};
-    else required = {"x", "c"}, optional = norm ? std::vector<std::string>{"eps", "gamma", "param_format"} : std::vector<std::string>{};
+    else if (row == RowOp::layernorm)
+      required = {"x", "c"}, optional = {"axis", "eps", "gamma", "beta", "param_format", "variance", "norm_form"};
+    else if (row == RowOp::softmax || row == RowOp::log_softmax) required = {"x", "c"}, optional = {"axis", "softmax"};
+    else required = {"x", "c"}, optional = norm ? std::vector<std::string>{"axis", "eps", "gamma", "param_format"} : std::vector<std::string>{};
     for (const std::string k : {"a", "b", "c", "x", "addend", "ref", "ref_claim", "axis", "eps", "gamma", "beta", "param_format", "variance",
                               "norm_form", "softmax", "scale_a", "scale_b", "out_scale"}) {
       const bool takes = std::find(required.begin(), required.end(), k) != required.end() ||

@@ -162,6 +162,7 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
     } else {
       RowCheckOptions o;
       o.worst = options.worst;
+      o.axis = c.axis.value_or(-1);
       if (c.eps) o.eps = *c.eps;
       const FormatSpec& fparam = c.param_format ? format_named(*c.param_format) : *claim.in;
       o.param_format = &fparam;

@@ -194,6 +194,7 @@ CheckResult check(const CheckArgs& args) {
     RowCheckOptions o;
     o.eps = args.eps;
     o.worst = args.worst;
+    o.axis = args.axis;
     set_row_method_options(o, args.variance, args.norm_form);
     o.softmax = softmax_method_named(args.softmax);
     const FormatSpec& fparam = args.param_format.empty() ? *claim.in : format_named(args.param_format);

@@ -516,6 +516,62 @@ TEST(CheckRows, GammaBetaAreOneDimensionalInTheirOwnFormat) {
   EXPECT_EQ(variance_method_named("welford"), VarianceMethod::welford);
 }
 
+// A row op along another axis (PyTorch's dim): the check on X and C with that axis moved last by
+// hand gives the same verdict; an output normalised along a different axis is a defect.
+TEST(CheckRows, AnotherAxisIsMovedLast) {
+  constexpr std::int64_t D0 = 3, D1 = 5, D2 = 4;
+  std::mt19937_64 g(7);
+  std::normal_distribution<double> nd(0, 2);
+  TensorData x{&bf16, {D0, D1, D2}, {}, "X"};
+  for (std::int64_t i = 0; i < D0 * D1 * D2; ++i) x.values.push_back(convert_double(bf16, nd(g)).bits);
+  const auto at = [](std::int64_t i, std::int64_t j, std::int64_t k) { return static_cast<std::size_t>((i * D1 + j) * D2 + k); };
+  // softmax along axis 1, naively in double, rounded once to bf16.
+  TensorData c{&bf16, x.shape, std::vector<Bits>(x.values.size()), "C"};
+  for (std::int64_t i = 0; i < D0; ++i)
+    for (std::int64_t k = 0; k < D2; ++k) {
+      double m = -INFINITY, sum = 0;
+      for (std::int64_t j = 0; j < D1; ++j) m = std::max(m, to_double(bf16, x.values[at(i, j, k)]));
+      for (std::int64_t j = 0; j < D1; ++j) sum += std::exp(to_double(bf16, x.values[at(i, j, k)]) - m);
+      for (std::int64_t j = 0; j < D1; ++j)
+        c.values[at(i, j, k)] = convert_double(bf16, std::exp(to_double(bf16, x.values[at(i, j, k)]) - m) / sum).bits;
+    }
+  // The same tensors transposed by hand to [D0, D2, D1].
+  const auto moved = [&](const TensorData& t) {
+    TensorData m{t.format, {D0, D2, D1}, {}, t.name};
+    for (std::int64_t i = 0; i < D0; ++i)
+      for (std::int64_t k = 0; k < D2; ++k)
+        for (std::int64_t j = 0; j < D1; ++j) m.values.push_back(t.values[at(i, j, k)]);
+    return m;
+  };
+  const ClaimSpec claim = parse_claim("--in bf16 --compute fp32 --out bf16");
+  RowCheckOptions axis1, minus2;
+  axis1.axis = 1;
+  minus2.axis = -2;
+  const CheckResult r = check_rows(RowOp::softmax, x, c, claim, axis1);
+  const CheckResult by_hand = check_rows(RowOp::softmax, moved(x), moved(c), claim);
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+  EXPECT_EQ(r.verdict.counts, by_hand.verdict.counts);
+  EXPECT_EQ(r.verdict.worst.size(), by_hand.verdict.worst.size());
+  for (std::size_t i = 0; i < std::min(r.verdict.worst.size(), by_hand.verdict.worst.size()); ++i) {
+    EXPECT_EQ(r.verdict.worst[i].row, by_hand.verdict.worst[i].row);
+    EXPECT_EQ(r.verdict.worst[i].col, by_hand.verdict.worst[i].col);
+  }
+  EXPECT_THAT(r.text(), HasSubstr("rows: along axis 1 of shape [3, 5, 4]"));
+  EXPECT_EQ(check_rows(RowOp::softmax, x, c, claim, minus2).verdict.counts, r.verdict.counts);
+  // Judged along the last axis (the default) or axis 0, the same output is a defect.
+  EXPECT_EQ(check_rows(RowOp::softmax, x, c, claim).verdict.kind, TensorKind::defect);
+  RowCheckOptions axis0;
+  axis0.axis = 0;
+  EXPECT_EQ(check_rows(RowOp::softmax, x, c, claim, axis0).verdict.kind, TensorKind::defect);
+  RowCheckOptions axis3;
+  axis3.axis = 3;
+  EXPECT_THAT(error_of([&] { check_rows(RowOp::softmax, x, c, claim, axis3); }),
+              HasSubstr("--axis 3 out of range for shape [3, 5, 4]"));
+  // An elementwise op does not depend on the axis (it is range-checked all the same).
+  const CheckResult e = check_rows(RowOp::exp, x, x, parse_claim("--in bf16 --compute fp32 --out bf16"), axis1);
+  EXPECT_EQ(e.verdict.counts, check_rows(RowOp::exp, x, x, parse_claim("--in bf16 --compute fp32 --out bf16")).verdict.counts);
+}
+
 TEST(CheckRows, DerivedClaimReportsItsArithmetic) {
   // sigmoid(-100) = 3.7e-44 (fp32 subnormal): 0 is what 1/(1 + exp(100)) gives once exp
   // overflows, so it is legal under the derived claim and not under --ulps 1.

@@ -237,6 +237,8 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
       {"missing operand", gate_with("  - name: nob\n    op: matmul\n    a: data/a.npy\n    c: data/c.npy\n"),
        p + ":5: case 'nob' (op matmul): missing 'b'"},
       {"operand of another op", gate_with(legal + "    x: data/a.npy\n"), p + ":10: case 'legal': 'x' does not apply to op matmul"},
+      {"axis on an elementwise op", gate_with("  - name: e\n    op: exp\n    x: x.npy\n    c: c.npy\n    axis: 0\n"),
+       p + ":9: case 'e': 'axis' does not apply to op exp"},
       {"eps on softmax", gate_with("  - name: s\n    op: softmax\n    x: x.npy\n    c: c.npy\n    eps: 1e-5\n"),
        p + ":9: case 's': 'eps' does not apply to op softmax"},
       {"gamma on softmax", gate_with("  - name: s\n    op: softmax\n    x: x.npy\n    c: c.npy\n    gamma: g.npy\n"),

@@ -711,6 +711,7 @@ std::optional<Signature> function_accuracy_signature(RowOp op, const TensorData&
     if (l > claim.fn_ulps) rungs.push_back(l);
   RowCheckOptions o = opt;
   o.worst = 1;
+  o.axis = -1;  // xs/cs hold rows along their last axis (an elementwise op: a flat list)
   const auto covers = [&](double l) {
     ClaimSpec c = claim;
     c.fn_ulps = l;
@@ -767,6 +768,33 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
   if (X.shape.empty() && (op == RowOp::softmax || op == RowOp::log_softmax || op == RowOp::layernorm ||
                           op == RowOp::rmsnorm))
     throw InputError(fmt::format("nothing to check: --x {} is 0-d, and {} works on rows (the last axis)", X.name, name));
+  const bool row_op = op == RowOp::softmax || op == RowOp::log_softmax || op == RowOp::layernorm || op == RowOp::rmsnorm;
+  if (opt.axis != -1 && !X.shape.empty()) {
+    const detail::SumAxes ax = detail::sum_axes(X, opt.axis);  // names an axis out of range
+    if (row_op && ax.axis + 1 != static_cast<int>(X.shape.size())) {
+      // Rows along another axis: X and C with that axis moved last, judged as usual.
+      const auto moved = [&](const TensorData& t) {
+        TensorData m{t.format, ax.reduced, {}, t.name};
+        m.shape.push_back(ax.len);
+        m.values.resize(t.values.size());
+        for (std::int64_t o = 0; o < ax.outer; ++o)
+          for (std::int64_t i = 0; i < ax.inner; ++i)
+            for (std::int64_t k = 0; k < ax.len; ++k)
+              m.values[static_cast<std::size_t>(((o * ax.inner) + i) * ax.len + k)] =
+                  t.values[static_cast<std::size_t>((o * ax.len + k) * ax.inner + i)];
+        return m;
+      };
+      RowCheckOptions last = opt;
+      last.axis = -1;
+      CheckResult r = check_rows(op, moved(X), moved(C), claim, last);
+      r.bound.derivation.insert(
+          r.bound.derivation.begin(),
+          fmt::format("rows: along axis {} of shape {} (moved last: a row is one position of the other axes, in order; "
+                      "element indices are [row, position along axis {}])",
+                      ax.axis, shape_text(X.shape), ax.axis));
+      return r;
+    }
+  }
   const auto& shape = X.shape;
   const std::size_t cols = shape.empty() ? 1 : static_cast<std::size_t>(shape.back());
   const std::size_t rows = cols == 0 ? 0 : X.values.size() / cols;
@@ -786,8 +814,7 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
   // The oracle on chunks of rows (an elementwise op: of elements), on every core; each row's
   // result depends on the row only, and the oracles' argument errors name no row, so results
   // and errors are the same for any thread count.
-  const bool elementwise = !(op == RowOp::softmax || op == RowOp::log_softmax || op == RowOp::layernorm ||
-                             op == RowOp::rmsnorm);
+  const bool elementwise = !row_op;
   // Units: rows of a row op, elements of an elementwise one (`width` patterns each).
   const std::size_t width = elementwise ? 1 : cols;
   const std::size_t units = width == 0 ? 0 : X.values.size() / width;

@@ -330,6 +330,11 @@ struct RowCheckOptions {
   int variance_lanes = 0;                          ///< rowwise-moments: its lane count V
   NormForm norm_form = NormForm::centred;          ///< layernorm under --compute
   SoftmaxMethod softmax = SoftmaxMethod::textbook;  ///< softmax / log-softmax under --compute
+  /// The axis a row op (softmax, log_softmax, layernorm, rmsnorm) runs along (negative counts
+  /// from the end; default the last, PyTorch's dim=-1). Another axis is moved last: rows are then
+  /// the other axes flattened in order, and reported indices are [row, position along the axis].
+  /// Elementwise ops take any axis of the tensor (their results do not depend on it).
+  int axis = -1;
   int worst = 8;
 };
 

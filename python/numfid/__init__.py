@@ -38,8 +38,9 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=-1, 
     """Is an output consistent with the arithmetic `claim` states? Returns a CheckResult.
 
     op: "matmul" (a: M×K, b: K×N, c: M×N), "dot" (row-wise: a, b: R×K, c: R elements), "sum"
-        (x, c, axis), or a row op: softmax, log_softmax, layernorm, rmsnorm (gamma, beta, eps),
-        exp, log, tanh, sigmoid, silu, gelu_erf, gelu_tanh, reciprocal, rsqrt (x, c).
+        (x, c, axis), or a row op: softmax, log_softmax, layernorm, rmsnorm (gamma, beta, eps;
+        rows along `axis`, default -1, as torch's dim), exp, log, tanh, sigmoid, silu, gelu_erf,
+        gelu_tanh, reciprocal, rsqrt (x, c).
     claim: the claim text of `numfid check`, e.g. "--in bf16 --acc fp32 --out bf16".
     matmul/dot also take addend= (the addend the kernel added; addend_format=, default the
     accumulator's) and ref= with ref_profile= (judge against another platform's output).

@@ -227,3 +227,26 @@ def test_a_target_profile_refuses_accumulator_options_like_the_cli(cli):
     t = numfid.tol("matmul", claim, k=256, ref_profile="nvidia-h100-tc", target_profile="trn2")
     assert t.report == cli("tol", "matmul", "--k", 256, *claim.split(), "--ref-profile", "nvidia-h100-tc",
                            "--target-profile", "trn2").stdout
+
+
+def test_a_row_op_along_another_axis_is_torchs_dim(cli, tmp_path):
+    torch = pytest.importorskip("torch")
+    # fp32: torch 1.13's bf16 softmax along a dim other than the last rounds its intermediates in
+    # bf16 (consistent with --compute bf16 only; docs/verdict.md §8.3).
+    x = torch.from_numpy(np.random.default_rng(3).normal(0, 2, (3, 6, 5)).astype(np.float32))
+    claim = "--in fp32 --compute fp32 --out fp32"
+    for dim in (0, 1, -1):
+        c = torch.softmax(x, dim)
+        r = numfid.check("softmax", claim, x=x, c=c, axis=dim)
+        assert r.verdict == "consistent", r.report
+        other = 2 if dim in (0, 1) else 0
+        assert numfid.check("softmax", claim, x=x, c=c, axis=other).verdict == "defect"
+    # The CLI's --axis gives the same JSON.
+    c = torch.softmax(x, 0)
+    np.save(tmp_path / "x.npy", x.numpy())
+    np.save(tmp_path / "c.npy", c.numpy())
+    _, js, _ = cli_json(cli, tmp_path, "check", "softmax", "--x", tmp_path / "x.npy", "--c", tmp_path / "c.npy",
+                        *claim.split(), "--axis", 0)
+    assert numfid.check("softmax", claim, x=x, c=c, axis=0).to_json() == js
+    with pytest.raises(ValueError, match=r"--axis 3 out of range for shape \[3, 6, 5\]"):
+        numfid.check("softmax", claim, x=x, c=c, axis=3)

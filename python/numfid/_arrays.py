@@ -69,7 +69,8 @@ def _c_order(a):
     """`a` C-contiguous and little-endian: itself when it already is (no copy)."""
     if a.dtype.byteorder == ">" or (a.dtype.byteorder == "=" and not np.little_endian):
         a = a.astype(a.dtype.newbyteorder("<"))
-    return np.ascontiguousarray(a)
+    # Not np.ascontiguousarray: it makes a 0-d array 1-d, and results keep their operand's shape.
+    return a if a.flags.c_contiguous else np.array(a, order="C")
 
 
 def _torch_array(t, name):

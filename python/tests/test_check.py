@@ -250,3 +250,13 @@ def test_a_row_op_along_another_axis_is_torchs_dim(cli, tmp_path):
     assert numfid.check("softmax", claim, x=x, c=c, axis=0).to_json() == js
     with pytest.raises(ValueError, match=r"--axis 3 out of range for shape \[3, 6, 5\]"):
         numfid.check("softmax", claim, x=x, c=c, axis=3)
+
+
+def test_a_scalar_is_not_a_row():
+    # A 0-d x reached the library as [1] (a one-element row: "consistent"); it is refused as by the CLI.
+    x = np.float32(1.0)
+    with pytest.raises(ValueError, match="nothing to check: --x x is 0-d, and softmax works on rows"):
+        numfid.check("softmax", "--in fp32 --compute fp32 --out fp32", x=x, c=np.float32(1.0))
+    assert numfid.check("exp", "--in fp32 --compute fp32 --out fp32", x=x, c=np.exp(x)).verdict == "consistent"
+    with pytest.raises(ValueError, match="shape mismatch"):
+        numfid.check("exp", "--in fp32 --compute fp32 --out fp32", x=x, c=np.exp(x).reshape(1))

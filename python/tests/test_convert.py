@@ -166,3 +166,11 @@ def test_a_bad_seed_is_named(seed):
 def test_the_largest_seed_is_accepted():
     assert numfid.convert(np.array([1.1]), "bf16", rounding="stochastic", seed=2**64 - 1).shape == (1,)
     assert numfid.convert(np.array([1.1]), "bf16", rounding="stochastic", seed=np.uint64(5)).shape == (1,)
+
+
+def test_a_scalar_keeps_its_shape():
+    # np.ascontiguousarray makes 0-d arrays 1-d; results keep their operand's shape.
+    for x in (np.float32(1.1), np.array(1.1, dtype=np.float32), np.array(1.1)):
+        r = numfid.convert(x, "bf16")
+        assert r.shape == () and r == np.float32(1.1015625)
+    assert numfid.convert(np.ones((3, 4), np.float32)[:, ::2], "bf16").shape == (3, 2)

@@ -36,7 +36,11 @@ struct MatmulArgs {
 int run_check_matmul(const MatmulArgs& m) {
   ClaimSpec claim = m.claim.parse();
   read_claim_scale_files(claim);  // tolerances/scale_files.h
-  if (!m.json.empty()) check_output(m.json, "--json");
+  if (!m.json.empty())
+    check_output(m.json, "--json",
+                 {{m.a, "--a"}, {m.b, "--b"}, {m.c, "--c"}, {m.addend, "--addend"}, {m.ref, "--ref"},
+                  {m.claim.value("--scale-a"), "--scale-a"}, {m.claim.value("--scale-b"), "--scale-b"},
+                  {m.claim.value("--out-scale"), "--out-scale"}});
   // An integer GEMM is exact on every platform: its reference is judged under the same claim.
   const bool integer = is_integer_claim(claim);
   if (!m.ref.empty() && m.ref_profile.empty() && !integer)
@@ -80,7 +84,7 @@ struct SumArgs {
 
 int run_check_sum(const SumArgs& a) {
   const ClaimSpec claim = a.claim.parse();
-  if (!a.json.empty()) check_output(a.json, "--json");
+  if (!a.json.empty()) check_output(a.json, "--json", {{a.x, "--x"}, {a.c, "--c"}});
   const TensorData X = load_operand(a.x, *claim.in, "--x"), C = load_operand(a.c, *claim.out, "--c");
   return report(check_sum(X, C, a.axis, claim, a.worst), a.json);
 }
@@ -97,7 +101,8 @@ struct RowArgs {
 
 int run_check_rows(const RowArgs& a) {
   const ClaimSpec claim = a.claim.parse();
-  if (!a.json.empty()) check_output(a.json, "--json");
+  if (!a.json.empty())
+    check_output(a.json, "--json", {{a.x, "--x"}, {a.c, "--c"}, {a.gamma, "--gamma"}, {a.beta, "--beta"}});
   const FormatSpec& fin = *claim.in;
   const TensorData X = load_operand(a.x, fin, "--x"), C = load_operand(a.c, *claim.out, "--c");
   RowCheckOptions o;

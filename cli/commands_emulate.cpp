@@ -19,11 +19,12 @@ struct EmulateArgs {
   std::string a, b, c, output, c_format;
 };
 
-/// Refuses an --output that is not .npy/.safetensors or cannot be written, before any work.
-void check_emulate_output(const std::string& output) {
+/// Refuses an --output that is not .npy/.safetensors, cannot be written or is one of the
+/// command's inputs, before any work.
+void check_emulate_output(const std::string& output, std::initializer_list<NamedFile> inputs) {
   if (!output.ends_with(".npy") && !output.ends_with(".safetensors"))
     throw UsageError(fmt::format("--output {}: the file name must end in .npy or .safetensors", output));
-  check_output(output, "--output");
+  check_output(output, "--output", inputs);
 }
 
 /// Writes the emulated tensor (all or nothing) and says what ran.
@@ -45,7 +46,8 @@ int run_emulate(const EmulateArgs& e, bool dot) {
   // needed (tolerances/quant_check.h).
   if (!is_quantised_claim(claim) && !claim.plan == !claim.profile)
     throw UsageError("give exactly one of --plan P or --profile NAME");
-  check_emulate_output(e.output);
+  check_emulate_output(e.output, {{e.a, "--a"}, {e.b, "--b"}, {e.c, "--c"}, {e.claim.value("--scale-a"), "--scale-a"},
+                                  {e.claim.value("--scale-b"), "--scale-b"}, {e.claim.value("--out-scale"), "--out-scale"}});
   const FormatSpec& fa = *claim.in;
   const FormatSpec& fb = claim.in_b ? *claim.in_b : fa;
   // Shapes from the headers first: a wrong-shaped operand is refused before any value is read.
@@ -75,7 +77,7 @@ struct EmulateSumArgs {
 int run_emulate_sum(const EmulateSumArgs& e) {
   const ClaimSpec claim = e.claim.parse();
   if (!claim.plan == !claim.profile) throw UsageError("give exactly one of --plan P or --profile NAME");
-  check_emulate_output(e.output);
+  check_emulate_output(e.output, {{e.x, "--x"}});
   const TensorData X = operand_values(read_operand(e.x, "--x"), *claim.in, "--x");
   return write_emulated(e.output, emulate_sum(X, e.axis, claim), claim, *claim.in);
 }

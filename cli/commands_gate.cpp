@@ -22,15 +22,23 @@ namespace {
 struct ReportArgs {
   std::string junit, json, markdown, report;
 
-  void check() const {
-    if (!junit.empty()) check_output(junit, "--junit");
-    if (!json.empty()) check_output(json, "--json");
-    if (!markdown.empty()) check_output(markdown, "--markdown");
-    if (!report.empty()) {
-      // An existing directory receives index.html; an absent one is created (its parent must be writable).
-      std::error_code ec;
-      const bool dir = std::filesystem::is_directory(report, ec);
-      check_output(dir ? (std::filesystem::path(report) / "index.html").string() : report, "--report");
+  /// `inputs`: the gate file or the results merged (`what`), which no output may replace; nor
+  /// may two outputs be one file.
+  void check(const std::vector<std::string>& inputs, const char* what) const {
+    // An existing directory receives index.html; an absent one is created (its parent must be writable).
+    std::error_code ec;
+    const std::string html =
+        report.empty() ? std::string()
+                       : std::filesystem::is_directory(report, ec) ? (std::filesystem::path(report) / "index.html").string()
+                                                                  : report;
+    const std::pair<const std::string*, const char*> outputs[] = {
+        {&junit, "--junit"}, {&json, "--json"}, {&markdown, "--markdown"}, {&html, "--report"}};
+    for (std::size_t i = 0; i < std::size(outputs); ++i) {
+      const auto& [path, option] = outputs[i];
+      if (path->empty()) continue;
+      for (const std::string& in : inputs) check_output(*path, option, {{in, what}});
+      for (std::size_t j = 0; j < i; ++j) check_output(*path, option, {{*outputs[j].first, outputs[j].second}});
+      check_output(*path, option);
     }
   }
 
@@ -72,7 +80,7 @@ std::pair<int, int> parse_shard(const std::string& s) {
 
 int run_gate_run(const GateRunArgs& a) {
   const Gate gate = load_gate(a.file);  // a gate-file error: InputError, exit 2 before anything runs
-  a.out.check();
+  a.out.check({a.file}, "the gate file");
   GateRunOptions o;
   o.worst = a.worst;
   o.jobs = a.jobs;
@@ -101,7 +109,7 @@ int run_gate_merge(const GateMergeArgs& a) {
     if (!in) throw InputError(fmt::format("{}: cannot open", p));
     parts.push_back(parse_gate_result(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), p));
   }
-  a.out.check();
+  a.out.check(a.parts, "a result merged");
   return a.out.write(merge_gate_results(parts));
 }
 

@@ -1,5 +1,7 @@
 // Tensor operands and outputs shared by check, tol and emulate.
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "cli/commands_verdict.h"
@@ -32,7 +34,28 @@ TensorData load_operand(const std::string& spec, const FormatSpec& declared, con
   return operand_values(read_operand(spec, what), declared, what);
 }
 
-void check_output(const std::string& path, const char* what) {
+namespace {
+/// Do two paths name one file? The same path once normalised (the output may not exist yet),
+/// or, where both exist, the same file (links).
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::error_code ec;
+  const auto ca = std::filesystem::weakly_canonical(a, ec);
+  if (ec) return false;
+  const auto cb = std::filesystem::weakly_canonical(b, ec);
+  if (ec) return false;
+  if (ca == cb) return true;
+  const bool both = std::filesystem::exists(a, ec) && std::filesystem::exists(b, ec);
+  return both && std::filesystem::equivalent(a, b, ec) && !ec;
+}
+}  // namespace
+
+void check_output(const std::string& path, const char* what, std::initializer_list<NamedFile> others) {
+  for (const NamedFile& o : others) {
+    if (o.spec.empty()) continue;
+    if (same_file(path, parse_tensor_spec(o.spec).path))
+      throw UsageError(fmt::format("{} {}: is {}{} ({}); writing it would replace that file: name another one", what,
+                                   path, std::string_view(o.what).starts_with("--") ? "the file of " : "", o.what, o.spec));
+  }
   try {
     check_output_path(path);
   } catch (const InputError& e) {

@@ -34,8 +34,8 @@ int run_quantize(const QuantizeArgs& q) {
   for (const std::string* p : {&q.elements, &q.scales})
     if (!p->ends_with(".npy") && !p->ends_with(".safetensors"))
       throw UsageError(fmt::format("{}: the file name must end in .npy or .safetensors", *p));
-  check_output(q.elements, "--elements");
-  check_output(q.scales, "--scales");
+  check_output(q.elements, "--elements", {{q.x, "--x"}, {q.scales, "--scales"}});
+  check_output(q.scales, "--scales", {{q.x, "--x"}});
   const FormatSpec& from = format_named(q.in);
   RoundOptions o;
   o.rounding = rounding_named(q.rounding, "--rounding");

@@ -24,9 +24,16 @@ TensorData operand_values(const Tensor& t, const FormatSpec& declared, const cha
 /// name is `spec`.
 TensorData load_operand(const std::string& spec, const FormatSpec& declared, const char* what);
 
-/// Checks before any work that `path` can be written (io/atomic_file.h check_output_path);
-/// UsageError naming `what` (the option) otherwise.
-void check_output(const std::string& path, const char* what);
+/// A file the command reads or writes besides an output, by its option: "--a", "a.npy".
+struct NamedFile {
+  std::string spec;  ///< a path, or FILE.safetensors:NAME (empty: not given)
+  const char* what;
+};
+
+/// Checks before any work that `path` can be written (io/atomic_file.h check_output_path) and
+/// is none of `others` (the command's inputs and other outputs: `--json a.npy` would replace the
+/// operand A with the verdict); UsageError naming `what` (the option) otherwise.
+void check_output(const std::string& path, const char* what, std::initializer_list<NamedFile> others = {});
 
 /// Writes `text` to `path` all or nothing (io/atomic_file.h); UsageError naming `what` (the
 /// option) otherwise.

@@ -103,3 +103,47 @@ def test_unknown_op_rounding_format_and_k(cli):
     assert str(e.value) == error_text(cli("tol", "matmul", "--k", 0, "--in", "bf16", "--out", "bf16"))
     with pytest.raises(ValueError, match="give exactly one of --plan P or --profile NAME"):
         numfid.emulate("matmul", "--in bf16 --out bf16", a=np.zeros((2, 2), np.float32), b=np.zeros((2, 2), np.float32))
+
+
+def test_an_output_onto_an_input_is_refused_and_the_input_kept(cli, data_dir, tmp_path):
+    # `--json a.npy` replaced the operand with the verdict; `emulate --output ./b.npy` with the result.
+    import shutil
+    for name in ("a.npy", "b.npy", "c_sequential_fp32acc.npy"):
+        shutil.copy(data_dir / name, tmp_path / name)
+    a, b, c = (tmp_path / n for n in ("a.npy", "b.npy", "c_sequential_fp32acc.npy"))
+    before = {p: p.read_bytes() for p in (a, b, c)}
+    claim = ["--in", "bf16", "--acc", "fp32", "--out", "bf16"]
+    cases = [
+        (["check", "matmul", "--a", a, "--b", b, "--c", c, *claim, "--json", a], "--json"),
+        (["check", "matmul", "--a", a, "--b", b, "--c", c, *claim, "--json", tmp_path / "." / "c_sequential_fp32acc.npy"],
+         "--json"),
+        (["emulate", "matmul", "--a", a, "--b", b, "--in", "bf16", "--out", "bf16", "--plan", "sequential",
+          "--output", tmp_path / "sub" / ".." / "b.npy"], "--output"),
+        (["check", "softmax", "--x", a, "--c", a, "--in", "bf16", "--compute", "fp32", "--out", "bf16", "--json", a],
+         "--json"),
+    ]
+    (tmp_path / "sub").mkdir()
+    for args, option in cases:
+        r = cli(*args)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert f"{option} " in r.stderr and "writing it would replace that file" in r.stderr, r.stderr
+        assert r.stdout == ""
+    for p, content in before.items():
+        assert p.read_bytes() == content, f"{p} was changed"
+    # A link to an input is the input too.
+    link = tmp_path / "link.npy"
+    link.symlink_to(a)
+    r = cli("check", "matmul", "--a", a, "--b", b, "--c", c, *claim, "--json", link)
+    assert r.returncode == 2 and "is the file of --a" in r.stderr
+    assert a.read_bytes() == before[a]
+    # A gate's report onto its gate file, or two reports onto one file.
+    gate = tmp_path / "g.yaml"
+    gate.write_text("version: 1\ndefaults:\n  claim: --in bf16 --acc fp32 --out bf16\ncases:\n  - name: m\n    op: matmul\n"
+                    "    a: a.npy\n    b: b.npy\n    c: c_sequential_fp32acc.npy\n")
+    text = gate.read_text()
+    r = cli("gate", "run", gate, "--markdown", tmp_path / "." / "g.yaml")
+    assert r.returncode == 2 and "--markdown" in r.stderr and "is the gate file" in r.stderr, r.stderr
+    r = cli("gate", "run", gate, "--json", tmp_path / "r.json", "--junit", tmp_path / "r.json")
+    assert r.returncode == 2 and "is the file of --junit" in r.stderr, r.stderr
+    assert gate.read_text() == text and not (tmp_path / "r.json").exists()
+    assert cli("gate", "run", gate, "--json", tmp_path / "r.json").returncode == 0

@@ -17,6 +17,11 @@ Tensor read_tensor(const std::filesystem::path& path, std::string_view name) {
   // A file named .npy without numpy's magic is a bad .npy, not a safetensors file.
   if (!npy && path.extension() == ".npy")
     throw InputError(fmt::format("{}: bad magic: a .npy file starts with \\x93NUMPY", path.string()));
+  // A zip archive (numpy's .npz, PyTorch's torch.save) holds arrays but is neither format.
+  if (!npy && bytes.size() >= 4 && std::memcmp(bytes.data(), "PK\x03\x04", 4) == 0)
+    throw InputError(fmt::format("{}: a zip archive (numpy .npz or torch.save), not a .npy or safetensors file: save "
+                                 "each array with numpy.save (or the tensors with safetensors)",
+                                 path.string()));
   if (!npy) return read_safetensors(path, name);
   if (!name.empty())
     throw InputError(fmt::format("{}: a .npy file holds one unnamed array; cannot select tensor '{}'", path.string(),

@@ -537,6 +537,17 @@ TEST(ReadInput, AFifoOrDirectoryOperandIsAnErrorNotAHang) {
   expect_input_error([&] { (void)read_tensor(dir.path()); }, dir.path().string() + ": not a regular file");
 }
 
+TEST(ReadInput, AZipArchiveIsNamedAsSuch) {
+  // numpy.savez / torch.save write zip archives: say so, instead of a safetensors header error.
+  TempDir dir;
+  for (const char* name : {"x.npz", "x.pt", "x.safetensors"}) {
+    SCOPED_TRACE(name);
+    write_file_atomically(dir / name, std::string_view("PK\x03\x04\x14\x00\x00\x00 the rest of a zip", 30));
+    expect_input_error([&] { (void)read_tensor(dir / name); },
+                       (dir / name).string() + ": a zip archive (numpy .npz or torch.save), not a .npy or safetensors file");
+  }
+}
+
 TEST(Printable, EscapesControlBytesOnly) {
   EXPECT_EQ(printable(std::string_view("a\0b\n\x1b[31mred\x7f\\", 14)), "a\\x00b\\x0a\\x1b[31mred\\x7f\\x5c");
   EXPECT_EQ(printable("\xc2\x9b" "2J \xc3\xa9 \xe2\x82\xac plain"), "\\xc2\\x9b2J \xc3\xa9 \xe2\x82\xac plain");

@@ -1,6 +1,8 @@
 // numfid command-line entry point: CLI11 parsing, dispatch to the subcommands, and the exit
 // codes of the CLI contract (0 ok, 1 numerical defect, 2 usage or input error).
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -46,6 +48,28 @@ std::vector<std::string> protect_negative_values(int argc, char** argv) {
   return kept;
 }
 
+/// Integer options are decimal integers: CLI11 2.1's conversion reads base prefixes (`--k 010`
+/// is 8, `0x10` 16) and saturates an overflow silently (`--k 99999999999999999999` became
+/// 2^63 - 1). A value that is not a decimal integer in range is a usage error naming it; leading
+/// zeros are read as decimal.
+void decimal_integers(CLI::App& app) {
+  const CLI::Validator decimal(
+      [](std::string& text) -> std::string {
+        const char* first = text.data();
+        const char* last = first + text.size();
+        std::int64_t v = 0;
+        const auto [end, ec] = std::from_chars(first + (text.starts_with('+') ? 1 : 0), last, v);
+        if (ec == std::errc::result_out_of_range) return fmt::format("'{}' is out of range", text);
+        if (ec != std::errc() || end != last || text.empty()) return fmt::format("'{}' is not a decimal integer", text);
+        text = std::to_string(v);  // what CLI11 converts next: "010" is ten, not octal eight
+        return {};
+      },
+      "", "decimal integer");
+  for (CLI::Option* o : app.get_options())
+    if (o->get_type_name() == "INT" || o->get_type_name() == "UINT") o->transform(decimal);
+  for (CLI::App* sub : app.get_subcommands({})) decimal_integers(*sub);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,6 +84,7 @@ int main(int argc, char** argv) {
                                       add_arith_command(app),   add_check_command(app),  add_tol_command(app),
                                       add_emulate_command(app), add_profiles_command(app), add_gate_command(app),
                                       add_quantize_command(app), add_probe_command(app)};
+  decimal_integers(app);
   std::vector<std::string> args = protect_negative_values(argc, argv);
   std::reverse(args.begin(), args.end());  // CLI11 consumes the vector from the back
   try {

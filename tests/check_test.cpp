@@ -555,6 +555,10 @@ TEST(CheckRows, AnotherAxisIsMovedLast) {
   for (std::size_t i = 0; i < std::min(r.verdict.worst.size(), by_hand.verdict.worst.size()); ++i) {
     EXPECT_EQ(r.verdict.worst[i].row, by_hand.verdict.worst[i].row);
     EXPECT_EQ(r.verdict.worst[i].col, by_hand.verdict.worst[i].col);
+    // The flat index is C's as given: [i][j][k] with j the position along the axis.
+    const ElementReport& e = r.verdict.worst[i];
+    EXPECT_EQ(e.index, ((e.row / D2) * D1 + e.col) * D2 + e.row % D2);
+    EXPECT_EQ(c.values[static_cast<std::size_t>(e.index)], e.bits);
   }
   EXPECT_THAT(r.text(), HasSubstr("rows: along axis 1 of shape [3, 5, 4]"));
   EXPECT_EQ(check_rows(RowOp::softmax, x, c, claim, minus2).verdict.counts, r.verdict.counts);

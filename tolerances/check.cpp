@@ -787,10 +787,16 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
       RowCheckOptions last = opt;
       last.axis = -1;
       CheckResult r = check_rows(op, moved(X), moved(C), claim, last);
+      // The listed elements' flat index is C's as given (row and column stay the moved grid's).
+      for (ElementReport& e : r.verdict.worst) {
+        const std::int64_t o = e.row / ax.inner, i = e.row % ax.inner;
+        e.index = (o * ax.len + e.col) * ax.inner + i;
+      }
       r.bound.derivation.insert(
           r.bound.derivation.begin(),
           fmt::format("rows: along axis {} of shape {} (moved last: a row is one position of the other axes, in order; "
-                      "element indices are [row, position along axis {}])",
+                      "element indices are [row, position along axis {}], a JSON element's \"index\" the flat index "
+                      "into C as given)",
                       ax.axis, shape_text(X.shape), ax.axis));
       return r;
     }

@@ -647,6 +647,18 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
                            ref[static_cast<std::size_t>(e)] = reference(acc, fout);
                          }
                        });
+  // numpy sums pairwise only along an array's contiguous axis; along another axis of a C-order
+  // array its reduction adds the slices one by one (measured: bit for bit the sequential plan).
+  const ReductionPlan* plan = claim.plan                                                   ? &*claim.plan
+                              : claim.profile && claim.profile->model == ProfileModel::plan ? &claim.profile->reduction.plan
+                                                                                           : nullptr;
+  const bool numpy_strided = plan && plan->inner == InnerOrder::numpy && inner > 1 && len > 1;
+  if (numpy_strided)
+    b.derivation.push_back(fmt::format(
+        "note: the numpy plan is np.sum along a contiguous axis; axis {} of a C-order {} array is strided, and numpy "
+        "adds its slices one by one there (--plan sequential; pairwise only for an array that was F-order or "
+        "transposed when summed)",
+        ax.axis, shape_text(X.shape)));
   Verdict v = judge(s.claim, b, C.values, ref, {outer, inner}, detail::judge_options(claim, worst, true));
   CheckResult r = detail::finish("sum", s, claim, std::move(b), std::move(v), inner > 1);
   if (claim.expect_bit_exact) {  // the plan's own sum, as `emulate sum` computes it
@@ -654,6 +666,10 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
     attach_prediction(r, emulate_sum(X, axis_in, claim), C, s.order, claim);
     apply_bit_exact_expectation(r, C);
   }
+  if (numpy_strided && r.verdict.kind != TensorKind::consistent)
+    r.verdict.reason += fmt::format("; note: numpy sums a strided axis (axis {} of a C-order array) in order, not "
+                                    "pairwise: claim --plan sequential for np.sum along it",
+                                    ax.axis);
   return r;
 }
 

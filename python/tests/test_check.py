@@ -260,3 +260,19 @@ def test_a_scalar_is_not_a_row():
     assert numfid.check("exp", "--in fp32 --compute fp32 --out fp32", x=x, c=np.exp(x)).verdict == "consistent"
     with pytest.raises(ValueError, match="shape mismatch"):
         numfid.check("exp", "--in fp32 --compute fp32 --out fp32", x=x, c=np.exp(x).reshape(1))
+
+
+def test_numpy_sums_a_strided_axis_in_order():
+    # np.sum is pairwise along the contiguous axis only: along axis 0 of a C-order array it adds
+    # the rows one by one — numpy's own output is the sequential plan's, bit for bit, and the
+    # numpy plan there says why it disagrees.
+    x = np.random.default_rng(5).random((300, 24)).astype(np.float32)
+    for axis, order in ((0, "sequential"), (1, "numpy")):
+        r = numfid.check("sum", f"--in fp32 --plan {order} --out fp32 --expect bit-exact", x=x, c=x.sum(axis), axis=axis)
+        assert r.verdict == "consistent", r.report
+    r = numfid.check("sum", "--in fp32 --plan numpy --out fp32 --expect bit-exact", x=x, c=x.sum(0), axis=0)
+    assert r.verdict == "defect"
+    assert "note: numpy sums a strided axis (axis 0 of a C-order array) in order" in r.report
+    assert "note: the numpy plan is np.sum along a contiguous axis" in r.report
+    r = numfid.check("sum", "--in fp32 --plan numpy --out fp32 --expect bit-exact", x=x, c=x.sum(1), axis=1)
+    assert "strided" not in r.report

@@ -45,6 +45,8 @@ int run_check_matmul(const MatmulArgs& m) {
   const bool integer = is_integer_claim(claim);
   if (!m.ref.empty() && m.ref_profile.empty() && !integer)
     throw UsageError("--ref needs --ref-profile (the platform that produced the reference)");
+  if (m.ref.empty() && !m.ref_profile.empty())
+    throw UsageError("--ref-profile names the platform of a reference output: give that output with --ref R");
   if (integer && !m.ref_profile.empty())
     throw UsageError("--ref-profile: an integer GEMM takes no profile (it is exact on every platform); give --ref R "
                      "alone: both outputs are judged against the exact result");
@@ -172,7 +174,7 @@ Command add_check_command(CLI::App& parent) {
     c->add_option("--ref", a.ref, "judge the output against this reference output of another platform instead of the exact result");
     c->add_option("--ref-profile", a.ref_profile, "the profile of the platform that produced --ref");
     c->add_option("--json", a.json, "also write the verdict as JSON");
-    c->add_option("--worst", a.worst, "elements to list")->capture_default_str();
+    c->add_option("--worst", a.worst, "elements to list")->check(CLI::Range(0, 1 << 30))->capture_default_str();
     a.claim.declare(*c, ClaimKind::reduction);
   };
   CLI::App* m = app->add_subcommand("matmul", "C = A·B (+ addend), A: M×K, B: K×N, C: M×N");
@@ -184,7 +186,7 @@ Command add_check_command(CLI::App& parent) {
   s->add_option("--c", sum->c, "the output to judge")->required();
   s->add_option("--axis", sum->axis, "axis summed (negative counts from the end)")->capture_default_str();
   s->add_option("--json", sum->json, "also write the verdict as JSON");
-  s->add_option("--worst", sum->worst, "elements to list")->capture_default_str();
+  s->add_option("--worst", sum->worst, "elements to list")->check(CLI::Range(0, 1 << 30))->capture_default_str();
   sum->claim.declare(*s, ClaimKind::reduction);
   std::vector<std::pair<CLI::App*, RowOp>> row_apps;
   for (const RowOp op : row_ops()) {
@@ -201,7 +203,7 @@ Command add_check_command(CLI::App& parent) {
     if (op == RowOp::softmax) rows->claim.declare_option(*r, "--exp-ulps", "older name of --fn-ulps");
     rows->claim.declare_option(*r, "--ulps", "or: claimed accuracy in output ulps at the exact value (0.5 = correctly rounded)");
     r->add_option("--json", rows->json, "also write the verdict as JSON");
-    r->add_option("--worst", rows->worst, "elements to list")->capture_default_str();
+    r->add_option("--worst", rows->worst, "elements to list")->check(CLI::Range(0, 1 << 30))->capture_default_str();
     if (op == RowOp::softmax || op == RowOp::log_softmax || op == RowOp::layernorm || op == RowOp::rmsnorm)
       r->add_option("--axis", rows->axis,
                     "the axis the op runs along (negative counts from the end; PyTorch's dim): moved last, reported "

@@ -65,8 +65,11 @@ void decimal_integers(CLI::App& app) {
         return {};
       },
       "", "decimal integer");
-  for (CLI::Option* o : app.get_options())
-    if (o->get_type_name() == "INT" || o->get_type_name() == "UINT") o->transform(decimal);
+  for (CLI::Option* o : app.get_options()) {
+    // The type name carries the option's validators after a ':' ("INT:INT in [0 - 1073741824]").
+    const std::string type = o->get_type_name();
+    if (type == "INT" || type == "UINT" || type.starts_with("INT:") || type.starts_with("UINT:")) o->transform(decimal);
+  }
   for (CLI::App* sub : app.get_subcommands({})) decimal_integers(*sub);
 }
 

@@ -186,6 +186,8 @@ CheckResult check(const CheckArgs& args) {
       if (ref) {
         o.ref = tensor_data(ref->tensor, *claim.out);
         if (!args.ref_profile.empty()) o.ref_claim = claim_with_profile(claim, args.ref_profile);
+      } else if (!args.ref_profile.empty()) {
+        throw InputError("ref_profile= names the platform of a reference output: give that output with ref=");
       }
       return op == "dot" ? check_dot(a, b, c, claim, o) : check_matmul(a, b, c, claim, o);
     }

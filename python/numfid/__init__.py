@@ -30,6 +30,11 @@ if _os.path.isdir(_here):
     _numfid.set_package_profiles(_here)
 
 _REDUCTION_OPERANDS = ("a", "b", "c", "addend", "ref")
+# The keyword options each op takes (numfid.check); the CLI's subcommands declare the same.
+_OPTIONS = {"matmul": ("addend_format", "ref_profile"), "dot": ("addend_format", "ref_profile"), "sum": ("axis",),
+            "softmax": ("axis", "softmax"), "log_softmax": ("axis", "softmax"),
+            "layernorm": ("axis", "eps", "variance", "norm_form", "param_format"),
+            "rmsnorm": ("axis", "eps", "param_format")}
 _ROW_OPERANDS = ("x", "c", "gamma", "beta")
 
 
@@ -56,6 +61,18 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=-1, 
             raise TypeError(f"numfid.check('{op}'): unexpected operand '{name}' (it takes {', '.join(allowed)})")
     if not isinstance(claim, str):
         raise TypeError(f"numfid.check: the claim is its text form (a str), not {type(claim).__name__}")
+    # Options an op does not take are refused (as the CLI, which has no such option for it, and
+    # gate files do), not ignored: axis=0 on a softmax once was.
+    given = {"addend_format": addend_format is not None, "ref_profile": ref_profile is not None,
+             "axis": axis != -1, "eps": eps != 1e-5, "variance": variance != "any", "softmax": softmax != "textbook",
+             "param_format": param_format is not None, "norm_form": norm_form != "centred"}
+    takes = _OPTIONS.get(op, ())
+    for name, is_given in given.items():
+        if is_given and name not in takes:
+            raise TypeError(f"numfid.check('{op}'): option {name}= does not apply to it"
+                            + (f" (it takes {', '.join(takes)})" if takes else ""))
+    if isinstance(worst, bool) or not isinstance(worst, _numbers.Integral) or not 0 <= worst <= 2**31 - 1:
+        raise ValueError(f"worst={worst!r}: the number of elements to list is an integer >= 0")
     args = {name: _operand(value, name) for name, value in operands.items()}
     native = _numfid.check(op, claim, addend_format=addend_format or "", ref_profile=ref_profile or "", axis=axis,
                            eps=eps, worst=worst, variance=variance, softmax=softmax, param_format=param_format or "",

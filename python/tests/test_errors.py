@@ -147,3 +147,26 @@ def test_an_output_onto_an_input_is_refused_and_the_input_kept(cli, data_dir, tm
     assert r.returncode == 2 and "is the file of --junit" in r.stderr, r.stderr
     assert gate.read_text() == text and not (tmp_path / "r.json").exists()
     assert cli("gate", "run", gate, "--json", tmp_path / "r.json").returncode == 0
+
+
+def test_options_an_op_does_not_take_are_refused(data):
+    a, b, c = data["a"], data["b"], data["c_sequential_fp32acc"]
+    claim = "--in bf16 --acc fp32 --out bf16"
+    for kwargs in ({"eps": 1e-3}, {"axis": 0}, {"variance": "welford"}, {"softmax": "online"}, {"norm_form": "shifted"},
+                   {"param_format": "fp32"}):
+        with pytest.raises(TypeError, match=f"numfid.check\\('matmul'\\): option {next(iter(kwargs))}= does not apply"):
+            numfid.check_matmul(a, b, c, claim, **kwargs)
+    x = np.zeros((2, 4), np.float32)
+    with pytest.raises(TypeError, match=r"option variance= does not apply to it \(it takes axis, softmax\)"):
+        numfid.check("softmax", "--in fp32 --compute fp32 --out fp32", x=x, c=x, variance="welford")
+    with pytest.raises(TypeError, match="option axis= does not apply to it"):
+        numfid.check("exp", "--in fp32 --compute fp32 --out fp32", x=x, c=np.ones_like(x), axis=0)
+    with pytest.raises(TypeError, match="option ref_profile= does not apply"):
+        numfid.check("sum", "--in fp32 --out fp32", x=x, c=x.sum(1), ref_profile="trn2")
+    # ref_profile= without ref=: nothing to judge against (the CLI's --ref-profile without --ref alike).
+    with pytest.raises(ValueError, match="ref_profile= names the platform of a reference output: give that output with ref="):
+        numfid.check_matmul(a, b, c, claim, ref_profile="trn2")
+    for worst in (-1, 2**40, 1.5, True):
+        with pytest.raises(ValueError, match="the number of elements to list is an integer >= 0"):
+            numfid.check_matmul(a, b, c, claim, worst=worst)
+    assert numfid.check_matmul(a, b, c, claim, worst=0).verdict == "consistent"

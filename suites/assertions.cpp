@@ -104,9 +104,17 @@ Checked check_rows(RowOp op, const TensorData& x, const TensorData& c, const Cla
                    const RowCheckOptions& opt) {
   Checked k{numfid::check_rows(op, x, c, claim, opt), fmt::format("check {}", row_op_name(op)), {{"--x", x}, {"--c", c}},
             {}, row_claim_text_of(claim)};
+  // The command that reruns the check states every option that changes it.
+  const bool row = op == RowOp::softmax || op == RowOp::log_softmax || op == RowOp::layernorm || op == RowOp::rmsnorm;
   if (op == RowOp::layernorm || op == RowOp::rmsnorm) k.extra_args = {"--eps", fmt::format("{}", opt.eps)};
   if (op == RowOp::layernorm && opt.variance != VarianceMethod::any)
-    k.extra_args.insert(k.extra_args.end(), {"--variance", std::string(variance_method_name(opt.variance))});
+    k.extra_args.insert(k.extra_args.end(),
+                        {"--variance", variance_choice_name({opt.variance, opt.variance_lanes})});
+  if (op == RowOp::layernorm && opt.norm_form != NormForm::centred)
+    k.extra_args.insert(k.extra_args.end(), {"--norm-form", std::string(norm_form_name(opt.norm_form))});
+  if ((op == RowOp::softmax || op == RowOp::log_softmax) && opt.softmax != SoftmaxMethod::textbook)
+    k.extra_args.insert(k.extra_args.end(), {"--softmax", std::string(softmax_method_name(opt.softmax))});
+  if (row && opt.axis != -1) k.extra_args.insert(k.extra_args.end(), {"--axis", fmt::format("{}", opt.axis)});
   if (opt.param_format) k.extra_args.insert(k.extra_args.end(), {"--param-format", std::string(opt.param_format->name)});
   if (opt.gamma) k.operands.emplace_back("--gamma", *opt.gamma);
   if (opt.beta) k.operands.emplace_back("--beta", *opt.beta);

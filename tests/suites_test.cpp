@@ -287,6 +287,50 @@ TEST_F(DumpDir, RowOpsAndSumsReproduceToo) {
   }
 }
 
+TEST_F(DumpDir, RowOptionsAreInTheCommand) {
+  // A softmax along axis 0 (the defect above, transposed): the dumped command says --axis 0 and
+  // reproduces the CLI's defect exit code; layernorm's method options are stated too.
+  std::vector<float> logits;
+  for (int i = 0; i < 32; ++i) logits.push_back(static_cast<float>(100 + i));
+  const numfid::TensorData Xt = numfid::view(std::span<const float>(logits), {2, 16}, "bf16", "X");
+  const numfid::TensorData Yt = k::softmax_tensor(Xt, true);
+  const auto transposed = [](const numfid::TensorData& t) {
+    numfid::TensorData r{t.format, {t.shape[1], t.shape[0]}, {}, t.name};
+    for (std::int64_t j = 0; j < t.shape[1]; ++j)
+      for (std::int64_t i = 0; i < t.shape[0]; ++i) r.values.push_back(t.values[static_cast<std::size_t>(i * t.shape[1] + j)]);
+    return r;
+  };
+  numfid::RowCheckOptions along0;
+  along0.axis = 0;
+  const numfid::testing::Checked soft = numfid::testing::check_rows(numfid::RowOp::softmax, transposed(Xt), transposed(Yt),
+                                                                    "--in bf16 --out bf16 --compute fp32", along0);
+  EXPECT_EQ(soft.result.verdict.kind, numfid::TensorKind::defect);
+  const Failures f = capture([&] { EXPECT_NUMFID_CONSISTENT(soft); });
+  ASSERT_EQ(f.size(), 1u);
+  const std::string m = f.all();
+  const auto at = m.find("    numfid " + soft.command + " ");
+  ASSERT_NE(at, std::string::npos) << m;
+  const std::string cmd = m.substr(at + 4, m.find('\n', at) - at - 4);
+  EXPECT_THAT(cmd, HasSubstr(" --axis 0"));
+#ifdef NUMFID_CLI
+  const std::string run = std::string(NUMFID_CLI) + cmd.substr(std::string("numfid").size()) + " > /dev/null";
+  const int status = std::system(run.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << run;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << run;
+#endif
+  numfid::RowCheckOptions ln;
+  numfid::set_row_method_options(ln, "rowwise-moments(16)", "shifted");
+  const numfid::testing::Checked norm = numfid::testing::check_rows(numfid::RowOp::layernorm, Xt, Xt,
+                                                                    "--in bf16 --out bf16 --compute bf16", ln);
+  EXPECT_THAT(norm.extra_args, ::testing::ElementsAre("--eps", "1e-05", "--variance", "rowwise-moments(16)", "--norm-form",
+                                                      "shifted"));
+  numfid::RowCheckOptions online;
+  online.softmax = numfid::SoftmaxMethod::online;
+  EXPECT_THAT(numfid::testing::check_rows(numfid::RowOp::log_softmax, Xt, Xt, "--in bf16 --out bf16 --compute fp32", online)
+                  .extra_args,
+              ::testing::ElementsAre("--softmax", "online"));
+}
+
 TEST_F(DumpDir, PlainCheckResultSaysNoOperandsWereKept) {
   const numfid::CheckResult r = check(operands(8, 256, 8), k::GemmDefect::bf16_accumulator);
   const Failures f = capture([&] { EXPECT_NUMFID_CONSISTENT(r); });

@@ -134,6 +134,13 @@ struct TolArgs {
 
 int run_tol(const TolArgs& t) {
   if (t.k <= 0) throw UsageError("--k: the reduction length K must be a positive integer");
+  refuse_tol_options(t.op, {.addend = t.addend,
+                            .ref_profile = !t.ref_profile.empty(),
+                            .target_profile = !t.target_profile.empty(),
+                            .eps = t.eps != 1e-5,
+                            .variance = t.variance != "any",
+                            .norm_form = t.norm_form != "centred",
+                            .softmax = t.softmax != "textbook"});
   if (const auto row_op = find_row_op(t.op)) {  // a row/elementwise op: the derivation for rows of K
     RowCheckOptions o;
     set_row_method_options(o, t.variance, t.norm_form);

@@ -467,6 +467,13 @@ PYBIND11_MODULE(_numfid, m) {
          const std::string& target_profile, double eps, const std::string& variance, const std::string& softmax,
          const std::string& norm_form) {
         return without_gil([&] {
+          refuse_tol_options(op, {.addend = addend,
+                                  .ref_profile = !ref_profile.empty(),
+                                  .target_profile = !target_profile.empty(),
+                                  .eps = eps != 1e-5,
+                                  .variance = variance != "any",
+                                  .norm_form = norm_form != "centred",
+                                  .softmax = softmax != "textbook"});
           if (const auto row_op = find_row_op(op)) {  // the same call as `numfid tol OP`
             if (k <= 0) throw InputError("k: the row length must be a positive integer");
             RowCheckOptions o;

@@ -534,6 +534,7 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
   else matmul_dims(detail::shape_of(A), detail::shape_of(B), &cs);
   const TensorData* D = mr.addend ? &*mr.addend : nullptr;
   const std::int64_t M = mr.dims.m, K = mr.dims.k, N = mr.dims.n;
+  detail::refuse_options_of_other_ops(claim, false, mr.rowwise_dot ? "check dot" : "check matmul");
   const ClaimSetup s = detail::make_claim(claim, K, D != nullptr, true);
   detail::ParallelArray<ReferenceElement> ref(static_cast<std::int64_t>(mr.elements.size()));  // first touched on every core
   detail::parallel_for(static_cast<std::int64_t>(ref.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
@@ -609,6 +610,7 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
 
 CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, const ClaimSpec& claim, int worst) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
+  detail::refuse_options_of_other_ops(claim, false, "check sum");
   const FormatSpec& fin = *claim.in;
   const FormatSpec& fout = *claim.out;
   expect_format(X, fin, "X");
@@ -773,6 +775,7 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
                                  "bound derived from it), or the claimed accuracy with --ulps N (0.5 = correctly rounded)",
                                  name));
   validate_row_options(op, opt, fmt::format("check {}", name));
+  detail::refuse_options_of_other_ops(claim, true, fmt::format("check {}", name));
   const FormatSpec& fin = *claim.in;
   const FormatSpec& fout = *claim.out;
   const FormatSpec& fparam = opt.param_format ? *opt.param_format : fin;

@@ -380,6 +380,16 @@ struct ToleranceOptions {
   std::optional<ClaimSpec> ref_claim;   ///< cross-platform: bound |out_A - out_B| (A = ref_claim, B = claim)
 };
 
+/// Which of `tol`'s options a request gives (the CLI's flags, Python's keywords; `false` for a
+/// default value): each op takes some of them, and one given to an op that does not take it is
+/// refused (InputError naming it) instead of being ignored.
+struct TolRequest {
+  bool addend = false, ref_profile = false, target_profile = false;  ///< matmul, dot, sum
+  bool eps = false, variance = false, norm_form = false;             ///< layernorm (eps: rmsnorm too)
+  bool softmax = false;                                              ///< softmax, log_softmax
+};
+void refuse_tol_options(std::string_view op, const TolRequest& r);
+
 /// The bounds `claim` implies for `op` ("matmul", "dot" or "sum") over k terms.
 ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim, const ToleranceOptions& opt = {});
 

@@ -27,6 +27,13 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
 void set_same_sign_equivalents(ToleranceResult& t, double coef_det, double coef_prob, double absolute, double out_rel,
                                double eta_out);
 
+/// InputError where a reduction's claim (matmul, dot, sum) states a row op's arithmetic
+/// (--compute, --fn-ulps, --fn-abs), or a row op's claim states a reduction's accumulation
+/// (--plan, --profile, --acc, --acc-rounding, --products-rounded, --ftz, --daz, --zero-start,
+/// --cast, --in-b, --probabilistic-defects): such an option would be ignored, so the claim
+/// would not say what is judged. `command` names the caller ("check softmax", "tol matmul").
+void refuse_options_of_other_ops(const ClaimSpec& claim, bool row_op, std::string_view command);
+
 /// The judgement options the claim asks for.
 JudgeOptions judge_options(const ClaimSpec& claim, int worst, bool reduction);
 

@@ -258,6 +258,38 @@ ClaimSpec claim_with_profile(const ClaimSpec& c, std::string_view profile) {
   return p;
 }
 
+namespace detail {
+void refuse_options_of_other_ops(const ClaimSpec& c, bool row_op, std::string_view command) {
+  const ClaimSpec plain;
+  const char* given = nullptr;
+  if (row_op) {
+    if (c.plan) given = "--plan";
+    else if (c.profile) given = "--profile";
+    else if (c.acc != plain.acc) given = "--acc";
+    else if (c.acc_rounding != plain.acc_rounding) given = "--acc-rounding";
+    else if (c.products_rounded) given = "--products-rounded";
+    else if (c.acc_ftz) given = "--ftz";
+    else if (c.acc_daz) given = "--daz";
+    else if (c.acc_zero_start) given = "--zero-start";
+    else if (c.cast) given = "--cast";
+    else if (c.in_b) given = "--in-b";
+    else if (c.probabilistic_defects) given = "--probabilistic-defects";
+    if (given)
+      throw InputError(fmt::format("{}: {} belongs to a reduction's claim (matmul, dot, sum); a row or elementwise "
+                                   "op's arithmetic is --compute F [--fn-ulps N] [--fn-abs E], or --ulps N",
+                                   command, given));
+    return;
+  }
+  if (c.compute) given = "--compute";
+  else if (c.fn_ulps != plain.fn_ulps) given = "--fn-ulps";
+  else if (c.fn_abs != plain.fn_abs) given = "--fn-abs";
+  if (given)
+    throw InputError(fmt::format("{}: {} states a row or elementwise op's arithmetic; a reduction's is --acc, "
+                                 "--acc-rounding, --plan or --profile",
+                                 command, given));
+}
+}  // namespace detail
+
 ClaimSpec parse_claim_with_profile(std::string_view text, std::string_view profile) {
   const std::vector<std::string> tokens = tokenize(text);
   std::string kept;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/error.h"
+#include "tolerances/check_detail.h"
 
 namespace numfid {
 
@@ -890,6 +891,7 @@ ToleranceResult row_tolerance(RowOp op, const ClaimSpec& claim, std::size_t n, c
   if (!claim.compute)
     throw InputError(fmt::format("tol {}: give the arithmetic with --compute F (the bound is derived from it)", row_op_name(op)));
   validate_row_options(op, opt, fmt::format("tol {}", row_op_name(op)));
+  detail::refuse_options_of_other_ops(claim, true, fmt::format("tol {}", row_op_name(op)));
   const RowClaim rc = row_claim(claim, opt);
   ToleranceResult r;
   r.op = std::string(row_op_name(op));

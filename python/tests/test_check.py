@@ -188,8 +188,25 @@ def test_tol_of_a_row_op_takes_the_row_options_and_says_its_bounds_are_per_eleme
                            "--norm-form", "shifted", "--eps", "1e-06").stdout
     with pytest.raises(ValueError, match="give the arithmetic with --compute"):
         numfid.tol("softmax", "--in fp32 --out fp32 --ulps 1", 16)
-    with pytest.raises(ValueError, match="norm-form shifted is a layernorm form"):
+    with pytest.raises(ValueError, match="tol softmax: --norm-form does not apply to softmax"):
         numfid.tol("softmax", "--in fp32 --compute fp32 --out fp32", 16, norm_form="shifted")
+    # Options an op does not take are refused, as by the CLI (one library call serves both).
+    for op, claim, kw, flag in (("matmul", "--in bf16 --out bf16", {"eps": 0.1}, "--eps"),
+                                ("exp", "--in bf16 --compute fp32 --out bf16", {"softmax": "online"}, "--softmax"),
+                                ("layernorm", "--in bf16 --compute fp32 --out bf16", {"addend": True}, "--addend"),
+                                ("softmax", "--in bf16 --compute fp32 --out bf16", {"ref_profile": "trn2"}, "--ref-profile")):
+        with pytest.raises(ValueError, match=f"tol {op}: {flag} does not apply to {op}"):
+            numfid.tol(op, claim, 16, **kw)
+    # A claim option of the other kind of op is refused by the library (check and tol alike).
+    with pytest.raises(ValueError, match="tol layernorm: --acc belongs to a reduction's claim"):
+        numfid.tol("layernorm", "--in bf16 --acc bf16 --compute fp32 --out bf16", 16)
+    with pytest.raises(ValueError, match="tol matmul: --compute states a row or elementwise op's arithmetic"):
+        numfid.tol("matmul", "--in bf16 --compute fp32 --out bf16", 16)
+    x = np.zeros((2, 4), np.float32)
+    with pytest.raises(ValueError, match="check softmax: --plan belongs to a reduction's claim"):
+        numfid.check("softmax", "--in fp32 --plan sequential --compute fp32 --out fp32", x=x, c=x)
+    with pytest.raises(ValueError, match="check matmul: --compute states a row or elementwise op's arithmetic"):
+        numfid.check_matmul(x, x.T, np.zeros((2, 2), np.float32), "--in fp32 --compute fp32 --out fp32")
 
 
 def test_a_profile_refuses_accumulator_options_but_a_reference_profile_replaces_them(cli, data):

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "formats/error.h"
+#include "formats/ulp.h"
 #include "tolerances/parallel_detail.h"
 
 namespace numfid {
@@ -202,7 +203,21 @@ void bias_rule(Verdict& v, const Claim& claim, std::span<const ElementReport> al
           const double ulp = ulp_at(f, e.exact);
           const double r = std::max(0.0, e.prob_bound - 0.5 * ulp);
           if (!(r < 0.5 * ulp)) continue;  // the element's own error may cross a boundary: no last-bit evidence
-          x.push_back({e.exact, std::copysign(1.0, e.exact) * (e.value - rn) / ulp, 2 * r / ulp});
+          // A legal output differs from RN(exact) only where the reduction's own error (at most r)
+          // can carry the computed value across a rounding boundary of the output next to the
+          // exact value: that element may lean by one ulp, any other by none. Counted per
+          // element on the data's own exact values — not as the chance 2r/ulp of a value placed
+          // at random in its ulp: structured data put exact values next to a midpoint (an fp32
+          // sum that lands on a bf16 tie and breaks it to even; SelfConsistency found one).
+          const auto midpoint = [&](std::optional<Bits> next, double fallback) {
+            const double neighbour = next ? to_double(f, *next) : NAN;
+            return std::isfinite(neighbour) ? (rn + neighbour) / 2 : fallback;
+          };
+          const double below = midpoint(next_down(f, ref[i].rounded), rn - 0.5 * ulp);
+          const double above = midpoint(next_up(f, ref[i].rounded), rn + 0.5 * ulp);
+          const double distance = std::min(std::fabs(e.exact - below), std::fabs(above - e.exact));
+          const bool may_cross = distance <= r + std::fabs(e.exact) * 0x1p-50;  // the exact value as a double
+          x.push_back({e.exact, std::copysign(1.0, e.exact) * (e.value - rn) / ulp, may_cross ? 1.0 : 0.0});
         }
       });
   std::sort(obs.begin(), obs.end(), [](const Obs& x, const Obs& y) { return x.exact < y.exact; });

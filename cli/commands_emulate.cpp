@@ -79,7 +79,10 @@ int run_emulate_sum(const EmulateSumArgs& e) {
   if (!claim.plan == !claim.profile) throw UsageError("give exactly one of --plan P or --profile NAME");
   check_emulate_output(e.output, {{e.x, "--x"}});
   const TensorData X = operand_values(read_operand(e.x, "--x"), *claim.in, "--x");
-  return write_emulated(e.output, emulate_sum(X, e.axis, claim), claim, *claim.in);
+  const int rc = write_emulated(e.output, emulate_sum(X, e.axis, claim), claim, *claim.in);
+  if (const std::string note = numpy_strided_axis_note(X, e.axis, claim); !note.empty())
+    fmt::print(stderr, "numfid emulate: {}\n", note);
+  return rc;
 }
 
 void add_emulate_options(CLI::App& app, EmulateArgs& e) {

@@ -276,11 +276,16 @@ py::tuple emulate(const std::string& op, const std::string& claim_text, const py
 py::tuple emulate_sum_array(const std::string& claim_text, const py::object& x, int axis, bool bits) {
   const std::optional<Operand> X = operand(x);
   require(X, "sum", "x");
+  std::string note;
   const TensorData d = without_gil([&] {
     const ClaimSpec claim = claim_with_files(claim_text);
-    return emulate_sum(tensor_data(X->tensor, *claim.in), axis, claim);
+    const TensorData xd = tensor_data(X->tensor, *claim.in);
+    TensorData r = emulate_sum(xd, axis, claim);
+    note = numpy_strided_axis_note(xd, axis, claim);
+    return r;
   });
-  return tensor_result(d, bits);
+  py::tuple t = tensor_result(d, bits);
+  return py::make_tuple(t[0], t[1], note);
 }
 
 py::tuple convert_array(const py::object& x, const std::string& from, const std::string& to, const std::string& rounding,

@@ -608,6 +608,21 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
 
 }  // namespace
 
+std::string numpy_strided_axis_note(const TensorData& x, int axis, const ClaimSpec& claim) {
+  // numpy sums pairwise only along an array's contiguous axis; along another axis of a C-order
+  // array its reduction adds the slices one by one (measured: bit for bit the sequential plan).
+  const ReductionPlan* plan = claim.plan                                                   ? &*claim.plan
+                              : claim.profile && claim.profile->model == ProfileModel::plan ? &claim.profile->reduction.plan
+                                                                                           : nullptr;
+  if (!plan || plan->inner != InnerOrder::numpy || x.shape.empty()) return {};
+  const detail::SumAxes ax = detail::sum_axes(x, axis);
+  if (ax.inner <= 1 || ax.len <= 1) return {};
+  return fmt::format("note: the numpy plan is np.sum along a contiguous axis; axis {} of a C-order {} array is strided, "
+                     "and numpy adds its slices one by one there (--plan sequential; pairwise only for an array that "
+                     "was F-order or transposed when summed)",
+                     ax.axis, shape_text(x.shape));
+}
+
 CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, const ClaimSpec& claim, int worst) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   detail::refuse_options_of_other_ops(claim, false, "check sum");
@@ -649,18 +664,9 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
                            ref[static_cast<std::size_t>(e)] = reference(acc, fout);
                          }
                        });
-  // numpy sums pairwise only along an array's contiguous axis; along another axis of a C-order
-  // array its reduction adds the slices one by one (measured: bit for bit the sequential plan).
-  const ReductionPlan* plan = claim.plan                                                   ? &*claim.plan
-                              : claim.profile && claim.profile->model == ProfileModel::plan ? &claim.profile->reduction.plan
-                                                                                           : nullptr;
-  const bool numpy_strided = plan && plan->inner == InnerOrder::numpy && inner > 1 && len > 1;
-  if (numpy_strided)
-    b.derivation.push_back(fmt::format(
-        "note: the numpy plan is np.sum along a contiguous axis; axis {} of a C-order {} array is strided, and numpy "
-        "adds its slices one by one there (--plan sequential; pairwise only for an array that was F-order or "
-        "transposed when summed)",
-        ax.axis, shape_text(X.shape)));
+  const std::string numpy_note = numpy_strided_axis_note(X, axis_in, claim);
+  const bool numpy_strided = !numpy_note.empty();
+  if (numpy_strided) b.derivation.push_back(numpy_note);
   Verdict v = judge(s.claim, b, C.values, ref, {outer, inner}, detail::judge_options(claim, worst, true));
   CheckResult r = detail::finish("sum", s, claim, std::move(b), std::move(v), inner > 1);
   if (claim.expect_bit_exact) {  // the plan's own sum, as `emulate sum` computes it

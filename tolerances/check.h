@@ -406,6 +406,13 @@ TensorData emulate_dot(const TensorData& a, const TensorData& b, const std::opti
 /// profile (a tensor-core or Tensor Engine profile has no sum: InputError); the result has
 /// x's shape without that axis. Element e (row-major) draws stochastic stream e.
 TensorData emulate_sum(const TensorData& x, int axis, const ClaimSpec& claim);
+/// "" or a note that the claim's numpy plan (numpy's pairwise_sum, `numpy`, `blocked(T,
+/// numpy)`, the numpy-pairwise profile) does not model np.sum along this axis: numpy sums
+/// pairwise only along an array's contiguous axis and adds the slices in order along a strided
+/// one (axis 0 of a C-order matrix: the `sequential` plan, bit for bit). check sum prints it in
+/// its derivation (and verdict line where it is not consistent); emulate sum on stderr / as a
+/// Python warning.
+std::string numpy_strided_axis_note(const TensorData& x, int axis, const ClaimSpec& claim);
 
 /// What `emulate` ran, for messages: "profile trn2 v1", "plan blocked(128)",
 /// "profile nvidia-h100-tc v1: bf16->fp32 block FMA".

@@ -12,6 +12,7 @@ PyTorch tensors (float32, float16, bfloat16, float8 dtypes; other devices are co
 """
 
 import numbers as _numbers
+import warnings as _warnings
 import os as _os
 
 from . import _numfid
@@ -127,7 +128,9 @@ def emulate(op, claim_or_profile, *, a=None, b=None, c=None, x=None, axis=-1, c_
         if x is None:
             raise ValueError("numfid.emulate('sum'): x is required")
         op_x, fmt_x = _as_operand(x, "x")
-        _, values = _numfid.emulate_sum(_profile_claim(claim_or_profile, fmt_x), op_x, axis, bits)
+        _, values, note = _numfid.emulate_sum(_profile_claim(claim_or_profile, fmt_x), op_x, axis, bits)
+        if note:  # the numpy plan along a strided axis (numpy sums it in order there)
+            _warnings.warn(f"numfid.emulate('sum'): {note}", stacklevel=2)
         return values
     if a is None or b is None:
         raise ValueError(f"numfid.emulate('{op}'): a and b are required")

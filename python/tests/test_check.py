@@ -293,3 +293,11 @@ def test_numpy_sums_a_strided_axis_in_order():
     assert "note: the numpy plan is np.sum along a contiguous axis" in r.report
     r = numfid.check("sum", "--in fp32 --plan numpy --out fp32 --expect bit-exact", x=x, c=x.sum(1), axis=1)
     assert "strided" not in r.report
+    # emulate says the same (a warning; the CLI on stderr), and emulates the plan as named.
+    with pytest.warns(UserWarning, match="numpy adds its slices one by one there"):
+        e = numfid.emulate("sum", "--in fp32 --plan numpy --out fp32", x=x, axis=0)
+    assert np.array_equal(e, numfid.emulate("sum", "--in fp32 --plan numpy --out fp32", x=x.T.copy(), axis=1))
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.array_equal(numfid.emulate("sum", "--in fp32 --plan numpy --out fp32", x=x, axis=1), x.sum(1))

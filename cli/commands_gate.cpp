@@ -1,6 +1,7 @@
 // `numfid gate run FILE ...` and `numfid gate merge PART.json ...`: parse the options, call the
 // gate library (gates/gate.h), print what it returns, write the reports atomically. No
 // numerics, no rules here.
+#include <algorithm>
 #include <unistd.h>
 
 #include <cstdio>
@@ -80,7 +81,17 @@ std::pair<int, int> parse_shard(const std::string& s) {
 
 int run_gate_run(const GateRunArgs& a) {
   const Gate gate = load_gate(a.file);  // a gate-file error: InputError, exit 2 before anything runs
-  a.out.check({a.file}, "the gate file");
+  // No report may replace the gate file, an included one or an operand a case reads.
+  std::vector<std::string> inputs{a.file};
+  for (const GateCase& c : gate.cases) {
+    inputs.push_back(c.file);
+    for (const std::optional<std::string>* f : {&c.a, &c.b, &c.c, &c.x, &c.ref, &c.addend, &c.rerun, &c.scale_a,
+                                                &c.scale_b, &c.out_scale, &c.gamma, &c.beta})
+      if (*f) inputs.push_back(**f);
+  }
+  std::sort(inputs.begin(), inputs.end());
+  inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
+  a.out.check(inputs, "a file the gate reads");
   GateRunOptions o;
   o.worst = a.worst;
   o.jobs = a.jobs;

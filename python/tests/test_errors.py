@@ -142,7 +142,9 @@ def test_an_output_onto_an_input_is_refused_and_the_input_kept(cli, data_dir, tm
                     "    a: a.npy\n    b: b.npy\n    c: c_sequential_fp32acc.npy\n")
     text = gate.read_text()
     r = cli("gate", "run", gate, "--markdown", tmp_path / "." / "g.yaml")
-    assert r.returncode == 2 and "--markdown" in r.stderr and "is the gate file" in r.stderr, r.stderr
+    assert r.returncode == 2 and "--markdown" in r.stderr and "is a file the gate reads" in r.stderr, r.stderr
+    r = cli("gate", "run", gate, "--json", tmp_path / "a.npy")  # an operand of a case
+    assert r.returncode == 2 and "is a file the gate reads" in r.stderr, r.stderr
     r = cli("gate", "run", gate, "--json", tmp_path / "r.json", "--junit", tmp_path / "r.json")
     assert r.returncode == 2 and "is the file of --junit" in r.stderr, r.stderr
     assert gate.read_text() == text and not (tmp_path / "r.json").exists()

@@ -227,6 +227,23 @@ class DumpDir : public ::testing::Test {
   std::optional<std::string> old_;
 };
 
+/// Runs a printed `numfid ...` command with the CLI built alongside (where there is one) and
+/// expects its exit code.
+void expect_cli_exit([[maybe_unused]] const std::string& cmd, [[maybe_unused]] int want) {
+#ifdef NUMFID_CLI
+  const std::string run = std::string(NUMFID_CLI) + cmd.substr(std::string("numfid").size()) + " > /dev/null";
+  const int status = std::system(run.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << run;
+  EXPECT_EQ(WEXITSTATUS(status), want) << run;
+#endif
+}
+
+/// The `numfid COMMAND ...` line a failure message prints for a Checked (empty if absent).
+std::string printed_command(const std::string& message, const std::string& command) {
+  const auto at = message.find("    numfid " + command + " ");
+  return at == std::string::npos ? std::string() : message.substr(at + 4, message.find('\n', at) - at - 4);
+}
+
 TEST_F(DumpDir, WritesOperandsAndTheCommandLine) {
   const Operands o = operands(8, 256, 8);
   const std::vector<std::uint16_t> c = k::gemm(o.a, o.b, o.M, o.K, o.N, 16, k::GemmDefect::bf16_accumulator);
@@ -248,13 +265,7 @@ TEST_F(DumpDir, WritesOperandsAndTheCommandLine) {
     EXPECT_EQ(back.shape, t->shape) << file;
     EXPECT_EQ(numfid::tensor_values(back, numfid::bf16), t->values) << file;
   }
-#ifdef NUMFID_CLI
-  // The printed command reproduces the verdict: exit code 1 (defect).
-  const std::string run = std::string(NUMFID_CLI) + cmd.substr(std::string("numfid").size()) + " > /dev/null";
-  const int status = std::system(run.c_str());
-  ASSERT_TRUE(WIFEXITED(status)) << run;
-  EXPECT_EQ(WEXITSTATUS(status), 1) << run;
-#endif
+  expect_cli_exit(cmd, 1);  // the printed command reproduces the verdict (defect)
 }
 
 TEST_F(DumpDir, RowOpsAndSumsReproduceToo) {
@@ -274,16 +285,10 @@ TEST_F(DumpDir, RowOpsAndSumsReproduceToo) {
     const Failures f = capture([&] { EXPECT_NUMFID_CONSISTENT(*c); });
     ASSERT_EQ(f.size(), 1u);
     const std::string m = f.all();
-    const auto at = m.find("    numfid " + c->command + " ");
-    ASSERT_NE(at, std::string::npos) << m;
-    const std::string cmd = m.substr(at + 4, m.find('\n', at) - at - 4);
+    const std::string cmd = printed_command(m, c->command);
+    ASSERT_FALSE(cmd.empty()) << m;
     EXPECT_THAT(cmd, HasSubstr(c->claim_text));
-#ifdef NUMFID_CLI
-    const std::string run = std::string(NUMFID_CLI) + cmd.substr(std::string("numfid").size()) + " > /dev/null";
-    const int status = std::system(run.c_str());
-    ASSERT_TRUE(WIFEXITED(status)) << run;
-    EXPECT_EQ(WEXITSTATUS(status), 1) << run;
-#endif
+    expect_cli_exit(cmd, 1);  // the printed command reproduces the verdict (defect)
   }
 }
 
@@ -308,16 +313,10 @@ TEST_F(DumpDir, RowOptionsAreInTheCommand) {
   const Failures f = capture([&] { EXPECT_NUMFID_CONSISTENT(soft); });
   ASSERT_EQ(f.size(), 1u);
   const std::string m = f.all();
-  const auto at = m.find("    numfid " + soft.command + " ");
-  ASSERT_NE(at, std::string::npos) << m;
-  const std::string cmd = m.substr(at + 4, m.find('\n', at) - at - 4);
+  const std::string cmd = printed_command(m, soft.command);
+  ASSERT_FALSE(cmd.empty()) << m;
   EXPECT_THAT(cmd, HasSubstr(" --axis 0"));
-#ifdef NUMFID_CLI
-  const std::string run = std::string(NUMFID_CLI) + cmd.substr(std::string("numfid").size()) + " > /dev/null";
-  const int status = std::system(run.c_str());
-  ASSERT_TRUE(WIFEXITED(status)) << run;
-  EXPECT_EQ(WEXITSTATUS(status), 1) << run;
-#endif
+  expect_cli_exit(cmd, 1);  // the printed command reproduces the verdict (defect)
   numfid::RowCheckOptions ln;
   numfid::set_row_method_options(ln, "rowwise-moments(16)", "shifted");
   const numfid::testing::Checked norm = numfid::testing::check_rows(numfid::RowOp::layernorm, Xt, Xt,

@@ -542,7 +542,8 @@ TEST(ReadInput, AZipArchiveIsNamedAsSuch) {
   TempDir dir;
   for (const char* name : {"x.npz", "x.pt", "x.safetensors"}) {
     SCOPED_TRACE(name);
-    write_file_atomically(dir / name, std::string_view("PK\x03\x04\x14\x00\x00\x00 the rest of a zip", 30));
+    static constexpr char zip[] = "PK\x03\x04\x14\x00\x00\x00 the rest of a zip";
+    write_file_atomically(dir / name, std::string_view(zip, sizeof zip - 1));
     expect_input_error([&] { (void)read_tensor(dir / name); },
                        (dir / name).string() + ": a zip archive (numpy .npz or torch.save), not a .npy or safetensors file");
   }

@@ -21,7 +21,7 @@ struct EmulateArgs {
 
 /// Refuses an --output that is not .npy/.safetensors, cannot be written or is one of the
 /// command's inputs, before any work.
-void check_emulate_output(const std::string& output, std::initializer_list<NamedFile> inputs) {
+void check_emulate_output(const std::string& output, const std::vector<NamedFile>& inputs) {
   if (!output.ends_with(".npy") && !output.ends_with(".safetensors"))
     throw UsageError(fmt::format("--output {}: the file name must end in .npy or .safetensors", output));
   check_output(output, "--output", inputs);

@@ -37,9 +37,10 @@ struct ReportArgs {
     for (std::size_t i = 0; i < std::size(outputs); ++i) {
       const auto& [path, option] = outputs[i];
       if (path->empty()) continue;
-      for (const std::string& in : inputs) check_output(*path, option, {{in, what}});
-      for (std::size_t j = 0; j < i; ++j) check_output(*path, option, {{*outputs[j].first, outputs[j].second}});
-      check_output(*path, option);
+      std::vector<NamedFile> others;
+      for (const std::string& in : inputs) others.push_back({in, what});
+      for (std::size_t j = 0; j < i; ++j) others.push_back({*outputs[j].first, outputs[j].second});
+      check_output(*path, option, others);
     }
   }
 

@@ -35,12 +35,10 @@ TensorData load_operand(const std::string& spec, const FormatSpec& declared, con
 }
 
 namespace {
-/// Do two paths name one file? The same path once normalised (the output may not exist yet),
-/// or, where both exist, the same file (links).
-bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+/// Does `b` name the file `a` (weakly_canonical(a) = `ca`, given once)? The same path once
+/// normalised (the output may not exist yet), or, where both exist, the same file (links).
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& ca, const std::filesystem::path& b) {
   std::error_code ec;
-  const auto ca = std::filesystem::weakly_canonical(a, ec);
-  if (ec) return false;
   const auto cb = std::filesystem::weakly_canonical(b, ec);
   if (ec) return false;
   if (ca == cb) return true;
@@ -49,10 +47,12 @@ bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
 }
 }  // namespace
 
-void check_output(const std::string& path, const char* what, std::initializer_list<NamedFile> others) {
+void check_output(const std::string& path, const char* what, const std::vector<NamedFile>& others) {
+  std::error_code ec;
+  const auto canonical = std::filesystem::weakly_canonical(path, ec);
   for (const NamedFile& o : others) {
-    if (o.spec.empty()) continue;
-    if (same_file(path, parse_tensor_spec(o.spec).path))
+    if (o.spec.empty() || ec) continue;
+    if (same_file(path, canonical, parse_tensor_spec(o.spec).path))
       throw UsageError(fmt::format("{} {}: is {}{} ({}); writing it would replace that file: name another one", what,
                                    path, std::string_view(o.what).starts_with("--") ? "the file of " : "", o.what, o.spec));
   }

@@ -33,7 +33,7 @@ struct NamedFile {
 /// Checks before any work that `path` can be written (io/atomic_file.h check_output_path) and
 /// is none of `others` (the command's inputs and other outputs: `--json a.npy` would replace the
 /// operand A with the verdict); UsageError naming `what` (the option) otherwise.
-void check_output(const std::string& path, const char* what, std::initializer_list<NamedFile> others = {});
+void check_output(const std::string& path, const char* what, const std::vector<NamedFile>& others = {});
 
 /// Writes `text` to `path` all or nothing (io/atomic_file.h); UsageError naming `what` (the
 /// option) otherwise.

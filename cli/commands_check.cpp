@@ -95,11 +95,19 @@ int run_check_sum(const SumArgs& a) {
 
 struct RowArgs {
   RowOp op = RowOp::softmax;
+  const CLI::App* app = nullptr;  ///< the op's subcommand: which options were given
   ClaimOptions claim;
-  std::string x, c, json, gamma, beta, param_format, variance = "any", softmax = "textbook", norm_form = "centred";
-  double eps = 1e-5;
-  int worst = 8, axis = -1;
+  std::string x, c, json, gamma, beta, param_format, variance, softmax, norm_form;
+  double eps = RowCheckOptions{}.eps;
+  int worst = 8, axis = RowCheckOptions{}.axis;
 };
+
+/// `value` if the option `name` was given on the command line (even at its default), else nothing.
+template <class T>
+std::optional<T> given(const CLI::App& app, const char* name, const T& value) {
+  const CLI::Option* o = app.get_option_no_throw(name);
+  return o != nullptr && o->count() > 0 ? std::optional<T>(value) : std::nullopt;
+}
 
 int run_check_rows(const RowArgs& a) {
   const ClaimSpec claim = a.claim.parse();
@@ -108,13 +116,16 @@ int run_check_rows(const RowArgs& a) {
   const FormatSpec& fin = *claim.in;
   const TensorData X = load_operand(a.x, fin, "--x"), C = load_operand(a.c, *claim.out, "--c");
   RowCheckOptions o;
-  o.eps = a.eps;
   o.worst = a.worst;
-  o.axis = a.axis;
-  const FormatSpec& fparam = a.param_format.empty() ? fin : format_named(a.param_format);
-  o.param_format = &fparam;
-  set_row_method_options(o, a.variance, a.norm_form);
-  o.softmax = softmax_method_named(a.softmax);
+  const CLI::App& app = *a.app;
+  apply_row_options(o, a.op,
+                    {.axis = given(app, "--axis", a.axis),
+                     .eps = given(app, "--eps", a.eps),
+                     .variance = given(app, "--variance", a.variance),
+                     .norm_form = given(app, "--norm-form", a.norm_form),
+                     .softmax = given(app, "--softmax", a.softmax),
+                     .param_format = given(app, "--param-format", a.param_format)});
+  const FormatSpec& fparam = o.param_format != nullptr ? *o.param_format : fin;
   if (!a.gamma.empty()) o.gamma = load_operand(a.gamma, fparam, "--gamma");
   if (!a.beta.empty()) o.beta = load_operand(a.beta, fparam, "--beta");
   return report(check_rows(a.op, X, C, claim, o), a.json);
@@ -124,39 +135,25 @@ int run_check_rows(const RowArgs& a) {
 
 struct TolArgs {
   std::string op = "matmul";
+  const CLI::App* app = nullptr;
   ClaimOptions claim;
-  std::string variance = "any", softmax = "textbook", norm_form = "centred";
-  double eps = 1e-5;
+  std::string variance, softmax, norm_form;
+  double eps = RowCheckOptions{}.eps;
   std::int64_t k = 0;
   bool addend = false, json = false;
   std::string ref_profile, target_profile;
 };
 
 int run_tol(const TolArgs& t) {
-  if (t.k <= 0) throw UsageError("--k: the reduction length K must be a positive integer");
-  refuse_tol_options(t.op, {.addend = t.addend,
-                            .ref_profile = !t.ref_profile.empty(),
-                            .target_profile = !t.target_profile.empty(),
-                            .eps = t.eps != 1e-5,
-                            .variance = t.variance != "any",
-                            .norm_form = t.norm_form != "centred",
-                            .softmax = t.softmax != "textbook"});
-  if (const auto row_op = find_row_op(t.op)) {  // a row/elementwise op: the derivation for rows of K
-    RowCheckOptions o;
-    set_row_method_options(o, t.variance, t.norm_form);
-    o.softmax = softmax_method_named(t.softmax);
-    o.eps = t.eps;
-    const ToleranceResult r = row_tolerance(*row_op, t.claim.parse(), static_cast<std::size_t>(t.k), o);
-    fmt::print("{}", t.json ? r.json() : r.text());
-    return exit_ok;
-  }
-  // scale files: their values do not enter the bound
-  const ClaimSpec claim =
-      t.target_profile.empty() ? t.claim.parse() : parse_claim_with_profile(t.claim.text(), t.target_profile);
-  ToleranceOptions o;
-  o.addend = t.addend;
-  if (!t.ref_profile.empty()) o.ref_claim = claim_with_profile(t.claim.parse(), t.ref_profile);
-  const ToleranceResult r = tolerance(t.op, t.k, claim, o);
+  const CLI::App& app = *t.app;
+  const ToleranceResult r = tol(t.op, t.claim.text(), t.k,
+                                {.addend = t.addend,
+                                 .ref_profile = given(app, "--ref-profile", t.ref_profile),
+                                 .target_profile = given(app, "--target-profile", t.target_profile),
+                                 .eps = given(app, "--eps", t.eps),
+                                 .variance = given(app, "--variance", t.variance),
+                                 .norm_form = given(app, "--norm-form", t.norm_form),
+                                 .softmax = given(app, "--softmax", t.softmax)});
   fmt::print("{}", t.json ? r.json() : r.text());
   return exit_ok;
 }
@@ -172,14 +169,19 @@ Command add_check_command(CLI::App& parent) {
   auto sum = std::make_shared<SumArgs>();
   auto rows = std::make_shared<RowArgs>();
   // matmul and the row-wise dot take the same options; only the shapes differ.
+  // Which op takes which option: the library's table (check_takes), as gate files and Python.
   const auto reduction_options = [](CLI::App* c, MatmulArgs& a, const char* out_shape) {
+    const auto takes = [&](std::string_view option) { return check_takes(c->get_name(), option); };
     c->add_option("--a", a.a, "A (.npy or FILE.safetensors:NAME)")->required();
     c->add_option("--b", a.b, "B")->required();
     c->add_option("--c", a.c, fmt::format("the output to judge ({})", out_shape))->required();
-    c->add_option("--addend", a.addend, fmt::format("the addend the kernel added ({})", out_shape));
-    c->add_option("--addend-format", a.addend_format, "format of the addend (default: the accumulator's)");
-    c->add_option("--ref", a.ref, "judge the output against this reference output of another platform instead of the exact result");
-    c->add_option("--ref-profile", a.ref_profile, "the profile of the platform that produced --ref");
+    if (takes("addend")) c->add_option("--addend", a.addend, fmt::format("the addend the kernel added ({})", out_shape));
+    if (takes("addend_format"))
+      c->add_option("--addend-format", a.addend_format, "format of the addend (default: the accumulator's)");
+    if (takes("ref"))
+      c->add_option("--ref", a.ref,
+                    "judge the output against this reference output of another platform instead of the exact result");
+    if (takes("ref_profile")) c->add_option("--ref-profile", a.ref_profile, "the profile of the platform that produced --ref");
     c->add_option("--json", a.json, "also write the verdict as JSON");
     c->add_option("--worst", a.worst, "elements to list")->check(CLI::Range(0, 1 << 30))->capture_default_str();
     a.claim.declare(*c, ClaimKind::reduction);
@@ -191,7 +193,8 @@ Command add_check_command(CLI::App& parent) {
   CLI::App* s = app->add_subcommand("sum", "C = sum of X along an axis");
   s->add_option("--x", sum->x, "X")->required();
   s->add_option("--c", sum->c, "the output to judge")->required();
-  s->add_option("--axis", sum->axis, "axis summed (negative counts from the end)")->capture_default_str();
+  if (check_takes("sum", "axis"))
+    s->add_option("--axis", sum->axis, "axis summed (negative counts from the end)")->capture_default_str();
   s->add_option("--json", sum->json, "also write the verdict as JSON");
   s->add_option("--worst", sum->worst, "elements to list")->check(CLI::Range(0, 1 << 30))->capture_default_str();
   sum->claim.declare(*s, ClaimKind::reduction);
@@ -211,27 +214,29 @@ Command add_check_command(CLI::App& parent) {
     rows->claim.declare_option(*r, "--ulps", "or: claimed accuracy in output ulps at the exact value (0.5 = correctly rounded)");
     r->add_option("--json", rows->json, "also write the verdict as JSON");
     r->add_option("--worst", rows->worst, "elements to list")->check(CLI::Range(0, 1 << 30))->capture_default_str();
-    if (op == RowOp::softmax || op == RowOp::log_softmax || op == RowOp::layernorm || op == RowOp::rmsnorm)
+    // Which op takes which option: the library's table (check_takes), as gate files and Python.
+    const auto takes = [&](std::string_view option) { return check_takes(name, option); };
+    if (takes("axis"))
       r->add_option("--axis", rows->axis,
                     "the axis the op runs along (negative counts from the end; PyTorch's dim): moved last, reported "
                     "indices are [row, position along it]")
           ->capture_default_str();
-    if (op == RowOp::softmax || op == RowOp::log_softmax)
+    if (takes("softmax"))
       r->add_option("--softmax", rows->softmax,
-                    "with --compute: textbook (max, then Σ exp) or online (running max and rescaled sum, any merge tree)")
-          ->capture_default_str();
-    if (op == RowOp::layernorm || op == RowOp::rmsnorm) {
+                    "with --compute: textbook (max, then Σ exp; the default) or online (running max and rescaled sum, "
+                    "any merge tree)");
+    if (takes("eps"))
       r->add_option("--eps", rows->eps, "epsilon added to the variance, inside the square root")->capture_default_str();
-      r->add_option("--gamma", rows->gamma, "scale, 1-D, one per column");
-      if (op == RowOp::layernorm) r->add_option("--beta", rows->beta, "shift, 1-D, one per column");
-      r->add_option("--param-format", rows->param_format, "format of gamma/beta (default: --in)");
-      if (op == RowOp::layernorm)
-        r->add_option("--variance", rows->variance, "with --compute: two-pass, welford, sumsq, any (those three), chan (Welford runs merged by Chan's update in any tree) or rowwise-moments(V) (PyTorch CPU's tree, V lanes)")
-            ->capture_default_str();
-      if (op == RowOp::layernorm)
-        r->add_option("--norm-form", rows->norm_form, "with --compute: centred ((x - μ)·r) or shifted (x·r + b, b = -r·μ rounded: PyTorch CPU)")
-            ->capture_default_str();
-    }
+    if (takes("gamma")) r->add_option("--gamma", rows->gamma, "scale, 1-D, one per column");
+    if (takes("beta")) r->add_option("--beta", rows->beta, "shift, 1-D, one per column");
+    if (takes("param_format")) r->add_option("--param-format", rows->param_format, "format of gamma/beta (default: --in)");
+    if (takes("variance"))
+      r->add_option("--variance", rows->variance,
+                    "with --compute: two-pass, welford, sumsq, any (those three; the default), chan (Welford runs "
+                    "merged by Chan's update in any tree) or rowwise-moments(V) (PyTorch CPU's tree, V lanes)");
+    if (takes("norm_form"))
+      r->add_option("--norm-form", rows->norm_form,
+                    "with --compute: centred ((x - μ)·r; the default) or shifted (x·r + b, b = -r·μ rounded: PyTorch CPU)");
     rows->claim.declare(*r, ClaimKind::rows);
     row_apps.emplace_back(r, op);
   }
@@ -242,6 +247,7 @@ Command add_check_command(CLI::App& parent) {
             for (const auto& [r, op] : row_apps)
               if (r->parsed()) {
                 rows->op = op;
+                rows->app = r;
                 return run_check_rows(*rows);
               }
             return exit_usage;
@@ -251,6 +257,7 @@ Command add_check_command(CLI::App& parent) {
 Command add_tol_command(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("tol", "tolerance calculator: the bounds a claim implies, with their derivation");
   auto t = std::make_shared<TolArgs>();
+  t->app = app;
   std::vector<std::string> ops{"matmul", "dot", "sum"};
   for (const RowOp op : row_ops()) ops.emplace_back(row_op_name(op));
   app->add_option("op", t->op, "matmul, dot, sum, or a row/elementwise op (softmax, layernorm, gelu_erf, ...: with --compute)")
@@ -260,9 +267,10 @@ Command add_tol_command(CLI::App& parent) {
   t->claim.declare_option(*app, "--compute", "row ops: the format the op computes in (fp32, bf16, fp16, fp64)");
   t->claim.declare_option(*app, "--fn-ulps", "row ops: accuracy of each elementary function in compute ulps", "1");
   t->claim.declare_option(*app, "--fn-abs", "row ops: ... and/or its absolute error");
-  app->add_option("--variance", t->variance, "layernorm: two-pass, welford, sumsq, any (those three), chan or rowwise-moments(V)")->capture_default_str();
-  app->add_option("--norm-form", t->norm_form, "layernorm: centred or shifted")->capture_default_str();
-  app->add_option("--softmax", t->softmax, "softmax/log_softmax: textbook or online")->capture_default_str();
+  app->add_option("--variance", t->variance,
+                  "layernorm: two-pass, welford, sumsq, any (those three; the default), chan or rowwise-moments(V)");
+  app->add_option("--norm-form", t->norm_form, "layernorm: centred (the default) or shifted");
+  app->add_option("--softmax", t->softmax, "softmax/log_softmax: textbook (the default) or online");
   app->add_option("--eps", t->eps, "layernorm/rmsnorm: epsilon inside the square root")->capture_default_str();
   app->add_flag("--addend", t->addend, "the sum starts from an addend C (D = C + A·B)");
   app->add_flag("--json", t->json, "print JSON instead of text");

@@ -94,22 +94,20 @@ struct GateLoader {
     if (std::find(ops.begin(), ops.end(), c.op) == ops.end())
       fail(n["op"], fmt::format("{}: unknown op '{}' (valid: {})", where, printable(c.op), detail::join_names(ops)));
     const bool reduction = c.op == "matmul" || c.op == "dot";
-    const std::optional<RowOp> row = find_row_op(c.op);
-    const bool norm = row == RowOp::layernorm || row == RowOp::rmsnorm;
-    // Which keys the op takes (required, optional); anything else present is an error.
-    std::vector<std::string> required, optional;
-    if (reduction) required = {"a", "b", "c"}, optional = {"addend", "ref", "ref_claim", "scale_a", "scale_b", "out_scale"};
-    else if (c.op == "sum") required = {"x", "c"}, optional = {"axis"};
-    else if (row == RowOp::layernorm)
-      required = {"x", "c"}, optional = {"axis", "eps", "gamma", "beta", "param_format", "variance", "norm_form"};
-    else if (row == RowOp::softmax || row == RowOp::log_softmax) required = {"x", "c"}, optional = {"axis", "softmax"};
-    else required = {"x", "c"}, optional = norm ? std::vector<std::string>{"axis", "eps", "gamma", "param_format"} : std::vector<std::string>{};
+    // Which keys the op takes: its operands, the options of the library's table (check_takes: the
+    // CLI's flags and Python's keywords follow the same) and, for a GEMM, the gate's own keys for
+    // what the CLI states with --ref-profile and claim options (a reference's claim, scale files).
+    // Anything else present is an error.
+    const std::vector<std::string> required =
+        reduction ? std::vector<std::string>{"a", "b", "c"} : std::vector<std::string>{"x", "c"};
+    const auto takes = [&](const std::string& k) {
+      if (std::find(required.begin(), required.end(), k) != required.end()) return true;
+      if (k == "ref_claim" || k == "scale_a" || k == "scale_b" || k == "out_scale") return reduction;
+      return check_takes(c.op, k);
+    };
     for (const std::string k : {"a", "b", "c", "x", "addend", "ref", "ref_claim", "axis", "eps", "gamma", "beta", "param_format", "variance",
-                              "norm_form", "softmax", "scale_a", "scale_b", "out_scale"}) {
-      const bool takes = std::find(required.begin(), required.end(), k) != required.end() ||
-                         std::find(optional.begin(), optional.end(), k) != optional.end();
-      if (n[k] && !takes) fail(n[k], fmt::format("{}: '{}' does not apply to op {}", where, k, c.op));
-    }
+                              "norm_form", "softmax", "scale_a", "scale_b", "out_scale"})
+      if (n[k] && !takes(k)) fail(n[k], fmt::format("{}: '{}' does not apply to op {}", where, k, c.op));
     for (const std::string& k : required)
       if (!n[k]) fail(n, fmt::format("{} (op {}): missing '{}'", where, c.op, k));
     const auto opt_operand = [&](const char* k) -> std::optional<std::string> {

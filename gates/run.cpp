@@ -158,19 +158,22 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
     const TensorData X = load(*c.x, *claim.in);
     C = load(*c.c, *claim.out);
     if (c.op == "sum") {
-      out.check = check_sum(X, *C, c.axis.value_or(-1), claim, options.worst);
+      out.check = check_sum(X, *C, c.axis.value_or(RowCheckOptions{}.axis), claim, options.worst);
     } else {
+      const RowOp op = *find_row_op(c.op);
       RowCheckOptions o;
       o.worst = options.worst;
-      o.axis = c.axis.value_or(-1);
-      if (c.eps) o.eps = *c.eps;
-      const FormatSpec& fparam = c.param_format ? format_named(*c.param_format) : *claim.in;
-      o.param_format = &fparam;
-      set_row_method_options(o, c.variance.value_or("any"), c.norm_form.value_or("centred"));
-      if (c.softmax) o.softmax = softmax_method_named(*c.softmax);
+      apply_row_options(o, op,
+                        {.axis = c.axis,
+                         .eps = c.eps,
+                         .variance = c.variance,
+                         .norm_form = c.norm_form,
+                         .softmax = c.softmax,
+                         .param_format = c.param_format});
+      const FormatSpec& fparam = o.param_format != nullptr ? *o.param_format : *claim.in;
       if (c.gamma) o.gamma = load(*c.gamma, fparam);
       if (c.beta) o.beta = load(*c.beta, fparam);
-      out.check = check_rows(*find_row_op(c.op), X, *C, claim, o);
+      out.check = check_rows(op, X, *C, claim, o);
     }
   }
   if (c.rerun) out.rerun_identical = identical(load(*c.rerun, *claim.out), *C, "rerun");

@@ -138,12 +138,9 @@ ClaimSpec claim_with_files(const std::string& text) {
 struct CheckArgs {
   std::string op, claim;
   py::object a, b, c, x, addend, ref, gamma, beta;
-  std::string addend_format, ref_profile;
-  int axis = -1;
-  double eps = 1e-5;
+  std::optional<std::string> addend_format, ref_profile;
   int worst = 8;
-  std::string variance = "any", softmax = "textbook", param_format;  // row ops, as the CLI's options
-  std::string norm_form = "centred";
+  RowOptionsGiven row;  ///< axis (sum too), eps, variance, softmax, param_format, norm_form: as given
 };
 
 void require(const std::optional<Operand>& o, const std::string& op, const char* name) {
@@ -181,26 +178,21 @@ CheckResult check(const CheckArgs& args) {
       const TensorData a = tensor_data(A->tensor, fa), b = tensor_data(B->tensor, fb), c = tensor_data(C->tensor, *claim.out);
       MatmulCheckOptions o;
       o.worst = args.worst;
-      if (addend)
-        o.addend = tensor_data(addend->tensor, args.addend_format.empty() ? *claim.acc : format_named(args.addend_format));
+      if (addend) o.addend = tensor_data(addend->tensor, args.addend_format ? format_named(*args.addend_format) : *claim.acc);
       if (ref) {
         o.ref = tensor_data(ref->tensor, *claim.out);
-        if (!args.ref_profile.empty()) o.ref_claim = claim_with_profile(claim, args.ref_profile);
-      } else if (!args.ref_profile.empty()) {
+        if (args.ref_profile) o.ref_claim = claim_with_profile(claim, *args.ref_profile);
+      } else if (args.ref_profile) {
         throw InputError("ref_profile= names the platform of a reference output: give that output with ref=");
       }
       return op == "dot" ? check_dot(a, b, c, claim, o) : check_matmul(a, b, c, claim, o);
     }
     const TensorData x = tensor_data(X->tensor, *claim.in), c = tensor_data(C->tensor, *claim.out);
-    if (op == "sum") return check_sum(x, c, args.axis, claim, args.worst);
+    if (op == "sum") return check_sum(x, c, args.row.axis.value_or(RowCheckOptions{}.axis), claim, args.worst);
     RowCheckOptions o;
-    o.eps = args.eps;
     o.worst = args.worst;
-    o.axis = args.axis;
-    set_row_method_options(o, args.variance, args.norm_form);
-    o.softmax = softmax_method_named(args.softmax);
-    const FormatSpec& fparam = args.param_format.empty() ? *claim.in : format_named(args.param_format);
-    o.param_format = &fparam;
+    apply_row_options(o, *row_op, args.row);
+    const FormatSpec& fparam = o.param_format != nullptr ? *o.param_format : *claim.in;
     if (gamma) o.gamma = tensor_data(gamma->tensor, fparam);
     if (beta) o.beta = tensor_data(beta->tensor, fparam);
     return check_rows(*row_op, x, c, claim, o);
@@ -451,54 +443,60 @@ PYBIND11_MODULE(_numfid, m) {
   m.def(
       "check",
       [](std::string op, std::string claim, py::object a, py::object b, py::object c, py::object x, py::object addend,
-         py::object ref, py::object gamma, py::object beta, std::string addend_format, std::string ref_profile, int axis,
-         double eps, int worst, std::string variance, std::string softmax, std::string param_format,
-         std::string norm_form) {
-        CheckArgs args{std::move(op), std::move(claim), std::move(a),    std::move(b),      std::move(c),
-                       std::move(x),  std::move(addend), std::move(ref), std::move(gamma), std::move(beta),
-                       std::move(addend_format), std::move(ref_profile), axis, eps, worst,
-                       std::move(variance), std::move(softmax), std::move(param_format), std::move(norm_form)};
+         py::object ref, py::object gamma, py::object beta, std::optional<std::string> addend_format,
+         std::optional<std::string> ref_profile, std::optional<int> axis, std::optional<double> eps, int worst,
+         std::optional<std::string> variance, std::optional<std::string> softmax,
+         std::optional<std::string> param_format, std::optional<std::string> norm_form) {
+        CheckArgs args{std::move(op),
+                       std::move(claim),
+                       std::move(a),
+                       std::move(b),
+                       std::move(c),
+                       std::move(x),
+                       std::move(addend),
+                       std::move(ref),
+                       std::move(gamma),
+                       std::move(beta),
+                       std::move(addend_format),
+                       std::move(ref_profile),
+                       worst,
+                       {.axis = axis,
+                        .eps = eps,
+                        .variance = std::move(variance),
+                        .norm_form = std::move(norm_form),
+                        .softmax = std::move(softmax),
+                        .param_format = std::move(param_format)}};
         return check(args);
       },
       py::arg("op"), py::arg("claim"), py::arg("a") = py::none(), py::arg("b") = py::none(), py::arg("c") = py::none(),
       py::arg("x") = py::none(), py::arg("addend") = py::none(), py::arg("ref") = py::none(),
-      py::arg("gamma") = py::none(), py::arg("beta") = py::none(), py::arg("addend_format") = "",
-      py::arg("ref_profile") = "", py::arg("axis") = -1, py::arg("eps") = 1e-5, py::arg("worst") = 8,
-      py::arg("variance") = "any", py::arg("softmax") = "textbook", py::arg("param_format") = "",
-      py::arg("norm_form") = "centred");
+      py::arg("gamma") = py::none(), py::arg("beta") = py::none(), py::arg("addend_format") = py::none(),
+      py::arg("ref_profile") = py::none(), py::arg("axis") = py::none(), py::arg("eps") = py::none(),
+      py::arg("worst") = 8, py::arg("variance") = py::none(), py::arg("softmax") = py::none(),
+      py::arg("param_format") = py::none(), py::arg("norm_form") = py::none());
+  // The library's table of which op takes which option (the CLI's declarations and gate files
+  // read the same).
+  m.def("check_takes", [](const std::string& op, const std::string& name) { return check_takes(op, name); });
+  m.def("check_options_list", [](const std::string& op) { return check_options_list(op); });
   m.def(
       "tol",
-      [](const std::string& op, const std::string& claim_text, std::int64_t k, bool addend, const std::string& ref_profile,
-         const std::string& target_profile, double eps, const std::string& variance, const std::string& softmax,
-         const std::string& norm_form) {
+      [](const std::string& op, const std::string& claim_text, std::int64_t k, bool addend,
+         std::optional<std::string> ref_profile, std::optional<std::string> target_profile, std::optional<double> eps,
+         std::optional<std::string> variance, std::optional<std::string> softmax, std::optional<std::string> norm_form) {
         return without_gil([&] {
-          refuse_tol_options(op, {.addend = addend,
-                                  .ref_profile = !ref_profile.empty(),
-                                  .target_profile = !target_profile.empty(),
-                                  .eps = eps != 1e-5,
-                                  .variance = variance != "any",
-                                  .norm_form = norm_form != "centred",
-                                  .softmax = softmax != "textbook"});
-          if (const auto row_op = find_row_op(op)) {  // the same call as `numfid tol OP`
-            if (k <= 0) throw InputError("k: the row length must be a positive integer");
-            RowCheckOptions o;
-            set_row_method_options(o, variance, norm_form);
-            o.softmax = softmax_method_named(softmax);
-            o.eps = eps;
-            return row_tolerance(*row_op, parse_claim(claim_text), static_cast<std::size_t>(k), o);
-          }
-          const ClaimSpec parsed = parse_claim(claim_text);
-          const ClaimSpec claim =
-              target_profile.empty() ? parsed : parse_claim_with_profile(claim_text, target_profile);
-          ToleranceOptions o;
-          o.addend = addend;
-          if (!ref_profile.empty()) o.ref_claim = claim_with_profile(parsed, ref_profile);
-          return tolerance(op, k, claim, o);
+          return tol(op, claim_text, k,
+                     {.addend = addend,
+                      .ref_profile = std::move(ref_profile),
+                      .target_profile = std::move(target_profile),
+                      .eps = eps,
+                      .variance = std::move(variance),
+                      .norm_form = std::move(norm_form),
+                      .softmax = std::move(softmax)});
         });
       },
-      py::arg("op"), py::arg("claim"), py::arg("k"), py::arg("addend") = false, py::arg("ref_profile") = "",
-      py::arg("target_profile") = "", py::arg("eps") = 1e-5, py::arg("variance") = "any",
-      py::arg("softmax") = "textbook", py::arg("norm_form") = "centred");
+      py::arg("op"), py::arg("claim"), py::arg("k"), py::arg("addend") = false, py::arg("ref_profile") = py::none(),
+      py::arg("target_profile") = py::none(), py::arg("eps") = py::none(), py::arg("variance") = py::none(),
+      py::arg("softmax") = py::none(), py::arg("norm_form") = py::none());
   m.def("emulate", &emulate, py::arg("op"), py::arg("claim"), py::arg("a"), py::arg("b"), py::arg("c") = py::none(),
         py::arg("c_format") = "", py::arg("bits") = false);
   m.def("emulate_sum", &emulate_sum_array, py::arg("claim"), py::arg("x"), py::arg("axis") = -1, py::arg("bits") = false);

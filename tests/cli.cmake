@@ -1,7 +1,7 @@
 # Tests of the ulp helpers and of the numfid executable (golden files in tests/cli/cases/).
 numfid_add_test(ulp_test SOURCES ulp_test.cpp DEPS numfid::formats)
 
-numfid_add_test(cli_golden_test SOURCES cli/cli_golden_test.cpp)
+numfid_add_test(cli_golden_test SOURCES cli/cli_golden_test.cpp DEPS numfid::tolerances)
 target_compile_definitions(cli_golden_test PRIVATE
   NUMFID_BINARY="$<TARGET_FILE:numfid>"
   NUMFID_CLI_CASES="${CMAKE_CURRENT_SOURCE_DIR}/cli/cases"

@@ -338,6 +338,28 @@ struct RowCheckOptions {
   int worst = 8;
 };
 
+/// Whether `check OP` takes the named option or optional operand: "addend", "addend_format",
+/// "ref", "ref_profile" (matmul, dot), "axis" (sum, softmax, log_softmax, layernorm, rmsnorm),
+/// "softmax" (softmax, log_softmax), "eps", "gamma", "param_format" (layernorm, rmsnorm), "beta",
+/// "variance", "norm_form" (layernorm). Names as gate-file keys and Python keywords; the CLI's
+/// flag is "--" + the name with '-' for '_'. The one table the CLI's declarations, gate files
+/// and Python's keywords are checked against.
+bool check_takes(std::string_view op, std::string_view name);
+/// The options (not the operands) `check OP` takes, in the table's order, ", "-separated ("" if none).
+std::string check_options_list(std::string_view op);
+
+/// A row op's options as the CLI, gate files and Python give them (absent: RowCheckOptions'
+/// default; present: given, even where equal to the default).
+struct RowOptionsGiven {
+  std::optional<int> axis;
+  std::optional<double> eps;
+  std::optional<std::string> variance, norm_form, softmax, param_format;
+};
+/// Sets o's axis, eps, variance, norm form, softmax method and param_format from `g`: InputError
+/// for a bad name, and ("check OP: option NAME does not apply to OP ...") for an option `op`
+/// does not take (check_takes).
+void apply_row_options(RowCheckOptions& o, RowOp op, const RowOptionsGiven& g);
+
 /// Sets o.variance / o.variance_lanes and o.norm_form from their option texts (`--variance`,
 /// `--norm-form`: the CLI, gate files and Python read them alike); InputError on a bad name.
 void set_row_method_options(RowCheckOptions& o, std::string_view variance, std::string_view norm_form);
@@ -380,15 +402,20 @@ struct ToleranceOptions {
   std::optional<ClaimSpec> ref_claim;   ///< cross-platform: bound |out_A - out_B| (A = ref_claim, B = claim)
 };
 
-/// Which of `tol`'s options a request gives (the CLI's flags, Python's keywords; `false` for a
-/// default value): each op takes some of them, and one given to an op that does not take it is
-/// refused (InputError naming it) instead of being ignored.
+/// `numfid tol`'s options, as the CLI's flags and Python's keywords give them: an absent one is
+/// not given (its default applies), a present one is given even where it equals the default.
 struct TolRequest {
-  bool addend = false, ref_profile = false, target_profile = false;  ///< matmul, dot, sum
-  bool eps = false, variance = false, norm_form = false;             ///< layernorm (eps: rmsnorm too)
-  bool softmax = false;                                              ///< softmax, log_softmax
+  bool addend = false;                                ///< matmul, dot, sum
+  std::optional<std::string> ref_profile, target_profile;  ///< matmul, dot, sum
+  std::optional<double> eps;                          ///< layernorm, rmsnorm
+  std::optional<std::string> variance, norm_form;     ///< layernorm
+  std::optional<std::string> softmax;                 ///< softmax, log_softmax
 };
-void refuse_tol_options(std::string_view op, const TolRequest& r);
+/// `numfid tol OP --k K CLAIM` (and Python's numfid.tol): an option OP does not take is refused
+/// (InputError "tol OP: --NAME does not apply to OP"), not ignored; then tolerance() for a
+/// reduction (matmul, dot, sum; --target-profile replaces the claim's accumulator, --ref-profile
+/// makes it cross-platform) or row_tolerance() for a row or elementwise op (rows of K elements).
+ToleranceResult tol(std::string_view op, std::string_view claim_text, std::int64_t k, const TolRequest& r);
 
 /// The bounds `claim` implies for `op` ("matmul", "dot" or "sum") over k terms.
 ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim, const ToleranceOptions& opt = {});

@@ -147,21 +147,6 @@ void set_same_sign_equivalents(ToleranceResult& t, double coef_det, double coef_
 
 }  // namespace detail
 
-void refuse_tol_options(std::string_view op, const TolRequest& r) {
-  const std::optional<RowOp> row = find_row_op(op);
-  const bool reduction = !row, norm = row == RowOp::layernorm || row == RowOp::rmsnorm;
-  const std::pair<bool, const char*> given[] = {
-      {r.addend && !reduction, "--addend"},
-      {r.ref_profile && !reduction, "--ref-profile"},
-      {r.target_profile && !reduction, "--target-profile"},
-      {r.eps && !norm, "--eps"},
-      {r.variance && row != RowOp::layernorm, "--variance"},
-      {r.norm_form && row != RowOp::layernorm, "--norm-form"},
-      {r.softmax && row != RowOp::softmax && row != RowOp::log_softmax, "--softmax"}};
-  for (const auto& [bad, name] : given)
-    if (bad) throw InputError(fmt::format("tol {}: {} does not apply to {}", op, name, op));
-}
-
 ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim, const ToleranceOptions& opt) {
   if (op != "matmul" && op != "dot" && op != "sum")
     throw InputError(fmt::format("tol: unknown op '{}' (matmul, dot or sum)", op));

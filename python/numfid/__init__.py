@@ -30,17 +30,12 @@ _here = _os.path.join(_os.path.dirname(__file__), "profiles")
 if _os.path.isdir(_here):
     _numfid.set_package_profiles(_here)
 
-_REDUCTION_OPERANDS = ("a", "b", "c", "addend", "ref")
-# The keyword options each op takes (numfid.check); the CLI's subcommands declare the same.
-_OPTIONS = {"matmul": ("addend_format", "ref_profile"), "dot": ("addend_format", "ref_profile"), "sum": ("axis",),
-            "softmax": ("axis", "softmax"), "log_softmax": ("axis", "softmax"),
-            "layernorm": ("axis", "eps", "variance", "norm_form", "param_format"),
-            "rmsnorm": ("axis", "eps", "param_format")}
-_ROW_OPERANDS = ("x", "c", "gamma", "beta")
+# The optional operands of numfid.check; which op takes which is the library's table (check_takes).
+_OPTIONAL_OPERANDS = ("addend", "ref", "gamma", "beta")
 
 
-def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=-1, eps=1e-5, variance="any",
-          softmax="textbook", param_format=None, norm_form="centred", **operands):
+def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=None, eps=None, variance=None,
+          softmax=None, param_format=None, norm_form=None, **operands):
     """Is an output consistent with the arithmetic `claim` states? Returns a CheckResult.
 
     op: "matmul" (a: M×K, b: K×N, c: M×N), "dot" (row-wise: a, b: R×K, c: R elements), "sum"
@@ -54,30 +49,31 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=-1, 
     "rowwise-moments(V)": PyTorch CPU's tree with V lanes), norm_form= (layernorm: "centred" or
     "shifted", x·r + b as PyTorch CPU), softmax= (softmax/log_softmax: "textbook" or "online"),
     param_format= (gamma/beta's format, default the claim's --in), as the CLI's --variance,
-    --norm-form, --softmax, --param-format.
+    --norm-form, --softmax, --param-format. An option left None takes the library's default
+    (eps 1e-5, variance "any", norm_form "centred", softmax "textbook"); one given to an op that
+    does not take it, even at its default value, is a TypeError.
     """
-    allowed = _REDUCTION_OPERANDS if op in ("matmul", "dot") else ("x", "c") if op == "sum" else _ROW_OPERANDS
+    allowed = ("a", "b", "c") if op in ("matmul", "dot") else ("x", "c")
+    allowed += tuple(name for name in _OPTIONAL_OPERANDS if _numfid.check_takes(op, name))
     for name in operands:
         if name not in allowed:
             raise TypeError(f"numfid.check('{op}'): unexpected operand '{name}' (it takes {', '.join(allowed)})")
     if not isinstance(claim, str):
         raise TypeError(f"numfid.check: the claim is its text form (a str), not {type(claim).__name__}")
     # Options an op does not take are refused (as the CLI, which has no such option for it, and
-    # gate files do), not ignored: axis=0 on a softmax once was.
-    given = {"addend_format": addend_format is not None, "ref_profile": ref_profile is not None,
-             "axis": axis != -1, "eps": eps != 1e-5, "variance": variance != "any", "softmax": softmax != "textbook",
-             "param_format": param_format is not None, "norm_form": norm_form != "centred"}
-    takes = _OPTIONS.get(op, ())
-    for name, is_given in given.items():
-        if is_given and name not in takes:
+    # gate files do), not ignored: axis=0 on a softmax once was. One table for all three: the
+    # library's. An option given at its default value is still given (None: not given).
+    options = {"addend_format": addend_format, "ref_profile": ref_profile, "axis": axis, "eps": eps,
+               "variance": variance, "softmax": softmax, "param_format": param_format, "norm_form": norm_form}
+    for name, value in options.items():
+        if value is not None and not _numfid.check_takes(op, name):
+            takes = _numfid.check_options_list(op)
             raise TypeError(f"numfid.check('{op}'): option {name}= does not apply to it"
-                            + (f" (it takes {', '.join(takes)})" if takes else ""))
+                            + (f" (it takes {takes})" if takes else ""))
     if isinstance(worst, bool) or not isinstance(worst, _numbers.Integral) or not 0 <= worst <= 2**31 - 1:
         raise ValueError(f"worst={worst!r}: the number of elements to list is an integer >= 0")
     args = {name: _operand(value, name) for name, value in operands.items()}
-    native = _numfid.check(op, claim, addend_format=addend_format or "", ref_profile=ref_profile or "", axis=axis,
-                           eps=eps, worst=worst, variance=variance, softmax=softmax, param_format=param_format or "",
-                           norm_form=norm_form, **args)
+    native = _numfid.check(op, claim, worst=worst, **options, **args)
     c = operands.get("c")
     shape = tuple(getattr(c, "shape", ())) if c is not None else None
     return CheckResult(native, shape)
@@ -88,8 +84,8 @@ def check_matmul(a, b, c, claim, **options):
     return check("matmul", claim, a=a, b=b, c=c, **options)
 
 
-def tol(op, claim, k, *, addend=False, ref_profile=None, target_profile=None, eps=1e-5, variance="any",
-        softmax="textbook", norm_form="centred"):
+def tol(op, claim, k, *, addend=False, ref_profile=None, target_profile=None, eps=None, variance=None,
+        softmax=None, norm_form=None):
     """The bounds `claim` implies for `op` ("matmul", "dot" or "sum") over k terms, with their
     derivation and the equivalent rtol/atol (what `numfid tol` prints). For a row or elementwise
     op ("softmax", "layernorm", "gelu_erf", ...: a claim with --compute) each element's bound
@@ -97,8 +93,8 @@ def tol(op, claim, k, *, addend=False, ref_profile=None, target_profile=None, ep
     no rtol/atol). Returns a Tolerance."""
     if not isinstance(k, int) or isinstance(k, bool):
         raise TypeError(f"numfid.tol: k must be an int, not {type(k).__name__}")
-    return Tolerance(_numfid.tol(op, claim, k, addend, ref_profile or "", target_profile or "", float(eps), variance,
-                                 softmax, norm_form))
+    return Tolerance(_numfid.tol(op, claim, k, addend, ref_profile, target_profile,
+                                 None if eps is None else float(eps), variance, softmax, norm_form))
 
 
 def _profile_claim(claim_or_profile, fmt_a):

@@ -165,6 +165,31 @@ def test_options_an_op_does_not_take_are_refused(data):
         numfid.check("exp", "--in fp32 --compute fp32 --out fp32", x=x, c=np.ones_like(x), axis=0)
     with pytest.raises(TypeError, match="option ref_profile= does not apply"):
         numfid.check("sum", "--in fp32 --out fp32", x=x, c=x.sum(1), ref_profile="trn2")
+    # Given at its default value is still given (it once passed silently, as if it applied).
+    for kwargs in ({"eps": 1e-5}, {"axis": -1}, {"variance": "any"}, {"softmax": "textbook"}, {"norm_form": "centred"}):
+        with pytest.raises(TypeError, match=f"numfid.check\\('matmul'\\): option {next(iter(kwargs))}= does not apply"):
+            numfid.check_matmul(a, b, c, claim, **kwargs)
+    with pytest.raises(TypeError, match=r"numfid.check\('exp'\): option axis= does not apply to it$"):
+        numfid.check("exp", "--in fp32 --compute fp32 --out fp32", x=x, c=np.ones_like(x), axis=-1)
+    with pytest.raises(ValueError, match="tol matmul: --eps does not apply to matmul"):
+        numfid.tol("matmul", claim, 16, eps=1e-5)
+    with pytest.raises(ValueError, match="tol layernorm: --target-profile does not apply to layernorm"):
+        numfid.tol("layernorm", "--in fp32 --compute fp32 --out fp32", 16, target_profile="trn2")
+    # Operands likewise: rmsnorm has no beta, an elementwise op no gamma.
+    with pytest.raises(TypeError, match="unexpected operand 'beta'"):
+        numfid.check("rmsnorm", "--in fp32 --compute fp32 --out fp32", x=x, c=x, gamma=np.ones(4, np.float32),
+                     beta=np.zeros(4, np.float32))
+    with pytest.raises(TypeError, match="unexpected operand 'gamma'"):
+        numfid.check("exp", "--in fp32 --compute fp32 --out fp32", x=x, c=np.ones_like(x), gamma=np.ones(4, np.float32))
+    # Where an op takes it, the default given explicitly is the default.
+    rng = np.random.default_rng(5)
+    xs = rng.standard_normal((4, 64)).astype(np.float32)
+    x64 = xs.astype(np.float64)
+    ln = ((x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5)).astype(np.float32)
+    plain = numfid.check("layernorm", "--in fp32 --compute fp32 --out fp32", x=xs, c=ln)
+    spelled = numfid.check("layernorm", "--in fp32 --compute fp32 --out fp32", x=xs, c=ln, eps=1e-5, variance="any",
+                           norm_form="centred", axis=-1)
+    assert plain.report == spelled.report and plain.verdict == "consistent"
     # ref_profile= without ref=: nothing to judge against (the CLI's --ref-profile without --ref alike).
     with pytest.raises(ValueError, match="ref_profile= names the platform of a reference output: give that output with ref="):
         numfid.check_matmul(a, b, c, claim, ref_profile="trn2")

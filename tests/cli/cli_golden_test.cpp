@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "tolerances/check.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -112,5 +114,36 @@ INSTANTIATE_TEST_SUITE_P(Cases, CliGolden, testing::ValuesIn(case_names()),
                          [](const testing::TestParamInfo<std::string>& p) { return p.param; });
 
 TEST(CliGoldenSetup, HasCases) { EXPECT_GE(case_names().size(), 30u); }
+
+// The options each `check OP` declares are the library's table (numfid::check_takes), which gate
+// files and Python's keywords are checked against too: read off each subcommand's --help.
+TEST(CliOptions, EveryCheckSubcommandDeclaresWhatTheLibraryTableSays) {
+  std::vector<std::string> ops{"matmul", "dot", "sum"};
+  for (const numfid::RowOp op : numfid::row_ops()) ops.emplace_back(numfid::row_op_name(op));
+  const fs::path tmp = fs::path(testing::TempDir()) / "numfid_cli_options_help";
+  int failures = 0;
+  for (const std::string& op : ops) {
+    SCOPED_TRACE("numfid check " + op + " --help");
+    const std::string command = quoted(NUMFID_BINARY) + " check " + op + " --help > " + quoted(tmp) + " 2>&1";
+    const int status = std::system(command.c_str());
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << command;
+    const std::string help = read_file(tmp);
+    for (const std::string name : {"addend", "addend_format", "ref", "ref_profile", "axis", "softmax", "eps", "gamma",
+                                   "beta", "param_format", "variance", "norm_form"}) {
+      const std::string flag = "--" + replace_all(name, "_", "-");
+      const bool declared = help.find("  " + flag + " ") != std::string::npos;
+      EXPECT_EQ(declared, numfid::check_takes(op, name)) << flag << " in the help of check " << op << ":\n" << help;
+      if (declared != numfid::check_takes(op, name) && ++failures >= 3) return;
+    }
+  }
+  // The table itself, on a few entries stated by hand (docs/cli.md).
+  EXPECT_TRUE(numfid::check_takes("layernorm", "beta"));
+  EXPECT_FALSE(numfid::check_takes("rmsnorm", "beta"));
+  EXPECT_FALSE(numfid::check_takes("exp", "axis"));
+  EXPECT_TRUE(numfid::check_takes("sum", "axis"));
+  EXPECT_FALSE(numfid::check_takes("matmul", "eps"));
+  EXPECT_EQ(numfid::check_options_list("softmax"), "axis, softmax");
+  EXPECT_EQ(numfid::check_options_list("gelu_erf"), "");
+}
 
 }  // namespace

@@ -258,8 +258,7 @@ Command add_tol_command(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("tol", "tolerance calculator: the bounds a claim implies, with their derivation");
   auto t = std::make_shared<TolArgs>();
   t->app = app;
-  std::vector<std::string> ops{"matmul", "dot", "sum"};
-  for (const RowOp op : row_ops()) ops.emplace_back(row_op_name(op));
+  const std::vector<std::string> ops = check_op_names();
   app->add_option("op", t->op, "matmul, dot, sum, or a row/elementwise op (softmax, layernorm, gelu_erf, ...: with --compute)")
       ->check(CLI::IsMember(ops))
       ->capture_default_str();

@@ -26,13 +26,6 @@ namespace {
 
 constexpr std::size_t max_gate_bytes = 16u << 20;  // a gate lists checks, not data
 
-/// The ops a case may name: matmul, dot, sum and every RowOp.
-std::vector<std::string> op_names() {
-  std::vector<std::string> v{"matmul", "dot", "sum"};
-  for (const RowOp op : row_ops()) v.emplace_back(row_op_name(op));
-  return v;
-}
-
 struct GateLoader {
   std::string path;
   std::filesystem::path dir;  // operands are relative to the gate file's directory
@@ -90,7 +83,7 @@ struct GateLoader {
     const std::string where = fmt::format("case '{}'", printable(c.name));
     if (!n["op"]) fail(n, fmt::format("{}: missing 'op'", where));
     c.op = text(n["op"], fmt::format("{}: op", where));
-    const std::vector<std::string> ops = op_names();
+    const std::vector<std::string> ops = check_op_names();
     if (std::find(ops.begin(), ops.end(), c.op) == ops.end())
       fail(n["op"], fmt::format("{}: unknown op '{}' (valid: {})", where, printable(c.op), detail::join_names(ops)));
     const bool reduction = c.op == "matmul" || c.op == "dot";

@@ -152,9 +152,7 @@ CheckResult check(const CheckArgs& args) {
   const bool reduction = op == "matmul" || op == "dot";
   const std::optional<RowOp> row_op = find_row_op(op);
   if (!reduction && op != "sum" && !row_op) {
-    std::string known = "matmul, dot, sum";
-    for (const RowOp r : row_ops()) known += fmt::format(", {}", row_op_name(r));
-    throw py::value_error(fmt::format("numfid.check: unknown op '{}' (known: {})", op, known));
+    throw py::value_error(fmt::format("numfid.check: unknown op '{}' (known: {})", op, fmt::join(check_op_names(), ", ")));
   }
   std::optional<Operand> A = operand(args.a), B = operand(args.b), C = operand(args.c), X = operand(args.x),
                          addend = operand(args.addend), ref = operand(args.ref), gamma = operand(args.gamma),
@@ -478,6 +476,7 @@ PYBIND11_MODULE(_numfid, m) {
   // read the same).
   m.def("check_takes", [](const std::string& op, const std::string& name) { return check_takes(op, name); });
   m.def("check_options_list", [](const std::string& op) { return check_options_list(op); });
+  m.def("check_op_names", &check_op_names);
   m.def(
       "tol",
       [](const std::string& op, const std::string& claim_text, std::int64_t k, bool addend,

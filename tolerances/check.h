@@ -338,6 +338,8 @@ struct RowCheckOptions {
   int worst = 8;
 };
 
+/// The ops `check` and `tol` know: matmul, dot, sum, then every row and elementwise op (row_ops()).
+std::vector<std::string> check_op_names();
 /// Whether `check OP` takes the named option or optional operand: "addend", "addend_format",
 /// "ref", "ref_profile" (matmul, dot), "axis" (sum, softmax, log_softmax, layernorm, rmsnorm),
 /// "softmax" (softmax, log_softmax), "eps", "gamma", "param_format" (layernorm, rmsnorm), "beta",

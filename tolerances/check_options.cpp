@@ -88,6 +88,12 @@ std::string flag(std::string_view name) {
 
 }  // namespace
 
+std::vector<std::string> check_op_names() {
+  std::vector<std::string> v{"matmul", "dot", "sum"};
+  for (const RowOp op : row_ops()) v.emplace_back(row_op_name(op));
+  return v;
+}
+
 bool check_takes(std::string_view op, std::string_view name) { return takes(kCheckOptions, op, name); }
 
 std::string check_options_list(std::string_view op) {

@@ -53,6 +53,8 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=None
     (eps 1e-5, variance "any", norm_form "centred", softmax "textbook"); one given to an op that
     does not take it, even at its default value, is a TypeError.
     """
+    if op not in _numfid.check_op_names():
+        raise ValueError(f"numfid.check: unknown op '{op}' (known: {', '.join(_numfid.check_op_names())})")
     allowed = ("a", "b", "c") if op in ("matmul", "dot") else ("x", "c")
     allowed += tuple(name for name in _OPTIONAL_OPERANDS if _numfid.check_takes(op, name))
     for name in operands:

@@ -94,6 +94,10 @@ def test_wrong_kinds_of_argument_are_type_errors(data):
 def test_unknown_op_rounding_format_and_k(cli):
     with pytest.raises(ValueError, match="unknown op 'matmull'"):
         numfid.check("matmull", "--in bf16 --out bf16", x=np.zeros(2, np.float32), c=np.zeros(2, np.float32))
+    # A misspelt op with a GEMM's operands is an unknown op, not "unexpected operand 'a'".
+    z = np.zeros((2, 2), np.float32)
+    with pytest.raises(ValueError, match="unknown op 'matmult' \\(known: matmul, dot, sum, softmax, "):
+        numfid.check("matmult", "--in bf16 --out bf16", a=z, b=z, c=z)
     with pytest.raises(ValueError, match="rounding"):
         numfid.convert(np.zeros(2, np.float32), "bf16", rounding="sideways")
     with pytest.raises(ValueError, match="unknown format 'bf17'"):

@@ -71,7 +71,7 @@ struct GateLoader {
 
   GateCase gate_case(const YAML::Node& n, const std::optional<std::pair<std::string, int>>& default_claim,
                      bool default_baseline) const {
-    static const std::vector<std::string> keys{"name", "op", "a", "b", "c", "x", "ref", "ref_claim", "claim", "addend", "axis", "eps", "baseline", "rerun",
+    static const std::vector<std::string> keys{"name", "op", "a", "b", "c", "x", "ref", "ref_claim", "claim", "addend", "addend_format", "axis", "eps", "baseline", "rerun",
                                                "gamma", "beta", "param_format", "variance", "norm_form", "softmax",
                                                "scale_a", "scale_b", "out_scale"};
     check_keys(n, keys, "a case");
@@ -98,7 +98,7 @@ struct GateLoader {
       if (k == "ref_claim" || k == "scale_a" || k == "scale_b" || k == "out_scale") return reduction;
       return check_takes(c.op, k);
     };
-    for (const std::string k : {"a", "b", "c", "x", "addend", "ref", "ref_claim", "axis", "eps", "gamma", "beta", "param_format", "variance",
+    for (const std::string k : {"a", "b", "c", "x", "addend", "addend_format", "ref", "ref_claim", "axis", "eps", "gamma", "beta", "param_format", "variance",
                               "norm_form", "softmax", "scale_a", "scale_b", "out_scale"})
       if (n[k] && !takes(k)) fail(n[k], fmt::format("{}: '{}' does not apply to op {}", where, k, c.op));
     for (const std::string& k : required)
@@ -124,6 +124,9 @@ struct GateLoader {
       return v;
     };
     c.param_format = named("param_format", [](const std::string& v) { format_named(v); });
+    c.addend_format = named("addend_format", [](const std::string& v) { format_named(v); });
+    if (n["addend_format"] && !n["addend"])
+      fail(n["addend_format"], fmt::format("{}: 'addend_format' names the format of an addend: give the addend with 'addend'", where));
     c.variance = named("variance", [](const std::string& v) { variance_named(v); });
     c.norm_form = named("norm_form", [](const std::string& v) { norm_form_named(v); });
     c.softmax = named("softmax", [](const std::string& v) { softmax_method_named(v); });

@@ -29,6 +29,7 @@ struct GateCase {
   int claim_line = 0;  ///< line of the claim text in force (the case's or defaults.claim)
   /// Operands: "FILE" or "FILE.safetensors:NAME", relative paths resolved.
   std::optional<std::string> a, b, c, x, ref, addend;
+  std::optional<std::string> addend_format;  ///< matmul / dot: the addend's format (default: the accumulator's)
   std::optional<std::string> rerun;      ///< a second run's output of the same kernel (determinism)
   /// matmul / dot: the scale files of an integer or scaled claim (--out-scale FILE, --scale-a
   /// FILE, --scale-b FILE), resolved like operands; they serve `claim` and `ref_claim` alike.

@@ -123,7 +123,7 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
     C = tensor_data(tc, *claim.out);
     MatmulCheckOptions o;
     o.worst = options.worst;
-    if (td) o.addend = tensor_data(*td, *claim.acc);
+    if (td) o.addend = tensor_data(*td, addend_format(claim, true, c.addend_format, "addend_format", "addend"));
     if (!c.ref) {
       out.check = c.op == "dot" ? check_dot(A, B, *C, claim, o) : check_matmul(A, B, *C, claim, o);
     } else {
@@ -193,7 +193,7 @@ std::string repro_command(const GateCase& c, const std::string& claim_text) {
   if (c.addend) {
     s += fmt::format(" --addend {}", shell_word(*c.addend));
     try {
-      s += fmt::format(" --addend-format {}", parse_claim(c.claim).acc->name);
+      s += fmt::format(" --addend-format {}", c.addend_format ? *c.addend_format : parse_claim(c.claim).acc->name);
     } catch (const std::exception&) {  // a bad claim: the case's error says so
     }
   }

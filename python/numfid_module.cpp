@@ -176,7 +176,8 @@ CheckResult check(const CheckArgs& args) {
       const TensorData a = tensor_data(A->tensor, fa), b = tensor_data(B->tensor, fb), c = tensor_data(C->tensor, *claim.out);
       MatmulCheckOptions o;
       o.worst = args.worst;
-      if (addend) o.addend = tensor_data(addend->tensor, args.addend_format ? format_named(*args.addend_format) : *claim.acc);
+      const FormatSpec& fd = addend_format(claim, addend.has_value(), args.addend_format, "addend_format=", "addend=");
+      if (addend) o.addend = tensor_data(addend->tensor, fd);
       if (ref) {
         o.ref = tensor_data(ref->tensor, *claim.out);
         if (args.ref_profile) o.ref_claim = claim_with_profile(claim, *args.ref_profile);

@@ -96,6 +96,39 @@ TEST_F(GateTest, LegalOutputsPass) {
   EXPECT_EQ(r.count("consistent") + r.count("suspicious"), 2);
 }
 
+// D = addend + A·B with a bf16 addend under an fp32 accumulator (cuBLAS's C in the output type):
+// `addend_format` says how to read it, as the CLI's --addend-format; without it the addend is read
+// in the accumulator's format (its uint16 bit patterns become integer values: a defect).
+TEST_F(GateTest, AnAddendInItsOwnFormat) {
+  const ClaimSpec claim = parse_claim(claim_text);
+  const auto load = [&](const std::string& f) { return tensor_data(read_tensor(dir_ / "data" / f), bf16); };
+  const TensorData A = load("a.npy"), B = load("b.npy"), addend = load("c_sequential_fp32acc.npy");
+  // The correctly rounded D: legal under any claim, every element bit-exact.
+  const MatmulReference mr = matmul_reference(A, B, addend);
+  std::vector<Bits> d(mr.elements.size());
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = mr.elements[i].rounded(bf16);
+  write_tensor(dir_ / "data" / "addend.npy", make_tensor(bf16, addend.shape, addend.values));  // uint16 patterns
+  write_tensor(dir_ / "data" / "d.npy", make_tensor(bf16, addend.shape, d));
+  const std::string with_addend = "    addend: data/addend.npy\n";
+  const GateResult r = run_gate(load_gate(write(gate_with(matmul_case("own", "d.npy") + with_addend +
+                                                          "    addend_format: bf16\n" + matmul_case("acc", "d.npy") +
+                                                          with_addend))));
+  ASSERT_EQ(r.cases.size(), 2u);
+  ASSERT_TRUE(r.cases[0].figures.has_value()) << r.cases[0].error;
+  EXPECT_EQ(r.cases[0].status(), "consistent");
+  EXPECT_EQ(r.cases[0].figures->counts[0], static_cast<std::int64_t>(d.size()));  // every element bit-exact
+  EXPECT_NE(r.cases[0].repro.find("--addend-format bf16"), std::string::npos) << r.cases[0].repro;
+  EXPECT_NE(r.cases[1].status(), "consistent");  // the patterns read as fp32 integers
+  EXPECT_NE(r.cases[1].repro.find("--addend-format fp32"), std::string::npos) << r.cases[1].repro;
+  // A format without an addend names nothing: an error at its line, not ignored.
+  EXPECT_EQ(load_error(gate_with(matmul_case("x", "d.npy") + "    addend_format: bf16\n")),
+            (dir_ / "gate.yaml").string() +
+                ":10: case 'x': 'addend_format' names the format of an addend: give the addend with 'addend'");
+  EXPECT_EQ(load_error(gate_with(matmul_case("x", "d.npy") + with_addend + "    addend_format: bf17\n")).find(
+                (dir_ / "gate.yaml").string() + ":11: case 'x': addend_format: "),
+            0u);
+}
+
 TEST_F(GateTest, DefectFailsTheGateAndIsReported) {
   const std::string path = write(gate_with(matmul_case("legal", "c_sequential_fp32acc.npy") + matmul_case("bf16acc", "c_bf16acc.npy")));
   const GateResult r = run_gate(load_gate(path));
@@ -228,7 +261,7 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
       {"unknown top-level key", "version: 1\nextra: 3\ncases:\n" + legal,
        p + ":2: unknown key 'extra' in the gate file (valid: version, defaults, include, cases)"},
       {"unknown case key", gate_with(legal + "    tolerance: 3\n"),
-       p + ":10: unknown key 'tolerance' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, axis, eps, baseline, rerun, gamma, beta, param_format, variance, norm_form, softmax, scale_a, scale_b, out_scale)"},
+       p + ":10: unknown key 'tolerance' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, addend_format, axis, eps, baseline, rerun, gamma, beta, param_format, variance, norm_form, softmax, scale_a, scale_b, out_scale)"},
       {"baseline not a boolean", gate_with(legal + "    baseline: yes please\n"), p + ":10: case 'legal': baseline must be true or false, not 'yes please'"},
       {"unknown defaults key", "version: 1\ndefaults:\n  worst: 3\ncases:\n" + legal,
        p + ":3: unknown key 'worst' in defaults (valid: claim, baseline)"},

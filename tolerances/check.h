@@ -212,6 +212,13 @@ struct MatmulCheckOptions {
   bool calibrate = true;
 };
 
+/// The format a GEMM's addend is read in: `named` (the CLI's --addend-format, Python's
+/// addend_format=, a gate case's addend_format) or else the claim's accumulator. A format named
+/// without an addend is an InputError ("<format_what> names the format of an addend: give the
+/// addend with <addend_what>"), not ignored.
+const FormatSpec& addend_format(const ClaimSpec& claim, bool has_addend, const std::optional<std::string>& named,
+                                std::string_view format_what, std::string_view addend_what);
+
 /// The exact result of one reduction element, enough to round it correctly into any format.
 struct ExactElement {
   Unrounded value;           ///< the finite part (128 leading bits + sticky), zero sign as under rne

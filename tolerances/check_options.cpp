@@ -128,6 +128,13 @@ void apply_row_options(RowCheckOptions& o, RowOp op, const RowOptionsGiven& g) {
   if (g.param_format) o.param_format = &format_named(*g.param_format);
 }
 
+const FormatSpec& addend_format(const ClaimSpec& claim, bool has_addend, const std::optional<std::string>& named,
+                                std::string_view format_what, std::string_view addend_what) {
+  if (named && !has_addend)
+    throw InputError(fmt::format("{} names the format of an addend: give the addend with {}", format_what, addend_what));
+  return named ? format_named(*named) : *claim.acc;
+}
+
 ToleranceResult tol(std::string_view op, std::string_view claim_text, std::int64_t k, const TolRequest& r) {
   const std::pair<bool, std::string_view> given[] = {
       {r.addend, "addend"},

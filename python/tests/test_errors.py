@@ -194,6 +194,9 @@ def test_options_an_op_does_not_take_are_refused(data):
     spelled = numfid.check("layernorm", "--in fp32 --compute fp32 --out fp32", x=xs, c=ln, eps=1e-5, variance="any",
                            norm_form="centred", axis=-1)
     assert plain.report == spelled.report and plain.verdict == "consistent"
+    # addend_format= without addend=: it names the format of nothing (it was ignored).
+    with pytest.raises(ValueError, match="addend_format= names the format of an addend: give the addend with addend="):
+        numfid.check_matmul(a, b, c, claim, addend_format="bf16")
     # ref_profile= without ref=: nothing to judge against (the CLI's --ref-profile without --ref alike).
     with pytest.raises(ValueError, match="ref_profile= names the platform of a reference output: give that output with ref="):
         numfid.check_matmul(a, b, c, claim, ref_profile="trn2")

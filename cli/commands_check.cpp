@@ -127,7 +127,8 @@ int run_check_rows(const RowArgs& a) {
                      .variance = given(app, "--variance", a.variance),
                      .norm_form = given(app, "--norm-form", a.norm_form),
                      .softmax = given(app, "--softmax", a.softmax),
-                     .param_format = given(app, "--param-format", a.param_format)});
+                     .param_format = given(app, "--param-format", a.param_format)},
+                    claim, !a.gamma.empty() || !a.beta.empty());
   const FormatSpec& fparam = o.param_format != nullptr ? *o.param_format : fin;
   if (!a.gamma.empty()) o.gamma = load_operand(a.gamma, fparam, "--gamma");
   if (!a.beta.empty()) o.beta = load_operand(a.beta, fparam, "--beta");

@@ -60,9 +60,11 @@ int run_emulate(const EmulateArgs& e, bool dot) {
   else matmul_dims(sa, sb, tc ? &sc : nullptr);
   const TensorData A = operand_values(ta, fa, "--a"), B = operand_values(tb, fb, "--b");
   std::optional<TensorData> C;
-  // C's values: --c-format, else the accumulator's (fp32 under a profile).
-  if (tc)
-    C = operand_values(*tc, !e.c_format.empty() ? format_named(e.c_format) : claim.profile ? fp32 : *claim.acc, "--c");
+  // C's values: --c-format, else the accumulator's (fp32 under a profile, which states no --acc);
+  // --c-format without --c is refused.
+  const std::optional<std::string> c_format = e.c_format.empty() ? std::nullopt : std::optional<std::string>(e.c_format);
+  const FormatSpec& fc = addend_format(claim, tc.has_value(), c_format, "--c-format", "--c");
+  if (tc) C = operand_values(*tc, fc, "--c");
   return write_emulated(e.output, dot ? emulate_dot(A, B, C, claim) : emulate_matmul(A, B, C, claim), claim, fa);
 }
 

@@ -169,7 +169,8 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
                          .variance = c.variance,
                          .norm_form = c.norm_form,
                          .softmax = c.softmax,
-                         .param_format = c.param_format});
+                         .param_format = c.param_format},
+                        claim, c.gamma.has_value() || c.beta.has_value());
       const FormatSpec& fparam = o.param_format != nullptr ? *o.param_format : *claim.in;
       if (c.gamma) o.gamma = load(*c.gamma, fparam);
       if (c.beta) o.beta = load(*c.beta, fparam);

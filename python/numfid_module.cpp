@@ -190,7 +190,7 @@ CheckResult check(const CheckArgs& args) {
     if (op == "sum") return check_sum(x, c, args.row.axis.value_or(RowCheckOptions{}.axis), claim, args.worst);
     RowCheckOptions o;
     o.worst = args.worst;
-    apply_row_options(o, *row_op, args.row);
+    apply_row_options(o, *row_op, args.row, claim, gamma.has_value() || beta.has_value());
     const FormatSpec& fparam = o.param_format != nullptr ? *o.param_format : *claim.in;
     if (gamma) o.gamma = tensor_data(gamma->tensor, fparam);
     if (beta) o.beta = tensor_data(beta->tensor, fparam);
@@ -258,7 +258,9 @@ py::tuple emulate(const std::string& op, const std::string& claim_text, const py
     const TensorData ta = tensor_data(A->tensor, fa), tb = tensor_data(B->tensor, fb);
     std::optional<TensorData> tc;
     // C's values: c_format, else the accumulator's (fp32 under a profile), as the CLI.
-    if (C) tc = tensor_data(C->tensor, !c_format.empty() ? format_named(c_format) : claim.profile ? fp32 : *claim.acc);
+    const std::optional<std::string> named = c_format.empty() ? std::nullopt : std::optional<std::string>(c_format);
+    const FormatSpec& fc = addend_format(claim, C.has_value(), named, "c_format=", "c=");
+    if (C) tc = tensor_data(C->tensor, fc);
     return op == "dot" ? emulate_dot(ta, tb, tc, claim) : emulate_matmul(ta, tb, tc, claim);
   });
   return tensor_result(d, bits);

@@ -212,8 +212,9 @@ struct MatmulCheckOptions {
   bool calibrate = true;
 };
 
-/// The format a GEMM's addend is read in: `named` (the CLI's --addend-format, Python's
-/// addend_format=, a gate case's addend_format) or else the claim's accumulator. A format named
+/// The format a GEMM's addend is read in: `named` (the CLI's --addend-format and emulate's
+/// --c-format, Python's addend_format= and c_format=, a gate case's addend_format) or else the
+/// claim's accumulator (fp32 under a profile, which states no --acc). A format named
 /// without an addend is an InputError ("<format_what> names the format of an addend: give the
 /// addend with <addend_what>"), not ignored.
 const FormatSpec& addend_format(const ClaimSpec& claim, bool has_addend, const std::optional<std::string>& named,
@@ -365,9 +366,13 @@ struct RowOptionsGiven {
   std::optional<std::string> variance, norm_form, softmax, param_format;
 };
 /// Sets o's axis, eps, variance, norm form, softmax method and param_format from `g`: InputError
-/// for a bad name, and ("check OP: option NAME does not apply to OP ...") for an option `op`
-/// does not take (check_takes).
-void apply_row_options(RowCheckOptions& o, RowOp op, const RowOptionsGiven& g);
+/// for a bad name, ("check OP: option NAME does not apply to OP ...") for an option `op` does not
+/// take (check_takes), for a param_format when `params_given` is false (no gamma, no beta: it
+/// would name the format of nothing), and for variance, norm_form or softmax under an --ulps
+/// `claim` (they state the arithmetic of --compute; an accuracy at the exact value is the same
+/// whatever the method). Options that describe something absent are refused, not ignored.
+void apply_row_options(RowCheckOptions& o, RowOp op, const RowOptionsGiven& g, const ClaimSpec& claim,
+                       bool params_given);
 
 /// Sets o.variance / o.variance_lanes and o.norm_form from their option texts (`--variance`,
 /// `--norm-form`: the CLI, gate files and Python read them alike); InputError on a bad name.

@@ -104,7 +104,8 @@ std::string check_options_list(std::string_view op) {
   return list;
 }
 
-void apply_row_options(RowCheckOptions& o, RowOp op, const RowOptionsGiven& g) {
+void apply_row_options(RowCheckOptions& o, RowOp op, const RowOptionsGiven& g, const ClaimSpec& claim,
+                       bool params_given) {
   const std::string_view name = row_op_name(op);
   const std::pair<bool, std::string_view> given[] = {
       {g.axis.has_value(), "axis"},         {g.eps.has_value(), "eps"},
@@ -116,6 +117,17 @@ void apply_row_options(RowCheckOptions& o, RowOp op, const RowOptionsGiven& g) {
       throw InputError(fmt::format("check {}: option {} does not apply to {}{}", name, option, name,
                                    list.empty() ? std::string() : fmt::format(" (it takes {})", list)));
     }
+  if (claim.ulps) {  // (a claim with neither: check_rows and row_tolerance ask for the arithmetic)
+    const std::pair<bool, std::string_view> method[] = {
+        {g.variance.has_value(), "--variance"}, {g.norm_form.has_value(), "--norm-form"}, {g.softmax.has_value(), "--softmax"}};
+    for (const auto& [is_given, option] : method)
+      if (is_given)
+        throw InputError(fmt::format("check {}: {} describes the arithmetic of --compute F; an --ulps claim states an "
+                                     "accuracy at the exact value, which no method changes (give --compute, or drop {})",
+                                     name, option, option));
+  }
+  if (g.param_format && !params_given)
+    throw InputError(fmt::format("check {}: --param-format names the format of --gamma/--beta, and neither is given", name));
   if (g.axis) o.axis = *g.axis;
   if (g.eps) o.eps = *g.eps;
   if (g.variance) {
@@ -154,9 +166,11 @@ ToleranceResult tol(std::string_view op, std::string_view claim_text, std::int64
                          : "--k: the reduction length K must be a positive integer");
   if (row) {  // the derivation for rows of k elements
     RowCheckOptions o;
+    const ClaimSpec claim = parse_claim(claim_text);
     apply_row_options(o, *row,
-                      {.axis = {}, .eps = r.eps, .variance = r.variance, .norm_form = r.norm_form, .softmax = r.softmax, .param_format = {}});
-    return row_tolerance(*row, parse_claim(claim_text), static_cast<std::size_t>(k), o);
+                      {.axis = {}, .eps = r.eps, .variance = r.variance, .norm_form = r.norm_form, .softmax = r.softmax, .param_format = {}},
+                      claim, false);
+    return row_tolerance(*row, claim, static_cast<std::size_t>(k), o);
   }
   const ClaimSpec parsed = parse_claim(claim_text);
   ToleranceOptions o;

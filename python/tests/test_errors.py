@@ -197,6 +197,11 @@ def test_options_an_op_does_not_take_are_refused(data):
     # addend_format= without addend=: it names the format of nothing (it was ignored).
     with pytest.raises(ValueError, match="addend_format= names the format of an addend: give the addend with addend="):
         numfid.check_matmul(a, b, c, claim, addend_format="bf16")
+    # param_format= without gamma=/beta=, and a method option under an --ulps claim, describe nothing.
+    with pytest.raises(ValueError, match="--param-format names the format of --gamma/--beta, and neither is given"):
+        numfid.check("layernorm", "--in fp32 --compute fp32 --out fp32", x=x, c=x, param_format="bf16")
+    with pytest.raises(ValueError, match="--variance describes the arithmetic of --compute F"):
+        numfid.check("layernorm", "--in fp32 --ulps 1 --out fp32", x=x, c=x, variance="welford")
     # ref_profile= without ref=: nothing to judge against (the CLI's --ref-profile without --ref alike).
     with pytest.raises(ValueError, match="ref_profile= names the platform of a reference output: give that output with ref="):
         numfid.check_matmul(a, b, c, claim, ref_profile="trn2")

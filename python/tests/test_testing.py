@@ -41,6 +41,9 @@ def test_emulate_matches_the_recorded_example_outputs(data):
     d = numfid.emulate("matmul", "--in bf16 --out bf16 --profile cpu-sequential", a=data["a"], b=data["b"])
     assert d.dtype == np.float32
     assert np.array_equal(d.view(np.uint32) >> 16, data["c_sequential_fp32acc"])
+    # c_format= names the format of an addend: without c= it is refused, not ignored.
+    with pytest.raises(ValueError, match="c_format= names the format of an addend: give the addend with c="):
+        numfid.emulate("matmul", "--in bf16 --out bf16 --plan sequential", a=data["a"], b=data["b"], c_format="bf16")
 
 
 def test_emulate_by_profile_name_needs_a_typed_array(data):

@@ -45,6 +45,7 @@ struct RoundingArgs {
   bool ftz = false;
   bool daz = false;
   std::uint64_t seed = 0;
+  const CLI::Option* seed_option = nullptr;  ///< --seed, to tell whether it was given
 };
 
 /// Declares the rounding options on `app`, storing into `args` (which must outlive parsing).

@@ -19,14 +19,18 @@ void add_rounding_options(CLI::App& app, RoundingArgs& args) {
   app.add_flag("--saturate", args.saturate, "overflow to ±max finite instead of ±inf/NaN (OCP saturating mode)");
   app.add_flag("--ftz", args.ftz, "flush subnormal results to zero");
   app.add_flag("--daz", args.daz, "read subnormal inputs as zero");
-  app.add_option("--seed", args.seed, "stochastic rounding seed (stream = 0-based line index)")
-      ->capture_default_str();
+  args.seed_option = app.add_option("--seed", args.seed, "stochastic rounding seed (stream = 0-based line index)")
+                         ->capture_default_str();
 }
 
 RoundOptions round_options(const RoundingArgs& args) {
   const std::optional<Rounding> r = parse_rounding(args.rounding);
   if (!r) throw UsageError(fmt::format("unknown rounding mode '{}' (known: rne, rtz, rup, rdn, rna, stochastic)",
                                        args.rounding));
+  // A seed without stochastic rounding would be ignored: refused, as Python's seed= is.
+  if (args.seed_option != nullptr && args.seed_option->count() > 0 && *r != Rounding::stochastic)
+    throw UsageError(fmt::format("--seed {}: a seed only matters for --rounding stochastic (the rounding is {})", args.seed,
+                                 args.rounding));
   RoundOptions o;
   o.rounding = *r;
   o.overflow = args.saturate ? Overflow::saturate : Overflow::ieee;

@@ -167,9 +167,11 @@ ToleranceResult tol(std::string_view op, std::string_view claim_text, std::int64
   if (row) {  // the derivation for rows of k elements
     RowCheckOptions o;
     const ClaimSpec claim = parse_claim(claim_text);
-    apply_row_options(o, *row,
-                      {.axis = {}, .eps = r.eps, .variance = r.variance, .norm_form = r.norm_form, .softmax = r.softmax, .param_format = {}},
-                      claim, false);
+    if (claim.compute)  // (without it row_tolerance asks for the arithmetic, whatever the options)
+      apply_row_options(o, *row,
+                        {.axis = {}, .eps = r.eps, .variance = r.variance, .norm_form = r.norm_form, .softmax = r.softmax,
+                         .param_format = {}},
+                        claim, false);
     return row_tolerance(*row, claim, static_cast<std::size_t>(k), o);
   }
   const ClaimSpec parsed = parse_claim(claim_text);

@@ -125,6 +125,8 @@ struct GateLoader {
     };
     c.param_format = named("param_format", [](const std::string& v) { format_named(v); });
     c.addend_format = named("addend_format", [](const std::string& v) { format_named(v); });
+    if (n["param_format"] && !n["gamma"] && !n["beta"])
+      fail(n["param_format"], fmt::format("{}: 'param_format' names the format of 'gamma'/'beta', and neither is given", where));
     if (n["addend_format"] && !n["addend"])
       fail(n["addend_format"], fmt::format("{}: 'addend_format' names the format of an addend: give the addend with 'addend'", where));
     c.variance = named("variance", [](const std::string& v) { variance_named(v); });

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "formats/convert.h"
 #include "numerics/emulate.h"
@@ -53,8 +54,23 @@ TEST(Profiles, TrainiumParameters) {
   EXPECT_TRUE(assumed_order);
 }
 
+/// A scratch directory of this test process: ctest runs each test in its own process, in
+/// parallel, and two tests writing the same file name in a shared directory read each other's
+/// half-written files (seen: "bad.yaml: empty profile" in a CI dry run).
+std::filesystem::path scratch_dir() {
+  return std::filesystem::temp_directory_path() / fmt::format("numfid_profile_test_{}", ::getpid());
+}
+
+/// Removes this process's scratch directory when the process ends.
+const struct ScratchCleanup {
+  ~ScratchCleanup() {
+    std::error_code ec;
+    std::filesystem::remove_all(scratch_dir(), ec);
+  }
+} scratch_cleanup;
+
 std::string write_temp(const std::string& name, const std::string& body) {
-  const auto dir = std::filesystem::temp_directory_path() / "numfid_profile_test";
+  const auto dir = scratch_dir();
   std::filesystem::create_directories(dir);
   const auto path = dir / (name + ".yaml");
   std::ofstream(path) << body;
@@ -240,7 +256,7 @@ TEST(ProfileHardening, AliasesCannotExpandBeyondTheNodeLimit) {
 
 TEST(ProfileHardening, IntegersPast32BitsAreRefusedNotTruncated) {
   const std::string h100 = shipped_text("nvidia-h100-tc");
-  const auto dir = std::filesystem::temp_directory_path() / "numfid_profile_test";
+  const auto dir = scratch_dir();
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "nvidia-h100-tc.yaml").string();
   const std::pair<std::string, std::string> cases[] = {
@@ -265,7 +281,7 @@ TEST(ProfileHardening, IntegersPast32BitsAreRefusedNotTruncated) {
 
 TEST(ProfileHardening, TileKIsBoundedAndCountsLikeTheBlockedPlan) {
   const std::string trn1 = shipped_text("trn1");
-  const auto dir = std::filesystem::temp_directory_path() / "numfid_profile_test";
+  const auto dir = scratch_dir();
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "trn1.yaml").string();
   std::string body = replaced(trn1, "value: 128", "value: 9223372036854775807");
@@ -285,7 +301,7 @@ TEST(ProfileHardening, TileKIsBoundedAndCountsLikeTheBlockedPlan) {
 }
 
 TEST(ProfileHardening, FilesThatAreNotRegularAreRefusedWithoutBlocking) {
-  const auto dir = std::filesystem::temp_directory_path() / "numfid_profile_test";
+  const auto dir = scratch_dir();
   std::filesystem::create_directories(dir);
   const auto d = dir / "x.yaml";
   std::filesystem::remove_all(d);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -120,7 +121,7 @@ TEST(CliGoldenSetup, HasCases) { EXPECT_GE(case_names().size(), 30u); }
 TEST(CliOptions, EveryCheckSubcommandDeclaresWhatTheLibraryTableSays) {
   std::vector<std::string> ops{"matmul", "dot", "sum"};
   for (const numfid::RowOp op : numfid::row_ops()) ops.emplace_back(numfid::row_op_name(op));
-  const fs::path tmp = fs::path(testing::TempDir()) / "numfid_cli_options_help";
+  const fs::path tmp = fs::path(testing::TempDir()) / ("numfid_cli_options_help_" + std::to_string(::getpid()));
   int failures = 0;
   for (const std::string& op : ops) {
     SCOPED_TRACE("numfid check " + op + " --help");
@@ -136,6 +137,7 @@ TEST(CliOptions, EveryCheckSubcommandDeclaresWhatTheLibraryTableSays) {
       if (declared != numfid::check_takes(op, name) && ++failures >= 3) return;
     }
   }
+  fs::remove(tmp);
   // The table itself, on a few entries stated by hand (docs/cli.md).
   EXPECT_TRUE(numfid::check_takes("layernorm", "beta"));
   EXPECT_FALSE(numfid::check_takes("rmsnorm", "beta"));

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,12 @@ Command add_arith_command(CLI::App& parent);
 /// The format named `name` (canonical or alias, see find_format); throws UsageError listing
 /// the known formats otherwise.
 const FormatSpec& lookup_format(std::string_view name);
+
+/// A text option's value, or nothing where it was left empty (not given): the library's
+/// optional form of an option such as --addend-format.
+inline std::optional<std::string> given_text(const std::string& value) {
+  return value.empty() ? std::nullopt : std::optional<std::string>(value);
+}
 
 /// --rounding / --saturate / --ftz / --daz / --seed, as given on the command line.
 struct RoundingArgs {

@@ -64,9 +64,7 @@ int run_check_matmul(const MatmulArgs& m) {
                    C = operand_values(tc, *claim.out, "--c");
   MatmulCheckOptions o;
   o.worst = m.worst;
-  const std::optional<std::string> named_format =
-      m.addend_format.empty() ? std::nullopt : std::optional<std::string>(m.addend_format);
-  const FormatSpec& fd = addend_format(claim, td.has_value(), named_format, "--addend-format", "--addend");
+  const FormatSpec& fd = addend_format(claim, td.has_value(), given_text(m.addend_format), "--addend-format", "--addend");
   if (td) o.addend = operand_values(*td, fd, "--addend");
   if (tr) {
     o.ref = operand_values(*tr, *claim.out, "--ref");

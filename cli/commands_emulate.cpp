@@ -62,8 +62,7 @@ int run_emulate(const EmulateArgs& e, bool dot) {
   std::optional<TensorData> C;
   // C's values: --c-format, else the accumulator's (fp32 under a profile, which states no --acc);
   // --c-format without --c is refused.
-  const std::optional<std::string> c_format = e.c_format.empty() ? std::nullopt : std::optional<std::string>(e.c_format);
-  const FormatSpec& fc = addend_format(claim, tc.has_value(), c_format, "--c-format", "--c");
+  const FormatSpec& fc = addend_format(claim, tc.has_value(), given_text(e.c_format), "--c-format", "--c");
   if (tc) C = operand_values(*tc, fc, "--c");
   return write_emulated(e.output, dot ? emulate_dot(A, B, C, claim) : emulate_matmul(A, B, C, claim), claim, fa);
 }

@@ -242,7 +242,7 @@ py::tuple tensor_result(const TensorData& t, bool bits) {
 // ------------------------------------------------------------------- emulate, convert
 
 py::tuple emulate(const std::string& op, const std::string& claim_text, const py::object& a, const py::object& b,
-                  const py::object& c, const std::string& c_format, bool bits) {
+                  const py::object& c, const std::optional<std::string>& c_format, bool bits) {
   if (op != "matmul" && op != "dot")
     throw py::value_error(fmt::format("numfid.emulate: unknown op '{}' (matmul or dot)", op));
   const std::optional<Operand> A = operand(a), B = operand(b), C = operand(c);
@@ -258,8 +258,7 @@ py::tuple emulate(const std::string& op, const std::string& claim_text, const py
     const TensorData ta = tensor_data(A->tensor, fa), tb = tensor_data(B->tensor, fb);
     std::optional<TensorData> tc;
     // C's values: c_format, else the accumulator's (fp32 under a profile), as the CLI.
-    const std::optional<std::string> named = c_format.empty() ? std::nullopt : std::optional<std::string>(c_format);
-    const FormatSpec& fc = addend_format(claim, C.has_value(), named, "c_format=", "c=");
+    const FormatSpec& fc = addend_format(claim, C.has_value(), c_format, "c_format=", "c=");
     if (C) tc = tensor_data(C->tensor, fc);
     return op == "dot" ? emulate_dot(ta, tb, tc, claim) : emulate_matmul(ta, tb, tc, claim);
   });
@@ -500,7 +499,7 @@ PYBIND11_MODULE(_numfid, m) {
       py::arg("target_profile") = py::none(), py::arg("eps") = py::none(), py::arg("variance") = py::none(),
       py::arg("softmax") = py::none(), py::arg("norm_form") = py::none());
   m.def("emulate", &emulate, py::arg("op"), py::arg("claim"), py::arg("a"), py::arg("b"), py::arg("c") = py::none(),
-        py::arg("c_format") = "", py::arg("bits") = false);
+        py::arg("c_format") = py::none(), py::arg("bits") = false);
   m.def("emulate_sum", &emulate_sum_array, py::arg("claim"), py::arg("x"), py::arg("axis") = -1, py::arg("bits") = false);
   m.def("convert", &convert_array, py::arg("x"), py::arg("from_format"), py::arg("to"), py::arg("rounding") = "rne",
         py::arg("saturate") = false, py::arg("seed") = 0, py::arg("bits") = false);

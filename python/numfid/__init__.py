@@ -134,7 +134,7 @@ def emulate(op, claim_or_profile, *, a=None, b=None, c=None, x=None, axis=-1, c_
         raise ValueError(f"numfid.emulate('{op}'): a and b are required")
     op_a, fmt_a = _as_operand(a, "a")
     claim = _profile_claim(claim_or_profile, fmt_a)
-    _, values = _numfid.emulate(op, claim, op_a, _operand(b, "b"), _operand(c, "c"), c_format or "", bits)
+    _, values = _numfid.emulate(op, claim, op_a, _operand(b, "b"), _operand(c, "c"), c_format or None, bits)
     return values
 
 

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace numfid {
 
@@ -105,6 +107,10 @@ constexpr double max_finite(const FormatSpec& f) {
                        : static_cast<double>(detail::pow2(f.bits) - 1);
   double v = static_cast<double>(max_significand(f));
   int e = emax(f) - (f.precision - 1);
+  // At run time one scaling (exact: a power of two within double's range); the loop, over a
+  // hundred dependent multiplications for fp32, cost more than the rest of a check's per-element
+  // bound (docs/performance.md, "Huge pages and constants").
+  if (!std::is_constant_evaluated()) return std::ldexp(v, e);
   for (; e > 0; --e) v *= 2;
   for (; e < 0; ++e) v /= 2;
   return v;
@@ -112,6 +118,7 @@ constexpr double max_finite(const FormatSpec& f) {
 
 /// Smallest positive normal value.
 constexpr double min_normal(const FormatSpec& f) {
+  if (!std::is_constant_evaluated()) return std::ldexp(1.0, emin(f));  // as max_finite
   double v = 1;
   for (int e = emin(f); e < 0; ++e) v /= 2;
   for (int e = emin(f); e > 0; --e) v *= 2;
@@ -120,6 +127,7 @@ constexpr double min_normal(const FormatSpec& f) {
 
 /// Smallest positive value (the least subnormal where the format has them).
 constexpr double min_positive(const FormatSpec& f) {
+  if (!std::is_constant_evaluated()) return std::ldexp(1.0, emin(f) - (f.has_subnormals ? f.precision - 1 : 0));
   double v = min_normal(f);
   if (f.has_subnormals)
     for (int i = 1; i < f.precision; ++i) v /= 2;

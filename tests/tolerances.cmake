@@ -11,6 +11,7 @@ numfid_add_test(probable_test SOURCES probable_test.cpp DEPS numfid::tolerances 
 numfid_add_test(row_bounds_test SOURCES row_bounds_test.cpp DEPS numfid::tolerances fmt::fmt)
 # The exact matmul oracle at model scale: certified fp64 GEMM vs long accumulator, threads.
 numfid_add_test(reference_fast_test SOURCES reference_fast_test.cpp DEPS numfid::tolerances fmt::fmt)
+numfid_add_test(large_memory_test SOURCES large_memory_test.cpp DEPS numfid::tolerances)
 # Integer GEMMs through the pipeline (tolerances/quant_check.h): legal outputs, each classic bug
 # with its signature, the int32 overflow K. About a second.
 numfid_add_test(quant_check_test SOURCES quant_check_test.cpp DEPS numfid::tolerances fmt::fmt)

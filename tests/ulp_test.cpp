@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <map>
 #include <random>
@@ -196,6 +197,35 @@ struct Case {
 
 std::optional<std::uint32_t> raw_of(std::optional<Bits> b) {
   return b ? std::optional<std::uint32_t>(b->raw) : std::nullopt;
+}
+
+// max_finite, min_normal and min_positive scale by one ldexp at run time and by a loop in
+// constant evaluation (the static_asserts of format_spec.h): the run-time values are checked
+// here against the format's own patterns, decoded — the largest finite value and the smallest
+// positive one found by sweeping every pattern, the least normal one as the smallest positive
+// value with a non-zero exponent field — and fp32 against <cfloat>'s limits.
+TEST(FormatLimits, RunTimeValuesAreTheDecodedExtremes) {
+  for (const FormatSpec* f : sweepable()) {
+    if (f->kind != FormatKind::binary_float) continue;
+    SCOPED_TRACE(f->name);
+    const int frac = f->precision - 1;
+    double largest = 0, smallest = INFINITY, least_normal = INFINITY;
+    for (std::uint64_t raw = 0; raw <= storage_mask(*f); ++raw) {
+      const double v = to_double(*f, Bits{static_cast<std::uint32_t>(raw)});
+      if (!std::isfinite(v) || v <= 0) continue;
+      largest = std::max(largest, v);
+      smallest = std::min(smallest, v);
+      if (((raw >> frac) & ((std::uint64_t{1} << f->exponent_bits) - 1)) != 0) least_normal = std::min(least_normal, v);
+    }
+    EXPECT_EQ(max_finite(*f), largest) << fmt::format("{:a} vs {:a}", max_finite(*f), largest);
+    EXPECT_EQ(min_positive(*f), smallest) << fmt::format("{:a} vs {:a}", min_positive(*f), smallest);
+    if (f->has_subnormals) {
+      EXPECT_EQ(min_normal(*f), least_normal) << fmt::format("{:a} vs {:a}", min_normal(*f), least_normal);
+    }
+  }
+  EXPECT_EQ(max_finite(fp32), static_cast<double>(FLT_MAX));
+  EXPECT_EQ(min_normal(fp32), static_cast<double>(FLT_MIN));
+  EXPECT_EQ(min_positive(fp32), static_cast<double>(FLT_TRUE_MIN));
 }
 
 TEST(UlpBoundaries, Table) {

@@ -16,6 +16,7 @@
 #include "formats/rounding.h"
 #include "formats/value.h"
 #include "numerics/plan.h"
+#include "tolerances/large_memory.h"
 #include "tolerances/quant_claim.h"
 #include "tolerances/verdict.h"
 
@@ -241,7 +242,7 @@ struct MatmulReference {
   std::optional<TensorData> addend;
   MatmulDims dims;                     ///< {M, K, N}; a row-wise dot: {R, K, 1}
   bool rowwise_dot = false;            ///< D[r] = C[r] + Σ_k A[r,k]·B[r,k] (A, B: R×K)
-  std::vector<ExactElement> elements;  ///< M×N, row-major
+  LargeVector<ExactElement> elements;  ///< M×N, row-major
 };
 
 /// The exact results of A (M×K) · B (K×N) (+ addend, M×N). Shapes: InputError naming them.

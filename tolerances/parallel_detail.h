@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "tolerances/large_memory.h"
+
 namespace numfid::detail {
 
 /// Threads the pipeline's loops use: the testing override if set, else the environment
@@ -59,12 +61,12 @@ class ParallelArray {
  public:
   explicit ParallelArray(std::int64_t n)
       : n_(static_cast<std::size_t>(n)),
-        p_(static_cast<T*>(::operator new(sizeof(T) * (n_ == 0 ? 1 : n_), std::align_val_t{alignof(T)}))) {
+        p_(static_cast<T*>(allocate_large(sizeof(T) * (n_ == 0 ? 1 : n_), alignof(T)))) {
     parallel_for(n, 16384, [this](std::int64_t i0, std::int64_t i1) {
       std::uninitialized_value_construct(p_ + i0, p_ + i1);
     });
   }
-  ~ParallelArray() { ::operator delete(p_, std::align_val_t{alignof(T)}); }
+  ~ParallelArray() { deallocate_large(p_, sizeof(T) * (n_ == 0 ? 1 : n_), alignof(T)); }
   ParallelArray(const ParallelArray&) = delete;
   ParallelArray& operator=(const ParallelArray&) = delete;
 

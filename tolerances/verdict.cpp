@@ -288,10 +288,10 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
   Verdict v;
   v.elements = static_cast<std::int64_t>(out.size());
   detail::ParallelArray<ElementReport> all(static_cast<std::int64_t>(out.size()));  // first touched on every core
-  std::vector<std::uint8_t> mismatch(out.size(), 0);
+  LargeVector<std::uint8_t> mismatch(out.size(), 0);
   // Elements whose partial sums may overflow under a sticky overflow (ReductionBound::
   // overflow_sticky): non-finite results are legal there, a finite one meets the finite bound.
-  std::vector<std::uint8_t> sticky(out.size(), 0);
+  LargeVector<std::uint8_t> sticky(out.size(), 0);
   // Each element is classified on its own, on every core (tolerances/parallel_detail.h); the
   // counts are taken afterwards, in element order.
   detail::parallel_for(static_cast<std::int64_t>(out.size()), 4096, [&](std::int64_t i0, std::int64_t i1) {

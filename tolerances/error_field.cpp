@@ -35,10 +35,10 @@ std::int64_t threshold(std::int64_t n, double p, double alpha) {
 /// Values are doubles compared by `<`, so equal values are interchangeable: the same list as a
 /// partial sort of the whole array.
 template <typename Value>
-std::vector<double> top(std::size_t n, std::size_t count, Value value) {
+std::vector<double> top_of_range(std::size_t i0, std::size_t i1, std::size_t count, Value value) {
   std::vector<double> heap;
-  heap.reserve(std::min(count, n));
-  for (std::size_t i = 0; i < n; ++i) {
+  heap.reserve(std::min(count, i1 - i0));
+  for (std::size_t i = i0; i < i1; ++i) {
     const double x = value(i);
     if (heap.size() < count) {
       heap.push_back(x);
@@ -51,6 +51,23 @@ std::vector<double> top(std::size_t n, std::size_t count, Value value) {
   }
   std::sort(heap.begin(), heap.end(), std::greater<>());
   return heap;
+}
+
+/// top_of_range over [0, n), chunk by chunk on every core: the `count` largest of the union
+/// are the `count` largest of the chunks' own lists, so the list is the same for any thread count.
+template <typename Value>
+std::vector<double> top(std::size_t n, std::size_t count, Value value) {
+  constexpr std::size_t kGrain = std::size_t{1} << 16;
+  std::vector<std::vector<double>> parts((n + kGrain - 1) / kGrain);
+  detail::parallel_for(static_cast<std::int64_t>(n), static_cast<std::int64_t>(kGrain), [&](std::int64_t i0, std::int64_t i1) {
+    parts[static_cast<std::size_t>(i0) / kGrain] =
+        top_of_range(static_cast<std::size_t>(i0), static_cast<std::size_t>(i1), count, value);
+  });
+  std::vector<double> all;
+  for (const std::vector<double>& p : parts) all.insert(all.end(), p.begin(), p.end());
+  std::sort(all.begin(), all.end(), std::greater<>());
+  if (all.size() > count) all.resize(count);
+  return all;
 }
 
 }  // namespace

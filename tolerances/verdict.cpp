@@ -95,16 +95,21 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
   // √n·u growth of the claimed accumulator. The median, not the mean, so that a few wild
   // elements (an indexing defect) do not read as a narrow accumulator, which shows everywhere.
   {
-    // On every core; the median is a value of the multiset, whatever order it is collected in.
-    std::vector<double> excess = detail::parallel_collect<double>(
-        static_cast<std::int64_t>(all.size()), 1 << 16, [&](std::int64_t i0, std::int64_t i1, std::vector<double>& x) {
-          for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
-            const ElementReport& e = all[i];
-            if (!std::isfinite(e.error) || ref[i].sum_abs <= 0) continue;
-            const double orr = output_rounding_error(out, claim.output_rounding, std::fabs(e.exact));
-            x.push_back(std::max(0.0, std::fabs(e.error) - orr) / ref[i].sum_abs);
-          }
-        });
+    // On every core, into one array (NaN where an element has no excess), compacted afterwards:
+    // the median is a value of the multiset, whatever order it is collected in.
+    LargeVector<double> excess(all.size());
+    detail::parallel_for(static_cast<std::int64_t>(all.size()), 1 << 16, [&](std::int64_t i0, std::int64_t i1) {
+      for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
+        const ElementReport& e = all[i];
+        if (!std::isfinite(e.error) || ref[i].sum_abs <= 0) {
+          excess[i] = NAN;
+          continue;
+        }
+        const double orr = output_rounding_error(out, claim.output_rounding, std::fabs(e.exact));
+        excess[i] = std::max(0.0, std::fabs(e.error) - orr) / ref[i].sum_abs;
+      }
+    });
+    excess.erase(std::remove_if(excess.begin(), excess.end(), [](double x) { return std::isnan(x); }), excess.end());
     if (!excess.empty() && b.roundings > 0) {
       auto mid = excess.begin() + static_cast<std::ptrdiff_t>(excess.size() / 2);
       std::nth_element(excess.begin(), mid, excess.end());
@@ -124,18 +129,36 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
       }
     }
   }
-  // Where the elements outside the probabilistic bound are.
-  const std::vector<const ElementReport*> bad = detail::parallel_collect<const ElementReport*>(
-      static_cast<std::int64_t>(all.size()), 1 << 16, [&](std::int64_t i0, std::int64_t i1, std::vector<const ElementReport*>& x) {
-        for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i)
-          if (all[i].cls == ElementClass::within_deterministic || all[i].cls == ElementClass::outside_deterministic)
-            x.push_back(&all[i]);
-      });
-  if (bad.size() >= 2) {
-    std::int64_t r0 = grid.rows, r1 = -1, c0 = grid.cols, c1 = -1;
-    for (const ElementReport* e : bad) {
-      r0 = std::min(r0, e->row), r1 = std::max(r1, e->row), c0 = std::min(c0, e->col), c1 = std::max(c1, e->col);
+  // Where the elements outside the probabilistic bound are: their count, bounding box and first
+  // one, per chunk on every core, merged in chunk order (counts, minima and maxima: the same for
+  // any thread count).
+  struct Box {
+    std::int64_t count = 0, r0 = 0, r1 = -1, c0 = 0, c1 = -1;
+    const ElementReport* first = nullptr;
+  };
+  constexpr std::int64_t kBoxGrain = 1 << 16;
+  const auto n_all = static_cast<std::int64_t>(all.size());
+  std::vector<Box> boxes(static_cast<std::size_t>((n_all + kBoxGrain - 1) / kBoxGrain));
+  detail::parallel_for(n_all, kBoxGrain, [&](std::int64_t i0, std::int64_t i1) {
+    Box x{0, grid.rows, -1, grid.cols, -1, nullptr};
+    for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
+      const ElementReport& e = all[i];
+      if (e.cls != ElementClass::within_deterministic && e.cls != ElementClass::outside_deterministic) continue;
+      if (x.count++ == 0) x.first = &e;
+      x.r0 = std::min(x.r0, e.row), x.r1 = std::max(x.r1, e.row), x.c0 = std::min(x.c0, e.col), x.c1 = std::max(x.c1, e.col);
     }
+    boxes[static_cast<std::size_t>(i0 / kBoxGrain)] = x;
+  });
+  Box bad{0, grid.rows, -1, grid.cols, -1, nullptr};
+  for (const Box& x : boxes) {
+    if (x.count == 0) continue;
+    if (bad.count == 0) bad.first = x.first;
+    bad.count += x.count;
+    bad.r0 = std::min(bad.r0, x.r0), bad.r1 = std::max(bad.r1, x.r1), bad.c0 = std::min(bad.c0, x.c0),
+    bad.c1 = std::max(bad.c1, x.c1);
+  }
+  if (bad.count >= 2) {
+    const std::int64_t r0 = bad.r0, r1 = bad.r1, c0 = bad.c0, c1 = bad.c1;
     const std::int64_t area = (r1 - r0 + 1) * (c1 - c0 + 1);
     const std::int64_t total = grid.rows * grid.cols;
     if (static_cast<double>(area) <= kConfinedMaxAreaFraction * static_cast<double>(total)) {
@@ -144,12 +167,12 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
                                      : fmt::format("rows {}..{} × columns {}..{}", r0, r1, c0, c1);
       v.signatures.push_back({"confined", fmt::format("all {} elements outside the probabilistic bound lie in {} ({:.1f}% "
                                                       "of the tensor): an indexing or tiling defect",
-                                                      bad.size(), where, 100.0 * static_cast<double>(area) /
+                                                      bad.count, where, 100.0 * static_cast<double>(area) /
                                                                               static_cast<double>(total))});
     }
   }
-  if (bad.size() == 1 && all.size() >= kLoneOutlierMinElements) {
-    const ElementReport& e = *bad[0];
+  if (bad.count == 1 && all.size() >= kLoneOutlierMinElements) {
+    const ElementReport& e = *bad.first;
     v.signatures.push_back({"lone-outlier", fmt::format("only element {} (row {}, column {}) is outside the probabilistic "
                                                         "bound, by {:.3g}× its deterministic bound: a race or a single "
                                                         "corrupted write",

@@ -2,6 +2,8 @@
 #include "tolerances/large_memory.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -17,11 +19,29 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 std::size_t mapped_bytes(std::size_t bytes) { return (bytes + kHugePage - 1) / kHugePage * kHugePage; }
 
+/// Whether large arrays get their own huge-page mappings: unless NUMFID_HUGE_PAGES=0. Read once
+/// per process. The switch exists because the gain depends on the machine: a kernel whose THP
+/// `defrag` setting compacts memory synchronously on a madvised fault was measured slower with
+/// them on one machine and 2x faster on another (docs/performance.md, "Huge pages").
+bool huge_pages_wanted() {
+  static const bool wanted = [] {
+    const char* env = std::getenv("NUMFID_HUGE_PAGES");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  return wanted;
+}
+
+/// The size class of an allocation: its own mapping or ::operator new. allocate_large and
+/// deallocate_large must agree on it for the same bytes and alignment.
+bool mapped(std::size_t bytes, std::size_t alignment) {
+  return bytes >= kLargeAllocationBytes && alignment <= 4096 && huge_pages_wanted();
+}
+
 }  // namespace
 
 void* allocate_large(std::size_t bytes, std::size_t alignment) {
 #if defined(__linux__)
-  if (bytes >= kLargeAllocationBytes && alignment <= 4096) {
+  if (mapped(bytes, alignment)) {
     const std::size_t len = mapped_bytes(bytes);
     // Map one huge page more than needed and unmap what lies outside the aligned stretch: mmap
     // itself only aligns to the base page.
@@ -45,7 +65,7 @@ void* allocate_large(std::size_t bytes, std::size_t alignment) {
 void deallocate_large(void* p, std::size_t bytes, std::size_t alignment) noexcept {
   if (p == nullptr) return;
 #if defined(__linux__)
-  if (bytes >= kLargeAllocationBytes && alignment <= 4096) {
+  if (mapped(bytes, alignment)) {
     munmap(p, mapped_bytes(bytes));
     return;
   }

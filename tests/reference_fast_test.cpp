@@ -93,7 +93,7 @@ bool same_double(double a, double b) {
 }
 
 /// Every field of two exact elements equal; the first difference as text otherwise.
-std::string difference(const LargeVector<ExactElement>& x, const LargeVector<ExactElement>& y) {
+std::string difference(const LargeArray<ExactElement>& x, const LargeArray<ExactElement>& y) {
   if (x.size() != y.size()) return fmt::format("sizes {} vs {}", x.size(), y.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
     const ExactElement& a = x[i];
@@ -111,7 +111,7 @@ std::string difference(const LargeVector<ExactElement>& x, const LargeVector<Exa
 }
 
 struct Both {
-  LargeVector<ExactElement> fast, exact;
+  LargeArray<ExactElement> fast, exact;
   ReferenceStats fast_stats, exact_stats;
 };
 
@@ -184,7 +184,7 @@ TEST(ReferenceFast, Fp32OperandsSkipTheGemm) {
 // ------------------------------------------------------------------- constructed cases
 
 /// A 1×K row times a K×1 column of ones: the element is the exact sum of `terms`.
-LargeVector<ExactElement> sum_of(const std::vector<double>& terms, const FormatSpec& f, ReferenceStats* stats) {
+LargeArray<ExactElement> sum_of(const std::vector<double>& terms, const FormatSpec& f, ReferenceStats* stats) {
   const auto K = static_cast<std::int64_t>(terms.size());
   TensorData a{&f, {1, K}, {}, "A"}, b{&f, {K, 1}, {}, "B"};
   for (const double t : terms) {
@@ -281,7 +281,7 @@ TEST(ReferenceFast, IndependentOfTheThreadCount) {
   const Restore restore;
   std::mt19937_64 g(11);
   const TensorData a = make(bf16, 70, 333, Kind::tiny_entries, g, "A"), b = make(bf16, 333, 45, Kind::wide, g, "B");
-  std::vector<LargeVector<ExactElement>> runs;
+  std::vector<LargeArray<ExactElement>> runs;
   for (const ReferencePath p : {ReferencePath::automatic, ReferencePath::exact})
     for (const int threads : {1, 2, 7}) {
       detail::set_reference_path(p);

@@ -234,6 +234,10 @@ struct ExactElement {
   Bits rounded(const FormatSpec& out) const;
 };
 
+/// Zero bytes are ExactElement{} (tests/large_memory_test.cpp checks it field by field).
+template <>
+struct ZeroIsDefault<ExactElement> : std::true_type {};
+
 /// The exact results of A·B (+ addend), computed once by the exact long accumulator (the
 /// expensive part of a check), then judged against any number of outputs: a kernel's output
 /// and its mutants, or every output of a corpus.
@@ -242,7 +246,7 @@ struct MatmulReference {
   std::optional<TensorData> addend;
   MatmulDims dims;                     ///< {M, K, N}; a row-wise dot: {R, K, 1}
   bool rowwise_dot = false;            ///< D[r] = C[r] + Σ_k A[r,k]·B[r,k] (A, B: R×K)
-  LargeVector<ExactElement> elements;  ///< M×N, row-major
+  LargeArray<ExactElement> elements;   ///< M×N, row-major
 };
 
 /// The exact results of A (M×K) · B (K×N) (+ addend, M×N). Shapes: InputError naming them.

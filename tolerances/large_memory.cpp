@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 #if defined(__linux__)
@@ -34,7 +35,12 @@ bool huge_pages_wanted() {
 /// The size class of an allocation: its own mapping or ::operator new. allocate_large and
 /// deallocate_large must agree on it for the same bytes and alignment.
 bool mapped(std::size_t bytes, std::size_t alignment) {
+#if defined(__linux__)
   return bytes >= kLargeAllocationBytes && alignment <= 4096 && huge_pages_wanted();
+#else
+  (void)bytes, (void)alignment;
+  return false;
+#endif
 }
 
 }  // namespace
@@ -60,6 +66,12 @@ void* allocate_large(std::size_t bytes, std::size_t alignment) {
   }
 #endif
   return ::operator new(bytes == 0 ? 1 : bytes, std::align_val_t{alignment});
+}
+
+void* allocate_large_zeroed(std::size_t bytes, std::size_t alignment) {
+  void* p = allocate_large(bytes, alignment);
+  if (!mapped(bytes, alignment)) std::memset(p, 0, bytes);  // a fresh mapping is zero already
+  return p;
 }
 
 void deallocate_large(void* p, std::size_t bytes, std::size_t alignment) noexcept {

@@ -61,10 +61,14 @@ class ParallelArray {
  public:
   explicit ParallelArray(std::int64_t n)
       : n_(static_cast<std::size_t>(n)),
-        p_(static_cast<T*>(allocate_large(sizeof(T) * (n_ == 0 ? 1 : n_), alignof(T)))) {
-    parallel_for(n, 16384, [this](std::int64_t i0, std::int64_t i1) {
-      std::uninitialized_value_construct(p_ + i0, p_ + i1);
-    });
+        p_(static_cast<T*>(ZeroIsDefault<T>::value ? allocate_large_zeroed(sizeof(T) * (n_ == 0 ? 1 : n_), alignof(T))
+                                                   : allocate_large(sizeof(T) * (n_ == 0 ? 1 : n_), alignof(T)))) {
+    // Zeroed memory already holds value-initialised Ts where ZeroIsDefault: its pages are
+    // first touched by the loop that fills them, on every core.
+    if constexpr (!ZeroIsDefault<T>::value)
+      parallel_for(n, 16384, [this](std::int64_t i0, std::int64_t i1) {
+        std::uninitialized_value_construct(p_ + i0, p_ + i1);
+      });
   }
   ~ParallelArray() { deallocate_large(p_, sizeof(T) * (n_ == 0 ? 1 : n_), alignof(T)); }
   ParallelArray(const ParallelArray&) = delete;

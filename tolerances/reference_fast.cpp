@@ -106,7 +106,7 @@ constexpr std::int64_t kFewInTile = 8;
 /// out[i·N + j] by the long accumulator for every element with need[i·N + j] (every element
 /// when `need` is null), tile by tile on every core.
 void accumulate(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,
-                const LargeVector<std::uint8_t>* need, LargeVector<ExactElement>& out) {
+                const LargeArray<std::uint8_t>* need, LargeArray<ExactElement>& out) {
   const std::int64_t M = d.m, K = d.k, N = d.n;
   const std::int64_t tr = (M + kTileRows - 1) / kTileRows, tc = (N + kTileCols - 1) / kTileCols;
   parallel_for(tr * tc, 1, [&](std::int64_t t0, std::int64_t t1) {
@@ -348,7 +348,7 @@ struct Sums {
   bool possible = false;
 };
 
-Sums sums(const LargeVector<double>& S, const LargeVector<double>& T, const TensorData* D, const Decoder& dd,
+Sums sums(const LargeArray<double>& S, const LargeArray<double>& T, const TensorData* D, const Decoder& dd,
           std::size_t idx, bool lines_finite) {
   Sums x{S[idx], T[idx], kNoBits, lines_finite};
   if (x.possible && D != nullptr) {
@@ -393,8 +393,8 @@ std::int16_t lsb16(double v) {
 /// what it can (clearing `need`), returns how many.
 std::int64_t recheck(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d, const Decoder& da,
                      const Decoder& db, const Decoder& dd, const std::vector<Line>& rows, const std::vector<Line>& cols,
-                     const LargeVector<double>& S, const LargeVector<double>& T, LargeVector<std::uint8_t>& need,
-                     LargeVector<ExactElement>& out) {
+                     const LargeArray<double>& S, const LargeArray<double>& T, LargeArray<std::uint8_t>& need,
+                     LargeArray<ExactElement>& out) {
   const std::int64_t M = d.m, K = d.k, N = d.n;
   const std::int64_t tr = (M + kTileRows - 1) / kTileRows, tc = (N + kTileCols - 1) / kTileCols;
   std::atomic<std::int64_t> certified{0};
@@ -458,7 +458,7 @@ constexpr std::int64_t kPanelBytes = std::int64_t{64} << 20;
 
 /// The certified GEMM path; false (nothing done) where it does not apply or would not pay.
 bool gemm_elements(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,
-                   LargeVector<ExactElement>& out, ReferenceStats& stats) {
+                   LargeArray<ExactElement>& out, ReferenceStats& stats) {
   const std::int64_t M = d.m, K = d.k, N = d.n;
   if (!gemm_format(*A.format) || !gemm_format(*B.format) || (D != nullptr && !gemm_format(*D->format))) return false;
   if (M <= 0 || N <= 0 || M > INT_MAX || N > INT_MAX || K > INT_MAX || K >= (std::int64_t{1} << 50)) return false;
@@ -469,11 +469,11 @@ bool gemm_elements(const TensorData& A, const TensorData& B, const TensorData* D
   // certificate covers any grouping of the sums). Non-finite entries enter as 0: their rows
   // and columns are not certified. The lines are scanned as the panels are decoded.
   const auto mn = static_cast<std::size_t>(M * N);
-  LargeVector<double> S(mn, 0.0), T(mn, 0.0);
+  LargeArray<double> S(mn), T(mn);  // zero, first touched by the GEMM (beta = 0 first)
   std::vector<Line> rows(static_cast<std::size_t>(M)), cols(static_cast<std::size_t>(N));
   const std::int64_t kp = std::min(std::max<std::int64_t>(64, kPanelBytes / (16 * (M + N)) / 64 * 64),
                                    std::max<std::int64_t>(K, 1));
-  LargeVector<double> ap(static_cast<std::size_t>(M * std::min(kp, K))), aap(ap.size()),
+  LargeArray<double> ap(static_cast<std::size_t>(M * std::min(kp, K))), aap(ap.size()),
       bp(static_cast<std::size_t>(std::min(kp, K) * N)), abp(bp.size());
   for (std::int64_t k0 = 0; k0 < K; k0 += kp) {
     const std::int64_t kb = std::min(kp, K - k0);
@@ -512,14 +512,14 @@ bool gemm_elements(const TensorData& A, const TensorData& B, const TensorData* D
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, kk, 1.0, aap.data(), kk, abp.data(), n, beta, T.data(),
                 n);
   }
-  LargeVector<double>().swap(ap);
-  LargeVector<double>().swap(aap);
-  LargeVector<double>().swap(bp);
-  LargeVector<double>().swap(abp);
+  ap = LargeArray<double>();
+  aap = LargeArray<double>();
+  bp = LargeArray<double>();
+  abp = LargeArray<double>();
 
   // Certify each element (or mark it for the long accumulator): first against the line-wide
   // lowest bits, then, where that fails, against the bound that lists the lowest entries.
-  LargeVector<std::uint8_t> need(mn, 0);
+  LargeArray<std::uint8_t> need(mn);
   std::atomic<std::int64_t> certified{0};
   const Decoder dd(D != nullptr ? *D->format : fp32);
   std::vector<int> col_lowest(static_cast<std::size_t>(N));  // once per column, not per element
@@ -549,8 +549,8 @@ bool gemm_elements(const TensorData& A, const TensorData& B, const TensorData* D
   stats.certified = certified.load();
   if (stats.certified < static_cast<std::int64_t>(mn))
     stats.certified += recheck(A, B, D, d, da, db, dd, rows, cols, S, T, need, out);
-  LargeVector<double>().swap(S);
-  LargeVector<double>().swap(T);
+  S = LargeArray<double>();
+  T = LargeArray<double>();
   stats.accumulated = static_cast<std::int64_t>(mn) - stats.certified;
   if (stats.accumulated > 0) accumulate(A, B, D, d, &need, out);
   return true;
@@ -561,10 +561,10 @@ bool gemm_elements(const TensorData& A, const TensorData& B, const TensorData* D
 }  // namespace
 
 ReferenceStats matmul_elements(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,
-                               LargeVector<ExactElement>& out) {
+                               LargeArray<ExactElement>& out) {
   const FpEnvGuard env;  // the GEMM's inputs are decoded and checked in native double arithmetic
   ReferenceStats stats;
-  out.assign(static_cast<std::size_t>(d.m * d.n), ExactElement{});
+  out = LargeArray<ExactElement>(static_cast<std::size_t>(d.m * d.n));
 #if NUMFID_HAVE_OPENBLAS
   if (reference_path() == ReferencePath::automatic && gemm_elements(A, B, D, d, out, stats)) return remember(stats);
 #endif
@@ -574,10 +574,10 @@ ReferenceStats matmul_elements(const TensorData& A, const TensorData& B, const T
 }
 
 ReferenceStats dot_elements(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,
-                            LargeVector<ExactElement>& out) {
+                            LargeArray<ExactElement>& out) {
   const FpEnvGuard env;
   const std::int64_t R = d.m, K = d.k;
-  out.assign(static_cast<std::size_t>(R), ExactElement{});
+  out = LargeArray<ExactElement>(static_cast<std::size_t>(R));
   parallel_for(R, 16, [&](std::int64_t r0, std::int64_t r1) {
     LongAccumulator acc;
     for (std::int64_t r = r0; r < r1; ++r) {

@@ -41,10 +41,10 @@ ExactElement exact_element(const LongAccumulator& acc);
 /// must have been checked (matmul_dims). Identical, field for field, whatever the path, the
 /// thread count or the GEMM's summation order.
 ReferenceStats matmul_elements(const TensorData& a, const TensorData& b, const TensorData* addend, MatmulDims dims,
-                               LargeVector<ExactElement>& out);
+                               LargeArray<ExactElement>& out);
 
 /// The R exact results of the row-wise dot Σ_k A[r,k]·B[r,k] (+ addend[r]) into `out`.
 ReferenceStats dot_elements(const TensorData& a, const TensorData& b, const TensorData* addend, MatmulDims dims,
-                            LargeVector<ExactElement>& out);
+                            LargeArray<ExactElement>& out);
 
 }  // namespace numfid::detail

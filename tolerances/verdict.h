@@ -11,6 +11,7 @@
 
 #include "tolerances/bounds.h"
 #include "tolerances/error_field.h"
+#include "tolerances/large_memory.h"
 
 namespace numfid {
 
@@ -59,6 +60,10 @@ struct ElementReport {
   double ratio = 0;       ///< |error| / det_bound
   ElementClass cls = ElementClass::bit_exact;
 };
+
+/// Zero bytes are ElementReport{} (tests/large_memory_test.cpp checks it field by field).
+template <>
+struct ZeroIsDefault<ElementReport> : std::true_type {};
 
 /// Evidence about the whole error field.
 struct Signature {

@@ -1,6 +1,6 @@
 // Tests of the per-element arrays' memory (tolerances/large_memory.h): sizes on both sides of
-// the threshold, alignment, contents written and read back over the whole range, and a
-// std::vector over the allocator that grows, copies and shrinks.
+// the threshold, alignment, contents written and read back over the whole range, the arrays
+// made of it, and the element types whose zero bytes are their default.
 #include "tolerances/large_memory.h"
 
 #include <gtest/gtest.h>
@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
-#include <numeric>
 
 #include "tolerances/check.h"
 #include "tolerances/parallel_detail.h"
@@ -42,19 +41,6 @@ TEST(LargeMemory, EverySizeIsUsableAndAligned) {
       deallocate_large(p, bytes, align);
     }
   }
-}
-
-TEST(LargeMemory, VectorGrowsCopiesAndShrinks) {
-  LargeVector<std::int64_t> v;
-  const std::size_t n = 3 * kLargeAllocationBytes / sizeof(std::int64_t) + 17;  // crosses the threshold while growing
-  for (std::size_t i = 0; i < n; ++i) v.push_back(static_cast<std::int64_t>(i) * 3 - 5);
-  const LargeVector<std::int64_t> copy = v;
-  ASSERT_EQ(copy.size(), n);
-  for (std::size_t i = 0; i < n; i += 997) ASSERT_EQ(copy[i], static_cast<std::int64_t>(i) * 3 - 5) << i;
-  EXPECT_EQ(copy.back(), static_cast<std::int64_t>(n - 1) * 3 - 5);
-  v.resize(10);
-  v.shrink_to_fit();
-  EXPECT_EQ(std::accumulate(v.begin(), v.end(), std::int64_t{0}), 3 * 45 - 50);
 }
 
 TEST(LargeMemory, ParallelArrayIsValueInitialisedOnEveryCore) {

@@ -79,7 +79,7 @@ ErrorField error_field(std::span<const ElementReport> all, const Grid& grid, dou
   f.rows = std::max<std::int64_t>(grid.rows, 1);
   f.cols = std::max<std::int64_t>(grid.cols, 1);
   // |error| in ulps of every element (the quantiles below select in it), filled on every core.
-  LargeVector<double> ulps(all.size());
+  LargeArray<double> ulps(all.size());
   detail::parallel_for(static_cast<std::int64_t>(all.size()), 1 << 16, [&](std::int64_t i0, std::int64_t i1) {
     for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i)
       ulps[i] = std::isfinite(all[i].error_ulps) ? std::fabs(all[i].error_ulps) : INFINITY;

@@ -7,7 +7,6 @@
 #include <new>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 namespace numfid {
 
@@ -38,29 +37,6 @@ void deallocate_large(void* p, std::size_t bytes, std::size_t alignment) noexcep
 /// that say so by specialising it (each with a test of its fields).
 template <class T>
 struct ZeroIsDefault : std::bool_constant<std::is_arithmetic_v<T>> {};
-
-/// A standard allocator over allocate_large: a std::vector of it (LargeVector) is a
-/// std::vector whose large buffers come from huge pages.
-template <class T>
-struct LargeAllocator {
-  using value_type = T;
-  LargeAllocator() noexcept = default;
-  template <class U>
-  LargeAllocator(const LargeAllocator<U>&) noexcept {}  // NOLINT: converting, as std::allocator's
-  T* allocate(std::size_t n) {
-    if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
-    return static_cast<T*>(allocate_large(n * sizeof(T), alignof(T)));
-  }
-  void deallocate(T* p, std::size_t n) noexcept { deallocate_large(p, n * sizeof(T), alignof(T)); }
-  template <class U>
-  bool operator==(const LargeAllocator<U>&) const noexcept {
-    return true;
-  }
-};
-
-/// A std::vector over LargeAllocator.
-template <class T>
-using LargeVector = std::vector<T, LargeAllocator<T>>;
 
 /// n value-initialised Ts in allocate_large's memory, of a size fixed when made: one entry per
 /// element of an output. Where ZeroIsDefault<T>, nothing is written when it is made — zeroed

@@ -97,7 +97,7 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
   {
     // On every core, into one array (NaN where an element has no excess), compacted afterwards:
     // the median is a value of the multiset, whatever order it is collected in.
-    LargeVector<double> excess(all.size());
+    LargeArray<double> excess(all.size());
     detail::parallel_for(static_cast<std::int64_t>(all.size()), 1 << 16, [&](std::int64_t i0, std::int64_t i1) {
       for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
         const ElementReport& e = all[i];
@@ -109,10 +109,10 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
         excess[i] = std::max(0.0, std::fabs(e.error) - orr) / ref[i].sum_abs;
       }
     });
-    excess.erase(std::remove_if(excess.begin(), excess.end(), [](double x) { return std::isnan(x); }), excess.end());
-    if (!excess.empty() && b.roundings > 0) {
-      auto mid = excess.begin() + static_cast<std::ptrdiff_t>(excess.size() / 2);
-      std::nth_element(excess.begin(), mid, excess.end());
+    double* const kept = std::remove_if(excess.begin(), excess.end(), [](double x) { return std::isnan(x); });
+    if (kept != excess.begin() && b.roundings > 0) {
+      double* const mid = excess.begin() + (kept - excess.begin()) / 2;
+      std::nth_element(excess.begin(), mid, kept);
       const double median = *mid;
       const double u_eff = median / std::sqrt(static_cast<double>(b.roundings));
       if (u_eff > kNarrowAccumulatorFactor * b.u_acc) {
@@ -311,10 +311,10 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
   Verdict v;
   v.elements = static_cast<std::int64_t>(out.size());
   detail::ParallelArray<ElementReport> all(static_cast<std::int64_t>(out.size()));  // first touched on every core
-  LargeVector<std::uint8_t> mismatch(out.size(), 0);
+  LargeArray<std::uint8_t> mismatch(out.size());
   // Elements whose partial sums may overflow under a sticky overflow (ReductionBound::
   // overflow_sticky): non-finite results are legal there, a finite one meets the finite bound.
-  LargeVector<std::uint8_t> sticky(out.size(), 0);
+  LargeArray<std::uint8_t> sticky(out.size());
   // Each element is classified on its own, on every core (tolerances/parallel_detail.h); the
   // counts are taken afterwards, in element order.
   detail::parallel_for(static_cast<std::int64_t>(out.size()), 4096, [&](std::int64_t i0, std::int64_t i1) {

@@ -109,7 +109,7 @@ constexpr double max_finite(const FormatSpec& f) {
   int e = emax(f) - (f.precision - 1);
   // At run time one scaling (exact: a power of two within double's range); the loop, over a
   // hundred dependent multiplications for fp32, cost more than the rest of a check's per-element
-  // bound (docs/performance.md, "Huge pages and constants").
+  // bound (docs/performance.md, "Huge pages, and a constant that was a loop").
   if (!std::is_constant_evaluated()) return std::ldexp(v, e);
   for (; e > 0; --e) v *= 2;
   for (; e < 0; ++e) v /= 2;

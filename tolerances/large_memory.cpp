@@ -23,7 +23,8 @@ std::size_t mapped_bytes(std::size_t bytes) { return (bytes + kHugePage - 1) / k
 /// Whether large arrays get their own huge-page mappings: unless NUMFID_HUGE_PAGES=0. Read once
 /// per process. The switch exists because the gain depends on the machine: a kernel whose THP
 /// `defrag` setting compacts memory synchronously on a madvised fault was measured slower with
-/// them on one machine and 2x faster on another (docs/performance.md, "Huge pages").
+/// them on one machine and 2x faster on another (docs/performance.md, "Huge pages, and a
+/// constant that was a loop").
 bool huge_pages_wanted() {
   static const bool wanted = [] {
     const char* env = std::getenv("NUMFID_HUGE_PAGES");

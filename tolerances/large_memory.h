@@ -18,8 +18,8 @@ inline constexpr std::size_t kLargeAllocationBytes = std::size_t{2} << 20;
 /// (madvise(MADV_HUGEPAGE): https://www.kernel.org/doc/html/latest/admin-guide/mm/transhuge.html):
 /// first touching it then costs one page fault per 2 MiB instead of one per 4 KiB, which is what
 /// a check of a large output spent most of its judgement on in a virtual machine
-/// (docs/performance.md, "Huge pages"). Where the kernel gives no huge page the mapping is
-/// ordinary memory. Smaller sizes, and every size under NUMFID_HUGE_PAGES=0 (read once per
+/// (docs/performance.md, "Huge pages, and a constant that was a loop"). Where the kernel gives
+/// no huge page the mapping is ordinary memory. Smaller sizes, and every size under NUMFID_HUGE_PAGES=0 (read once per
 /// process): ::operator new. std::bad_alloc when nothing is to be had.
 void* allocate_large(std::size_t bytes, std::size_t alignment);
 

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "tolerances/check.h"
+#include "tolerances/judged_detail.h"
 #include "tolerances/parallel_detail.h"
 #include "tolerances/verdict.h"
 
@@ -92,6 +93,16 @@ TEST(LargeMemory, ZeroBytesAreTheDefaultElementReport) {
     EXPECT_EQ(std::bit_cast<std::uint64_t>(z.*field), std::bit_cast<std::uint64_t>(d.*field));
   EXPECT_EQ(z.cls, d.cls);
   static_assert(sizeof(ElementReport) == 96, "a field was added: test it here");
+}
+
+TEST(LargeMemory, ZeroBytesAreTheDefaultJudgedElement) {
+  const detail::JudgedElement z = from_zero_bytes<detail::JudgedElement>(), d{};
+  for (const auto field : {&detail::JudgedElement::error, &detail::JudgedElement::error_ulps,
+                           &detail::JudgedElement::det_bound, &detail::JudgedElement::prob_bound,
+                           &detail::JudgedElement::ratio})
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(z.*field), std::bit_cast<std::uint64_t>(d.*field));
+  EXPECT_EQ(z.cls, d.cls);
+  static_assert(sizeof(detail::JudgedElement) == 48, "a field was added: test it here");
 }
 
 TEST(LargeMemory, ArrayIsValueInitialisedCopiedAndMoved) {

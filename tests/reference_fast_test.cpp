@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <bit>
 #include <cmath>
@@ -20,6 +21,8 @@
 #include "formats/convert.h"
 #include "formats/error.h"
 #include "tolerances/check.h"
+#include "tolerances/check_detail.h"
+#include "tolerances/judged_detail.h"
 #include "tolerances/parallel_detail.h"
 #include "tolerances/reference_fast_detail.h"
 
@@ -347,6 +350,92 @@ TEST(ReferenceFast, ChecksAreIdenticalForAnyThreadCount) {
     if (first.empty()) first = now;
     for (std::size_t i = 0; i < now.size(); ++i) EXPECT_EQ(now[i], first[i]) << "check " << i << ", " << threads << " threads";
   }
+}
+
+/// A verdict in full, every double as its bits: two verdicts print the same only if judged alike.
+std::string verdict_text(const Verdict& v) {
+  const auto hex = [](double x) { return fmt::format("{:016x}", std::bit_cast<std::uint64_t>(x)); };
+  std::string s = fmt::format("{} probable={} p={} counts={} {} {} {} elements={} nonfinite={} outside={} thr={} cp={} "
+                              "max_ulps={}\n{}\n",
+                              kind_name(v.kind), v.probable, hex(v.false_alarm_probability), v.counts[0], v.counts[1],
+                              v.counts[2], v.counts[3], v.elements, v.nonfinite_mismatches, v.outside_probabilistic,
+                              v.chance_threshold, hex(v.chance_probability), hex(v.max_error_ulps), v.reason);
+  for (const ElementReport& e : v.worst)
+    s += fmt::format("worst {} ({}, {}) {:x} {} {} {} {} {} {} {} {}\n", e.index, e.row, e.col, e.bits.raw, hex(e.value),
+                     hex(e.exact), hex(e.error), hex(e.error_ulps), hex(e.det_bound), hex(e.prob_bound), hex(e.ratio),
+                     class_name(e.cls));
+  for (const Signature& g : v.signatures) s += "signature " + g.name + ": " + g.evidence + "\n";
+  const ErrorField& f = v.field;
+  s += fmt::format("field {} {} {} {} {} {} {} {} {} {} {} {} {}\n", f.elements, f.nonfinite, hex(f.max_ulps),
+                   hex(f.p99_ulps), hex(f.p99_low), hex(f.p99_high), hex(f.max_ratio), f.unbounded, f.bias_elements,
+                   hex(f.bias_mean), hex(f.bias_sd), hex(f.hist_range), fmt::join(f.histogram, ","));
+  for (const double x : f.top_ulps) s += hex(x) + " ";
+  for (const double x : f.top_ratio) s += hex(x) + " ";
+  for (const float x : f.heatmap) s += fmt::format("{:08x} ", std::bit_cast<std::uint32_t>(x));
+  return s;
+}
+
+// check matmul judges its exact elements in place (detail::judge_exact) instead of copying
+// each into a ReferenceElement for judge(): both must judge alike, on data with specials,
+// subnormals, cancellation and defects, with and without elements whose operand cast may
+// overflow (bounds vacuous there), under claims that exercise every class and signature.
+TEST(ReferenceFast, JudgingExactElementsInPlaceEqualsJudgingReferenceElements) {
+  int compared = 0;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE(fmt::format("seed {}", seed));
+    std::mt19937_64 g(seed);
+    const Kind kinds[] = {Kind::normal, Kind::specials, Kind::subnormal, Kind::small_ints, Kind::wide, Kind::many_tiny};
+    const Kind kind = kinds[seed % 6];
+    const TensorData a = make(bf16, 33, 200, kind, g, "A"), b = make(bf16, 200, 31, Kind::normal, g, "B");
+    const char* claims[] = {"--in bf16 --out bf16", "--in bf16 --acc fp32 --out fp32", "--in bf16 --acc fp16 --out fp16"};
+    const ClaimSpec spec = parse_claim(claims[seed % 3]);
+    const MatmulReference mr = matmul_reference(a, b);
+    TensorData c = emulate_matmul(a, b, std::nullopt, parse_claim(fmt::format("--in bf16 --plan blocked(16) --out {}",
+                                                                               spec.out->name)));
+    // Defects: far off, an ulp off, NaN where the exact result is finite, a truncated row.
+    c.values[seed] = Bits{c.values[seed].raw ^ 0x100u};
+    c.values[2 * seed + 1] = Bits{c.values[2 * seed + 1].raw + 1};
+    c.values[5 * seed] = canonical_nan(*spec.out);
+    if (seed % 4 == 0)
+      for (std::size_t j = 0; j < 31; ++j) c.values[31 * 7 + j] = Bits{c.values[31 * 7 + j].raw & ~0x3u};
+    const detail::ClaimSetup setup = detail::make_claim(spec, 200, false, true);
+    const ReductionBound bound = reduction_bound(setup.claim, 200, false, spec.confidence);
+    std::vector<Bits> rounded;
+    std::vector<ReferenceElement> ref;
+    for (const ExactElement& e : mr.elements) {
+      rounded.push_back(e.rounded(*spec.out));
+      ref.push_back({rounded.back(), e.exact, e.sum_abs});
+    }
+    for (const bool with_cast_overflow : {false, true}) {
+      SCOPED_TRACE(with_cast_overflow ? "some operand casts may overflow" : "no cast overflow");
+      std::vector<char> overflow;
+      std::vector<ReferenceElement> marked = ref;
+      if (with_cast_overflow) {
+        overflow.assign(ref.size(), 0);
+        for (std::size_t i = 3; i < ref.size(); i += 7) {
+          overflow[i] = 1;
+          marked[i].det_bound = marked[i].prob_bound = INFINITY;
+          marked[i].may_overflow = true;
+        }
+      }
+      JudgeOptions opt;
+      opt.worst = 12;
+      const Verdict v = judge(setup.claim, bound, c.values, marked, {33, 31}, opt);
+      const Verdict w = detail::judge_exact(setup.claim, bound, c.values, {mr.elements, rounded, overflow}, {33, 31}, opt);
+      EXPECT_EQ(verdict_text(w), verdict_text(v));
+      if (kind != Kind::specials) {  // there every row meets a NaN or inf: the exact results are non-finite
+        EXPECT_GT(v.counts[3], 0) << "the defects no longer show: " << v.reason;
+      }
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 24);
+  // Sizes that disagree are a caller's error, not a verdict.
+  const MatmulReference mr = matmul_reference(TensorData{&bf16, {1, 1}, {Bits{0x3f80}}, "A"},
+                                              TensorData{&bf16, {1, 2}, {Bits{0x3f80}, Bits{0x4000}}, "B"});
+  const std::vector<Bits> one{Bits{0x3f80}};
+  EXPECT_THROW(detail::judge_exact(Claim{}, ReductionBound{}, one, {mr.elements, one, {}}, {1, 1}, {}),
+               std::invalid_argument);
 }
 
 // ------------------------------------------------------------------- shapes before values

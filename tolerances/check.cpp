@@ -17,6 +17,7 @@
 #include "tolerances/calibrate.h"
 #include "tolerances/cancel.h"
 #include "tolerances/check_detail.h"
+#include "tolerances/judged_detail.h"
 #include "tolerances/row_bounds.h"
 #include "tolerances/parallel_detail.h"
 #include "tolerances/reference_fast_detail.h"
@@ -536,14 +537,26 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
   const std::int64_t M = mr.dims.m, K = mr.dims.k, N = mr.dims.n;
   detail::refuse_options_of_other_ops(claim, false, mr.rowwise_dot ? "check dot" : "check matmul");
   const ClaimSetup s = detail::make_claim(claim, K, D != nullptr, true);
-  detail::ParallelArray<ReferenceElement> ref(static_cast<std::int64_t>(mr.elements.size()));  // first touched on every core
-  detail::parallel_for(static_cast<std::int64_t>(ref.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
+  // Each exact element correctly rounded into the output format, on every core.
+  LargeArray<Bits> rounded(mr.elements.size());
+  detail::parallel_for(static_cast<std::int64_t>(rounded.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
     for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
-      ref[e] = {mr.elements[e].rounded(fout), mr.elements[e].exact, mr.elements[e].sum_abs};
+      rounded[e] = mr.elements[e].rounded(fout);
   });
   ReductionBound b = reduction_bound(s.claim, K, D != nullptr, claim.confidence);
   add_operand_allowances(b, s.claim, A, B, D, mr.dims, mr.rowwise_dot);
-  if (opt.ref) {
+  const JudgeOptions jo = detail::judge_options(claim, opt.worst, true);
+  Verdict v;
+  if (!opt.ref) {
+    // The verdict reads the exact elements in place (tolerances/judged_detail.h).
+    const std::vector<char> cast_overflow = cast_overflow_elements(s.claim, A, B, mr.dims, mr.rowwise_dot);
+    v = detail::judge_exact(s.claim, b, C.values, {mr.elements, rounded, cast_overflow}, {M, N}, jo);
+  } else {
+    detail::ParallelArray<ReferenceElement> ref(static_cast<std::int64_t>(mr.elements.size()));  // first touched on every core
+    detail::parallel_for(static_cast<std::int64_t>(ref.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
+      for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
+        ref[e] = {rounded[e], mr.elements[e].exact, mr.elements[e].sum_abs};
+    });
     // Cross-platform: C (from the platform of the claim) against a reference output R from
     // another platform (ref_claim): |C - R| <= bound_A + bound_B.
     if (!opt.ref_claim) throw InputError("--ref needs --ref-profile (the platform that produced the reference)");
@@ -587,10 +600,10 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
                                       overflowed));
     for (const std::string& line : rb.derivation) b.derivation.push_back("reference: " + line);
     b.confidence = 1 - 2 * (1 - claim.confidence);  // both probabilistic bounds hold (union bound)
+    mark_cast_overflow(std::span<ReferenceElement>(ref.data(), ref.size()),
+                       cast_overflow_elements(s.claim, A, B, mr.dims, mr.rowwise_dot));
+    v = judge(s.claim, b, C.values, std::span<const ReferenceElement>(ref.data(), ref.size()), {M, N}, jo);
   }
-  mark_cast_overflow(std::span<ReferenceElement>(ref.data(), ref.size()),
-                     cast_overflow_elements(s.claim, A, B, mr.dims, mr.rowwise_dot));
-  Verdict v = judge(s.claim, b, C.values, ref, {M, N}, detail::judge_options(claim, opt.worst, true));
   CheckResult r = detail::finish(mr.rowwise_dot ? "dot" : "matmul", s, claim, std::move(b), std::move(v), !mr.rowwise_dot);
   if (!opt.ref && opt.calibrate)  // the probable-defect rule, calibrated on these operands
     apply_calibration(r, opt.calibration ? *opt.calibration : calibrate_matmul(mr, A, B, claim), C, claim);

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "tolerances/bounds.h"
+#include "tolerances/judged_detail.h"
 #include "tolerances/parallel_detail.h"
 #include "tolerances/verdict.h"
 
@@ -70,9 +71,22 @@ std::vector<double> top(std::size_t n, std::size_t count, Value value) {
   return all;
 }
 
-}  // namespace
+/// ElementReports read through the accessors of detail::JudgedElements.
+struct Reports {
+  std::span<const ElementReport> all;
+  std::size_t size() const { return all.size(); }
+  double exact(std::size_t i) const { return all[i].exact; }
+  double error_ulps(std::size_t i) const { return all[i].error_ulps; }
+  double det_bound(std::size_t i) const { return all[i].det_bound; }
+  double ratio(std::size_t i) const { return all[i].ratio; }
+  std::int64_t row(std::size_t i) const { return all[i].row; }
+  std::int64_t col(std::size_t i) const { return all[i].col; }
+};
 
-ErrorField error_field(std::span<const ElementReport> all, const Grid& grid, double alpha) {
+/// The error field of elements read through `all`'s accessors (size, exact, error_ulps,
+/// det_bound, ratio, row, col): ElementReports (Reports) or judge()'s records.
+template <class Elements>
+ErrorField field_of(const Elements& all, const Grid& grid, double alpha) {
   ErrorField f;
   f.alpha = alpha;
   f.elements = static_cast<std::int64_t>(all.size());
@@ -82,14 +96,15 @@ ErrorField error_field(std::span<const ElementReport> all, const Grid& grid, dou
   LargeArray<double> ulps(all.size());
   detail::parallel_for(static_cast<std::int64_t>(all.size()), 1 << 16, [&](std::int64_t i0, std::int64_t i1) {
     for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i)
-      ulps[i] = std::isfinite(all[i].error_ulps) ? std::fabs(all[i].error_ulps) : INFINITY;
+      ulps[i] = std::isfinite(all.error_ulps(i)) ? std::fabs(all.error_ulps(i)) : INFINITY;
   });
   double sum = 0, sum2 = 0;
-  for (const ElementReport& e : all) {
-    if (!std::isfinite(e.error_ulps)) ++f.nonfinite;
-    if (!std::isfinite(e.det_bound)) ++f.unbounded;
-    if (std::isfinite(e.error_ulps) && e.exact != 0) {
-      const double s = std::copysign(1.0, e.exact) * e.error_ulps;  // as the bias signature
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const double error_ulps = all.error_ulps(i), exact = all.exact(i);
+    if (!std::isfinite(error_ulps)) ++f.nonfinite;
+    if (!std::isfinite(all.det_bound(i))) ++f.unbounded;
+    if (std::isfinite(error_ulps) && exact != 0) {
+      const double s = std::copysign(1.0, exact) * error_ulps;  // as the bias signature
       sum += s, sum2 += s * s, ++f.bias_elements;
     }
   }
@@ -99,7 +114,7 @@ ErrorField error_field(std::span<const ElementReport> all, const Grid& grid, dou
     f.bias_sd = std::sqrt(std::max(sum2 / n - f.bias_mean * f.bias_mean, 0.0));
   }
   f.top_ulps = top(ulps.size(), ErrorField::kTop, [&](std::size_t i) { return ulps[i]; });
-  f.top_ratio = top(all.size(), ErrorField::kTop, [&](std::size_t i) { return std::isnan(all[i].ratio) ? INFINITY : all[i].ratio; });
+  f.top_ratio = top(all.size(), ErrorField::kTop, [&](std::size_t i) { return std::isnan(all.ratio(i)) ? INFINITY : all.ratio(i); });
   if (!f.top_ulps.empty()) f.max_ulps = f.top_ulps[0];
   if (!f.top_ratio.empty()) f.max_ratio = f.top_ratio[0];
   // Quantiles of the sorted |errors|: x(k) is the k-th smallest (1-based). The number B of
@@ -139,13 +154,15 @@ ErrorField error_field(std::span<const ElementReport> all, const Grid& grid, dou
     h.assign(f.heatmap.size(), 0.0f);
     double finite_max = 0;
     for (std::int64_t i = i0; i < i1; ++i) {
-      const ElementReport& e = all[static_cast<std::size_t>(i)];
-      const std::int64_t r = std::clamp<std::int64_t>(e.row, 0, f.rows - 1) * f.heat_rows / f.rows;
-      const std::int64_t c = std::clamp<std::int64_t>(e.col, 0, f.cols - 1) * f.heat_cols / f.cols;
+      const auto e = static_cast<std::size_t>(i);
+      const std::int64_t r = std::clamp<std::int64_t>(all.row(e), 0, f.rows - 1) * f.heat_rows / f.rows;
+      const std::int64_t c = std::clamp<std::int64_t>(all.col(e), 0, f.cols - 1) * f.heat_cols / f.cols;
       float& cell = h[static_cast<std::size_t>(r * f.heat_cols + c)];
-      const double v = std::isnan(e.ratio) ? INFINITY : e.ratio;
+      const double ratio = all.ratio(e);
+      const double v = std::isnan(ratio) ? INFINITY : ratio;
       cell = std::max(cell, static_cast<float>(v));
-      if (std::isfinite(e.error_ulps)) finite_max = std::max(finite_max, std::fabs(e.error_ulps));
+      const double error_ulps = all.error_ulps(e);
+      if (std::isfinite(error_ulps)) finite_max = std::max(finite_max, std::fabs(error_ulps));
     }
     finite_maxima[static_cast<std::size_t>(i0 / kGrain)] = finite_max;
   });
@@ -161,9 +178,9 @@ ErrorField error_field(std::span<const ElementReport> all, const Grid& grid, dou
     std::vector<std::int64_t>& h = hist[static_cast<std::size_t>(i0 / kGrain)];
     h.assign(ErrorField::kBins, 0);
     for (std::int64_t i = i0; i < i1; ++i) {
-      const ElementReport& e = all[static_cast<std::size_t>(i)];
-      if (!std::isfinite(e.error_ulps)) continue;
-      const double t = (e.error_ulps + f.hist_range) / (2 * f.hist_range) * ErrorField::kBins;
+      const double error_ulps = all.error_ulps(static_cast<std::size_t>(i));
+      if (!std::isfinite(error_ulps)) continue;
+      const double t = (error_ulps + f.hist_range) / (2 * f.hist_range) * ErrorField::kBins;
       const int bin = std::clamp(static_cast<int>(std::floor(t)), 0, ErrorField::kBins - 1);
       ++h[static_cast<std::size_t>(bin)];
     }
@@ -172,6 +189,16 @@ ErrorField error_field(std::span<const ElementReport> all, const Grid& grid, dou
   for (const std::vector<std::int64_t>& h : hist)
     for (std::size_t b = 0; b < h.size(); ++b) f.histogram[b] += h[b];
   return f;
+}
+
+}  // namespace
+
+ErrorField error_field(std::span<const ElementReport> all, const Grid& grid, double alpha) {
+  return field_of(Reports{all}, grid, alpha);
+}
+
+ErrorField detail::error_field(const JudgedElements& all, const Grid& grid, double alpha) {
+  return field_of(all, grid, alpha);
 }
 
 }  // namespace numfid

@@ -4,10 +4,14 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <fmt/format.h>
+#include <limits>
+#include <stdexcept>
 
 #include "formats/error.h"
 #include "formats/ulp.h"
+#include "tolerances/judged_detail.h"
 #include "tolerances/parallel_detail.h"
 
 namespace numfid {
@@ -65,17 +69,19 @@ constexpr double kConfinedMaxAreaFraction = 0.5;
 /// one bad element among few.
 constexpr std::size_t kLoneOutlierMinElements = 16;
 
-void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std::span<const ElementReport> all,
-                    std::span<const ReferenceElement> ref, Grid grid) {
+template <class Reference>
+void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, const detail::JudgedElements& all,
+                    const Reference& ref, Grid grid) {
   const FormatSpec& out = *claim.output;
   // Bias of the signed error, in output ulps, sign-normalised (negative = toward zero).
   // Round-to-nearest outputs average about 0; a truncating cast averages about -0.5.
   {
     double sum = 0, sum2 = 0;
     std::int64_t n = 0;
-    for (const ElementReport& e : all) {
-      if (!std::isfinite(e.error_ulps) || e.exact == 0) continue;
-      const double s = std::copysign(1.0, e.exact) * e.error_ulps;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const double error_ulps = all.error_ulps(i), exact = all.exact(i);
+      if (!std::isfinite(error_ulps) || exact == 0) continue;
+      const double s = std::copysign(1.0, exact) * error_ulps;
       sum += s;
       sum2 += s * s;
       ++n;
@@ -100,13 +106,13 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
     LargeArray<double> excess(all.size());
     detail::parallel_for(static_cast<std::int64_t>(all.size()), 1 << 16, [&](std::int64_t i0, std::int64_t i1) {
       for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
-        const ElementReport& e = all[i];
-        if (!std::isfinite(e.error) || ref[i].sum_abs <= 0) {
+        const double error = all.error(i);
+        if (!std::isfinite(error) || ref.sum_abs(i) <= 0) {
           excess[i] = NAN;
           continue;
         }
-        const double orr = output_rounding_error(out, claim.output_rounding, std::fabs(e.exact));
-        excess[i] = std::max(0.0, std::fabs(e.error) - orr) / ref[i].sum_abs;
+        const double orr = output_rounding_error(out, claim.output_rounding, std::fabs(ref.exact(i)));
+        excess[i] = std::max(0.0, std::fabs(error) - orr) / ref.sum_abs(i);
       }
     });
     double* const kept = std::remove_if(excess.begin(), excess.end(), [](double x) { return std::isnan(x); });
@@ -134,22 +140,23 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
   // any thread count).
   struct Box {
     std::int64_t count = 0, r0 = 0, r1 = -1, c0 = 0, c1 = -1;
-    const ElementReport* first = nullptr;
+    std::size_t first = 0;  // the first one's index (where count > 0)
   };
   constexpr std::int64_t kBoxGrain = 1 << 16;
   const auto n_all = static_cast<std::int64_t>(all.size());
   std::vector<Box> boxes(static_cast<std::size_t>((n_all + kBoxGrain - 1) / kBoxGrain));
   detail::parallel_for(n_all, kBoxGrain, [&](std::int64_t i0, std::int64_t i1) {
-    Box x{0, grid.rows, -1, grid.cols, -1, nullptr};
+    Box x{0, grid.rows, -1, grid.cols, -1, 0};
     for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
-      const ElementReport& e = all[i];
-      if (e.cls != ElementClass::within_deterministic && e.cls != ElementClass::outside_deterministic) continue;
-      if (x.count++ == 0) x.first = &e;
-      x.r0 = std::min(x.r0, e.row), x.r1 = std::max(x.r1, e.row), x.c0 = std::min(x.c0, e.col), x.c1 = std::max(x.c1, e.col);
+      const ElementClass cls = all.cls(i);
+      if (cls != ElementClass::within_deterministic && cls != ElementClass::outside_deterministic) continue;
+      if (x.count++ == 0) x.first = i;
+      const std::int64_t row = all.row(i), col = all.col(i);
+      x.r0 = std::min(x.r0, row), x.r1 = std::max(x.r1, row), x.c0 = std::min(x.c0, col), x.c1 = std::max(x.c1, col);
     }
     boxes[static_cast<std::size_t>(i0 / kBoxGrain)] = x;
   });
-  Box bad{0, grid.rows, -1, grid.cols, -1, nullptr};
+  Box bad{0, grid.rows, -1, grid.cols, -1, 0};
   for (const Box& x : boxes) {
     if (x.count == 0) continue;
     if (bad.count == 0) bad.first = x.first;
@@ -172,7 +179,7 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, std
     }
   }
   if (bad.count == 1 && all.size() >= kLoneOutlierMinElements) {
-    const ElementReport& e = *bad.first;
+    const ElementReport e = all.report(bad.first);
     v.signatures.push_back({"lone-outlier", fmt::format("only element {} (row {}, column {}) is outside the probabilistic "
                                                         "bound, by {:.3g}× its deterministic bound: a race or a single "
                                                         "corrupted write",
@@ -207,8 +214,8 @@ double normal_quantile_two_sided(double alpha) {
 /// about -0.5). Elements are grouped by exact value (repeated values are one observation);
 /// t = (|mean D| - m) / (sd/√n) over n >= 32 groups, against the two-sided normal quantile
 /// of the false-alarm probability (6.11 at 1e-9).
-void bias_rule(Verdict& v, const Claim& claim, std::span<const ElementReport> all, std::span<const ReferenceElement> ref,
-               double alpha) {
+template <class Reference>
+void bias_rule(Verdict& v, const Claim& claim, const detail::JudgedElements& all, const Reference& ref, double alpha) {
   const Rounding orr = claim.output_rounding;
   if (orr != Rounding::rne && orr != Rounding::rna) return;
   const FormatSpec& f = *claim.output;
@@ -219,9 +226,11 @@ void bias_rule(Verdict& v, const Claim& claim, std::span<const ElementReport> al
   std::vector<Obs> obs = detail::parallel_collect<Obs>(
       static_cast<std::int64_t>(all.size()), 1 << 16, [&](std::int64_t i0, std::int64_t i1, std::vector<Obs>& x) {
         for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
-          const ElementReport& e = all[i];
+          struct {
+            double value, exact, prob_bound;
+          } const e{all.value(i), ref.exact(i), all.record(i).prob_bound};
           if (!std::isfinite(e.value) || !std::isfinite(e.exact) || e.exact == 0) continue;
-          const double rn = to_double(f, ref[i].rounded);
+          const double rn = to_double(f, ref.rounded(i));
           if (!std::isfinite(rn)) continue;
           const double ulp = ulp_at(f, e.exact);
           const double r = std::max(0.0, e.prob_bound - 0.5 * ulp);
@@ -236,8 +245,8 @@ void bias_rule(Verdict& v, const Claim& claim, std::span<const ElementReport> al
             const double neighbour = next ? to_double(f, *next) : NAN;
             return std::isfinite(neighbour) ? (rn + neighbour) / 2 : fallback;
           };
-          const double below = midpoint(next_down(f, ref[i].rounded), rn - 0.5 * ulp);
-          const double above = midpoint(next_up(f, ref[i].rounded), rn + 0.5 * ulp);
+          const double below = midpoint(next_down(f, ref.rounded(i)), rn - 0.5 * ulp);
+          const double above = midpoint(next_up(f, ref.rounded(i)), rn + 0.5 * ulp);
           const double distance = std::min(std::fabs(e.exact - below), std::fabs(above - e.exact));
           const bool may_cross = distance <= r + std::fabs(e.exact) * 0x1p-50;  // the exact value as a double
           x.push_back({e.exact, std::copysign(1.0, e.exact) * (e.value - rn) / ulp, may_cross ? 1.0 : 0.0});
@@ -300,39 +309,65 @@ void degenerate_note(Verdict& v, const ReductionBound& b, const Claim& claim, st
     v.reason += "; the claim leaves no rounding to the reduction (n = 0): only the output rounding was tested";
 }
 
-}  // namespace
+/// The positions of the `count` elements of largest |error| / bound, largest first: positions
+/// sorted (4 bytes each where they fit), not records; partial_sort moves positions of either
+/// width exactly as it would move the records, since it makes the same comparisons, so ties
+/// come out in the same order as they always have.
+template <class Position>
+std::vector<std::size_t> worst_positions(const detail::JudgedElements& all, int count) {
+  detail::ParallelArray<Position> sorted(static_cast<std::int64_t>(all.size()));
+  detail::parallel_for(static_cast<std::int64_t>(sorted.size()), 65536, [&](std::int64_t i0, std::int64_t i1) {
+    for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) sorted[i] = static_cast<Position>(i);
+  });
+  const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(count), sorted.size());
+  std::partial_sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end(),
+                    [&all](Position x, Position y) { return all.ratio(x) > all.ratio(y); });
+  return {sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k)};
+}
 
-Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits> out,
-              std::span<const ReferenceElement> ref, Grid grid, const JudgeOptions& opt) {
+/// judge() over the oracle's side read through `ref` (detail::ReferenceElements or
+/// detail::ExactReference, tolerances/judged_detail.h).
+template <class Reference>
+Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const Bits> out, const Reference& ref,
+                   Grid grid, const JudgeOptions& opt) {
   const FormatSpec& f = *claim.output;
   if (out.empty())
     throw InputError("nothing to check: the output has no elements (an empty operand or output); a verdict would "
                      "claim a check that did not happen");
   Verdict v;
   v.elements = static_cast<std::int64_t>(out.size());
-  detail::ParallelArray<ElementReport> all(static_cast<std::int64_t>(out.size()));  // first touched on every core
-  LargeArray<std::uint8_t> mismatch(out.size());
-  // Elements whose partial sums may overflow under a sticky overflow (ReductionBound::
-  // overflow_sticky): non-finite results are legal there, a finite one meets the finite bound.
-  LargeArray<std::uint8_t> sticky(out.size());
-  // Each element is classified on its own, on every core (tolerances/parallel_detail.h); the
-  // counts are taken afterwards, in element order.
-  detail::parallel_for(static_cast<std::int64_t>(out.size()), 4096, [&](std::int64_t i0, std::int64_t i1) {
+  // Each element's record (48 bytes; its ElementReport is made only for the few listed), first
+  // touched on every core (tolerances/judged_detail.h).
+  detail::JudgedElements all(f, out, ref, grid);
+  // Each element is classified on its own, on every core (tolerances/parallel_detail.h), and
+  // counted per chunk of fixed bounds, the chunks' counts added up afterwards: integers and a
+  // maximum, the same for any thread count.
+  struct Tally {
+    std::array<std::int64_t, 4> counts{};
+    // mismatches: NaN/inf where the exact result is finite, or the reverse; sticky: partial sums
+    // may overflow under a sticky overflow (ReductionBound::overflow_sticky): non-finite results
+    // are legal there, a finite one meets the finite bound.
+    std::int64_t mismatches = 0, trivial = 0, zeros = 0, unbounded = 0, sticky = 0;
+    double max_ulps = 0;
+  };
+  constexpr std::int64_t kGrain = 4096;
+  const auto n_all = static_cast<std::int64_t>(out.size());
+  std::vector<Tally> tallies(static_cast<std::size_t>((n_all + kGrain - 1) / kGrain));
+  detail::parallel_for(n_all, kGrain, [&](std::int64_t i0, std::int64_t i1) {
+    Tally& t = tallies[static_cast<std::size_t>(i0 / kGrain)];
     for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
-      ElementReport& e = all[i];
-      e.index = static_cast<std::int64_t>(i);
-      e.row = grid.cols > 0 ? e.index / grid.cols : 0;
-      e.col = grid.cols > 0 ? e.index % grid.cols : e.index;
-      e.bits = out[i];
-      e.value = to_double(f, out[i]);
-      e.exact = ref[i].exact;
-      bool may_overflow = ref[i].may_overflow;  // a step may overflow: ±inf and NaN are legal too
+      struct {
+        double value, exact, error = 0, error_ulps = 0, det_bound = 0, prob_bound = 0, ratio = 0;
+        ElementClass cls = ElementClass::bit_exact;
+      } e{to_double(f, out[i]), ref.exact(i)};
+      bool sticky = false;
+      bool may_overflow = ref.may_overflow(i);  // a step may overflow: ±inf and NaN are legal too
       bool pos_inf = false, neg_inf = false;    // a sticky overflow: only these (and NaN if both)
-      if (ref[i].det_bound) {
-        e.det_bound = *ref[i].det_bound;
-        e.prob_bound = ref[i].prob_bound.value_or(*ref[i].det_bound);
+      if (const std::optional<double> given = ref.det_bound(i)) {
+        e.det_bound = *given;
+        e.prob_bound = ref.prob_bound(i).value_or(*given);
       } else {
-        const ElementBound eb = element_bound(b, claim, ref[i].exact, ref[i].sum_abs);
+        const ElementBound eb = element_bound(b, claim, ref.exact(i), ref.sum_abs(i));
         e.det_bound = eb.deterministic;
         e.prob_bound = eb.probabilistic;
         const bool eb_sticky = eb.may_overflow && std::isfinite(eb.deterministic);
@@ -341,12 +376,12 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
           pos_inf = eb.overflow_pos;
           neg_inf = eb.overflow_neg;
         }
-        sticky[i] = eb_sticky && std::isfinite(ref[i].exact);
+        sticky = eb_sticky && std::isfinite(ref.exact(i));
       }
       // NaN where the exact result is NaN, or the same infinity, is the exact result (NaN payloads
       // and signs carry no value: the NaN policy of same_nonfinite).
-      const bool bit_exact = out[i] == ref[i].rounded ||
-                             (!std::isfinite(e.value) && !std::isfinite(e.exact) && same_nonfinite(f, out[i], ref[i].rounded));
+      const bool bit_exact = out[i] == ref.rounded(i) ||
+                             (!std::isfinite(e.value) && !std::isfinite(e.exact) && same_nonfinite(f, out[i], ref.rounded(i)));
       e.cls = ElementClass::bit_exact;
       if (!bit_exact && (!std::isfinite(e.value) || !std::isfinite(e.exact))) {
         // Non-finite on either side: legal only as the same non-finite value, or as an overflow
@@ -370,7 +405,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
             std::isfinite(e.exact) &&
             (std::isnan(e.value) ? (pos_inf && neg_inf) || (no_inf && (pos_inf || neg_inf))
                                  : acc_inf && std::isinf(e.value) && (e.value > 0 ? pos_inf : neg_inf));
-        const bool legal = same_nonfinite(f, out[i], ref[i].rounded) || overflows_to(e.det_bound) ||
+        const bool legal = same_nonfinite(f, out[i], ref.rounded(i)) || overflows_to(e.det_bound) ||
                            (may_overflow && std::isfinite(e.exact)) || sticky_legal;
         // A legal non-finite result is within the probabilistic bound where that bound reaches the
         // overflow too (or is vacuous: the accumulator may overflow), else within the deterministic only.
@@ -378,7 +413,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
         e.cls = prob_legal ? ElementClass::within_probabilistic
                 : legal    ? ElementClass::within_deterministic
                            : ElementClass::outside_deterministic;
-        if (!legal) mismatch[i] = 1;
+        t.mismatches += !legal;
         e.error = legal ? 0 : INFINITY;
         e.ratio = legal ? 0 : INFINITY;
       }
@@ -394,29 +429,13 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
         e.ratio = e.det_bound > 0 ? a / e.det_bound : (a > 0 ? INFINITY : 0);
       }
       e.error_ulps = std::isfinite(e.error) ? e.error / ulp_at(f, e.exact) : e.error;
-    }
-  });
-  // The counts on every core, per chunk of fixed bounds, added up afterwards: integers and a
-  // maximum, the same for any thread count and chunking.
-  struct Tally {
-    std::array<std::int64_t, 4> counts{};
-    std::int64_t mismatches = 0, trivial = 0, zeros = 0, unbounded = 0, sticky = 0;
-    double max_ulps = 0;
-  };
-  constexpr std::int64_t kTallyGrain = 1 << 16;
-  const auto n_all = static_cast<std::int64_t>(all.size());
-  std::vector<Tally> tallies(static_cast<std::size_t>((n_all + kTallyGrain - 1) / kTallyGrain));
-  detail::parallel_for(n_all, kTallyGrain, [&](std::int64_t i0, std::int64_t i1) {
-    Tally& t = tallies[static_cast<std::size_t>(i0 / kTallyGrain)];
-    for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
-      const ElementReport& e = all[i];
-      t.mismatches += mismatch[i];
+      all.record(i) = {e.error, e.error_ulps, e.det_bound, e.prob_bound, e.ratio, e.cls};
       if (std::isfinite(e.error_ulps)) t.max_ulps = std::max(t.max_ulps, std::fabs(e.error_ulps));
       ++t.counts[static_cast<std::size_t>(e.cls)];
-      t.trivial += ref[i].exact == 0 && ref[i].sum_abs == 0;
+      t.trivial += ref.exact(i) == 0 && ref.sum_abs(i) == 0;
       t.zeros += e.value == 0 && e.exact == 0;
       t.unbounded += std::isfinite(e.exact) && !std::isfinite(e.det_bound);
-      t.sticky += sticky[i];
+      t.sticky += sticky;
     }
   });
   std::int64_t trivial = 0, zeros = 0, unbounded = 0, overflowable = 0;
@@ -470,19 +489,31 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
                             acc_inf ? "±inf" : "NaN in a format without inf");
   }
   add_signatures(v, claim, b, all, ref, grid);
-  v.field = error_field(all, grid, opt.false_alarm);
-  // The worst elements: positions sorted rather than copies of every report (96 bytes each: 1.6
-  // GB for a 4096×4096 output); partial_sort moves positions exactly as it would move copies,
-  // since it sees the same comparisons, so ties come out in the same order.
-  detail::ParallelArray<std::size_t> sorted(static_cast<std::int64_t>(all.size()));
-  detail::parallel_for(static_cast<std::int64_t>(sorted.size()), 65536, [&](std::int64_t i0, std::int64_t i1) {
-    for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) sorted[i] = i;
-  });
-  const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(opt.worst), sorted.size());
-  std::partial_sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end(),
-                    [&all](std::size_t x, std::size_t y) { return all[x].ratio > all[y].ratio; });
-  for (std::size_t i = 0; i < k; ++i) v.worst.push_back(all[sorted[i]]);
+  v.field = detail::error_field(all, grid, opt.false_alarm);
+  // The worst elements, made whole from their records.
+  for (const std::size_t i : all.size() <= std::numeric_limits<std::uint32_t>::max() ? worst_positions<std::uint32_t>(all, opt.worst)
+                                                      : worst_positions<std::size_t>(all, opt.worst))
+    v.worst.push_back(all.report(i));
   return v;
+}
+
+}  // namespace
+
+Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits> out,
+              std::span<const ReferenceElement> ref, Grid grid, const JudgeOptions& opt) {
+  if (ref.size() != out.size())
+    throw std::invalid_argument(fmt::format("judge: {} reference elements for {} outputs", ref.size(), out.size()));
+  return judge_with(claim, b, out, detail::ReferenceElements{ref}, grid, opt);
+}
+
+Verdict detail::judge_exact(const Claim& claim, const ReductionBound& b, std::span<const Bits> out,
+                            const ExactReference& ref, Grid grid, const JudgeOptions& opt) {
+  if (ref.elements.size() != out.size() || ref.rounded_bits.size() != out.size() ||
+      (!ref.cast_overflow.empty() && ref.cast_overflow.size() != out.size()))
+    throw std::invalid_argument(fmt::format("judge: {} exact elements, {} rounded, {} cast flags for {} outputs",
+                                            ref.elements.size(), ref.rounded_bits.size(), ref.cast_overflow.size(),
+                                            out.size()));
+  return judge_with(claim, b, out, ref, grid, opt);
 }
 
 }  // namespace numfid

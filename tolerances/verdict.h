@@ -106,7 +106,8 @@ struct JudgeOptions {
   std::optional<bool> probabilistic_defects;
 };
 
-/// Judges `out` (patterns of claim.output) against the oracle under bound `b`.
+/// Judges `out` (patterns of claim.output) against the oracle under bound `b`; `ref` holds one
+/// element per output element (std::invalid_argument otherwise), `out` at least one (InputError).
 Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits> out,
               std::span<const ReferenceElement> ref, Grid grid, const JudgeOptions& opt = {});
 

@@ -1,0 +1,139 @@
+// What judge() reads and keeps of every element while it judges a tensor (internal; not
+// installed). Kept: a compact record per element, the rest read again from the output's bits,
+// the oracle's values and the element's index (an ElementReport is 96 bytes, 1.6 GB for a
+// 4096 × 4096 output; only the worst few are made whole). Read: the oracle's side either from
+// ReferenceElements or, for check matmul, straight from the exact elements the reference holds
+// plus 5 bytes of its own per element, instead of a 56-byte ReferenceElement copy of each
+// (docs/performance.md, "The judgement's own records").
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "formats/format_spec.h"
+#include "formats/value.h"
+#include "tolerances/check.h"
+#include "tolerances/large_memory.h"
+#include "tolerances/parallel_detail.h"
+#include "tolerances/verdict.h"
+
+namespace numfid {
+namespace detail {
+
+/// The fields of an ElementReport that are computed, not read: 48 bytes.
+struct JudgedElement {
+  double error = 0, error_ulps = 0, det_bound = 0, prob_bound = 0, ratio = 0;
+  ElementClass cls = ElementClass::bit_exact;
+};
+
+}  // namespace detail
+
+/// Zero bytes are JudgedElement{} (tests/large_memory_test.cpp checks it field by field).
+template <>
+struct ZeroIsDefault<detail::JudgedElement> : std::true_type {};
+
+namespace detail {
+
+/// The oracle's side of each element, read from ReferenceElements (judge()'s public input).
+struct ReferenceElements {
+  std::span<const ReferenceElement> ref;
+  Bits rounded(std::size_t i) const { return ref[i].rounded; }
+  double exact(std::size_t i) const { return ref[i].exact; }
+  double sum_abs(std::size_t i) const { return ref[i].sum_abs; }
+  std::optional<double> det_bound(std::size_t i) const { return ref[i].det_bound; }
+  std::optional<double> prob_bound(std::size_t i) const { return ref[i].prob_bound; }
+  bool may_overflow(std::size_t i) const { return ref[i].may_overflow; }
+  const double* first_exact() const { return ref.empty() ? nullptr : &ref[0].exact; }
+  static constexpr std::size_t kStride = sizeof(ReferenceElement);
+};
+
+/// The oracle's side of each element, read from a MatmulReference's exact elements: the same
+/// values as the ReferenceElement {elements[i].rounded(output), exact, sum_abs} that check
+/// matmul used to copy them into, with the bounds derived from the claim except where an
+/// operand's cast may overflow (vacuous there: ±inf/NaN legal, as mark_cast_overflow says).
+struct ExactReference {
+  std::span<const ExactElement> elements;
+  std::span<const Bits> rounded_bits;  ///< elements[i].rounded(claim's output)
+  std::span<const char> cast_overflow;  ///< empty, or 1 where an operand's cast may overflow
+  Bits rounded(std::size_t i) const { return rounded_bits[i]; }
+  double exact(std::size_t i) const { return elements[i].exact; }
+  double sum_abs(std::size_t i) const { return elements[i].sum_abs; }
+  bool may_overflow(std::size_t i) const { return !cast_overflow.empty() && cast_overflow[i] != 0; }
+  std::optional<double> det_bound(std::size_t i) const {
+    return may_overflow(i) ? std::optional<double>(INFINITY) : std::nullopt;
+  }
+  std::optional<double> prob_bound(std::size_t i) const { return det_bound(i); }
+  const double* first_exact() const { return elements.empty() ? nullptr : &elements[0].exact; }
+  static constexpr std::size_t kStride = sizeof(ExactElement);
+};
+
+/// judge() with the oracle's side read from the exact elements (check matmul and dot).
+Verdict judge_exact(const Claim& claim, const ReductionBound& b, std::span<const Bits> out, const ExactReference& ref,
+                    Grid grid, const JudgeOptions& opt);
+
+/// Every element of one output as judge() classified it: its records, and the output and
+/// oracle they were computed from. report(i) is the ElementReport judge() used to hold.
+class JudgedElements {
+ public:
+  template <class Reference>
+  JudgedElements(const FormatSpec& format, std::span<const Bits> out, const Reference& ref, Grid grid)
+      : format_(&format),
+        out_(out),
+        exact_(reinterpret_cast<const unsigned char*>(ref.first_exact())),
+        exact_stride_(Reference::kStride),
+        grid_(grid),
+        records_(static_cast<std::int64_t>(out.size())) {}
+
+  std::size_t size() const { return records_.size(); }
+  JudgedElement& record(std::size_t i) { return records_[i]; }
+  const JudgedElement& record(std::size_t i) const { return records_[i]; }
+
+  /// The exact result, read in place: the field `exact` of the reference's element i.
+  double exact(std::size_t i) const { return *reinterpret_cast<const double*>(exact_ + i * exact_stride_); }
+  double value(std::size_t i) const { return to_double(*format_, out_[i]); }
+  double error(std::size_t i) const { return records_[i].error; }
+  double error_ulps(std::size_t i) const { return records_[i].error_ulps; }
+  double det_bound(std::size_t i) const { return records_[i].det_bound; }
+  double ratio(std::size_t i) const { return records_[i].ratio; }
+  ElementClass cls(std::size_t i) const { return records_[i].cls; }
+  std::int64_t row(std::size_t i) const { return grid_.cols > 0 ? static_cast<std::int64_t>(i) / grid_.cols : 0; }
+  std::int64_t col(std::size_t i) const {
+    return grid_.cols > 0 ? static_cast<std::int64_t>(i) % grid_.cols : static_cast<std::int64_t>(i);
+  }
+
+  /// Element i whole, as judge() lists it.
+  ElementReport report(std::size_t i) const {
+    const JudgedElement& r = records_[i];
+    ElementReport e;
+    e.index = static_cast<std::int64_t>(i);
+    e.row = row(i);
+    e.col = col(i);
+    e.bits = out_[i];
+    e.value = value(i);
+    e.exact = exact(i);
+    e.error = r.error;
+    e.error_ulps = r.error_ulps;
+    e.det_bound = r.det_bound;
+    e.prob_bound = r.prob_bound;
+    e.ratio = r.ratio;
+    e.cls = r.cls;
+    return e;
+  }
+
+ private:
+  const FormatSpec* format_;
+  std::span<const Bits> out_;
+  const unsigned char* exact_;
+  std::size_t exact_stride_;
+  Grid grid_;
+  ParallelArray<JudgedElement> records_;
+};
+
+/// error_field() over judged elements, without making an ElementReport of each.
+ErrorField error_field(const JudgedElements& all, const Grid& grid, double alpha);
+
+}  // namespace detail
+}  // namespace numfid

@@ -319,7 +319,7 @@ void add_reduction_mutants(ConformanceReport& rep, const Reduction& r, const Mat
     rtz.rounding = Rounding::rtz;
     for (std::size_t i = 0; i < cells; ++i) {
       const ExactElement& e = ref.elements[i];
-      m.values[i] = (e.nan || e.infinite != 0) ? e.rounded(fo) : round_to(fo, e.value, rtz).bits;
+      m.values[i] = (e.nan || e.infinite != 0) ? e.rounded(fo) : e.rounded(fo, rtz);
     }
     // The exact results must carry more bits than the output: a single term of a sum (K = 1)
     // is an input value, and a product of two narrow values may fit the output exactly.

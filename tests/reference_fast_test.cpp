@@ -101,13 +101,11 @@ std::string difference(const LargeArray<ExactElement>& x, const LargeArray<Exact
   for (std::size_t i = 0; i < x.size(); ++i) {
     const ExactElement& a = x[i];
     const ExactElement& b = y[i];
-    const bool same = a.value.negative == b.value.negative && a.value.significand == b.value.significand &&
-                      a.value.exponent == b.value.exponent && a.value.sticky == b.value.sticky &&
-                      a.infinite == b.infinite && a.nan == b.nan && a.invalid == b.invalid &&
+    const bool same = a.residual == b.residual && a.infinite == b.infinite && a.nan == b.nan && a.invalid == b.invalid &&
                       same_double(a.exact, b.exact) && same_double(a.sum_abs, b.sum_abs);
     if (!same)
-      return fmt::format("element {}: exact {:a} vs {:a}, sum_abs {:a} vs {:a}, exponent {} vs {}, nan {} vs {}, inf {} vs {}",
-                         i, a.exact, b.exact, a.sum_abs, b.sum_abs, a.value.exponent, b.value.exponent, a.nan, b.nan,
+      return fmt::format("element {}: exact {:a} vs {:a}, sum_abs {:a} vs {:a}, residual {} vs {}, nan {} vs {}, inf {} vs {}",
+                         i, a.exact, b.exact, a.sum_abs, b.sum_abs, a.residual, b.residual, a.nan, b.nan,
                          a.infinite, b.infinite);
   }
   return "";
@@ -276,6 +274,66 @@ TEST(ReferenceFast, RoundingADoubleIntoFp32MatchesRoundTo) {
     ++checked;
   }
   EXPECT_EQ(checked, 200011);
+}
+
+TEST(ReferenceFast, TheNearestDoubleAndItsSideRoundAsTheExactValueDoes) {
+  // An ExactElement keeps the nearest double and the side of it the exact value lies on, not
+  // the value. Checked against the long accumulator's own 128-bit value (round_to, which
+  // agrees with MPFR: accumulator tests): every format, every deterministic mode, both
+  // overflow modes, with and without ftz, on values of up to ~120 bits built to sit on, just
+  // beside and far from the formats' values and midpoints (a 1..53-bit double plus a tail
+  // 2^-60..2^-100 of it, of either sign, or none) across fp32's range and beyond.
+  std::mt19937_64 g(29);
+  std::uniform_int_distribution<int> ex(-175, 140), width(1, 53), gap(60, 100), tails(0, 2);
+  int failures = 0, checked = 0, residuals[3] = {0, 0, 0};
+  for (int n = 0; n < 20000 && failures < 5; ++n) {
+    const int w = width(g), e0 = ex(g) - w;
+    const bool negative = n % 2 == 1;
+    const std::uint64_t m = g() >> (64 - w) | (std::uint64_t{1} << (w - 1));
+    LongAccumulator acc;
+    acc.add_exact(negative, m, e0);
+    const int tail = tails(g);  // 0: none, 1: same sign (larger magnitude), 2: opposite sign
+    if (tail != 0) acc.add_exact(negative != (tail == 2), g() >> 1, e0 + w - gap(g) - 63);
+    const ExactElement el = detail::exact_element(acc);
+    SCOPED_TRACE(fmt::format("value {:a} (+ a tail of kind {}), nearest double {:a}, residual {}", std::ldexp(static_cast<double>(m), e0) * (negative ? -1 : 1), tail, el.exact, el.residual));
+    // The residual's sign, independently: the sign of (value − exact) from the accumulator.
+    LongAccumulator diff = acc;
+    {
+      int de = 0;
+      const double f = std::frexp(std::fabs(el.exact), &de);
+      diff.add_exact(el.exact > 0, static_cast<std::uint64_t>(std::ldexp(f, 53)), de - 53);
+    }
+    const Unrounded dv = diff.value();
+    const int want = dv.significand == 0 ? 0 : (dv.negative ? -1 : 1);
+    ++residuals[want + 1];
+    if (el.residual != want) {
+      ADD_FAILURE() << "residual " << int{el.residual} << ", the sign of (value - nearest double) is " << want;
+      ++failures;
+    }
+    for (const FormatSpec* f : all_formats)
+      for (const Rounding r : {Rounding::rne, Rounding::rtz, Rounding::rup, Rounding::rdn, Rounding::rna})
+        for (const Overflow ov : {Overflow::ieee, Overflow::saturate})
+          for (const bool ftz : {false, true}) {
+            RoundOptions o;
+            o.rounding = r;
+            o.overflow = ov;
+            o.ftz = ftz;
+            const Bits got = el.rounded(*f, o), expect = round_to(*f, acc.value(), o).bits;
+            ++checked;
+            if (got != expect && ++failures <= 5)
+              ADD_FAILURE() << fmt::format("{} rounding {} overflow {} ftz {}: 0x{:x}, round_to of the exact value 0x{:x}",
+                                           f->name, static_cast<int>(r), static_cast<int>(ov), ftz, got.raw, expect.raw);
+          }
+  }
+  EXPECT_EQ(failures, 0);
+  // Each side occurs (the test exercises all three cases), and stochastic rounding is refused.
+  EXPECT_GT(residuals[0], 1000);
+  EXPECT_GT(residuals[1], 1000);
+  EXPECT_GT(residuals[2], 1000);
+  EXPECT_EQ(checked, 20000 * static_cast<int>(all_formats.size()) * 5 * 2 * 2);
+  RoundOptions sr;
+  sr.rounding = Rounding::stochastic;
+  EXPECT_THROW((void)ExactElement{}.rounded(fp32, sr), std::invalid_argument);
 }
 
 // ------------------------------------------------------------------- threads and verdicts

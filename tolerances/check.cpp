@@ -406,19 +406,48 @@ void mark_cast_overflow(std::span<ReferenceElement> ref, const std::vector<char>
 
 }  // namespace
 
-Bits ExactElement::rounded(const FormatSpec& out) const {
+Unrounded ExactElement::unrounded() const {
+  if (std::isinf(exact)) {
+    // A finite sum at or beyond 2^1024·(1 − 2^-54): every format of at most 53 bits overflows
+    // as it does, in every mode; 2^1100 stands for it.
+    return {exact < 0, uint128{1} << 127, 1100 - 127, true};
+  }
+  if (exact == 0) {
+    // Below half the least double (2^-1075): 2^-1200 stands for it, rounding as it does.
+    if (residual == 0) return {std::signbit(exact), 0, 0, false};
+    return {residual < 0, uint128{1} << 127, -1200 - 127, true};
+  }
+  const auto b = std::bit_cast<std::uint64_t>(exact);
+  const int field = static_cast<int>((b >> 52) & 0x7ff);
+  std::uint64_t m = b & ((std::uint64_t{1} << 52) - 1);
+  int e = -1074;
+  if (field != 0) {
+    m |= std::uint64_t{1} << 52;
+    e = field - 1075;
+  }
+  // |exact| = m·2^e; 64 more bits below it: ±(less than one unit there) is far below half an
+  // ulp of `exact`, and the value keeps >= 65 significant bits (what round_to needs of a sticky one).
+  uint128 sig = uint128{m} << 64;
+  const bool away = residual != 0 && (residual < 0) == (exact < 0);  // the exact value is larger in magnitude
+  if (residual != 0 && !away) sig -= 1;  // (m·2^64 − 1 + f)·2^(e−64): just below |exact|
+  return {exact < 0, sig, e - 64, residual != 0};
+}
+
+Bits ExactElement::rounded(const FormatSpec& out, const RoundOptions& o) const {
+  if (o.rounding == Rounding::stochastic)
+    throw std::invalid_argument("ExactElement::rounded: stochastic rounding needs the exact tail, not kept");
   if (nan) return round_nan(out, false, invalid).bits;
-  if (infinite != 0) return round_infinity(out, infinite < 0, RoundOptions{}).bits;
-  // A value that is a normal double (at most 53 bits: what the certified fp64 GEMM gives nearly
-  // every element) into fp32: the hardware's double -> float conversion is IEEE's correctly
-  // rounded one (ties to even, gradual underflow, overflow to inf) under the guard's
-  // environment, i.e. round_to's result, several times faster.
-  if (out == fp32 && !value.sticky && (value.significand & ((uint128{1} << 75) - 1)) == 0 &&
-      (exact == 0 || std::fabs(exact) >= 0x1p-1022) && std::isfinite(exact)) {
+  if (infinite != 0) return round_infinity(out, infinite < 0, o).bits;
+  // A normal double (what the certified fp64 GEMM gives nearly every element) into fp32 to
+  // nearest: the hardware's double -> float conversion is IEEE's correctly rounded one (ties
+  // to even, gradual underflow, overflow to inf) under the guard's environment, i.e.
+  // round_to's result, several times faster.
+  if (out == fp32 && residual == 0 && o.rounding == Rounding::rne && o.overflow == RoundOptions{}.overflow &&
+      o.ftz == RoundOptions{}.ftz && (exact == 0 || std::fabs(exact) >= 0x1p-1022) && std::isfinite(exact)) {
     const FpEnvGuard env;
     return Bits{std::bit_cast<std::uint32_t>(static_cast<float>(exact))};
   }
-  return round_to(out, value, RoundOptions{}).bits;
+  return round_to(out, unrounded(), o).bits;
 }
 
 namespace {

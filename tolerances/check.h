@@ -222,16 +222,28 @@ const FormatSpec& addend_format(const ClaimSpec& claim, bool has_addend, const s
                                 std::string_view format_what, std::string_view addend_what);
 
 /// The exact result of one reduction element, enough to round it correctly into any format.
+/// 24 bytes: the nearest double and the side the exact value lies on hold everything a rounding
+/// into a format of at most 53 bits needs (a check keeps M·N of these, see unrounded()).
 struct ExactElement {
-  Unrounded value;           ///< the finite part (128 leading bits + sticky), zero sign as under rne
+  double exact = 0;          ///< the exact value rounded to nearest double, ties to even (±inf / NaN as the sum is;
+                             ///< ±inf also for a finite sum beyond double's range); zero sign as under rne
+  double sum_abs = 0;        ///< Σ|terms|, rounded up
   std::int8_t infinite = 0;  ///< +1 / -1: the sum is ±inf
+  std::int8_t residual = 0;  ///< sign of (exact value − `exact`): 0 when `exact` is the exact value
   bool nan = false;          ///< the sum is NaN
   bool invalid = false;      ///< ... from an invalid operation (0·inf, inf - inf)
-  double exact = 0;          ///< rounded to double (±inf / NaN as the sum is)
-  double sum_abs = 0;        ///< Σ|terms|, rounded up
 
-  /// The exact value correctly rounded (to nearest, ties to even) into `out`.
-  Bits rounded(const FormatSpec& out) const;
+  /// The finite part as a value that rounds exactly as the exact value does into every format
+  /// whose finite values and midpoints are doubles (every float format of at most 53 bits and
+  /// every integer format up to 2^53) under every deterministic rounding mode: `exact` moved
+  /// by less than half its ulp towards the exact value, with a sticky bit. Why that is enough:
+  /// `exact` is the nearest double, so no value or midpoint of such a format lies strictly
+  /// between it and the exact value; where `exact` itself is one, `residual` says on which side
+  /// the exact value lies. Not for stochastic rounding (the tail's size is lost).
+  Unrounded unrounded() const;
+
+  /// The exact value correctly rounded into `out` under `o` (default: to nearest, ties to even).
+  Bits rounded(const FormatSpec& out, const RoundOptions& o = {}) const;
 };
 
 /// Zero bytes are ExactElement{} (tests/large_memory_test.cpp checks it field by field).

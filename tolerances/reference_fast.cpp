@@ -87,9 +87,20 @@ ExactElement exact_element(const LongAccumulator& acc) {
   e.nan = acc.is_nan();
   e.invalid = acc.is_invalid();
   e.infinite = static_cast<std::int8_t>(acc.infinity_sign());
-  e.value = acc.value();
-  e.exact = acc.to_double();
   e.sum_abs = acc.abs_sum_upper();
+  e.exact = acc.to_double();
+  if (e.nan || e.infinite != 0) return e;
+  // The nearest double, and the side the exact value lies on. Every finite sum of products of
+  // formats of at most 32 bits is zero or a normal double in magnitude (a multiple of 2^-298
+  // below 2^320), where to_double() rounds correctly; where it is inexact, the nearest double
+  // is the truncation exactly when it lies towards zero.
+  const Unrounded v = acc.value();  // magnitude's top bit at bit 127
+  const uint128 tail = v.significand & ((uint128{1} << 75) - 1);
+  if (tail != 0 || v.sticky) {
+    const double truncated = std::ldexp(static_cast<double>(static_cast<std::uint64_t>(v.significand >> 75)), v.exponent + 75);
+    const bool towards_zero = std::fabs(e.exact) == truncated;
+    e.residual = static_cast<std::int8_t>(towards_zero == v.negative ? -1 : 1);
+  }
   return e;
 }
 
@@ -234,23 +245,6 @@ int lsb_exponent(double v) {
   m |= std::uint64_t{1} << 52;
   return field - 1075 + std::countr_zero(m);
 }
-
-/// The double v as the long accumulator's value() gives it: the magnitude's top bit at bit
-/// 127 of the significand, no sticky bit; +0 for zero (an exact cancellation under rne).
-Unrounded unrounded(double v) {
-  if (v == 0) return {false, 0, 0, false};
-  const auto b = std::bit_cast<std::uint64_t>(v);
-  const int field = static_cast<int>((b >> 52) & 0x7ff);
-  std::uint64_t m = b & ((std::uint64_t{1} << 52) - 1);
-  int e = -1074;
-  if (field != 0) {
-    m |= std::uint64_t{1} << 52;
-    e = field - 1075;
-  }
-  const int shift = 128 - static_cast<int>(std::bit_width(m));
-  return {std::signbit(v), uint128{m} << shift, e - shift, false};
-}
-
 /// Entries per row of A (column of B) whose lowest bits are kept one by one.
 constexpr int kTiny = 8;
 
@@ -375,7 +369,6 @@ bool fits(double t, int e) {
 /// The exact element of a certified sum.
 void fill(ExactElement& x, const Sums& v) {
   x = ExactElement{};
-  x.value = unrounded(v.s);
   x.exact = v.s == 0 ? 0.0 : v.s;  // an exact cancellation is +0 under rne
   x.sum_abs = v.t;
 }

@@ -245,9 +245,9 @@ TEST(ReferenceFast, InfinitiesAndNaN) {
 }
 
 TEST(ReferenceFast, RoundingADoubleIntoFp32MatchesRoundTo) {
-  // ExactElement::rounded takes the hardware conversion for values that are doubles: compared
-  // with round_to on values of up to 53 bits across fp32's range, its subnormals (ties at half
-  // the least spacing included), overflow and exact halfway points.
+  // ExactElement::rounded rounds a double in fp32's normal range by integer arithmetic on its
+  // fraction: compared with round_to on values of up to 53 bits across fp32's range, its
+  // subnormals (ties at half the least spacing included), overflow and exact halfway points.
   std::mt19937_64 g(3);
   std::uniform_int_distribution<int> ex(-180, 140), width(1, 53);
   int checked = 0;

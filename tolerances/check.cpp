@@ -450,9 +450,10 @@ Bits ExactElement::rounded(const FormatSpec& out, const RoundOptions& o) const {
     if (exact == 0) return Bits{sign};
     if (e >= -126 && e <= 127) {
       const std::uint64_t fraction = b & ((std::uint64_t{1} << 52) - 1);
-      auto kept = static_cast<std::uint32_t>(fraction >> 29);
-      const std::uint64_t rest = fraction & ((std::uint64_t{1} << 29) - 1), half = std::uint64_t{1} << 28;
-      kept += (rest > half || (rest == half && (kept & 1) != 0)) ? 1 : 0;
+      // Adding half an fp32 ulp less one, plus the kept lowest bit, carries into the kept bits
+      // exactly when the dropped 29 bits are above half, or at half with an odd kept part:
+      // branch-free (with random data a branch on it is mispredicted half the time).
+      const auto kept = static_cast<std::uint32_t>((fraction + ((std::uint64_t{1} << 28) - 1) + ((fraction >> 29) & 1)) >> 29);
       return Bits{sign | ((static_cast<std::uint32_t>(e + 127) << 23) + kept)};
     }
   }

@@ -53,10 +53,13 @@ double output_rounding_error(const FormatSpec& f, Rounding r, double magnitude) 
   // is then the distance to it, or the top binade's rounding error for values below it. (Round to
   // nearest into a format with inf or NaN gives a non-finite value there, which the verdict
   // judges on its own.)
-  const double top = max_finite(f);
-  if (magnitude > top && (f.non_finite == NonFinite::finite_only || !nearest)) {
-    const double top_ulp = ulp_at(f, top);
-    return std::max(magnitude - top, nearest ? top_ulp / 2 : top_ulp);
+  // (max_finite is an ldexp: asked only where it can matter, as this runs once per element.)
+  if (f.non_finite == NonFinite::finite_only || !nearest) {
+    const double top = max_finite(f);
+    if (magnitude > top) {
+      const double top_ulp = ulp_at(f, top);
+      return std::max(magnitude - top, nearest ? top_ulp / 2 : top_ulp);
+    }
   }
   return nearest ? ulp / 2 : ulp;
 }

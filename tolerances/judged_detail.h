@@ -4,7 +4,7 @@
 // 4096 × 4096 output; only the worst few are made whole). Read: the oracle's side either from
 // ReferenceElements or, for check matmul, straight from the exact elements the reference holds
 // plus 5 bytes of its own per element, instead of a 56-byte ReferenceElement copy of each
-// (measured: peak RSS of the 4096^3 check 4.71 -> 2.91 GB; not yet in docs/performance.md).
+// (docs/performance.md, "An exact element of 24 bytes, and the judgement's own records").
 #pragma once
 
 #include <cmath>

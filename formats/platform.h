@@ -2,7 +2,9 @@
 // the floating-point environment numfid's native float/double arithmetic assumes.
 #pragma once
 
+#include <bit>
 #include <cfenv>
+#include <cmath>
 #include <cstdint>
 #include <string_view>
 
@@ -60,5 +62,14 @@ class FpEnvGuard {
   std::uint64_t control_ = 0;  ///< the caller's MXCSR (x86) or FPCR + FPSR (AArch64)
   bool env_saved_ = false;     ///< env_ holds the caller's environment: fesetenv it back
 };
+
+/// std::ldexp(m, e), the same value, with 2^e built from its exponent field where it is a normal
+/// double and then one multiplication (exact, or one rounding on underflow or overflow, as
+/// ldexp's). For the per-element paths of a check: the C library's ldexp cost about 10× more
+/// there (docs/performance.md, "Huge pages, and a constant that was a loop").
+inline double ldexp_fast(double m, int e) {
+  return e >= -1022 && e <= 1023 ? m * std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52)
+                                 : std::ldexp(m, e);
+}
 
 }  // namespace numfid

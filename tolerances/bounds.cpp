@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <fmt/format.h>
 
+#include "formats/platform.h"
+
 namespace numfid {
 
 double unit_roundoff(const FormatSpec& f, Rounding r) {
@@ -35,14 +37,14 @@ double gamma_n(double n, double u) {
 
 double ulp_at(const FormatSpec& f, double x) {
   // Called for every element of a check: the exponent is read from the double's field where x is
-  // a normal double, and 2^q built as a field where it is one (ilogb / ldexp otherwise).
+  // a normal double (ilogb otherwise), and 2^q by ldexp_fast.
   const std::uint64_t field = (std::bit_cast<std::uint64_t>(x) >> 52) & 0x7ff;
   int e = field != 0 && field != 0x7ff ? static_cast<int>(field) - 1023
           : x != 0 && std::isfinite(x) ? std::ilogb(x)
                                        : emin(f);
   if (e < emin(f)) e = emin(f);
   const int q = e - (f.precision - 1);
-  return q >= -1022 && q <= 1023 ? std::bit_cast<double>(static_cast<std::uint64_t>(q + 1023) << 52) : std::ldexp(1.0, q);
+  return ldexp_fast(1.0, q);
 }
 
 double output_rounding_error(const FormatSpec& f, Rounding r, double magnitude) {

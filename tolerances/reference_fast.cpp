@@ -360,10 +360,9 @@ Sums sums(const LargeArray<double>& S, const LargeArray<double>& T, const Tensor
 
 /// The certificate: every term a multiple of 2^e, computed Σ|terms| below 2^(52+e).
 bool fits(double t, int e) {
-  // 2^q built as a double's exponent field where it is a normal double (once per element: the
-  // library's ldexp cost more than the rest of the test), by ldexp below.
+  // Once per element: ldexp_fast (the library's ldexp cost more than the rest of the test).
   const int q = 52 + std::min(e, 900);
-  return t < (q >= -1022 ? std::bit_cast<double>(static_cast<std::uint64_t>(q + 1023) << 52) : std::ldexp(1.0, q));
+  return t < ldexp_fast(1.0, q);
 }
 
 /// The exact element of a certified sum.

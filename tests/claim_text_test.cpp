@@ -9,9 +9,14 @@
 #include <bit>
 #include <cfenv>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
 #include <vector>
+
+#include <unistd.h>
 
 #include "formats/convert.h"
 #if defined(__x86_64__) || defined(__i386__)
@@ -38,6 +43,55 @@ std::string error_of(F&& f) {
 }
 
 // ------------------------------------------------------------------- claim text
+
+TEST(ParseClaim, ASeedNeedsAStochasticRounding) {
+  // Refused where nothing would draw from it (exit 2 at the CLI), as convert refuses it.
+  for (const char* text : {"--in bf16 --out bf16 --seed 3", "--in bf16 --out bf16 --out-rounding rtz --seed 0",
+                           "--in bf16 --profile trn2 --out bf16 --seed 5", "--in bf16 --cast bf16 --out fp32 --seed 1",
+                           "--in bf16 --out fp32 --compute fp32 --seed 2"}) {
+    SCOPED_TRACE(text);
+    try {
+      (void)parse_claim(text);
+      ADD_FAILURE() << "accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("no rounding of this claim is stochastic"), std::string::npos) << e.what();
+    }
+  }
+  // Accepted wherever a rounding is stochastic: the accumulator's, the output's, the cast's.
+  for (const char* text : {"--in bf16 --acc bf16 --acc-rounding stochastic --out bf16 --seed 3",
+                           "--in bf16 --out bf16 --out-rounding stochastic --seed 3",
+                           "--in bf16 --profile trn2 --out bf16 --out-rounding stochastic --seed 7",
+                           "--in fp32 --cast bf16 --cast-rounding stochastic --out fp32 --seed 4"}) {
+    SCOPED_TRACE(text);
+    EXPECT_NE(parse_claim(text).seed, 0u);
+  }
+  // A profile that states a stochastic rounding itself: the seed is its.
+  {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("numfid-sr-{}", ::getpid());
+    std::filesystem::create_directories(dir);
+    const char* old = std::getenv("NUMFID_PROFILES");
+    const std::string saved = old ? old : "";
+    {
+      std::ofstream f(dir / "sr-test.yaml");
+      f << "name: sr-test\nversion: 1\nsummary: \"sequential fp32, stochastic rounding\"\nmodel: plan\n"
+           "plan:\n  order:\n    value: sequential\n    assumed: \"a test profile\"\n"
+           "accumulator:\n  format:\n    value: fp32\n    assumed: \"a test profile\"\n"
+           "  rounding:\n    value: stochastic\n    assumed: \"a test profile\"\n";
+    }
+    ::setenv("NUMFID_PROFILES", dir.c_str(), 1);
+    EXPECT_EQ(parse_claim("--in bf16 --profile sr-test --out bf16 --seed 5").seed, 5u);
+    EXPECT_THROW((void)parse_claim("--in bf16 --profile cpu-sequential --out bf16 --seed 5"), InputError)
+        << "a profile missing from the directory";
+    if (old) ::setenv("NUMFID_PROFILES", saved.c_str(), 1);
+    else ::unsetenv("NUMFID_PROFILES");
+    std::filesystem::remove_all(dir);
+  }
+  // A reference profile keeps the seed only where it rounds stochastically itself.
+  const ClaimSpec sr = parse_claim("--in bf16 --acc bf16 --acc-rounding stochastic --out bf16 --seed 3");
+  EXPECT_EQ(claim_with_profile(sr, "trn2").seed, 0u);
+  const ClaimSpec out_sr = parse_claim("--in bf16 --out bf16 --out-rounding stochastic --seed 3");
+  EXPECT_EQ(claim_with_profile(out_sr, "trn2").seed, 3u);
+}
 
 TEST(ParseClaim, ReadsEveryOption) {
   const ClaimSpec c = parse_claim(

@@ -1,6 +1,7 @@
 // The claim's one text form: parse_claim() and ClaimSpec::text(), shared by the CLI, gate
 // files, the Python module and C++ callers; format and rounding lookup with the messages
 // every entry point prints.
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -37,6 +38,22 @@ Rounding ClaimSpec::output_rounding() const {
 }
 
 namespace {
+
+/// Whether any rounding a profile states is stochastic: every field that reads as a rounding
+/// mode (the loader parses rounding keys with parse_rounding, so the text is what it read), and
+/// the partial sums' profile of a scaled-gemm recipe.
+bool profile_rounds_stochastically(const Profile& p) {
+  for (const ProfileField& f : p.fields)
+    if (parse_rounding(f.value) == Rounding::stochastic) return true;
+  return p.block_scaling && p.block_scaling->partials && profile_rounds_stochastically(*p.block_scaling->partials);
+}
+
+/// Whether a --seed can change anything the claim computes: some rounding of it is stochastic
+/// (the accumulator's, the output's, the input cast's, or one its profile states).
+bool rounds_stochastically(const ClaimSpec& c) {
+  return c.acc_rounding == Rounding::stochastic || c.output_rounding() == Rounding::stochastic ||
+         (c.cast && c.cast_rounding == Rounding::stochastic) || (c.profile && profile_rounds_stochastically(*c.profile));
+}
 
 /// Splits the claim text into tokens: whitespace separates, '...' and "..." quote.
 std::vector<std::string> tokenize(std::string_view text) {
@@ -225,6 +242,12 @@ ClaimSpec parse_claim(std::string_view text) {
         if (o2 == "--fn-ulps") throw InputError("--exp-ulps is --fn-ulps's older name: give one of them");
   if (c.compute && c.compute->kind != FormatKind::binary_float)
     throw InputError(fmt::format("--compute {}: not a float format", c.compute->name));
+  // A seed that no rounding draws from would be ignored silently (as convert refuses it too).
+  if (std::find(seen.begin(), seen.end(), "--seed") != seen.end() && !rounds_stochastically(c))
+    throw InputError(fmt::format("--seed {}: no rounding of this claim is stochastic (--acc-rounding, --out-rounding, "
+                                 "--cast-rounding{}), so a seed changes nothing: drop it, or state the stochastic "
+                                 "rounding it is for",
+                                 c.seed, c.profile ? fmt::format(" or profile {}'s roundings", c.profile_name) : ""));
   detail::validate_quant_claim(c);  // a scaled-gemm profile's own refusals first
   // A profile states the accumulation itself: an accumulator option beside it would be ignored,
   // and a claim that says fp16 accumulation must not be judged as the profile's fp32 silently.
@@ -251,9 +274,11 @@ ClaimSpec claim_with_profile(const ClaimSpec& c, std::string_view profile) {
   r.acc_ftz = plain.acc_ftz;
   r.acc_daz = plain.acc_daz;
   r.acc_zero_start = plain.acc_zero_start;
+  r.seed = 0;  // carried over below: the other profile may round stochastically where this claim does not
   std::string text = r.text();
   append_claim_option(text, "--profile", profile);
   ClaimSpec p = parse_claim(text);
+  if (rounds_stochastically(p)) p.seed = c.seed;
   p.quant = c.quant;  // the scale values read already (the profile changes none of them)
   return p;
 }

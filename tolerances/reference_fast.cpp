@@ -245,6 +245,7 @@ int lsb_exponent(double v) {
   m |= std::uint64_t{1} << 52;
   return field - 1075 + std::countr_zero(m);
 }
+
 /// Entries per row of A (column of B) whose lowest bits are kept one by one.
 constexpr int kTiny = 8;
 

@@ -27,11 +27,7 @@ Result convert(const FormatSpec& from, const FormatSpec& to, Bits x, const Round
 Result convert_double(const FormatSpec& to, double x, const RoundOptions& o) {
   if (std::isnan(x)) return round_nan(to, std::signbit(x), false);
   if (std::isinf(x)) return round_infinity(to, x < 0, o);
-  // x = ±m · 2^(e - 53) with m a 53-bit integer (frexp: |x| = f · 2^e, 1/2 <= f < 1); exact.
-  int e = 0;
-  const double f = std::frexp(std::fabs(x), &e);
-  const auto m = static_cast<std::uint64_t>(std::ldexp(f, 53));
-  return round_to(to, Unrounded{std::signbit(x), m, e - 53, false}, o);
+  return round_to(to, unrounded_of(x), o);
 }
 
 }  // namespace numfid

@@ -149,6 +149,13 @@ Result round_nan(const FormatSpec& f, bool negative, bool signal_invalid) {
   return {canonical_nan(f, negative), st};
 }
 
+Unrounded unrounded_of(double x) {
+  const auto raw = std::bit_cast<std::uint64_t>(x);
+  const auto field = static_cast<int>((raw >> 52) & 0x7ff);
+  const std::uint64_t m = raw & ((std::uint64_t{1} << 52) - 1);
+  return {(raw >> 63) != 0, field == 0 ? m : m | (std::uint64_t{1} << 52), (field == 0 ? 1 : field) - 1075, false};
+}
+
 Result round_to(const FormatSpec& f, const Unrounded& v, const RoundOptions& o) {
   if (f.kind == FormatKind::integer) return round_to_integer(f, v, o);
   const int p = f.precision;

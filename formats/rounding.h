@@ -71,6 +71,11 @@ struct Unrounded {
   bool sticky = false;
 };
 
+/// A finite double's exact value (binary64: 1 sign, 11 exponent bits with bias 1023, 52
+/// trailing significand bits): ±m·2^e with m the significand as an integer, no sticky bit.
+/// The one decoding of a double into an Unrounded (convert_double, exactly, the .npy reader).
+Unrounded unrounded_of(double x);
+
 /// Rounds an exact finite value into format `f` (float or integer) in one step.
 /// Zero significands give a signed zero (+0 for formats without -0). Handles overflow,
 /// subnormals, FTZ, the formats' non-finite rules and integer saturation.

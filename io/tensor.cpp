@@ -158,8 +158,7 @@ Element read_element(ElementType t, const std::byte* p) {
       return e;
     }
     e.cls = field == 0 ? (m == 0 ? FpClass::zero : FpClass::subnormal) : FpClass::normal;
-    const std::uint64_t sig = field == 0 ? m : m | (std::uint64_t{1} << 52);
-    e.exact = {e.negative, sig, (field == 0 ? 1 : field) - 1075, false};
+    e.exact = unrounded_of(e.as_double);
     return e;
   }
   // Integers (and unsigned patterns read as values).

@@ -44,6 +44,31 @@ RoundOptions stochastic(std::uint64_t seed, std::uint64_t stream) {
 // ---------------------------------------------------------------------------------------
 // Stochastic rounding: reproducibility.
 
+TEST(UnroundedOf, IsTheDoublesValue) {
+  // ±m·2^e read back by ldexp (exact: m has at most 53 bits) equals the double, sign of zero
+  // included: normal, subnormal, the extremes, and seeded random patterns.
+  std::mt19937_64 g(17);
+  std::vector<double> xs{0.0, -0.0, 0x1p-1074, -0x1p-1074, 0x1.fffffffffffffp-1023, 0x1p-1022, 1.0, -1.5,
+                         0x1.fffffffffffffp1023, -0x1.fffffffffffffp1023};
+  for (int i = 0; i < 20000; ++i) {
+    const double x = std::bit_cast<double>(g());
+    if (std::isfinite(x)) xs.push_back(x);
+  }
+  int failures = 0;
+  for (const double x : xs) {
+    const Unrounded u = unrounded_of(x);
+    const double back = std::ldexp(static_cast<double>(static_cast<std::uint64_t>(u.significand)), u.exponent);
+    const double signed_back = u.negative ? -back : back;
+    if ((std::bit_cast<std::uint64_t>(signed_back) != std::bit_cast<std::uint64_t>(x) || u.sticky ||
+         (u.significand >> 53) != 0) &&
+        ++failures <= 5)
+      ADD_FAILURE() << fmt::format("unrounded_of({:a}) = {}{:x}·2^{} sticky {}", x, u.negative ? "-" : "",
+                                   static_cast<std::uint64_t>(u.significand), u.exponent, u.sticky);
+  }
+  EXPECT_EQ(failures, 0);
+  EXPECT_GT(xs.size(), 19000u);
+}
+
 TEST(Stochastic, ReproduciblePerSeedAndStream) {
   // A value exactly between two bf16 neighbours: each rounding is a fair coin, so 1000
   // streams give a 1000-bit sequence; it must repeat exactly for the same seed and differ

@@ -417,20 +417,15 @@ Unrounded ExactElement::unrounded() const {
     if (residual == 0) return {std::signbit(exact), 0, 0, false};
     return {residual < 0, uint128{1} << 127, -1200 - 127, true};
   }
-  const auto b = std::bit_cast<std::uint64_t>(exact);
-  const int field = static_cast<int>((b >> 52) & 0x7ff);
-  std::uint64_t m = b & ((std::uint64_t{1} << 52) - 1);
-  int e = -1074;
-  if (field != 0) {
-    m |= std::uint64_t{1} << 52;
-    e = field - 1075;
-  }
   // |exact| = m·2^e; 64 more bits below it: ±(less than one unit there) is far below half an
   // ulp of `exact`, and the value keeps >= 65 significant bits (what round_to needs of a sticky one).
-  uint128 sig = uint128{m} << 64;
+  Unrounded u = unrounded_of(exact);
+  u.significand <<= 64;
+  u.exponent -= 64;
   const bool away = residual != 0 && (residual < 0) == (exact < 0);  // the exact value is larger in magnitude
-  if (residual != 0 && !away) sig -= 1;  // (m·2^64 − 1 + f)·2^(e−64): just below |exact|
-  return {exact < 0, sig, e - 64, residual != 0};
+  if (residual != 0 && !away) u.significand -= 1;  // (m·2^64 − 1 + f)·2^(e−64): just below |exact|
+  u.sticky = residual != 0;
+  return u;
 }
 
 Bits ExactElement::rounded(const FormatSpec& out, const RoundOptions& o) const {

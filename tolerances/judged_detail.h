@@ -23,11 +23,21 @@
 namespace numfid {
 namespace detail {
 
-/// The fields of an ElementReport that are computed, not read: 48 bytes.
+/// The fields of an ElementReport that are computed and not derived from others: 40 bytes
+/// (the ratio to the deterministic bound is bound_ratio(error, det_bound)).
 struct JudgedElement {
-  double error = 0, error_ulps = 0, det_bound = 0, prob_bound = 0, ratio = 0;
+  double error = 0, error_ulps = 0, det_bound = 0, prob_bound = 0;
   ElementClass cls = ElementClass::bit_exact;
 };
+
+/// ElementReport::ratio from an element's error and deterministic bound: |error| / bound; 0
+/// for no error, ∞ for an error where the bound is 0, and ∞ for an infinite error (judge()
+/// gives one to an illegal non-finite result, 0 to a legal one).
+inline double bound_ratio(double error, double det_bound) {
+  const double a = std::fabs(error);
+  if (!std::isfinite(a)) return INFINITY;
+  return det_bound > 0 ? a / det_bound : (a > 0 ? INFINITY : 0);
+}
 
 }  // namespace detail
 
@@ -97,7 +107,7 @@ class JudgedElements {
   double error(std::size_t i) const { return records_[i].error; }
   double error_ulps(std::size_t i) const { return records_[i].error_ulps; }
   double det_bound(std::size_t i) const { return records_[i].det_bound; }
-  double ratio(std::size_t i) const { return records_[i].ratio; }
+  double ratio(std::size_t i) const { return bound_ratio(records_[i].error, records_[i].det_bound); }
   ElementClass cls(std::size_t i) const { return records_[i].cls; }
   std::int64_t row(std::size_t i) const { return grid_.cols > 0 ? static_cast<std::int64_t>(i) / grid_.cols : 0; }
   std::int64_t col(std::size_t i) const {
@@ -118,7 +128,7 @@ class JudgedElements {
     e.error_ulps = r.error_ulps;
     e.det_bound = r.det_bound;
     e.prob_bound = r.prob_bound;
-    e.ratio = r.ratio;
+    e.ratio = ratio(i);
     e.cls = r.cls;
     return e;
   }

@@ -357,7 +357,7 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
     Tally& t = tallies[static_cast<std::size_t>(i0 / kGrain)];
     for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
       struct {
-        double value, exact, error = 0, error_ulps = 0, det_bound = 0, prob_bound = 0, ratio = 0;
+        double value, exact, error = 0, error_ulps = 0, det_bound = 0, prob_bound = 0;
         ElementClass cls = ElementClass::bit_exact;
       } e{to_double(f, out[i]), ref.exact(i)};
       bool sticky = false;
@@ -414,8 +414,7 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
                 : legal    ? ElementClass::within_deterministic
                            : ElementClass::outside_deterministic;
         t.mismatches += !legal;
-        e.error = legal ? 0 : INFINITY;
-        e.ratio = legal ? 0 : INFINITY;
+        e.error = legal ? 0 : INFINITY;  // the ratio to the bound follows: detail::bound_ratio
       }
       if (bit_exact && !(std::isfinite(e.value) && std::isfinite(e.exact))) {
         e.error = 0;  // the same non-finite value as the oracle's
@@ -426,10 +425,9 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
           e.cls = a <= e.prob_bound  ? ElementClass::within_probabilistic
                   : a <= e.det_bound ? ElementClass::within_deterministic
                                      : ElementClass::outside_deterministic;
-        e.ratio = e.det_bound > 0 ? a / e.det_bound : (a > 0 ? INFINITY : 0);
       }
       e.error_ulps = std::isfinite(e.error) ? e.error / ulp_at(f, e.exact) : e.error;
-      all.record(i) = {e.error, e.error_ulps, e.det_bound, e.prob_bound, e.ratio, e.cls};
+      all.record(i) = {e.error, e.error_ulps, e.det_bound, e.prob_bound, e.cls};
       if (std::isfinite(e.error_ulps)) t.max_ulps = std::max(t.max_ulps, std::fabs(e.error_ulps));
       ++t.counts[static_cast<std::size_t>(e.cls)];
       t.trivial += ref.exact(i) == 0 && ref.sum_abs(i) == 0;

@@ -252,8 +252,10 @@ void propagate(std::array<std::uint64_t, LongAccumulator::kHalf>& d) {
   }
 }
 
-/// The top 53 bits of an extracted magnitude (MSB at bit 127) as a double, rounded up or to nearest-even.
-double to_double_rounded(const Unrounded& v, bool up) {
+/// The top 53 bits of an extracted magnitude (MSB at bit 127) as a double, rounded up or to
+/// nearest-even; `side` (if given) = sign of (the value − the result), 0 where it is exact.
+double to_double_rounded(const Unrounded& v, bool up, int* side = nullptr) {
+  if (side != nullptr) *side = 0;
   if (v.significand == 0) return v.negative ? -0.0 : 0.0;
   auto kept = static_cast<std::uint64_t>(v.significand >> 75);
   const uint128 rem = v.significand & ((uint128{1} << 75) - 1);
@@ -264,6 +266,8 @@ double to_double_rounded(const Unrounded& v, bool up) {
   } else {
     inc = rem > half || (rem == half && (v.sticky || (kept & 1) != 0));
   }
+  // Inexact: incremented, the magnitude lies below the result; truncated, above it.
+  if (side != nullptr && (rem != 0 || v.sticky)) *side = inc == v.negative ? 1 : -1;
   kept += inc ? 1 : 0;  // 2^53 at most: still exact
   const double m = std::ldexp(static_cast<double>(kept), v.exponent + 75);
   return v.negative ? -m : m;
@@ -590,11 +594,19 @@ double LongAccumulator::abs_sum_upper() const {
   return to_double_rounded(abs_sum(), true);
 }
 
-double LongAccumulator::to_double() const {
+double LongAccumulator::to_double() const { return nearest_double().value; }
+
+LongAccumulator::NearestDouble LongAccumulator::nearest_double() const {
   const FpEnvGuard guard;  // decoding and products are native double arithmetic
-  if (is_nan()) return __builtin_nan("");
-  if (const int s = infinity_sign(); s != 0) return s > 0 ? __builtin_inf() : -__builtin_inf();
-  return to_double_rounded(value(), false);
+  NearestDouble r;
+  if (is_nan()) {
+    r.value = __builtin_nan("");
+  } else if (const int s = infinity_sign(); s != 0) {
+    r.value = s > 0 ? __builtin_inf() : -__builtin_inf();
+  } else {
+    r.value = to_double_rounded(value(), false, &r.side);
+  }
+  return r;
 }
 
 Result LongAccumulator::round(const FormatSpec& f, const RoundOptions& o) const {

@@ -96,6 +96,12 @@ class LongAccumulator {
   Result round(const FormatSpec& f, const RoundOptions& o = {}) const;
   /// The sum rounded to the nearest double (ties to even); NaN/inf as such.
   double to_double() const;
+  /// to_double() and the side of it the exact sum lies on, from one reading of the register.
+  struct NearestDouble {
+    double value = 0;  ///< to_double()
+    int side = 0;      ///< sign of (exact sum − value): 0 where value is exact, NaN or infinite
+  };
+  NearestDouble nearest_double() const;
 
   /// Σ|terms| exactly (finite terms), as value() does for the sum.
   Unrounded abs_sum() const;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "formats/convert.h"
@@ -286,6 +287,26 @@ const std::vector<NamedGenerator>& generators() {
   return g;
 }
 
+/// sign(x − d) for an exact finite value x and a finite double d, both normalised to a top bit
+/// at 127 and compared as (exponent, significand, sticky): a naive second comparison, not the
+/// accumulator's rounding logic.
+int side_of(const Unrounded& x, double d) {
+  const Unrounded y = unrounded_of(d);
+  auto normalised = [](const Unrounded& u) {
+    const auto hi = static_cast<std::uint64_t>(u.significand >> 64);
+    const int shift = hi != 0 ? std::countl_zero(hi) : 64 + std::countl_zero(static_cast<std::uint64_t>(u.significand));
+    return std::pair<int, uint128>{u.exponent - shift, u.significand << shift};
+  };
+  const bool zx = x.significand == 0 && !x.sticky, zy = y.significand == 0;
+  const int sx = zx ? 0 : (x.negative ? -1 : 1), sy = zy ? 0 : (y.negative ? -1 : 1);
+  if (sx != sy) return sx > sy ? 1 : -1;
+  if (sx == 0) return 0;
+  const auto [ex, mx] = normalised(x);
+  const auto [ey, my] = normalised(y);
+  int mag = ex != ey ? (ex > ey ? 1 : -1) : mx != my ? (mx > my ? 1 : -1) : (x.sticky ? 1 : 0);
+  return sx * mag;
+}
+
 /// Compares the accumulator with the oracle on one case: the exact value and its companions,
 /// then the rounding into `outs` under `opts`. Returns false on the first mismatch.
 bool check_case(const FormatSpec& fa, const FormatSpec* fb, const Case& c, bool daz,
@@ -322,6 +343,12 @@ bool check_case(const FormatSpec& fa, const FormatSpec* fb, const Case& c, bool 
                                                          << acc.to_double();
   EXPECT_TRUE(same_double(e.abs_sum, acc.abs_sum_upper())) << "abs_sum: MPFR " << e.abs_sum << " accumulator "
                                                            << acc.abs_sum_upper();
+  // nearest_double: MPFR's nearest double, and the side of it MPFR's exact value lies on.
+  const LongAccumulator::NearestDouble nd = acc.nearest_double();
+  const int want_side = e.kind == ExactValue::Kind::finite ? side_of(e.value, e.as_double) : 0;
+  EXPECT_TRUE(same_double(e.as_double, nd.value)) << "nearest_double: MPFR " << e.as_double << " accumulator " << nd.value;
+  EXPECT_EQ(nd.side, want_side) << "nearest_double's side of " << e.as_double;
+  ok = ok && same_double(e.as_double, nd.value) && nd.side == want_side;
   EXPECT_TRUE(same_double(e.max_abs, acc.max_abs())) << "max_abs: MPFR " << e.max_abs << " accumulator "
                                                      << acc.max_abs();
   ok = ok && same_double(e.as_double, acc.to_double()) && same_double(e.abs_sum, acc.abs_sum_upper()) &&

@@ -88,19 +88,12 @@ ExactElement exact_element(const LongAccumulator& acc) {
   e.invalid = acc.is_invalid();
   e.infinite = static_cast<std::int8_t>(acc.infinity_sign());
   e.sum_abs = acc.abs_sum_upper();
-  e.exact = acc.to_double();
-  if (e.nan || e.infinite != 0) return e;
-  // The nearest double, and the side the exact value lies on. Every finite sum of products of
-  // formats of at most 32 bits is zero or a normal double in magnitude (a multiple of 2^-298
-  // below 2^320), where to_double() rounds correctly; where it is inexact, the nearest double
-  // is the truncation exactly when it lies towards zero.
-  const Unrounded v = acc.value();  // magnitude's top bit at bit 127
-  const uint128 tail = v.significand & ((uint128{1} << 75) - 1);
-  if (tail != 0 || v.sticky) {
-    const double truncated = std::ldexp(static_cast<double>(static_cast<std::uint64_t>(v.significand >> 75)), v.exponent + 75);
-    const bool towards_zero = std::fabs(e.exact) == truncated;
-    e.residual = static_cast<std::int8_t>(towards_zero == v.negative ? -1 : 1);
-  }
+  // The nearest double and the side the exact value lies on, from one reading of the register.
+  // Every finite sum of products of formats of at most 32 bits is zero or a normal double in
+  // magnitude (a multiple of 2^-298 below 2^320), where the accumulator rounds correctly.
+  const LongAccumulator::NearestDouble n = acc.nearest_double();
+  e.exact = n.value;
+  e.residual = static_cast<std::int8_t>(n.side);
   return e;
 }
 

@@ -1,7 +1,8 @@
 // `numfid check matmul` at model scale: numfid::check_matmul (exact oracle, bound, judgement;
 // no file I/O) on bf16 operands with an fp32 output, next to OpenBLAS cblas_dgemm on the same
 // shape and the same thread count, both timed (wall clock) in the same iteration so that they
-// see the same machine load. Shapes (M×K×N): 1024×4096×1024 and 4096×4096×4096.
+// see the same machine load. Shapes (M×K×N): 1024×4096×1024 and 4096×4096×4096; fp32 operands
+// (`Fp32VsDgemm`) on 2048×1024×2048 and 1024×4096×1024.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -24,37 +25,43 @@ namespace {
 
 using numfid::Bits;
 
-/// A (M×K) and B (K×N) as bf16 N(0,1) samples (also as doubles, for dgemm), and C: their
-/// product by OpenBLAS sgemm on the same values, a legal output of the claim "fp32
+/// A (M×K) and B (K×N) as bf16 (or fp32) N(0,1) samples (also as doubles, for dgemm), and C:
+/// their product by OpenBLAS sgemm on the same values, a legal output of the claim "fp32
 /// accumulation in any order, fp32 out" (the verdict's work is that of a passing check).
 struct Problem {
   std::int64_t m = 0, k = 0, n = 0;
   numfid::TensorData a, b, c;
   std::vector<double> ad, bd;
-  numfid::ClaimSpec claim = numfid::parse_claim("--in bf16 --acc fp32 --out fp32");
+  numfid::ClaimSpec claim;
 };
 
-const Problem& problem(std::int64_t m, std::int64_t k, std::int64_t n) {
-  static std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, Problem> cache;
-  auto [it, fresh] = cache.try_emplace({m, k, n});
+const Problem& problem(std::int64_t m, std::int64_t k, std::int64_t n, bool fp32_operands = false) {
+  static std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool>, Problem> cache;
+  auto [it, fresh] = cache.try_emplace({m, k, n, fp32_operands});
   Problem& p = it->second;
   if (!fresh) return p;
   cache.erase(cache.begin(), it);  // one problem in memory at a time (4096³ takes several GiB to check)
   cache.erase(std::next(it), cache.end());
   p.m = m, p.k = k, p.n = n;
+  p.claim = numfid::parse_claim(fp32_operands ? "--in fp32 --acc fp32 --out fp32" : "--in bf16 --acc fp32 --out fp32");
   std::mt19937_64 g(7);
   std::normal_distribution<float> nd(0, 1);
   auto fill = [&](numfid::TensorData& t, std::vector<double>& d, std::vector<float>& f, std::int64_t rows,
                   std::int64_t cols, const char* name) {
-    t = {&numfid::bf16, {rows, cols}, {}, name};
+    t = {fp32_operands ? &numfid::fp32 : &numfid::bf16, {rows, cols}, {}, name};
     const auto count = static_cast<std::size_t>(rows * cols);
     t.values.resize(count);
     d.resize(count);
     f.resize(count);
     for (std::size_t i = 0; i < count; ++i) {
       const float x = nd(g);
-      t.values[i] = numfid::convert(numfid::fp32, numfid::bf16, Bits{std::bit_cast<std::uint32_t>(x)}).bits;
-      f[i] = std::bit_cast<float>(t.values[i].raw << 16);
+      if (fp32_operands) {
+        t.values[i] = Bits{std::bit_cast<std::uint32_t>(x)};
+        f[i] = x;
+      } else {
+        t.values[i] = numfid::convert(numfid::fp32, numfid::bf16, Bits{std::bit_cast<std::uint32_t>(x)}).bits;
+        f[i] = std::bit_cast<float>(t.values[i].raw << 16);
+      }
       d[i] = f[i];
     }
   };
@@ -86,8 +93,8 @@ double process_cpu_s() {
 /// the process CPU times spent in each (every thread), the threads each
 /// used, and the share of elements the certified fp64 GEMM gave (the rest: long accumulator).
 /// Arg 3 = 1 forces the long accumulator for every element (the path without the GEMM).
-void BM_CheckMatmulVsDgemm(benchmark::State& state) {
-  const Problem& p = problem(state.range(0), state.range(1), state.range(2));
+void vs_dgemm(benchmark::State& state, bool fp32_operands) {
+  const Problem& p = problem(state.range(0), state.range(1), state.range(2), fp32_operands);
   const bool exact_only = state.range(3) != 0;
   const int threads = numfid::detail::check_threads();
   openblas_set_num_threads(threads);  // the same thread count for dgemm and for the check
@@ -128,10 +135,24 @@ void BM_CheckMatmulVsDgemm(benchmark::State& state) {
   state.counters["certified_pct"] = 100.0 * static_cast<double>(st.certified) / static_cast<double>(p.m * p.n);
   state.SetLabel(exact_only ? "long accumulator only" : "certified fp64 GEMM + long accumulator");
 }
+
+void BM_CheckMatmulVsDgemm(benchmark::State& state) { vs_dgemm(state, false); }
 BENCHMARK(BM_CheckMatmulVsDgemm)
     ->Args({1024, 4096, 1024, 0})
     ->Args({1024, 4096, 1024, 1})
     ->Args({4096, 4096, 4096, 0})
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+/// The same with fp32 operands (24-bit significands: the GEMMs run on 12-bit heads and tails,
+/// four pairs of them).
+void BM_CheckMatmulFp32VsDgemm(benchmark::State& state) { vs_dgemm(state, true); }
+BENCHMARK(BM_CheckMatmulFp32VsDgemm)
+    ->Args({2048, 1024, 2048, 0})
+    ->Args({2048, 1024, 2048, 1})
+    ->Args({1024, 4096, 1024, 0})
+    ->Args({1024, 4096, 1024, 1})
     ->UseManualTime()
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);

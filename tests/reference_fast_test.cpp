@@ -6,6 +6,7 @@
 // thread count. The long accumulator itself is tested against MPFR in oracles_test.cpp; the
 // GEMM (OpenBLAS) is an independent second computation.
 #include <gtest/gtest.h>
+#include <mpfr.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +21,7 @@
 
 #include "formats/convert.h"
 #include "formats/error.h"
+#include "formats/platform.h"
 #include "tolerances/check.h"
 #include "tolerances/check_detail.h"
 #include "tolerances/judged_detail.h"
@@ -172,17 +174,144 @@ TEST(ReferenceFast, BFloat16NormalDataIsCertifiedWholesale) {
   EXPECT_GE(r.fast_stats.certified, 64 * 48 * 9 / 10);
 }
 
-TEST(ReferenceFast, Fp32OperandsSkipTheGemm) {
-  // 24-bit significands leave no room under 2^53: the certificate would fail almost everywhere,
-  // so the sample refuses the GEMM and the long accumulator does everything.
+TEST(ReferenceFast, Fp32OperandsAreCertifiedInHeadsAndTails) {
+  if (!detail::fast_reference_built()) GTEST_SKIP() << "built without OpenBLAS: no fp64 GEMM";
+  // 24-bit significands leave no room under 2^53 for whole products (48 bits): split into
+  // 12-bit heads and tails, each of the GEMMs of pairs of parts certifies as bf16 data does, and
+  // the exact sums are added exactly. Most exact values are then not doubles: the side of the
+  // nearest double (residual) and Σ|terms| rounded up come from the exact addition.
   std::mt19937_64 g(5);
-  const TensorData a = make(fp32, 16, 200, Kind::normal, g, "A"), b = make(fp32, 200, 16, Kind::normal, g, "B");
-  const Both r = both(a, b, nullptr);
-  EXPECT_EQ(difference(r.fast, r.exact), "");
-  EXPECT_FALSE(r.fast_stats.gemm);
+  const TensorData a = make(fp32, 24, 700, Kind::normal, g, "A"), b = make(fp32, 700, 20, Kind::normal, g, "B");
+  const TensorData d = make(fp32, 24, 20, Kind::normal, g, "D"), b16 = make(bf16, 700, 20, Kind::normal, g, "B");
+  struct Case {
+    const char* name;
+    const TensorData* b;
+    const TensorData* addend;
+  };
+  for (const Case& c : {Case{"fp32 x fp32", &b, nullptr}, Case{"fp32 x fp32 + fp32", &b, &d},
+                        Case{"fp32 x bf16 (A split only)", &b16, nullptr}}) {
+    SCOPED_TRACE(c.name);
+    const Both r = both(a, *c.b, c.addend);
+    EXPECT_EQ(difference(r.fast, r.exact), "");
+    EXPECT_TRUE(r.fast_stats.gemm);
+    EXPECT_GE(r.fast_stats.certified, 24 * 20 * 9 / 10);
+    std::int64_t inexact = 0;
+    for (std::size_t i = 0; i < r.fast.size(); ++i) inexact += r.fast[i].residual != 0 ? 1 : 0;
+    if (c.b == &b) {
+      EXPECT_GT(inexact, 24 * 20 / 2) << "the exact values beyond a double are exercised";
+    }
+  }
+}
+
+TEST(ReferenceFast, AddExactAgreesWithMpfr) {
+  // detail::add_exact (the heads' and tails' sums added in two doubles) against MPFR's exact sum
+  // at 2200 bits: after every step hi + lo is the running sum exactly and hi its nearest double
+  // (mpfr_get_d, ties to even). The terms are built to meet the sum's rounding boundaries: few
+  // significant bits at exponents around the running sum's last bit, ±half an ulp, ±hi itself.
+  const FpEnvGuard env;
+  std::mt19937_64 g(2026);
+  std::uniform_int_distribution<int> bits(1, 53), shift(-48, 8), pick(0, 19);
+  mpfr_t total, t, h;
+  mpfr_inits2(2200, total, t, h, static_cast<mpfr_ptr>(nullptr));
+  int failures = 0, refused = 0, steps = 0;
+  for (int seq = 0; seq < 4000 && failures < 5; ++seq) {
+    double hi = std::ldexp(static_cast<double>(g() >> 11 | 1), std::uniform_int_distribution<int>(-80, 20)(g));
+    double lo = 0;
+    mpfr_set_d(total, hi, MPFR_RNDN);
+    for (int step = 0; step < 12 && failures < 5; ++step) {
+      const int ulp_exp = std::ilogb(hi == 0 ? 1.0 : hi) - 52;
+      double x;
+      const int p = pick(g);
+      if (p == 0) {
+        x = -hi;
+      } else if (p == 1) {
+        x = std::ldexp(g() % 2 ? 1.0 : -1.0, ulp_exp - 1);  // half an ulp of hi: a tie
+      } else {
+        const int nb = bits(g);
+        const auto m = static_cast<double>((g() >> (64 - nb)) | 1);  // nb significant bits
+        x = std::ldexp(g() % 2 ? m : -m, ulp_exp + shift(g));  // lowest bit at most 48 below hi's
+      }
+      const double hi0 = hi, lo0 = lo;
+      const bool ok = detail::add_exact(hi, lo, x);
+      SCOPED_TRACE(fmt::format("sequence {} step {}: ({:a}, {:a}) + {:a}", seq, step, hi0, lo0, x));
+      if (!ok) {
+        ++refused;
+        EXPECT_TRUE(same_double(hi, hi0) && same_double(lo, lo0)) << "refused, yet changed";
+        break;
+      }
+      ++steps;
+      mpfr_set_d(t, x, MPFR_RNDN);
+      mpfr_add(total, total, t, MPFR_RNDN);  // exact at 2200 bits
+      mpfr_set_d(h, hi, MPFR_RNDN);
+      mpfr_set_d(t, lo, MPFR_RNDN);
+      mpfr_add(h, h, t, MPFR_RNDN);
+      const double nearest = mpfr_get_d(total, MPFR_RNDN);
+      const bool same_sum = mpfr_equal_p(h, total) != 0, rounded = same_double(hi, nearest == 0 ? 0.0 : nearest) ||
+                                                                   (hi == 0 && nearest == 0);
+      if (!same_sum || !rounded) {
+        ++failures;
+        ADD_FAILURE() << fmt::format("got ({:a}, {:a}); the exact sum's nearest double is {:a}{}", hi, lo, nearest,
+                                     same_sum ? "" : ", and hi + lo is not the exact sum");
+      }
+    }
+  }
+  mpfr_clears(total, t, h, static_cast<mpfr_ptr>(nullptr));
+  EXPECT_EQ(failures, 0);
+  EXPECT_GT(steps, 30000);
+  EXPECT_LT(refused, steps / 20) << "sums beyond two doubles are rare in these sequences";
 }
 
 // ------------------------------------------------------------------- constructed cases
+
+/// The 1×K row `av` times the K×1 column `bv` in format f, on both paths (compared).
+LargeArray<ExactElement> dot_of(const std::vector<double>& av, const std::vector<double>& bv, const FormatSpec& f,
+                                ReferenceStats* stats) {
+  const auto K = static_cast<std::int64_t>(av.size());
+  TensorData a{&f, {1, K}, {}, "A"}, b{&f, {K, 1}, {}, "B"};
+  for (std::size_t k = 0; k < av.size(); ++k) {
+    a.values.push_back(to_format(f, av[k]));
+    b.values.push_back(to_format(f, bv[k]));
+  }
+  const Both r = both(a, b, nullptr);
+  EXPECT_EQ(difference(r.fast, r.exact), "");
+  if (stats) *stats = r.fast_stats;
+  return r.fast;
+}
+
+TEST(ReferenceFast, Fp32HeadsAndTailsAddUpExactly) {
+  ReferenceStats s;
+  // 2^30 + (1 + 2^-23): a tie between 2^30 + 1 and 2^30 + 1 + 2^-22 (spacing 2^-22 there);
+  // ties to even gives 2^30 + 1, the exact value above it. Σ|terms| rounded up: 2^30 + 1 + 2^-22.
+  const auto tie = dot_of({0x1p30, 1 + 0x1p-23}, {1, 1}, fp32, &s);
+  EXPECT_EQ(tie[0].exact, 0x1p30 + 1);
+  EXPECT_EQ(tie[0].residual, 1);
+  EXPECT_EQ(tie[0].sum_abs, 0x1p30 + 1 + 0x1p-22);
+  if (detail::fast_reference_built()) {
+    EXPECT_EQ(s.certified, 1);
+  }
+  // 2^30 + 1 + 3·2^-23: the tie between 2^30 + 1 + 2^-22 (odd) and 2^30 + 1 + 2^-21 goes up.
+  const auto tie_up = dot_of({0x1p30, 1 + 0x3p-23}, {1, 1}, fp32, &s);
+  EXPECT_EQ(tie_up[0].exact, 0x1p30 + 1 + 0x1p-21);
+  EXPECT_EQ(tie_up[0].residual, -1);
+  EXPECT_EQ(tie_up[0].sum_abs, 0x1p30 + 1 + 0x1p-21);
+  if (detail::fast_reference_built()) {
+    EXPECT_EQ(s.certified, 1);
+  }
+  // 2^30 + (1 + 2^-23)^2 = 2^30 + 1 + 2^-22 + 2^-46: the tails' product lies below the double.
+  const auto below = dot_of({0x1p30, 1 + 0x1p-23}, {1, 1 + 0x1p-23}, fp32, &s);
+  EXPECT_EQ(below[0].exact, 0x1p30 + 1 + 0x1p-22);
+  EXPECT_EQ(below[0].residual, 1);
+  EXPECT_EQ(below[0].sum_abs, 0x1p30 + 1 + 0x1p-21);
+  // An exact cancellation across heads and tails: +0, Σ|terms| = 2·(1 + 2^-23)·3.
+  const auto zero = dot_of({1 + 0x1p-23, -(1 + 0x1p-23)}, {3, 3}, fp32, &s);
+  EXPECT_TRUE(same_double(zero[0].exact, 0.0));
+  EXPECT_EQ(zero[0].residual, 0);
+  EXPECT_EQ(zero[0].sum_abs, 6 + 0x3p-22);
+  // Negative: -(2^30 + 1 + 2^-23) ties to -(2^30 + 1), the exact value below it.
+  const auto neg = dot_of({-0x1p30, -(1 + 0x1p-23)}, {1, 1}, fp32, &s);
+  EXPECT_EQ(neg[0].exact, -(0x1p30 + 1));
+  EXPECT_EQ(neg[0].residual, -1);
+}
 
 /// A 1×K row times a K×1 column of ones: the element is the exact sum of `terms`.
 LargeArray<ExactElement> sum_of(const std::vector<double>& terms, const FormatSpec& f, ReferenceStats* stats) {

@@ -31,8 +31,11 @@
 // bf16, fp16 and fp8 data of moderate dynamic range pass it: for bf16 ~N(0,1) at K = 4096
 // (Σ near 2^11.3) 99.97 % of the elements of a 1024×1024 product are certified. Elements it
 // cannot certify — a row or column holding an inf or NaN, an exact zero (its sign depends on
-// the zero terms), products far below the others, fp32 data (24-bit significands leave no
-// room under 2^53) — go to the long accumulator.
+// the zero terms), products far below the others — go to the long accumulator. fp32 data
+// (24-bit significands: whole products leave no room under 2^53) are split into 12-bit heads
+// and exact tails, four GEMMs of pairs of parts each certified on its own and their exact sums
+// added without error (gemm_elements): for fp32 ~N(0,1) 99.4 % of a 2048×1024×2048 product
+// and 90 % of a 1024×4096×1024 one are certified so.
 // The results are therefore the exact ones, field for field, whichever path produced them.
 #include "tolerances/reference_fast_detail.h"
 
@@ -95,6 +98,35 @@ ExactElement exact_element(const LongAccumulator& acc) {
   e.exact = n.value;
   e.residual = static_cast<std::int8_t>(n.side);
   return e;
+}
+
+namespace {
+
+/// Error-free sum of two doubles (Knuth's TwoSum, round to nearest): a + b = s + err exactly.
+struct TwoSum {
+  double s, err;
+};
+TwoSum two_sum(double a, double b) {
+  const double s = a + b;
+  const double bb = s - a;
+  return {s, (a - (s - bb)) + (b - bb)};
+}
+
+}  // namespace
+
+bool add_exact(double& hi, double& lo, double x) {
+  const TwoSum a = two_sum(hi, x);      // hi + x = a.s + a.err
+  const TwoSum b = two_sum(lo, a.err);  // total = a.s + b.s + b.err
+  const TwoSum c = two_sum(a.s, b.s);   // total = c.s + c.err + b.err
+  const TwoSum e = two_sum(c.err, b.err);
+  if (e.err != 0) return false;
+  // total = c.s + e.s exactly. c.s is then its nearest double as well as far as we can see (a
+  // tie of c.s that b.err would break leaves e.err != 0, refused above); the last TwoSum makes
+  // that not a premise, for 6 flops: f.s = RN(total), f.err the exact rest.
+  const TwoSum f = two_sum(c.s, e.s);
+  hi = f.s;
+  lo = f.err;
+  return true;
 }
 
 namespace {
@@ -192,11 +224,29 @@ const std::vector<double>* shared_table(const FormatSpec& f) {
   return nullptr;
 }
 
-/// Pattern -> its exact double: a bit cast for fp32 and bf16, a table for the other formats of
-/// at most 16 bits, numfid::to_double otherwise.
+/// Which part of each value a Decoder gives: the whole value, or its split into a head of the
+/// kHeadBits leading significant bits (truncated) and the rest (value − head, exact), which
+/// gives products of at most 2·kHeadBits bits where whole fp32 values give 48.
+enum class Part : std::uint8_t { whole, head, tail };
+
+/// Significant bits kept in a head (half of fp32's 24: the four products of heads and tails
+/// then have at most 24 bits, like the products of two bf16-or-fp16 values that certify).
+constexpr int kHeadBits = 12;
+
+/// v's head: its kHeadBits leading significant bits, sign kept (v itself if zero or non-finite).
+double head_of(double v) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  // Every value of a format of at most 32 bits is a normal double: the leading bit is the
+  // hidden one, so the head keeps kHeadBits − 1 bits of the stored fraction.
+  const auto b = std::bit_cast<std::uint64_t>(v);
+  return std::bit_cast<double>(b & ~((std::uint64_t{1} << (53 - kHeadBits)) - 1));
+}
+
+/// Pattern -> its exact double (or a part of it, `Part`): a bit cast for fp32 and bf16, a table
+/// for the other formats of at most 16 bits, numfid::to_double otherwise.
 class Decoder {
  public:
-  explicit Decoder(const FormatSpec& f) : f_(&f) {
+  explicit Decoder(const FormatSpec& f, Part part = Part::whole) : f_(&f), part_(part) {
     if (f == fp32) {
       shift_ = 0;
     } else if (f == bf16) {
@@ -213,13 +263,22 @@ class Decoder {
   Decoder(const Decoder&) = delete;  // table_ may point into own_
   Decoder& operator=(const Decoder&) = delete;
   double operator()(Bits b) const {
+    const double v = whole(b);
+    if (part_ == Part::whole) return v;
+    const double h = head_of(v);
+    if (part_ == Part::head) return h;
+    return std::isfinite(v) ? v - h : v;  // the tail: exact (same binade, fewer bits); inf/NaN kept
+  }
+  double whole(Bits b) const {
     if (shift_ >= 0) return static_cast<double>(std::bit_cast<float>(b.raw << shift_));
     if (table_ != nullptr) return (*table_)[b.raw & mask_];
     return to_double(*f_, b);
   }
+  Part part() const { return part_; }
 
  private:
   const FormatSpec* f_;
+  Part part_;
   int shift_ = -1;  ///< fp32 (0) and bf16 (16): the pattern shifted is an fp32 pattern
   std::uint32_t mask_ = 0;
   const std::vector<double>* table_ = nullptr;
@@ -295,41 +354,53 @@ int product_lsb(const TensorData& A, const TensorData& B, MatmulDims d, const De
                 const Line& row, const Line& col, std::int64_t i, std::int64_t j) {
   const int rf = row.floor(), cf = col.floor();
   int e = rf + cf;
-  auto pair = [&](std::int64_t k) {
-    return entry_lsb(da(A.values[static_cast<std::size_t>(i * d.k + k)])) +
-           entry_lsb(db(B.values[static_cast<std::size_t>(k * d.n + j)]));
-  };
-  for (int t = 0; t < row.count; ++t)
-    if (row.lsb[static_cast<std::size_t>(t)] < rf) e = std::min(e, pair(row.k[static_cast<std::size_t>(t)]));
-  for (int t = 0; t < col.count; ++t)
-    if (col.lsb[static_cast<std::size_t>(t)] < cf) e = std::min(e, pair(col.k[static_cast<std::size_t>(t)]));
+  // A listed entry's own lowest bit is in its line; only its partner is decoded.
+  for (int t = 0; t < row.count; ++t) {
+    const int l = row.lsb[static_cast<std::size_t>(t)];
+    if (l < rf) e = std::min(e, l + entry_lsb(db(B.values[static_cast<std::size_t>(row.k[static_cast<std::size_t>(t)] * d.n + j)])));
+  }
+  for (int t = 0; t < col.count; ++t) {
+    const int l = col.lsb[static_cast<std::size_t>(t)];
+    if (l < cf) e = std::min(e, l + entry_lsb(da(A.values[static_cast<std::size_t>(i * d.k + col.k[static_cast<std::size_t>(t)])])));
+  }
   return e;
 }
 
-/// Whether the certificate is likely to hold for most elements (the GEMM would otherwise be
-/// wasted): for up to 64 elements spread over C, Σ|a·b| and the lowest bit of the products
-/// directly. Only a choice of path, never of a result.
-bool worthwhile(const TensorData& A, const TensorData& B, MatmulDims d, const Decoder& da, const Decoder& db) {
+/// The GEMMs' passes: pairs of decoders (whole values, or heads and tails).
+using Passes = std::vector<std::pair<const Decoder*, const Decoder*>>;
+
+/// The share of up to 64 elements spread over C whose certificate is likely to hold in every
+/// pass (Σ|a·b| and the lowest bit of the products, directly, with a factor 2 of margin). Only a
+/// choice of path, never of a result. A part's sum may be zero (every tail of data with short
+/// significands is); the whole values' may not (the sign of a zero sum of zero terms).
+double likely_share(const TensorData& A, const TensorData& B, MatmulDims d, const Passes& passes) {
   const std::int64_t samples = std::min<std::int64_t>(64, d.m * d.n);
   std::int64_t ok = 0;
   for (std::int64_t s = 0; s < samples; ++s) {
     const std::int64_t i = (s * 7919) % d.m, j = (s * 104729) % d.n;
-    double t = 0;
-    int e = kNoBits;
-    for (std::int64_t k = 0; k < d.k; ++k) {
-      const double p = da(A.values[static_cast<std::size_t>(i * d.k + k)]) * db(B.values[static_cast<std::size_t>(k * d.n + j)]);
-      t += std::fabs(p);
-      if (p != 0 && std::isfinite(p)) e = std::min(e, lsb_exponent(p));
+    bool all = true;
+    for (const auto& [da, db] : passes) {
+      const bool zero_ok = da->part() != Part::whole || db->part() != Part::whole;
+      double t = 0;
+      int e = kNoBits;
+      for (std::int64_t k = 0; k < d.k; ++k) {
+        const double p = (*da)(A.values[static_cast<std::size_t>(i * d.k + k)]) *
+                         (*db)(B.values[static_cast<std::size_t>(k * d.n + j)]);
+        t += std::fabs(p);
+        if (p != 0 && std::isfinite(p)) e = std::min(e, lsb_exponent(p));
+      }
+      all = all && std::isfinite(t) && (t > 0 || zero_ok) && t < std::ldexp(0.5, 52 + std::min(e, 900));
     }
-    ok += std::isfinite(t) && t > 0 && t < std::ldexp(0.5, 52 + std::min(e, 900)) ? 1 : 0;  // half: a margin
+    ok += all ? 1 : 0;
   }
-  return 2 * ok >= samples;
+  return static_cast<double>(ok) / static_cast<double>(samples);
 }
 
 /// Element idx's GEMM sums with its addend added (exact when certified: a multiple of 2^e below
 /// 2^(53+e)), the addend's lowest bit, and whether a certificate is possible at all: finite
-/// lines and addend, and Σ|terms| > 0 (an exact zero sum of zero terms takes its sign from
-/// them, which the long accumulator knows).
+/// lines and addend. (A zero Σ|terms| is certified too — every term zero — but its sum's sign
+/// is not known: the element goes to the long accumulator unless another part's terms are
+/// not all zero; see combine.)
 struct Sums {
   double s = 0, t = 0;
   int addend_lsb = kNoBits;
@@ -348,7 +419,6 @@ Sums sums(const LargeArray<double>& S, const LargeArray<double>& T, const Tensor
       x.s += dv;
     }
   }
-  x.possible = x.possible && x.t > 0;
   return x;
 }
 
@@ -359,13 +429,6 @@ bool fits(double t, int e) {
   return t < ldexp_fast(1.0, q);
 }
 
-/// The exact element of a certified sum.
-void fill(ExactElement& x, const Sums& v) {
-  x = ExactElement{};
-  x.exact = v.s == 0 ? 0.0 : v.s;  // an exact cancellation is +0 under rne
-  x.sum_abs = v.t;
-}
-
 /// Lowest bits held in 16 bits; a zero's.
 constexpr int kNoBits16 = 16000;
 
@@ -374,64 +437,64 @@ std::int16_t lsb16(double v) {
 }
 
 /// Second chance for the elements the line bounds left uncertified: e = min over k of
-/// lsb(a_ik) + lsb(b_kj) exactly, tile by tile (the lowest bits of 32 columns of B and of one
-/// row of A at a time, 16-bit), at a fraction of the long accumulator's cost per term. Certifies
-/// what it can (clearing `need`), returns how many.
+/// lsb(a_ik) + lsb(b_kj) exactly (16-bit lowest bits of the rows and columns concerned, each
+/// computed once), at a fraction of the long accumulator's cost per term. Certifies
+/// what it can (clearing `need` where it is 1, the addend added to S and T), returns how many.
 std::int64_t recheck(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d, const Decoder& da,
                      const Decoder& db, const Decoder& dd, const std::vector<Line>& rows, const std::vector<Line>& cols,
-                     const LargeArray<double>& S, const LargeArray<double>& T, LargeArray<std::uint8_t>& need,
-                     LargeArray<ExactElement>& out) {
+                     LargeArray<double>& S, LargeArray<double>& T, LargeArray<std::uint8_t>& need) {
   const std::int64_t M = d.m, K = d.k, N = d.n;
-  const std::int64_t tr = (M + kTileRows - 1) / kTileRows, tc = (N + kTileCols - 1) / kTileCols;
+  auto candidate = [&](std::int64_t i, std::int64_t j) {
+    return need[static_cast<std::size_t>(i * N + j)] == 1 && !rows[static_cast<std::size_t>(i)].nonfinite &&
+           !cols[static_cast<std::size_t>(j)].nonfinite;
+  };
+  // The rows and columns holding a candidate, and their lowest bits, once each (16-bit; a
+  // column's K entries contiguous). Computed per tile instead, they cost more than the long
+  // accumulator would on dense candidates (fp32 heads: a tenth of C).
+  std::vector<std::uint8_t> row_any(static_cast<std::size_t>(M)), col_any(static_cast<std::size_t>(N));
+  parallel_for(M, 64, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i)
+      for (std::int64_t j = 0; j < N && row_any[static_cast<std::size_t>(i)] == 0; ++j)
+        row_any[static_cast<std::size_t>(i)] = candidate(i, j) ? 1 : 0;
+  });
+  parallel_for(N, 256, [&](std::int64_t j0, std::int64_t j1) {
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = j0; j < j1; ++j)
+        if (candidate(i, j)) col_any[static_cast<std::size_t>(j)] = 1;
+  });
+  LargeArray<std::int16_t> al(static_cast<std::size_t>(M * K)), bl(static_cast<std::size_t>(N * K));
+  parallel_for(M, 16, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i)
+      if (row_any[static_cast<std::size_t>(i)] != 0)
+        for (std::int64_t k = 0; k < K; ++k)
+          al[static_cast<std::size_t>(i * K + k)] = lsb16(da(A.values[static_cast<std::size_t>(i * K + k)]));
+  });
+  parallel_for(N, 64, [&](std::int64_t j0, std::int64_t j1) {
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t j = j0; j < j1; ++j)
+        if (col_any[static_cast<std::size_t>(j)] != 0)
+          bl[static_cast<std::size_t>(j * K + k)] = lsb16(db(B.values[static_cast<std::size_t>(k * N + j)]));
+  });
   std::atomic<std::int64_t> certified{0};
-  parallel_for(tr * tc, 1, [&](std::int64_t t0, std::int64_t t1) {
-    std::vector<std::int16_t> bl, al(static_cast<std::size_t>(K));
+  parallel_for(M, 4, [&](std::int64_t i0, std::int64_t i1) {
     std::int64_t local = 0;
-    for (std::int64_t t = t0; t < t1; ++t) {
-      const std::int64_t i0 = (t / tc) * kTileRows, i1 = std::min(M, i0 + kTileRows);
-      const std::int64_t j0 = (t % tc) * kTileCols, j1 = std::min(N, j0 + kTileCols);
-      auto candidate = [&](std::int64_t i, std::int64_t j) {
-        return need[static_cast<std::size_t>(i * N + j)] != 0 && !rows[static_cast<std::size_t>(i)].nonfinite &&
-               !cols[static_cast<std::size_t>(j)].nonfinite;
-      };
-      std::int64_t count = 0;
-      for (std::int64_t i = i0; i < i1; ++i)
-        for (std::int64_t j = j0; j < j1; ++j) count += candidate(i, j) ? 1 : 0;
-      if (count == 0) continue;
-      // The element's sums and, if the exact lowest bit e of its products certifies it, its result.
-      auto certify = [&](std::int64_t i, std::int64_t j, int e) {
+    for (std::int64_t i = i0; i < i1; ++i) {
+      if (row_any[static_cast<std::size_t>(i)] == 0) continue;
+      const std::int16_t* a = al.data() + i * K;
+      for (std::int64_t j = 0; j < N; ++j) {
+        if (!candidate(i, j)) continue;
+        const std::int16_t* b = bl.data() + j * K;
+        int e = 2 * kNoBits16;
+        for (std::int64_t k = 0; k < K; ++k) e = std::min(e, static_cast<int>(a[k]) + static_cast<int>(b[k]));
+        // The element's sums and, if the exact lowest bit e of its products certifies it, its result.
         const auto idx = static_cast<std::size_t>(i * N + j);
         const Sums x = sums(S, T, D, dd, idx, true);
         if (e > kNoBits16 / 2) e = kNoBits;  // every product has a zero factor
-        if (!x.possible || !fits(x.t, std::min(e, x.addend_lsb))) return;
-        fill(out[idx], x);
+        if (!x.possible || !fits(x.t, std::min(e, x.addend_lsb))) continue;
+        S[idx] = x.s;
+        T[idx] = x.t;
         need[idx] = 0;
         ++local;
-      };
-      // The lowest bits of the tile's columns that hold a candidate (only those: the candidates
-      // left by the line bounds are often few and scattered).
-      bl.resize(static_cast<std::size_t>((j1 - j0) * K));
-      for (std::int64_t j = j0; j < j1; ++j) {
-        bool col_any = false;
-        for (std::int64_t i = i0; i < i1 && !col_any; ++i) col_any = candidate(i, j);
-        if (!col_any) continue;
-        std::int16_t* b = bl.data() + (j - j0) * K;
-        for (std::int64_t k = 0; k < K; ++k) b[k] = lsb16(db(B.values[static_cast<std::size_t>(k * N + j)]));
-      }
-      for (std::int64_t i = i0; i < i1; ++i) {
-        bool row_any = false;
-        for (std::int64_t j = j0; j < j1 && !row_any; ++j) row_any = candidate(i, j);
-        if (!row_any) continue;
-        for (std::int64_t k = 0; k < K; ++k)
-          al[static_cast<std::size_t>(k)] = lsb16(da(A.values[static_cast<std::size_t>(i * K + k)]));
-        for (std::int64_t j = j0; j < j1; ++j) {
-          if (!candidate(i, j)) continue;
-          const std::int16_t* b = bl.data() + (j - j0) * K;
-          int e = 2 * kNoBits16;
-          for (std::int64_t k = 0; k < K; ++k)
-            e = std::min(e, static_cast<int>(al[static_cast<std::size_t>(k)]) + static_cast<int>(b[k]));
-          certify(i, j, e);
-        }
       }
     }
     certified += local;
@@ -439,23 +502,33 @@ std::int64_t recheck(const TensorData& A, const TensorData& B, const TensorData*
   return certified.load();
 }
 
+/// The long accumulator's time for all of C in fp64-GEMM times (for the choice of path only):
+/// 50 with OpenBLAS's Haswell kernel, 10-17 with its generic one (docs/performance.md,
+/// `VsDgemm/.../1`); a middle value.
+constexpr double kLongAccumulatorCost = 25;
+
 /// Bytes the decoded K panels of A, |A|, B and |B| may take together (the panel width follows).
 constexpr std::int64_t kPanelBytes = std::int64_t{64} << 20;
 
-/// The certified GEMM path; false (nothing done) where it does not apply or would not pay.
-bool gemm_elements(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,
-                   LargeArray<ExactElement>& out, ReferenceStats& stats) {
+/// One certified GEMM pass: S = A_p·B_q (+ addend) and T = |A_p|·|B_q| (+ |addend|) in fp64
+/// for the parts `da` and `db` decode (the whole values, or heads and tails), checked element
+/// by element. On return need[idx] == 0 where the certificate holds — S[idx] and T[idx] are
+/// then the exact sums, the addend's included — and non-zero elsewhere: 2 for the elements
+/// `skip` (if given) marks, which are not examined (an earlier pass sent them to the long
+/// accumulator already).
+void certified_pass(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d, const Decoder& da,
+                    const Decoder& db, const LargeArray<std::uint8_t>* skip, LargeArray<double>& S,
+                    LargeArray<double>& T, LargeArray<std::uint8_t>& need) {
   const std::int64_t M = d.m, K = d.k, N = d.n;
-  if (!gemm_format(*A.format) || !gemm_format(*B.format) || (D != nullptr && !gemm_format(*D->format))) return false;
-  if (M <= 0 || N <= 0 || M > INT_MAX || N > INT_MAX || K > INT_MAX || K >= (std::int64_t{1} << 50)) return false;
-  const Decoder da(*A.format), db(*B.format);
-  if (!worthwhile(A, B, d, da, db)) return false;
-
-  // S = A·B and T = |A|·|B| in fp64, K panel by K panel (beta = 1 after the first: the
-  // certificate covers any grouping of the sums). Non-finite entries enter as 0: their rows
-  // and columns are not certified. The lines are scanned as the panels are decoded.
+  // K panel by K panel (beta = 1 after the first: the certificate covers any grouping of the
+  // sums). Non-finite entries enter as 0: their rows and columns are not certified. The lines
+  // are scanned as the panels are decoded.
+  // The arrays of an earlier pass are reused (every element of each is written below: fresh
+  // pages cost a fault and a clearing each).
   const auto mn = static_cast<std::size_t>(M * N);
-  LargeArray<double> S(mn), T(mn);  // zero, first touched by the GEMM (beta = 0 first)
+  if (S.size() != mn) S = LargeArray<double>(mn);  // first touched by the GEMM (beta = 0 first)
+  if (T.size() != mn) T = LargeArray<double>(mn);
+  if (need.size() != mn) need = LargeArray<std::uint8_t>(mn);
   std::vector<Line> rows(static_cast<std::size_t>(M)), cols(static_cast<std::size_t>(N));
   const std::int64_t kp = std::min(std::max<std::int64_t>(64, kPanelBytes / (16 * (M + N)) / 64 * 64),
                                    std::max<std::int64_t>(K, 1));
@@ -505,11 +578,10 @@ bool gemm_elements(const TensorData& A, const TensorData& B, const TensorData* D
 
   // Certify each element (or mark it for the long accumulator): first against the line-wide
   // lowest bits, then, where that fails, against the bound that lists the lowest entries.
-  LargeArray<std::uint8_t> need(mn);
-  std::atomic<std::int64_t> certified{0};
   const Decoder dd(D != nullptr ? *D->format : fp32);
   std::vector<int> col_lowest(static_cast<std::size_t>(N));  // once per column, not per element
   for (std::size_t j = 0; j < col_lowest.size(); ++j) col_lowest[j] = cols[j].lowest();
+  std::atomic<std::int64_t> failed{0};
   parallel_for(M, 16, [&](std::int64_t i0, std::int64_t i1) {
     std::int64_t local = 0;
     for (std::int64_t i = i0; i < i1; ++i) {
@@ -517,26 +589,127 @@ bool gemm_elements(const TensorData& A, const TensorData& B, const TensorData* D
       const int row_lowest = row.lowest();
       for (std::int64_t j = 0; j < N; ++j) {
         const auto idx = static_cast<std::size_t>(i * N + j);
+        if (skip != nullptr && (*skip)[idx] != 0) {
+          need[idx] = 2;
+          continue;
+        }
         const Line& col = cols[static_cast<std::size_t>(j)];
         const Sums x = sums(S, T, D, dd, idx, !row.nonfinite && !col.nonfinite);
         const bool ok = x.possible && (fits(x.t, std::min(row_lowest + col_lowest[static_cast<std::size_t>(j)], x.addend_lsb)) ||
                                        fits(x.t, std::min(product_lsb(A, B, d, da, db, row, col, i, j), x.addend_lsb)));
         if (ok) {
-          fill(out[idx], x);
-          ++local;
+          S[idx] = x.s;
+          T[idx] = x.t;
+          need[idx] = 0;
         } else {
           need[idx] = 1;
+          ++local;
         }
       }
     }
+    failed += local;
+  });
+  if (failed.load() > 0) recheck(A, B, D, d, da, db, dd, rows, cols, S, T, need);
+}
+
+/// The certified GEMM path; false (nothing done) where it does not apply or would not pay.
+///
+/// fp32 operands (24-bit significands) rarely certify whole: a product has 48 bits, and the
+/// lowest bits of a row's products spread far below 2^(53+e). Split into heads (the leading
+/// kHeadBits bits) and tails (the rest, exact), A·B = Σ over the four pairs of parts, each a
+/// GEMM of products of at most 24 bits that certifies as bf16 data does; the four exact sums
+/// (and those of |parts|, whose total is Σ|terms| since a head and its tail share a sign) are
+/// added exactly in two doubles (error-free TwoSum; an element whose sum would need three goes
+/// to the long accumulator), giving the nearest double and the side of it the exact value lies
+/// on, and Σ|terms| rounded up — the fields the long accumulator gives.
+bool gemm_elements(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,
+                   LargeArray<ExactElement>& out, ReferenceStats& stats) {
+  const std::int64_t M = d.m, K = d.k, N = d.n;
+  if (!gemm_format(*A.format) || !gemm_format(*B.format) || (D != nullptr && !gemm_format(*D->format))) return false;
+  if (M <= 0 || N <= 0 || M > INT_MAX || N > INT_MAX || K > INT_MAX || K >= (std::int64_t{1} << 50)) return false;
+  const Decoder da(*A.format), db(*B.format);
+  const Decoder ha(*A.format, Part::head), ta(*A.format, Part::tail), hb(*B.format, Part::head),
+      tb(*B.format, Part::tail);
+  // The passes: the whole values where that certifies; otherwise the operands of more than
+  // kHeadBits bits split into heads and tails, where every pair of parts would certify.
+  // The path of least expected cost, in GEMM-times for all of C: 2 per pass, plus
+  // kLongAccumulatorCost for the share the sample expects the certificate to miss (the path
+  // where none would hold is not taken at all).
+  Passes passes{{&da, &db}};
+  const double whole_share = likely_share(A, B, d, passes);
+  double share = whole_share;
+  const bool split_a = A.format->precision > kHeadBits, split_b = B.format->precision > kHeadBits;
+  if (whole_share < 1 && (split_a || split_b)) {
+    Passes split;
+    std::vector<const Decoder*> pa{split_a ? &ha : &da}, pb{split_b ? &hb : &db};
+    if (split_a) pa.push_back(&ta);
+    if (split_b) pb.push_back(&tb);
+    for (const Decoder* x : pa)
+      for (const Decoder* y : pb) split.emplace_back(x, y);
+    const double split_share = likely_share(A, B, d, split);
+    auto cost = [](const Passes& p, double certified_share) {
+      return 2.0 * static_cast<double>(p.size()) + (1 - certified_share) * kLongAccumulatorCost;
+    };
+    if (cost(split, split_share) < cost(passes, whole_share)) {
+      passes = std::move(split);
+      share = split_share;
+    }
+  }
+  if (share < 0.5) return false;
+
+  // The first pass (with the addend), then the others added exactly into (S, SL) and (T, TL).
+  const auto mn = static_cast<std::size_t>(M * N);
+  LargeArray<double> S, T, SL, TL, Sp, Tp;
+  LargeArray<std::uint8_t> need, fail;
+  certified_pass(A, B, D, d, *passes[0].first, *passes[0].second, nullptr, S, T, need);
+  if (passes.size() > 1) {
+    SL = LargeArray<double>(mn);
+    TL = LargeArray<double>(mn);
+  }
+  for (std::size_t p = 1; p < passes.size(); ++p) {
+    certified_pass(A, B, nullptr, d, *passes[p].first, *passes[p].second, &need, Sp, Tp, fail);
+    parallel_for(static_cast<std::int64_t>(mn), 4096, [&](std::int64_t e0, std::int64_t e1) {
+      for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e) {
+        if (need[e] != 0) continue;
+        if (fail[e] != 0 || !add_exact(S[e], SL[e], Sp[e]) || !add_exact(T[e], TL[e], Tp[e])) need[e] = 1;
+      }
+    });
+  }
+  Sp = LargeArray<double>();
+  Tp = LargeArray<double>();
+  fail = LargeArray<std::uint8_t>();
+
+  // The exact elements: the nearest double (an exact cancellation is +0 under rne), the side of
+  // it the rest lies on, Σ|terms| rounded up. A zero Σ|terms| (every term zero) leaves the sign
+  // of the zero sum to the long accumulator.
+  const bool split = passes.size() > 1;
+  std::atomic<std::int64_t> certified{0};
+  parallel_for(static_cast<std::int64_t>(mn), 4096, [&](std::int64_t e0, std::int64_t e1) {
+    std::int64_t local = 0;
+    for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e) {
+      if (need[e] != 0) continue;
+      if (T[e] == 0) {
+        need[e] = 1;
+        continue;
+      }
+      ExactElement& x = out[e];
+      x = ExactElement{};
+      x.exact = S[e] == 0 ? 0.0 : S[e];
+      x.sum_abs = T[e];
+      if (split) {
+        x.residual = static_cast<std::int8_t>(SL[e] > 0 ? 1 : SL[e] < 0 ? -1 : 0);
+        if (TL[e] > 0) x.sum_abs = std::nextafter(T[e], INFINITY);
+      }
+      ++local;
+    }
     certified += local;
   });
-  stats.gemm = true;
-  stats.certified = certified.load();
-  if (stats.certified < static_cast<std::int64_t>(mn))
-    stats.certified += recheck(A, B, D, d, da, db, dd, rows, cols, S, T, need, out);
   S = LargeArray<double>();
   T = LargeArray<double>();
+  SL = LargeArray<double>();
+  TL = LargeArray<double>();
+  stats.gemm = true;
+  stats.certified = certified.load();
   stats.accumulated = static_cast<std::int64_t>(mn) - stats.certified;
   if (stats.accumulated > 0) accumulate(A, B, D, d, &need, out);
   return true;

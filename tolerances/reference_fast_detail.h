@@ -37,6 +37,12 @@ ReferenceStats last_reference_stats();
 /// The exact element the long accumulator holds (nan, infinity, value, exact, Σ|terms|).
 ExactElement exact_element(const LongAccumulator& acc);
 
+/// hi + lo + x, exactly, as a new (hi, lo): hi the nearest double to the sum (ties to even),
+/// lo the exact rest. False, nothing changed, where the sum is not the sum of two doubles so
+/// formed. For finite values whose sums do not overflow, under the default floating-point
+/// environment (round to nearest; the caller's FpEnvGuard).
+bool add_exact(double& hi, double& lo, double x);
+
 /// The M×N exact results of A (M×K) · B (K×N) (+ addend, M×N) into `out` (resized). Shapes
 /// must have been checked (matmul_dims). Identical, field for field, whatever the path, the
 /// thread count or the GEMM's summation order.

@@ -344,24 +344,33 @@ struct Line {
   }
 };
 
-/// The lowest set bit of a decoded finite entry: kNoBits for a zero.
-int entry_lsb(double v) { return v != 0 ? lsb_exponent(v) : kNoBits; }
+/// Lowest bits held in 16 bits; a zero's.
+constexpr int kNoBits16 = 16000;
+
+std::int16_t lsb16(double v) {
+  return static_cast<std::int16_t>(v != 0 && std::isfinite(v) ? lsb_exponent(v) : kNoBits16);
+}
+
+/// The lowest set bit of every entry of A (M×K) and B (K×N), row-major, as the pass decodes
+/// them (kNoBits16 for a zero or non-finite one): what the certificate's second and third
+/// chances look up instead of decoding entries again.
+struct LowBits {
+  LargeArray<std::int16_t> a, b;
+};
 
 /// A lower bound e on the lowest set bit of every product a_ik·b_kj of element (i, j): every
 /// product is a multiple of 2^e. Exact for the listed entries (below their line's floor), the
 /// row's floor + the column's floor for the rest.
-int product_lsb(const TensorData& A, const TensorData& B, MatmulDims d, const Decoder& da, const Decoder& db,
-                const Line& row, const Line& col, std::int64_t i, std::int64_t j) {
+int product_lsb(const LowBits& low, MatmulDims d, const Line& row, const Line& col, std::int64_t i, std::int64_t j) {
   const int rf = row.floor(), cf = col.floor();
   int e = rf + cf;
-  // A listed entry's own lowest bit is in its line; only its partner is decoded.
   for (int t = 0; t < row.count; ++t) {
     const int l = row.lsb[static_cast<std::size_t>(t)];
-    if (l < rf) e = std::min(e, l + entry_lsb(db(B.values[static_cast<std::size_t>(row.k[static_cast<std::size_t>(t)] * d.n + j)])));
+    if (l < rf) e = std::min(e, l + low.b[static_cast<std::size_t>(row.k[static_cast<std::size_t>(t)] * d.n + j)]);
   }
   for (int t = 0; t < col.count; ++t) {
     const int l = col.lsb[static_cast<std::size_t>(t)];
-    if (l < cf) e = std::min(e, l + entry_lsb(da(A.values[static_cast<std::size_t>(i * d.k + col.k[static_cast<std::size_t>(t)])])));
+    if (l < cf) e = std::min(e, l + low.a[static_cast<std::size_t>(i * d.k + col.k[static_cast<std::size_t>(t)])]);
   }
   return e;
 }
@@ -429,28 +438,21 @@ bool fits(double t, int e) {
   return t < ldexp_fast(1.0, q);
 }
 
-/// Lowest bits held in 16 bits; a zero's.
-constexpr int kNoBits16 = 16000;
-
-std::int16_t lsb16(double v) {
-  return static_cast<std::int16_t>(v != 0 && std::isfinite(v) ? lsb_exponent(v) : kNoBits16);
-}
-
 /// Second chance for the elements the line bounds left uncertified: e = min over k of
 /// lsb(a_ik) + lsb(b_kj) exactly (16-bit lowest bits of the rows and columns concerned, each
 /// computed once), at a fraction of the long accumulator's cost per term. Certifies
 /// what it can (clearing `need` where it is 1, the addend added to S and T), returns how many.
-std::int64_t recheck(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d, const Decoder& da,
-                     const Decoder& db, const Decoder& dd, const std::vector<Line>& rows, const std::vector<Line>& cols,
-                     LargeArray<double>& S, LargeArray<double>& T, LargeArray<std::uint8_t>& need) {
+std::int64_t recheck(const TensorData* D, MatmulDims d, const Decoder& dd, const std::vector<Line>& rows,
+                     const std::vector<Line>& cols, const LowBits& low, LargeArray<double>& S, LargeArray<double>& T,
+                     LargeArray<std::uint8_t>& need) {
   const std::int64_t M = d.m, K = d.k, N = d.n;
   auto candidate = [&](std::int64_t i, std::int64_t j) {
     return need[static_cast<std::size_t>(i * N + j)] == 1 && !rows[static_cast<std::size_t>(i)].nonfinite &&
            !cols[static_cast<std::size_t>(j)].nonfinite;
   };
-  // The rows and columns holding a candidate, and their lowest bits, once each (16-bit; a
-  // column's K entries contiguous). Computed per tile instead, they cost more than the long
-  // accumulator would on dense candidates (fp32 heads: a tenth of C).
+  // The columns holding a candidate, their lowest bits made contiguous (decoded per tile
+  // instead, they cost more than the long accumulator would on dense candidates: fp32 heads,
+  // a tenth of C).
   std::vector<std::uint8_t> row_any(static_cast<std::size_t>(M)), col_any(static_cast<std::size_t>(N));
   parallel_for(M, 64, [&](std::int64_t i0, std::int64_t i1) {
     for (std::int64_t i = i0; i < i1; ++i)
@@ -462,25 +464,19 @@ std::int64_t recheck(const TensorData& A, const TensorData& B, const TensorData*
       for (std::int64_t j = j0; j < j1; ++j)
         if (candidate(i, j)) col_any[static_cast<std::size_t>(j)] = 1;
   });
-  LargeArray<std::int16_t> al(static_cast<std::size_t>(M * K)), bl(static_cast<std::size_t>(N * K));
-  parallel_for(M, 16, [&](std::int64_t i0, std::int64_t i1) {
-    for (std::int64_t i = i0; i < i1; ++i)
-      if (row_any[static_cast<std::size_t>(i)] != 0)
-        for (std::int64_t k = 0; k < K; ++k)
-          al[static_cast<std::size_t>(i * K + k)] = lsb16(da(A.values[static_cast<std::size_t>(i * K + k)]));
-  });
+  LargeArray<std::int16_t> bl(static_cast<std::size_t>(N * K));
   parallel_for(N, 64, [&](std::int64_t j0, std::int64_t j1) {
     for (std::int64_t k = 0; k < K; ++k)
       for (std::int64_t j = j0; j < j1; ++j)
         if (col_any[static_cast<std::size_t>(j)] != 0)
-          bl[static_cast<std::size_t>(j * K + k)] = lsb16(db(B.values[static_cast<std::size_t>(k * N + j)]));
+          bl[static_cast<std::size_t>(j * K + k)] = low.b[static_cast<std::size_t>(k * N + j)];
   });
   std::atomic<std::int64_t> certified{0};
   parallel_for(M, 4, [&](std::int64_t i0, std::int64_t i1) {
     std::int64_t local = 0;
     for (std::int64_t i = i0; i < i1; ++i) {
       if (row_any[static_cast<std::size_t>(i)] == 0) continue;
-      const std::int16_t* a = al.data() + i * K;
+      const std::int16_t* a = low.a.data() + i * K;
       for (std::int64_t j = 0; j < N; ++j) {
         if (!candidate(i, j)) continue;
         const std::int16_t* b = bl.data() + j * K;
@@ -530,6 +526,7 @@ void certified_pass(const TensorData& A, const TensorData& B, const TensorData* 
   if (T.size() != mn) T = LargeArray<double>(mn);
   if (need.size() != mn) need = LargeArray<std::uint8_t>(mn);
   std::vector<Line> rows(static_cast<std::size_t>(M)), cols(static_cast<std::size_t>(N));
+  LowBits low{LargeArray<std::int16_t>(static_cast<std::size_t>(M * K)), LargeArray<std::int16_t>(static_cast<std::size_t>(K * N))};
   const std::int64_t kp = std::min(std::max<std::int64_t>(64, kPanelBytes / (16 * (M + N)) / 64 * 64),
                                    std::max<std::int64_t>(K, 1));
   LargeArray<double> ap(static_cast<std::size_t>(M * std::min(kp, K))), aap(ap.size()),
@@ -542,9 +539,11 @@ void certified_pass(const TensorData& A, const TensorData& B, const TensorData* 
         const Bits* src = A.values.data() + i * K + k0;
         double* dst = ap.data() + i * kb;
         double* adst = aap.data() + i * kb;
+        std::int16_t* lows = low.a.data() + i * K + k0;
         for (std::int64_t k = 0; k < kb; ++k) {
           double v = da(src[k]);
           line.add(v, k0 + k);
+          lows[k] = lsb16(v);
           v = std::isfinite(v) ? v : 0.0;
           dst[k] = v;
           adst[k] = std::fabs(v);
@@ -556,9 +555,11 @@ void certified_pass(const TensorData& A, const TensorData& B, const TensorData* 
         const Bits* src = B.values.data() + (k0 + k) * N;
         double* dst = bp.data() + k * N;
         double* adst = abp.data() + k * N;
+        std::int16_t* lows = low.b.data() + (k0 + k) * N;
         for (std::int64_t j = j0; j < j1; ++j) {
           double v = db(src[j]);
           cols[static_cast<std::size_t>(j)].add(v, k0 + k);
+          lows[j] = lsb16(v);
           v = std::isfinite(v) ? v : 0.0;
           dst[j] = v;
           adst[j] = std::fabs(v);
@@ -596,7 +597,7 @@ void certified_pass(const TensorData& A, const TensorData& B, const TensorData* 
         const Line& col = cols[static_cast<std::size_t>(j)];
         const Sums x = sums(S, T, D, dd, idx, !row.nonfinite && !col.nonfinite);
         const bool ok = x.possible && (fits(x.t, std::min(row_lowest + col_lowest[static_cast<std::size_t>(j)], x.addend_lsb)) ||
-                                       fits(x.t, std::min(product_lsb(A, B, d, da, db, row, col, i, j), x.addend_lsb)));
+                                       fits(x.t, std::min(product_lsb(low, d, row, col, i, j), x.addend_lsb)));
         if (ok) {
           S[idx] = x.s;
           T[idx] = x.t;
@@ -609,7 +610,7 @@ void certified_pass(const TensorData& A, const TensorData& B, const TensorData* 
     }
     failed += local;
   });
-  if (failed.load() > 0) recheck(A, B, D, d, da, db, dd, rows, cols, S, T, need);
+  if (failed.load() > 0) recheck(D, d, dd, rows, cols, low, S, T, need);
 }
 
 /// The certified GEMM path; false (nothing done) where it does not apply or would not pay.

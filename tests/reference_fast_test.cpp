@@ -470,15 +470,27 @@ TEST(ReferenceFast, TheNearestDoubleAndItsSideRoundAsTheExactValueDoes) {
 TEST(ReferenceFast, IndependentOfTheThreadCount) {
   const Restore restore;
   std::mt19937_64 g(11);
-  const TensorData a = make(bf16, 70, 333, Kind::tiny_entries, g, "A"), b = make(bf16, 333, 45, Kind::wide, g, "B");
-  std::vector<LargeArray<ExactElement>> runs;
-  for (const ReferencePath p : {ReferencePath::automatic, ReferencePath::exact})
-    for (const int threads : {1, 2, 7}) {
-      detail::set_reference_path(p);
-      detail::set_check_threads(threads);
-      runs.push_back(matmul_reference(a, b).elements);
-    }
-  for (std::size_t i = 1; i < runs.size(); ++i) EXPECT_EQ(difference(runs[0], runs[i]), "") << "run " << i;
+  // bf16 (one GEMM pass) and fp32 (heads and tails: four passes added exactly).
+  for (const FormatSpec* f : {&bf16, &fp32}) {
+    SCOPED_TRACE(f->name);
+    const TensorData a = make(*f, 70, 333, Kind::normal, g, "A");
+    TensorData b = make(*f, 333, 45, Kind::normal, g, "B");
+    // Column 0 with a few entries 2^-40 smaller: its elements go to the long accumulator, the
+    // others are certified (both paths in one product).
+    for (std::int64_t k = 0; k < 333; k += 50) b.values[static_cast<std::size_t>(k * 45)] = to_format(*f, 0x1.8p-40);
+    std::vector<LargeArray<ExactElement>> runs;
+    for (const ReferencePath p : {ReferencePath::automatic, ReferencePath::exact})
+      for (const int threads : {1, 2, 7}) {
+        detail::set_reference_path(p);
+        detail::set_check_threads(threads);
+        runs.push_back(matmul_reference(a, b).elements);
+        if (p == ReferencePath::automatic && detail::fast_reference_built()) {
+          EXPECT_GT(detail::last_reference_stats().certified, 70 * 45 / 2) << "the GEMM path is exercised";
+          EXPECT_GE(detail::last_reference_stats().accumulated, 70) << "and the long accumulator";
+        }
+      }
+    for (std::size_t i = 1; i < runs.size(); ++i) EXPECT_EQ(difference(runs[0], runs[i]), "") << "run " << i;
+  }
 }
 
 TEST(ReferenceFast, CheckResultsAreIdenticalOnBothPaths) {

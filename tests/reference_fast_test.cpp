@@ -513,6 +513,24 @@ TEST(ReferenceFast, CheckResultsAreIdenticalOnBothPaths) {
     EXPECT_EQ(fast.json(), exact.json()) << "seed " << seed;
     EXPECT_EQ(fast.exit_code(), exact.exit_code());
   }
+  // fp32 operands (heads and tails on the GEMM path), an fp32 and a bf16 output.
+  for (std::uint64_t seed = 9; seed <= 12; ++seed) {
+    std::mt19937_64 g(seed);
+    const TensorData a = make(fp32, 24, 512, Kind::normal, g, "A"), b = make(fp32, 512, 20, Kind::normal, g, "B");
+    const std::string out = seed % 2 ? "bf16" : "fp32";
+    const ClaimSpec claim = parse_claim("--in fp32 --acc fp32 --out " + out);
+    TensorData c = emulate_matmul(a, b, std::nullopt, parse_claim("--in fp32 --plan blocked(64) --out " + out));
+    c.values[static_cast<std::size_t>(seed)] = Bits{c.values[static_cast<std::size_t>(seed)].raw + 1};
+    detail::set_reference_path(ReferencePath::automatic);
+    const CheckResult fast = check_matmul(a, b, c, claim);
+    if (detail::fast_reference_built()) {
+      EXPECT_GT(detail::last_reference_stats().certified, 24 * 20 / 2) << "seed " << seed;
+    }
+    detail::set_reference_path(ReferencePath::exact);
+    const CheckResult exact = check_matmul(a, b, c, claim);
+    EXPECT_EQ(fast.text(), exact.text()) << "seed " << seed;
+    EXPECT_EQ(fast.json(), exact.json()) << "seed " << seed;
+  }
 }
 
 TEST(ReferenceFast, ChecksAreIdenticalForAnyThreadCount) {

@@ -631,11 +631,10 @@ bool gemm_elements(const TensorData& A, const TensorData& B, const TensorData* D
   const Decoder da(*A.format), db(*B.format);
   const Decoder ha(*A.format, Part::head), ta(*A.format, Part::tail), hb(*B.format, Part::head),
       tb(*B.format, Part::tail);
-  // The passes: the whole values where that certifies; otherwise the operands of more than
-  // kHeadBits bits split into heads and tails, where every pair of parts would certify.
-  // The path of least expected cost, in GEMM-times for all of C: 2 per pass, plus
-  // kLongAccumulatorCost for the share the sample expects the certificate to miss (the path
-  // where none would hold is not taken at all).
+  // The passes: the whole values, or the operands of more than kHeadBits bits split into heads
+  // and tails, whichever costs less by expectation, in GEMM-times for all of C: 2 per pass plus
+  // kLongAccumulatorCost for the share the sample expects some pass not to certify. Neither is
+  // taken where the sample expects fewer than half certified.
   Passes passes{{&da, &db}};
   const double whole_share = likely_share(A, B, d, passes);
   double share = whole_share;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "formats/convert.h"
+#include "numerics/int_gemm.h"
 #include "tolerances/calibrate.h"
 #include "tolerances/check.h"
 #include "tolerances/parallel_detail.h"
@@ -156,6 +157,54 @@ BENCHMARK(BM_CheckMatmulFp32VsDgemm)
     ->UseManualTime()
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
+
+/// An int8 GEMM check (`--in int8 --acc int32 --out int32`, the exact int32 result as C) next
+/// to a dgemm of the shape; counter `int64_loop_s`: numerics' int64 triple loop (int_gemm_exact,
+/// what the check used before its exact sums came from an fp64 GEMM) on the same operands.
+void BM_CheckInt8VsDgemm(benchmark::State& state) {
+  const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  static std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::tuple<numfid::TensorData, numfid::TensorData, numfid::TensorData>> cache;
+  auto [it, fresh] = cache.try_emplace({m, k, n});
+  auto& [a, b, c] = it->second;
+  if (fresh) {
+    std::mt19937_64 g(3);
+    a = {&numfid::int8, {m, k}, {}, "A"};
+    b = {&numfid::int8, {k, n}, {}, "B"};
+    for (std::int64_t i = 0; i < m * k; ++i) a.values.push_back(Bits{static_cast<std::uint32_t>(g() & 0xff)});
+    for (std::int64_t i = 0; i < k * n; ++i) b.values.push_back(Bits{static_cast<std::uint32_t>(g() & 0xff)});
+    const auto sums = numfid::detail::int_gemm_sums({&numfid::int8, 0}, a.values, {&numfid::int8, 0}, b.values, {m, k, n, false});
+    c = {&numfid::int32, {m, n}, {}, "C"};
+    for (const std::int64_t v : sums) c.values.push_back(numfid::integer_bits(numfid::int32, v));
+  }
+  const int threads = numfid::detail::check_threads();
+  openblas_set_num_threads(threads);
+  const numfid::ClaimSpec claim = numfid::parse_claim("--in int8 --acc int32 --out int32");
+  std::vector<double> ad(static_cast<std::size_t>(m * k), 1.0), bd(static_cast<std::size_t>(k * n), 1.0),
+      cd(static_cast<std::size_t>(m * n));
+  double check_s = 0, dgemm_s = 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+                1.0, ad.data(), static_cast<int>(k), bd.data(), static_cast<int>(n), 0.0, cd.data(), static_cast<int>(n));
+    benchmark::DoNotOptimize(cd.data());
+    dgemm_s += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    const numfid::CheckResult r = numfid::check_matmul(a, b, c, claim);
+    const double s = seconds_since(t0);
+    check_s += s;
+    state.SetIterationTime(s);
+    if (r.verdict.kind != numfid::TensorKind::consistent) state.SkipWithError("the exact result was not judged consistent");
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  const auto loop = numfid::int_gemm_exact({&numfid::int8, 0}, a.values, {&numfid::int8, 0}, b.values, {m, k, n, false});
+  benchmark::DoNotOptimize(loop.data());
+  state.counters["int64_loop_s"] = seconds_since(t0);
+  state.counters["check_s"] = check_s / static_cast<double>(state.iterations());
+  state.counters["dgemm_s"] = dgemm_s / static_cast<double>(state.iterations());
+  state.counters["ratio"] = check_s / dgemm_s;
+  state.counters["threads"] = threads;
+}
+BENCHMARK(BM_CheckInt8VsDgemm)->Args({1024, 4096, 1024})->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 /// The parts of one check, each timed (wall clock) in the same iteration as a dgemm on the
 /// shape: the exact results (matmul_reference), the calibration of the probable-defect rule

@@ -261,6 +261,48 @@ TEST(ReferenceFast, AddExactAgreesWithMpfr) {
   EXPECT_LT(refused, steps / 20) << "sums beyond two doubles are rare in these sequences";
 }
 
+TEST(ReferenceFast, IntGemmSumsEqualTheInt64Loop) {
+  // detail::int_gemm_sums (an fp64 GEMM where every partial sum is an integer below 2^53)
+  // against int_gemm_exact, the int64 triple loop: random int8/uint8 operands and zero points,
+  // the extreme corners of the formats (the largest terms), an int32 addend, row-wise dots.
+  std::mt19937_64 g(8);
+  int failures = 0;
+  for (int c = 0; c < 60 && failures < 3; ++c) {
+    const FormatSpec& fa = c % 3 == 0 ? uint8 : int8;
+    const FormatSpec& fb = c % 4 == 0 ? uint8 : int8;
+    const bool extreme = c % 5 == 0;
+    const IntOperand a{&fa, extreme ? (fa.is_signed ? 127 : 255) : static_cast<std::int64_t>(g() % 21) - 10};
+    const IntOperand b{&fb, extreme ? (fb.is_signed ? -128 : 0) : static_cast<std::int64_t>(g() % 21) - 10};
+    const IntGemmShape shape{1 + static_cast<std::int64_t>(g() % 40), 1 + static_cast<std::int64_t>(g() % 3000),
+                             1 + static_cast<std::int64_t>(g() % 40), c % 7 == 6};
+    const std::int64_t an = shape.m * shape.k, bn = shape.rowwise ? an : shape.k * shape.n;
+    std::vector<Bits> A, B;
+    // Extreme: A at its minimum, B at its maximum: |(a - za)(b - zb)| as large as the formats allow.
+    for (std::int64_t i = 0; i < an; ++i)
+      A.push_back(integer_bits(fa, extreme ? integer_min(fa) : integer_min(fa) + static_cast<std::int64_t>(g() % 256)));
+    for (std::int64_t i = 0; i < bn; ++i)
+      B.push_back(integer_bits(fb, extreme ? integer_max(fb) : integer_min(fb) + static_cast<std::int64_t>(g() % 256)));
+    std::vector<std::int64_t> addend;
+    if (c % 2 == 1)
+      for (std::int64_t i = 0; i < (shape.rowwise ? shape.m : shape.m * shape.n); ++i)
+        addend.push_back(static_cast<std::int64_t>(g() % 2000001) - 1000000);
+    const auto want = int_gemm_exact(a, A, b, B, shape, addend);
+    const auto got = detail::int_gemm_sums(a, A, b, B, shape, addend);
+    if (got != want) {
+      ++failures;
+      ADD_FAILURE() << fmt::format("case {}: {}x{}x{} {} (zp {}) x {} (zp {}){}{}", c, shape.m, shape.k, shape.n,
+                                   fa.name, a.zero_point, fb.name, b.zero_point, shape.rowwise ? ", row-wise" : "",
+                                   addend.empty() ? "" : ", addend");
+    }
+  }
+  // The premise at its boundary: int8 x int8, zero points 0: the largest term is (-128)^2 = 2^14,
+  // so K · 2^14 < 2^53 holds up to K = 2^39 - 1.
+  EXPECT_TRUE(detail::int_gemm_fits_fp64({&int8, 0}, {&int8, 0}, (std::int64_t{1} << 39) - 1));
+  EXPECT_FALSE(detail::int_gemm_fits_fp64({&int8, 0}, {&int8, 0}, std::int64_t{1} << 39));
+  // uint8 (zero point 0) x int8 (zero point -128): terms up to 255 · 255.
+  EXPECT_FALSE(detail::int_gemm_fits_fp64({&uint8, 0}, {&int8, -128}, (std::int64_t{1} << 53) / (255 * 255) + 1));
+}
+
 // ------------------------------------------------------------------- constructed cases
 
 /// The 1×K row `av` times the K×1 column `bv` in format f, on both paths (compared).

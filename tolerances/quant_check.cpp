@@ -15,6 +15,7 @@
 #include "formats/platform.h"
 #include "numerics/int_gemm.h"
 #include "tolerances/check_detail.h"
+#include "tolerances/reference_fast_detail.h"
 
 namespace numfid::detail {
 
@@ -145,6 +146,8 @@ Problem problem(const TensorData& A, const TensorData& B, const std::optional<Te
   Problem p;
   const MatmulDims d = rowwise ? rowwise_dot_dims(shape_of(A), shape_of(B)) : matmul_dims(shape_of(A), shape_of(B));
   p.shape = {d.m, d.k, d.n, rowwise};
+  p.av.reserve(A.values.size());
+  p.bv.reserve(B.values.size());
   for (const Bits x : A.values) p.av.push_back(integer_value(*A.format, x));
   for (const Bits x : B.values) p.bv.push_back(integer_value(*B.format, x));
   if (C) {
@@ -158,7 +161,7 @@ Problem problem(const TensorData& A, const TensorData& B, const std::optional<Te
 }
 
 std::vector<std::int64_t> exact_sums(const IntGemm& g, const TensorData& A, const TensorData& B, const Problem& p) {
-  return int_gemm_exact(g.a, A.values, g.b, B.values, p.shape, p.addend);
+  return detail::int_gemm_sums(g.a, A.values, g.b, B.values, p.shape, p.addend);
 }
 
 double output_value(const FormatSpec& f, Bits b) {
@@ -238,6 +241,22 @@ std::vector<Hypothesis> hypotheses(const IntGemm& g, const Problem& p, std::span
                  }});
   }
   return h;
+}
+
+/// Every element's output under the claim's own arithmetic — the wrapping int32 accumulator
+/// (the same in every order), requantised — and how many requantised values leave the output's
+/// range (`overflows`, the first at `first`).
+std::vector<Bits> emulated_outputs(const IntGemm& g, std::span<const std::int64_t> exact, std::int64_t cols,
+                                   std::size_t& overflows, std::size_t& first) {
+  std::vector<Bits> out(exact.size());
+  overflows = 0;
+  first = exact.size();
+  for (std::size_t e = 0; e < exact.size(); ++e) {
+    const RequantResult y = requantize(wrap_int32(exact[e]), g.scale_of(static_cast<std::int64_t>(e) % cols), g.r);
+    out[e] = y.bits;
+    if (y.overflow && overflows++ == 0) first = e;
+  }
+  return out;
 }
 
 }  // namespace
@@ -421,13 +440,15 @@ CheckResult check_int_gemm(const TensorData& A, const TensorData& B, const Tenso
   r.output_rounding_ulps = allowance;
   r.matrix = !rowwise;
   if (opt.predict) {
-    TensorData predicted = emulate_int_gemm(A, B, opt.addend, claim, rowwise, IntEmulation::model);
+    // emulate_int_gemm's model (IntEmulation::model) from the exact sums already computed.
+    std::size_t overflows = 0, first = 0;
+    std::vector<Bits> predicted = emulated_outputs(g, exact, cols, overflows, first);
     ModelMatch mm;
-    mm.elements = static_cast<std::int64_t>(predicted.values.size());
-    for (std::size_t e = 0; e < predicted.values.size(); ++e) mm.equal += predicted.values[e] == C.values[e] ? 1 : 0;
+    mm.elements = static_cast<std::int64_t>(predicted.size());
+    for (std::size_t e = 0; e < predicted.size(); ++e) mm.equal += predicted[e] == C.values[e] ? 1 : 0;
     mm.model = "integer GEMM with a wrapping int32 accumulator";
     r.model = mm;
-    r.predicted = std::move(predicted.values);
+    r.predicted = std::move(predicted);
   }
   return r;
 }
@@ -445,14 +466,9 @@ TensorData emulate_int_gemm(const TensorData& A, const TensorData& B, const std:
   t.format = claim.out;
   t.shape = rowwise ? std::vector<std::int64_t>{d.m} : std::vector<std::int64_t>{d.m, d.n};
   t.name = "emulated";
-  t.values.resize(elements);
   const std::int64_t cols = rowwise ? 1 : d.n;
   std::size_t overflows = 0, first = elements;
-  for (std::size_t e = 0; e < elements; ++e) {
-    const RequantResult y = requantize(wrap_int32(exact[e]), g.scale_of(static_cast<std::int64_t>(e) % cols), g.r);
-    t.values[e] = y.bits;
-    if (y.overflow && overflows++ == 0) first = e;
-  }
+  t.values = emulated_outputs(g, exact, cols, overflows, first);
   // A requantised value outside the output's range under a claim without --saturate has no value
   // under that claim (check calls any output there a defect, `requant-overflow`): the emulation
   // refuses rather than write a clamped value as if the claim gave it. An int32 sum that

@@ -732,6 +732,44 @@ ReferenceStats matmul_elements(const TensorData& A, const TensorData& B, const T
   return remember(stats);
 }
 
+bool int_gemm_fits_fp64(const IntOperand& a, const IntOperand& b, std::int64_t k) {
+  const Int32OverflowK r = int32_overflow_k(a, b);
+  const std::int64_t max_term = std::max(r.max_term, -r.min_term);
+  // A partial sum of k terms is at most k · max_term in magnitude.
+  return k >= 0 && (max_term == 0 || k < (std::int64_t{1} << 53) / max_term);
+}
+
+std::vector<std::int64_t> int_gemm_sums(const IntOperand& a, std::span<const Bits> A, const IntOperand& b,
+                                        std::span<const Bits> B, const IntGemmShape& s,
+                                        std::span<const std::int64_t> addend) {
+#if NUMFID_HAVE_OPENBLAS
+  const std::int64_t M = s.m, K = s.k, N = s.n;
+  if (!s.rowwise && M > 0 && N > 0 && K > 0 && M <= INT_MAX && N <= INT_MAX && K <= INT_MAX &&
+      int_gemm_fits_fp64(a, b, K)) {
+    const FpEnvGuard env;  // not needed for exactness (no operation rounds), kept for uniformity
+    LargeArray<double> ad(static_cast<std::size_t>(M * K)), bd(static_cast<std::size_t>(K * N)),
+        cd(static_cast<std::size_t>(M * N));
+    parallel_for(M * K, 65536, [&](std::int64_t e0, std::int64_t e1) {
+      for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
+        ad[e] = static_cast<double>(integer_value(*a.format, A[e]) - a.zero_point);
+    });
+    parallel_for(K * N, 65536, [&](std::int64_t e0, std::int64_t e1) {
+      for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
+        bd[e] = static_cast<double>(integer_value(*b.format, B[e]) - b.zero_point);
+    });
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K),
+                1.0, ad.data(), static_cast<int>(K), bd.data(), static_cast<int>(N), 0.0, cd.data(), static_cast<int>(N));
+    std::vector<std::int64_t> out(static_cast<std::size_t>(M * N));
+    parallel_for(M * N, 65536, [&](std::int64_t e0, std::int64_t e1) {
+      for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
+        out[e] = static_cast<std::int64_t>(cd[e]) + (addend.empty() ? 0 : addend[e]);
+    });
+    return out;
+  }
+#endif
+  return int_gemm_exact(a, A, b, B, s, addend);
+}
+
 ReferenceStats dot_elements(const TensorData& A, const TensorData& B, const TensorData* D, MatmulDims d,
                             LargeArray<ExactElement>& out) {
   const FpEnvGuard env;

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
+#include "numerics/int_gemm.h"
 #include "oracles/accumulator.h"
 #include "tolerances/check.h"
 
@@ -42,6 +44,19 @@ ExactElement exact_element(const LongAccumulator& acc);
 /// formed. For finite values whose sums do not overflow, under the default floating-point
 /// environment (round to nearest; the caller's FpEnvGuard).
 bool add_exact(double& hi, double& lo, double x);
+
+/// int_gemm_exact (numerics/int_gemm.h), equal element for element, on every core: an fp64
+/// GEMM of the values minus their zero points where every partial sum is provably an integer
+/// below 2^53 (int_gemm_fits_fp64; the addend is added in int64 after), the int64 loop
+/// otherwise (and for row-wise dots).
+std::vector<std::int64_t> int_gemm_sums(const IntOperand& a, std::span<const Bits> A, const IntOperand& b,
+                                        std::span<const Bits> B, const IntGemmShape& s,
+                                        std::span<const std::int64_t> addend = {});
+
+/// Whether every partial sum of K terms (a - za)(b - zb) is an integer of magnitude below 2^53
+/// (K · max|term| < 2^53): a double then holds each exactly, so a GEMM computing them in any
+/// order, with or without FMA, under any rounding mode, computes the exact sum.
+bool int_gemm_fits_fp64(const IntOperand& a, const IntOperand& b, std::int64_t k);
 
 /// The M×N exact results of A (M×K) · B (K×N) (+ addend, M×N) into `out` (resized). Shapes
 /// must have been checked (matmul_dims). Identical, field for field, whatever the path, the

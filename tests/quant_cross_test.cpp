@@ -15,6 +15,7 @@
 
 #include "formats/error.h"
 #include "tolerances/check.h"
+#include "tolerances/parallel_detail.h"
 #include "tolerances/quant_check.h"
 
 #include "suites_kernels.h"
@@ -101,6 +102,28 @@ TEST(ScaledDot, EmulationIsTheNaiveModelBitForBit) {
   ASSERT_EQ(got.shape, std::vector<std::int64_t>{7});
   for (std::size_t e = 0; e < want.size(); ++e)
     ASSERT_EQ(got.values[e].raw, bits_of(want[e])) << fmt::format("row {}: {:a} vs naive {:a}", e, to_double(fp32, got.values[e]), want[e]);
+}
+
+TEST(ScaledDot, ChecksAreIdenticalForAnyThreadCount) {
+  // The exact reference runs its rows on every core: the whole report, text and JSON, for 1, 2
+  // and 7 threads, on a legal output with two elements made defective.
+  struct Restore {
+    ~Restore() { detail::set_check_threads(0); }
+  } restore;
+  const Dot d = make_dot(37, 256, 1, 64, 2, 128, 13);
+  const ClaimSpec claim = dot_claim(d, "--promote-every 64");
+  TensorData c = emulate_dot(dA(d), dB(d), std::nullopt, claim);
+  c.values[3] = Bits{c.values[3].raw + 1};
+  c.values[20] = Bits{c.values[20].raw ^ 0x00400000u};
+  std::string first;
+  for (const int threads : {1, 2, 7}) {
+    detail::set_check_threads(threads);
+    const CheckResult r = check_dot(dA(d), dB(d), c, claim);
+    const std::string now = r.text() + r.json();
+    if (first.empty()) first = now;
+    EXPECT_EQ(now, first) << threads << " threads";
+    EXPECT_EQ(r.verdict.kind, TensorKind::defect);
+  }
 }
 
 TEST(ScaledDot, EachRowIsTheOneRowMatmul) {

@@ -17,6 +17,7 @@
 #include "numerics/scaled_gemm.h"
 #include "oracles/accumulator.h"
 #include "tolerances/check_detail.h"
+#include "tolerances/parallel_detail.h"
 #include "tolerances/quant_check.h"
 
 namespace numfid::detail {
@@ -327,7 +328,6 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
   }
   // Exact reference: each term a·b·sa·sb exactly (significands multiplied: at most 4·24 bits).
   std::vector<ReferenceElement> ref(static_cast<std::size_t>(d.m * d.n));
-  LongAccumulator acc;
   const auto scale_parts = [](double v) {
     int e = 0;
     const double fr = std::frexp(v, &e);
@@ -336,28 +336,33 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
     return std::pair{m >> tz, e - 53 + tz};
   };
   const OperandScales osa{s.sa, s.ba}, osb{s.sb, s.bb};
-  for (std::int64_t i = 0; i < d.m; ++i)
-    for (std::int64_t j = 0; j < d.n; ++j) {
-      acc.clear();
-      for (std::int64_t k = 0; k < d.k; ++k) {
-        const Bits a = A.values[static_cast<std::size_t>(i * d.k + k)];
-        const Bits b = B.values[static_cast<std::size_t>(rowwise ? i * d.k + k : k * d.n + j)];
-        const FpClass ca = classify(*A.format, a), cb = classify(*B.format, b);
-        if (ca == FpClass::nan || cb == FpClass::nan || ca == FpClass::infinite || cb == FpClass::infinite) {
-          acc.add_product(*A.format, a, *B.format, b);  // positive scales change no special value
-          continue;
+  // Rows on every core (each element on its own: the same results for any thread count).
+  parallel_for(d.m, 1, [&](std::int64_t i0, std::int64_t i1) {
+    LongAccumulator acc;
+    for (std::int64_t i = i0; i < i1; ++i)
+      for (std::int64_t j = 0; j < d.n; ++j) {
+        acc.clear();
+        for (std::int64_t k = 0; k < d.k; ++k) {
+          const Bits a = A.values[static_cast<std::size_t>(i * d.k + k)];
+          const Bits b = B.values[static_cast<std::size_t>(rowwise ? i * d.k + k : k * d.n + j)];
+          const FpClass ca = classify(*A.format, a), cb = classify(*B.format, b);
+          if (ca == FpClass::nan || cb == FpClass::nan || ca == FpClass::infinite || cb == FpClass::infinite) {
+            acc.add_product(*A.format, a, *B.format, b);  // positive scales change no special value
+            continue;
+          }
+          const Unrounded xa = exact_value(*A.format, a), xb = exact_value(*B.format, b);
+          const auto [ma, ea] = scale_parts(scale_at(osa, false, i, k, d.k, d.m));
+          const auto [mb, eb] =
+              scale_parts(rowwise ? scale_at(osb, false, i, k, d.k, d.m) : scale_at(osb, true, j, k, d.k, d.n));
+          const uint128 mag = xa.significand * xb.significand * (uint128{ma} * mb);
+          if (mag == 0) acc.add_exact(xa.negative != xb.negative, 0, 0);
+          else acc.add_exact(xa.negative != xb.negative, mag, xa.exponent + xb.exponent + ea + eb);
         }
-        const Unrounded xa = exact_value(*A.format, a), xb = exact_value(*B.format, b);
-        const auto [ma, ea] = scale_parts(scale_at(osa, false, i, k, d.k, d.m));
-        const auto [mb, eb] = scale_parts(rowwise ? scale_at(osb, false, i, k, d.k, d.m) : scale_at(osb, true, j, k, d.k, d.n));
-        const uint128 mag = xa.significand * xb.significand * (uint128{ma} * mb);
-        if (mag == 0) acc.add_exact(xa.negative != xb.negative, 0, 0);
-        else acc.add_exact(xa.negative != xb.negative, mag, xa.exponent + xb.exponent + ea + eb);
+        const std::size_t e = static_cast<std::size_t>(i * d.n + j);
+        if (opt.addend) acc.add(fp32, opt.addend->values[e]);
+        ref[e] = {acc.round(out).bits, acc.to_double(), acc.abs_sum_upper()};
       }
-      const std::size_t e = static_cast<std::size_t>(i * d.n + j);
-      if (opt.addend) acc.add(fp32, opt.addend->values[e]);
-      ref[e] = {acc.round(out).bits, acc.to_double(), acc.abs_sum_upper()};
-    }
+  });
   ReductionBound b = scaled_bound(s, claim, *A.format, d.k, opt.addend.has_value());
   const Claim jc = judge_claim(claim, *A.format);
   ClaimSetup setup;

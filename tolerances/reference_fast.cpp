@@ -120,9 +120,9 @@ bool add_exact(double& hi, double& lo, double x) {
   const TwoSum c = two_sum(a.s, b.s);   // total = c.s + c.err + b.err
   const TwoSum e = two_sum(c.err, b.err);
   if (e.err != 0) return false;
-  // total = c.s + e.s exactly. c.s is then its nearest double as well as far as we can see (a
-  // tie of c.s that b.err would break leaves e.err != 0, refused above); the last TwoSum makes
-  // that not a premise, for 6 flops: f.s = RN(total), f.err the exact rest.
+  // total = c.s + e.s exactly. c.s is then most likely its nearest double already (a tie of c.s
+  // that b.err would break leaves e.err != 0, refused above), but that is argued, not proven:
+  // the last TwoSum makes it no premise, for 6 flops. f.s = RN(total), f.err the exact rest.
   const TwoSum f = two_sum(c.s, e.s);
   hi = f.s;
   lo = f.err;
@@ -269,14 +269,15 @@ class Decoder {
     if (part_ == Part::head) return h;
     return std::isfinite(v) ? v - h : v;  // the tail: exact (same binade, fewer bits); inf/NaN kept
   }
+  Part part() const { return part_; }
+
+ private:
   double whole(Bits b) const {
     if (shift_ >= 0) return static_cast<double>(std::bit_cast<float>(b.raw << shift_));
     if (table_ != nullptr) return (*table_)[b.raw & mask_];
     return to_double(*f_, b);
   }
-  Part part() const { return part_; }
 
- private:
   const FormatSpec* f_;
   Part part_;
   int shift_ = -1;  ///< fp32 (0) and bf16 (16): the pattern shifted is an fp32 pattern
@@ -746,7 +747,8 @@ std::vector<std::int64_t> int_gemm_sums(const IntOperand& a, std::span<const Bit
   const std::int64_t M = s.m, K = s.k, N = s.n;
   if (!s.rowwise && M > 0 && N > 0 && K > 0 && M <= INT_MAX && N <= INT_MAX && K <= INT_MAX &&
       int_gemm_fits_fp64(a, b, K)) {
-    const FpEnvGuard env;  // not needed for exactness (no operation rounds), kept for uniformity
+    // No FpEnvGuard: no operation below rounds (integers below 2^53), whatever the caller's
+    // rounding mode, and no value is subnormal.
     LargeArray<double> ad(static_cast<std::size_t>(M * K)), bd(static_cast<std::size_t>(K * N)),
         cd(static_cast<std::size_t>(M * N));
     parallel_for(M * K, 65536, [&](std::int64_t e0, std::int64_t e1) {

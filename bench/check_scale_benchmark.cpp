@@ -17,6 +17,7 @@
 
 #include "formats/convert.h"
 #include "numerics/int_gemm.h"
+#include "tolerances/quant_check.h"
 #include "tolerances/calibrate.h"
 #include "tolerances/check.h"
 #include "tolerances/parallel_detail.h"
@@ -205,6 +206,54 @@ void BM_CheckInt8VsDgemm(benchmark::State& state) {
   state.counters["threads"] = threads;
 }
 BENCHMARK(BM_CheckInt8VsDgemm)->Args({1024, 4096, 1024})->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+
+/// A block-scaled fp8 GEMM check (E4M3 operands, 1x128 scales on A and 128x128 on B, partials of
+/// 128 promoted to fp32 — `--scale-block 1x128,128x128 --promote-every 128`; C its emulation),
+/// next to a dgemm of the shape. Its exact reference is the long accumulator per element, its
+/// rows on every core: run with NUMFID_THREADS=1 for the single-threaded figure.
+void BM_CheckScaledFp8VsDgemm(benchmark::State& state) {
+  const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  std::mt19937_64 g(5);
+  std::normal_distribution<float> nd(0, 1);
+  numfid::TensorData a{&numfid::fp8_e4m3, {m, k}, {}, "A"}, b{&numfid::fp8_e4m3, {k, n}, {}, "B"};
+  auto fp8 = [&] {
+    return numfid::convert(numfid::fp32, numfid::fp8_e4m3, Bits{std::bit_cast<std::uint32_t>(nd(g) * 16)}).bits;
+  };
+  for (std::int64_t i = 0; i < m * k; ++i) a.values.push_back(fp8());
+  for (std::int64_t i = 0; i < k * n; ++i) b.values.push_back(fp8());
+  std::vector<double> sa(static_cast<std::size_t>(m * ((k + 127) / 128))),
+      sb(static_cast<std::size_t>(((k + 127) / 128) * ((n + 127) / 128)));
+  std::uniform_real_distribution<double> u(0.001, 0.01);
+  for (double& x : sa) x = static_cast<double>(static_cast<float>(u(g)));
+  for (double& x : sb) x = static_cast<double>(static_cast<float>(u(g)));
+  numfid::ClaimSpec claim = numfid::parse_claim(
+      "--in fp8_e4m3 --out fp32 --scale-a sa.npy --scale-b sb.npy --scale-block 1x128,128x128 --promote-every 128");
+  numfid::attach_operand_scales(claim, sa, sb);
+  const numfid::TensorData c = numfid::emulate_matmul(a, b, std::nullopt, claim);
+  const int threads = numfid::detail::check_threads();
+  openblas_set_num_threads(threads);
+  std::vector<double> ad(static_cast<std::size_t>(m * k), 1.0), bd(static_cast<std::size_t>(k * n), 1.0),
+      cd(static_cast<std::size_t>(m * n));
+  double check_s = 0, dgemm_s = 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+                1.0, ad.data(), static_cast<int>(k), bd.data(), static_cast<int>(n), 0.0, cd.data(), static_cast<int>(n));
+    benchmark::DoNotOptimize(cd.data());
+    dgemm_s += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    const numfid::CheckResult r = numfid::check_matmul(a, b, c, claim);
+    const double s = seconds_since(t0);
+    check_s += s;
+    state.SetIterationTime(s);
+    if (r.verdict.kind == numfid::TensorKind::defect) state.SkipWithError("the emulated output was judged a defect");
+  }
+  state.counters["check_s"] = check_s / static_cast<double>(state.iterations());
+  state.counters["dgemm_s"] = dgemm_s / static_cast<double>(state.iterations());
+  state.counters["ratio"] = check_s / dgemm_s;
+  state.counters["threads"] = threads;
+}
+BENCHMARK(BM_CheckScaledFp8VsDgemm)->Args({256, 2048, 256})->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 /// The parts of one check, each timed (wall clock) in the same iteration as a dgemm on the
 /// shape: the exact results (matmul_reference), the calibration of the probable-defect rule

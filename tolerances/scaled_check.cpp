@@ -336,27 +336,58 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
     return std::pair{m >> tz, e - 53 + tz};
   };
   const OperandScales osa{s.sa, s.ba}, osb{s.sb, s.bb};
-  // Rows on every core (each element on its own: the same results for any thread count).
+  // Each operand entry decoded once (the loop below reads A's N times and B's M times): its
+  // exact value, or "special" (NaN, ±inf: added as the plain product, positive scales change no
+  // special value).
+  struct Entry {
+    uint128 significand = 0;
+    int exponent = 0;
+    bool negative = false, special = false;
+  };
+  const auto decode_all = [&](const TensorData& t) {
+    std::vector<Entry> v(t.values.size());
+    parallel_for(static_cast<std::int64_t>(v.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
+      for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e) {
+        const FpClass c = classify(*t.format, t.values[e]);
+        if (c == FpClass::nan || c == FpClass::infinite) {
+          v[e].special = true;
+          continue;
+        }
+        const Unrounded x = exact_value(*t.format, t.values[e]);
+        v[e] = {x.significand, x.exponent, x.negative, false};
+      }
+    });
+    return v;
+  };
+  const std::vector<Entry> da = decode_all(A), db = decode_all(B);
+  // Rows on every core (each element on its own: the same results for any thread count); K in
+  // segments inside one scale block of A and of B, whose scale product is taken apart once.
   parallel_for(d.m, 1, [&](std::int64_t i0, std::int64_t i1) {
     LongAccumulator acc;
     for (std::int64_t i = i0; i < i1; ++i)
       for (std::int64_t j = 0; j < d.n; ++j) {
         acc.clear();
-        for (std::int64_t k = 0; k < d.k; ++k) {
-          const Bits a = A.values[static_cast<std::size_t>(i * d.k + k)];
-          const Bits b = B.values[static_cast<std::size_t>(rowwise ? i * d.k + k : k * d.n + j)];
-          const FpClass ca = classify(*A.format, a), cb = classify(*B.format, b);
-          if (ca == FpClass::nan || cb == FpClass::nan || ca == FpClass::infinite || cb == FpClass::infinite) {
-            acc.add_product(*A.format, a, *B.format, b);  // positive scales change no special value
-            continue;
-          }
-          const Unrounded xa = exact_value(*A.format, a), xb = exact_value(*B.format, b);
-          const auto [ma, ea] = scale_parts(scale_at(osa, false, i, k, d.k, d.m));
+        for (std::int64_t k0 = 0; k0 < d.k;) {
+          const std::int64_t k1 =
+              std::min({d.k, (k0 / osa.block.k + 1) * osa.block.k, (k0 / osb.block.k + 1) * osb.block.k});
+          const auto [ma, ea] = scale_parts(scale_at(osa, false, i, k0, d.k, d.m));
           const auto [mb, eb] =
-              scale_parts(rowwise ? scale_at(osb, false, i, k, d.k, d.m) : scale_at(osb, true, j, k, d.k, d.n));
-          const uint128 mag = xa.significand * xb.significand * (uint128{ma} * mb);
-          if (mag == 0) acc.add_exact(xa.negative != xb.negative, 0, 0);
-          else acc.add_exact(xa.negative != xb.negative, mag, xa.exponent + xb.exponent + ea + eb);
+              scale_parts(rowwise ? scale_at(osb, false, i, k0, d.k, d.m) : scale_at(osb, true, j, k0, d.k, d.n));
+          const uint128 scale = uint128{ma} * mb;
+          for (std::int64_t k = k0; k < k1; ++k) {
+            const std::size_t ia = static_cast<std::size_t>(i * d.k + k);
+            const std::size_t ib = static_cast<std::size_t>(rowwise ? i * d.k + k : k * d.n + j);
+            const Entry& xa = da[ia];
+            const Entry& xb = db[ib];
+            if (xa.special || xb.special) {
+              acc.add_product(*A.format, A.values[ia], *B.format, B.values[ib]);
+              continue;
+            }
+            const uint128 mag = xa.significand * xb.significand * scale;
+            if (mag == 0) acc.add_exact(xa.negative != xb.negative, 0, 0);
+            else acc.add_exact(xa.negative != xb.negative, mag, xa.exponent + xb.exponent + ea + eb);
+          }
+          k0 = k1;
         }
         const std::size_t e = static_cast<std::size_t>(i * d.n + j);
         if (opt.addend) acc.add(fp32, opt.addend->values[e]);

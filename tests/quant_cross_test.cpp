@@ -16,6 +16,7 @@
 #include "formats/error.h"
 #include "tolerances/check.h"
 #include "tolerances/parallel_detail.h"
+#include "tolerances/reference_fast_detail.h"
 #include "tolerances/quant_check.h"
 
 #include "suites_kernels.h"
@@ -124,6 +125,67 @@ TEST(ScaledDot, ChecksAreIdenticalForAnyThreadCount) {
     EXPECT_EQ(now, first) << threads << " threads";
     EXPECT_EQ(r.verdict.kind, TensorKind::defect);
   }
+}
+
+TEST(ScaledGemm, BlockPartialsEqualTermByTerm) {
+  // The exact reference adds each scale block's partial Σ a·b (and Σ|a·b|) once where it can;
+  // forced to the term-by-term path (ReferencePath::exact) it adds every product. Whole reports
+  // (text and JSON) must agree, on data built for the fallbacks: blocks that cancel to zero,
+  // zero and -0 entries, rows and columns holding NaN or ±inf, finite and infinite addends,
+  // matmul and row-wise dot, scales that are and are not powers of two.
+  struct Restore {
+    ~Restore() { detail::set_reference_path(detail::ReferencePath::automatic); }
+  } restore;
+  std::mt19937 gen(21);
+  int cases = 0;
+  for (int c = 0; c < 24; ++c) {
+    const bool dot = c % 3 == 2;
+    const std::int64_t m = 5 + c % 4, k = 256, n = dot ? 1 : 6;
+    std::vector<std::uint8_t> a = fp8_patterns(static_cast<std::size_t>(m * k), gen),
+                              b = fp8_patterns(static_cast<std::size_t>(dot ? m * k : k * n), gen);
+    // Cancelling blocks: row 0's first 64 entries are x, -x pairs against equal B entries.
+    for (std::int64_t kk = 0; kk < 64; kk += 2) {
+      a[static_cast<std::size_t>(kk + 1)] = static_cast<std::uint8_t>(a[static_cast<std::size_t>(kk)] ^ 0x80);
+      const std::size_t b0 = static_cast<std::size_t>(dot ? kk : kk * n), b1 = static_cast<std::size_t>(dot ? kk + 1 : (kk + 1) * n);
+      b[b1] = b[b0];
+    }
+    // Zeros and -0 in row 1; a NaN (0x7f) or an infinity-free special in row 2 on odd cases.
+    for (std::int64_t kk = 0; kk < k; kk += 3) a[static_cast<std::size_t>(k + kk)] = static_cast<std::uint8_t>(kk % 2 ? 0x80 : 0x00);
+    if (c % 2 == 1) a[static_cast<std::size_t>(2 * k + 17)] = 0x7f;
+    const bool pow2 = c % 4 < 2;
+    std::vector<double> sa = scales(static_cast<std::size_t>(m * (k / 64)), gen, -8);
+    std::vector<double> sb = scales(static_cast<std::size_t>(dot ? m * (k / 128) : (k / 128) * n), gen, -6);
+    if (pow2) {
+      for (double& x : sa) x = std::ldexp(1.0, std::ilogb(x));
+      for (double& x : sb) x = std::ldexp(1.0, std::ilogb(x));
+    }
+    ClaimSpec claim = parse_claim(fmt::format("--in fp8_e4m3 --out {} --scale-a sa.npy --scale-b sb.npy --scale-block "
+                                              "1x64,{} --promote-every 64",
+                                              c % 5 == 0 ? "bf16" : "fp32", "1x128"));
+    attach_operand_scales(claim, sa, sb);
+    const TensorData A = view(std::span<const std::uint8_t>(a), {m, k}, "fp8_e4m3", "A");
+    const TensorData B = view(std::span<const std::uint8_t>(b), dot ? std::vector<std::int64_t>{m, k} : std::vector<std::int64_t>{k, n},
+                              "fp8_e4m3", "B");
+    std::vector<float> addend(static_cast<std::size_t>(m * n));
+    for (std::size_t e = 0; e < addend.size(); ++e) addend[e] = static_cast<float>(static_cast<int>(gen() % 200) - 100) / 8;
+    if (c % 6 == 3) addend[1] = INFINITY;
+    std::optional<TensorData> D;
+    if (c % 2 == 0 || c % 6 == 3)
+      D = view(std::span<const float>(addend), dot ? std::vector<std::int64_t>{m} : std::vector<std::int64_t>{m, n}, "fp32", "D");
+    TensorData C = dot ? emulate_dot(A, B, D, claim) : emulate_matmul(A, B, D, claim);
+    C.values[0] = Bits{C.values[0].raw + 1};  // one element off by an ulp: the report has content
+    MatmulCheckOptions opt;
+    opt.addend = D;
+    SCOPED_TRACE(fmt::format("case {}: {}, scales {}", c, dot ? "dot" : "matmul", pow2 ? "powers of two" : "fp32"));
+    detail::set_reference_path(detail::ReferencePath::automatic);
+    const CheckResult blocks = dot ? check_dot(A, B, C, claim, opt) : check_matmul(A, B, C, claim, opt);
+    detail::set_reference_path(detail::ReferencePath::exact);
+    const CheckResult terms = dot ? check_dot(A, B, C, claim, opt) : check_matmul(A, B, C, claim, opt);
+    EXPECT_EQ(blocks.text(), terms.text());
+    EXPECT_EQ(blocks.json(), terms.json());
+    ++cases;
+  }
+  EXPECT_EQ(cases, 24);
 }
 
 TEST(ScaledDot, EachRowIsTheOneRowMatmul) {

@@ -4,6 +4,7 @@
 // dispatch of quantised claims (integer or scaled).
 #include <algorithm>
 #include <bit>
+#include <climits>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -19,6 +20,7 @@
 #include "tolerances/check_detail.h"
 #include "tolerances/parallel_detail.h"
 #include "tolerances/quant_check.h"
+#include "tolerances/reference_fast_detail.h"
 
 namespace numfid::detail {
 
@@ -310,6 +312,28 @@ std::string recipe_suffix(const QuantClaim& q) {
   return q.recipe.empty() ? std::string() : fmt::format("; {} = {}", q.recipe, q.recipe_claim);
 }
 
+namespace {
+
+/// A non-zero 128-bit significand as an odd integer m times 2^tz.
+struct OddPart {
+  uint128 m = 0;
+  int tz = 0;
+};
+OddPart odd_part(const Unrounded& u) {
+  if (u.significand == 0) return {};
+  const auto lo = static_cast<std::uint64_t>(u.significand);
+  const int tz = lo != 0 ? std::countr_zero(lo) : 64 + std::countr_zero(static_cast<std::uint64_t>(u.significand >> 64));
+  return {u.significand >> tz, tz};
+}
+
+/// Bits needed to hold v.
+int bit_width128(uint128 v) {
+  const auto hi = static_cast<std::uint64_t>(v >> 64);
+  return static_cast<int>(hi != 0 ? 64 + std::bit_width(hi) : std::bit_width(static_cast<std::uint64_t>(v)));
+}
+
+}  // namespace
+
 CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& stated,
                               const MatmulCheckOptions& opt, bool rowwise) {
   const FpEnvGuard env;
@@ -359,14 +383,95 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
     });
     return v;
   };
-  const std::vector<Entry> da = decode_all(A), db = decode_all(B);
+  const std::vector<Entry> da = decode_all(A);
+  // B's entries with each column's K entries contiguous (a matmul reads B by columns; a
+  // row-wise dot's B is R×K like A already).
+  const std::vector<Entry> db = [&] {
+    std::vector<Entry> v = decode_all(B);
+    if (rowwise) return v;
+    std::vector<Entry> t(v.size());
+    parallel_for(d.n, 16, [&](std::int64_t j0, std::int64_t j1) {
+      for (std::int64_t j = j0; j < j1; ++j)
+        for (std::int64_t k = 0; k < d.k; ++k)
+          t[static_cast<std::size_t>(j * d.k + k)] = v[static_cast<std::size_t>(k * d.n + j)];
+    });
+    return t;
+  }();
+  // Rows of A and columns of B (rows of B for a row-wise dot) holding a NaN or an infinity: their
+  // elements take every term one by one (the special values' rules are the accumulator's).
+  const std::int64_t b_lines = rowwise ? d.m : d.n;
+  std::vector<char> row_special(static_cast<std::size_t>(d.m)), col_special(static_cast<std::size_t>(b_lines));
+  for (std::int64_t i = 0; i < d.m; ++i)
+    for (std::int64_t k = 0; k < d.k; ++k)
+      if (da[static_cast<std::size_t>(i * d.k + k)].special) row_special[static_cast<std::size_t>(i)] = 1;
+  for (std::int64_t k = 0; k < d.k; ++k)
+    for (std::int64_t j = 0; j < b_lines; ++j)
+      if (db[static_cast<std::size_t>(j * d.k + k)].special) col_special[static_cast<std::size_t>(j)] = 1;
+  const bool blocks_allowed = detail::reference_path() == detail::ReferencePath::automatic;
+  // A segment's partials Σ a·b and Σ|a·b| in 128-bit fixed point — exact where the products'
+  // exponents, significand widths and count fit (fp8 E4M3: 43 bits) — each added once, times the
+  // segment's scale product (significands ma·mb, exponent se). False (nothing added) where they
+  // do not fit, or the partial is zero (the zero sign rules count zero terms): the caller adds
+  // the segment's terms one by one.
+  const auto max_width = [](const std::vector<Entry>& v) {
+    int w = 0;
+    for (const Entry& x : v) w = std::max(w, bit_width128(x.significand));
+    return w;
+  };
+  const int width_a = max_width(da), width_b = max_width(db);
+  const auto add_segment = [&](const std::vector<Entry>& xa_all, const std::vector<Entry>& xb_all, std::int64_t i,
+                               std::int64_t j, std::int64_t k0, std::int64_t k1, uint128 scale, int se,
+                               LongAccumulator& acc, LongAccumulator& abs_acc) {
+    auto entry_b = [&](std::int64_t k) -> const Entry& {
+      return xb_all[static_cast<std::size_t>(rowwise ? i * d.k + k : j * d.k + k)];
+    };
+    int lo = INT_MAX, hi = INT_MIN;
+    for (std::int64_t k = k0; k < k1; ++k) {
+      const Entry& xa = xa_all[static_cast<std::size_t>(i * d.k + k)];
+      const Entry& xb = entry_b(k);
+      if (xa.significand == 0 || xb.significand == 0) continue;
+      lo = std::min(lo, xa.exponent + xb.exponent);
+      hi = std::max(hi, xa.exponent + xb.exponent);
+    }
+    if (lo == INT_MAX) return false;  // every product zero
+    // |Σ| < (k1 - k0) · 2^(hi - lo + width_a + width_b): below 2^126 with a sign bit to spare.
+    if (hi - lo + width_a + width_b + std::bit_width(static_cast<std::uint64_t>(k1 - k0)) > 126) return false;
+    uint128 pos = 0, neg = 0;  // each below 2^126
+    for (std::int64_t k = k0; k < k1; ++k) {
+      const Entry& xa = xa_all[static_cast<std::size_t>(i * d.k + k)];
+      const Entry& xb = entry_b(k);
+      if (xa.significand == 0 || xb.significand == 0) continue;
+      const uint128 t = (xa.significand * xb.significand) << (xa.exponent + xb.exponent - lo);
+      (xa.negative != xb.negative ? neg : pos) += t;
+    }
+    if (pos == neg) return false;
+    const uint128 abs_sum = pos + neg;
+    const Unrounded p{neg > pos, neg > pos ? neg - pos : pos - neg, lo, false};
+    const Unrounded q{false, abs_sum, lo, false};
+    const OddPart po = odd_part(p), qo = odd_part(q);
+    const int sw = bit_width128(scale);
+    if (bit_width128(po.m) + sw > 128 || bit_width128(qo.m) + sw > 128) return false;
+    acc.add_exact(p.negative, po.m * scale, lo + po.tz + se);
+    abs_acc.add_exact(false, qo.m * scale, lo + qo.tz + se);
+    return true;
+  };
   // Rows on every core (each element on its own: the same results for any thread count); K in
   // segments inside one scale block of A and of B, whose scale product is taken apart once.
+  // Where an element holds no special value, each segment's partial Σ a·b and Σ|a·b| are taken
+  // exactly by the long accumulator's vector kernel and added once, times the segment's scale
+  // product: the same exact sum, and the same Σ|terms| (kept in a second accumulator: a signed
+  // partial cannot give it). A segment whose partial is zero (the zero sign rules count zero
+  // terms), or too wide to multiply by the scales in 128 bits, adds its terms one by one.
   parallel_for(d.m, 1, [&](std::int64_t i0, std::int64_t i1) {
-    LongAccumulator acc;
+    LongAccumulator acc, abs_acc;
     for (std::int64_t i = i0; i < i1; ++i)
       for (std::int64_t j = 0; j < d.n; ++j) {
+        const std::size_t e = static_cast<std::size_t>(i * d.n + j);
+        const bool blocks = blocks_allowed && row_special[static_cast<std::size_t>(i)] == 0 &&
+                            col_special[static_cast<std::size_t>(rowwise ? i : j)] == 0 &&
+                            (!opt.addend || std::isfinite(to_double(fp32, opt.addend->values[e])));
         acc.clear();
+        abs_acc.clear();
         for (std::int64_t k0 = 0; k0 < d.k;) {
           const std::int64_t k1 =
               std::min({d.k, (k0 / osa.block.k + 1) * osa.block.k, (k0 / osb.block.k + 1) * osb.block.k});
@@ -374,24 +479,34 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
           const auto [mb, eb] =
               scale_parts(rowwise ? scale_at(osb, false, i, k0, d.k, d.m) : scale_at(osb, true, j, k0, d.k, d.n));
           const uint128 scale = uint128{ma} * mb;
+          if (blocks && add_segment(da, db, i, j, k0, k1, scale, ea + eb, acc, abs_acc)) {
+            k0 = k1;
+            continue;
+          }
           for (std::int64_t k = k0; k < k1; ++k) {
             const std::size_t ia = static_cast<std::size_t>(i * d.k + k);
             const std::size_t ib = static_cast<std::size_t>(rowwise ? i * d.k + k : k * d.n + j);
             const Entry& xa = da[ia];
-            const Entry& xb = db[ib];
+            const Entry& xb = db[static_cast<std::size_t>(rowwise ? i * d.k + k : j * d.k + k)];
             if (xa.special || xb.special) {
               acc.add_product(*A.format, A.values[ia], *B.format, B.values[ib]);
               continue;
             }
             const uint128 mag = xa.significand * xb.significand * scale;
-            if (mag == 0) acc.add_exact(xa.negative != xb.negative, 0, 0);
-            else acc.add_exact(xa.negative != xb.negative, mag, xa.exponent + xb.exponent + ea + eb);
+            if (mag == 0) {
+              acc.add_exact(xa.negative != xb.negative, 0, 0);
+            } else {
+              acc.add_exact(xa.negative != xb.negative, mag, xa.exponent + xb.exponent + ea + eb);
+              if (blocks) abs_acc.add_exact(false, mag, xa.exponent + xb.exponent + ea + eb);
+            }
           }
           k0 = k1;
         }
-        const std::size_t e = static_cast<std::size_t>(i * d.n + j);
-        if (opt.addend) acc.add(fp32, opt.addend->values[e]);
-        ref[e] = {acc.round(out).bits, acc.to_double(), acc.abs_sum_upper()};
+        if (opt.addend) {
+          acc.add(fp32, opt.addend->values[e]);
+          if (blocks) abs_acc.add(fp32, Bits{opt.addend->values[e].raw & 0x7fffffffu});
+        }
+        ref[e] = {acc.round(out).bits, acc.to_double(), blocks ? abs_acc.abs_sum_upper() : acc.abs_sum_upper()};
       }
   });
   ReductionBound b = scaled_bound(s, claim, *A.format, d.k, opt.addend.has_value());

@@ -457,11 +457,9 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
   };
   // Rows on every core (each element on its own: the same results for any thread count); K in
   // segments inside one scale block of A and of B, whose scale product is taken apart once.
-  // Where an element holds no special value, each segment's partial Σ a·b and Σ|a·b| are taken
-  // exactly by the long accumulator's vector kernel and added once, times the segment's scale
-  // product: the same exact sum, and the same Σ|terms| (kept in a second accumulator: a signed
-  // partial cannot give it). A segment whose partial is zero (the zero sign rules count zero
-  // terms), or too wide to multiply by the scales in 128 bits, adds its terms one by one.
+  // Where an element holds no special value (and its addend is finite), each segment goes
+  // through add_segment: the same exact sum, and the same Σ|terms| (kept in a second
+  // accumulator: a signed partial cannot give it); other segments add their terms one by one.
   parallel_for(d.m, 1, [&](std::int64_t i0, std::int64_t i1) {
     LongAccumulator acc, abs_acc;
     for (std::int64_t i = i0; i < i1; ++i)

@@ -159,6 +159,36 @@ BENCHMARK(BM_CheckMatmulFp32VsDgemm)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
+/// In every iteration a dgemm of the shape (M×K · K×N, operands of ones), then `check()` (true:
+/// its premise held, else the run fails with `failure`); the iteration time is the check's.
+/// Counters: both wall times (means), their ratio, the thread count.
+template <class Check>
+void check_vs_dgemm(benchmark::State& state, std::int64_t m, std::int64_t k, std::int64_t n, Check check,
+                    const char* failure) {
+  const int threads = numfid::detail::check_threads();
+  openblas_set_num_threads(threads);
+  std::vector<double> ad(static_cast<std::size_t>(m * k), 1.0), bd(static_cast<std::size_t>(k * n), 1.0),
+      cd(static_cast<std::size_t>(m * n));
+  double check_s = 0, dgemm_s = 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+                1.0, ad.data(), static_cast<int>(k), bd.data(), static_cast<int>(n), 0.0, cd.data(), static_cast<int>(n));
+    benchmark::DoNotOptimize(cd.data());
+    dgemm_s += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    const bool ok = check();
+    const double s = seconds_since(t0);
+    check_s += s;
+    state.SetIterationTime(s);
+    if (!ok) state.SkipWithError(failure);
+  }
+  state.counters["check_s"] = check_s / static_cast<double>(state.iterations());
+  state.counters["dgemm_s"] = dgemm_s / static_cast<double>(state.iterations());
+  state.counters["ratio"] = check_s / dgemm_s;
+  state.counters["threads"] = threads;
+}
+
 /// An int8 GEMM check (`--in int8 --acc int32 --out int32`, the exact int32 result as C) next
 /// to a dgemm of the shape; counter `int64_loop_s`: numerics' int64 triple loop (int_gemm_exact,
 /// what the check used before its exact sums came from an fp64 GEMM) on the same operands.
@@ -177,33 +207,14 @@ void BM_CheckInt8VsDgemm(benchmark::State& state) {
     c = {&numfid::int32, {m, n}, {}, "C"};
     for (const std::int64_t v : sums) c.values.push_back(numfid::integer_bits(numfid::int32, v));
   }
-  const int threads = numfid::detail::check_threads();
-  openblas_set_num_threads(threads);
   const numfid::ClaimSpec claim = numfid::parse_claim("--in int8 --acc int32 --out int32");
-  std::vector<double> ad(static_cast<std::size_t>(m * k), 1.0), bd(static_cast<std::size_t>(k * n), 1.0),
-      cd(static_cast<std::size_t>(m * n));
-  double check_s = 0, dgemm_s = 0;
-  for (auto _ : state) {
-    auto t0 = std::chrono::steady_clock::now();
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-                1.0, ad.data(), static_cast<int>(k), bd.data(), static_cast<int>(n), 0.0, cd.data(), static_cast<int>(n));
-    benchmark::DoNotOptimize(cd.data());
-    dgemm_s += seconds_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    const numfid::CheckResult r = numfid::check_matmul(a, b, c, claim);
-    const double s = seconds_since(t0);
-    check_s += s;
-    state.SetIterationTime(s);
-    if (r.verdict.kind != numfid::TensorKind::consistent) state.SkipWithError("the exact result was not judged consistent");
-  }
+  check_vs_dgemm(state, m, k, n, [&] {
+    return numfid::check_matmul(a, b, c, claim).verdict.kind == numfid::TensorKind::consistent;
+  }, "the exact result was not judged consistent");
   auto t0 = std::chrono::steady_clock::now();
   const auto loop = numfid::int_gemm_exact({&numfid::int8, 0}, a.values, {&numfid::int8, 0}, b.values, {m, k, n, false});
   benchmark::DoNotOptimize(loop.data());
   state.counters["int64_loop_s"] = seconds_since(t0);
-  state.counters["check_s"] = check_s / static_cast<double>(state.iterations());
-  state.counters["dgemm_s"] = dgemm_s / static_cast<double>(state.iterations());
-  state.counters["ratio"] = check_s / dgemm_s;
-  state.counters["threads"] = threads;
 }
 BENCHMARK(BM_CheckInt8VsDgemm)->Args({1024, 4096, 1024})->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
@@ -230,28 +241,9 @@ void BM_CheckScaledFp8VsDgemm(benchmark::State& state) {
       "--in fp8_e4m3 --out fp32 --scale-a sa.npy --scale-b sb.npy --scale-block 1x128,128x128 --promote-every 128");
   numfid::attach_operand_scales(claim, sa, sb);
   const numfid::TensorData c = numfid::emulate_matmul(a, b, std::nullopt, claim);
-  const int threads = numfid::detail::check_threads();
-  openblas_set_num_threads(threads);
-  std::vector<double> ad(static_cast<std::size_t>(m * k), 1.0), bd(static_cast<std::size_t>(k * n), 1.0),
-      cd(static_cast<std::size_t>(m * n));
-  double check_s = 0, dgemm_s = 0;
-  for (auto _ : state) {
-    auto t0 = std::chrono::steady_clock::now();
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-                1.0, ad.data(), static_cast<int>(k), bd.data(), static_cast<int>(n), 0.0, cd.data(), static_cast<int>(n));
-    benchmark::DoNotOptimize(cd.data());
-    dgemm_s += seconds_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    const numfid::CheckResult r = numfid::check_matmul(a, b, c, claim);
-    const double s = seconds_since(t0);
-    check_s += s;
-    state.SetIterationTime(s);
-    if (r.verdict.kind == numfid::TensorKind::defect) state.SkipWithError("the emulated output was judged a defect");
-  }
-  state.counters["check_s"] = check_s / static_cast<double>(state.iterations());
-  state.counters["dgemm_s"] = dgemm_s / static_cast<double>(state.iterations());
-  state.counters["ratio"] = check_s / dgemm_s;
-  state.counters["threads"] = threads;
+  check_vs_dgemm(state, m, k, n, [&] {
+    return numfid::check_matmul(a, b, c, claim).verdict.kind != numfid::TensorKind::defect;
+  }, "the emulated output was judged a defect");
 }
 BENCHMARK(BM_CheckScaledFp8VsDgemm)->Args({256, 2048, 256})->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 

@@ -326,12 +326,6 @@ OddPart odd_part(const Unrounded& u) {
   return {u.significand >> tz, tz};
 }
 
-/// Bits needed to hold v.
-int bit_width128(uint128 v) {
-  const auto hi = static_cast<std::uint64_t>(v >> 64);
-  return static_cast<int>(hi != 0 ? 64 + std::bit_width(hi) : std::bit_width(static_cast<std::uint64_t>(v)));
-}
-
 }  // namespace
 
 CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& stated,
@@ -415,7 +409,7 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
   // the segment's terms one by one.
   const auto max_width = [](const std::vector<Entry>& v) {
     int w = 0;
-    for (const Entry& x : v) w = std::max(w, bit_width128(x.significand));
+    for (const Entry& x : v) w = std::max(w, bit_length(x.significand));
     return w;
   };
   const int width_a = max_width(da), width_b = max_width(db);
@@ -449,8 +443,8 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
     const Unrounded p{neg > pos, neg > pos ? neg - pos : pos - neg, lo, false};
     const Unrounded q{false, abs_sum, lo, false};
     const OddPart po = odd_part(p), qo = odd_part(q);
-    const int sw = bit_width128(scale);
-    if (bit_width128(po.m) + sw > 128 || bit_width128(qo.m) + sw > 128) return false;
+    const int sw = bit_length(scale);
+    if (bit_length(po.m) + sw > 128 || bit_length(qo.m) + sw > 128) return false;
     acc.add_exact(p.negative, po.m * scale, lo + po.tz + se);
     abs_acc.add_exact(false, qo.m * scale, lo + qo.tz + se);
     return true;

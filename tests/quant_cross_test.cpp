@@ -188,6 +188,102 @@ TEST(ScaledGemm, BlockPartialsEqualTermByTerm) {
   EXPECT_EQ(cases, 24);
 }
 
+TEST(ScaledGemm, FixedPointPartialsOfEveryWidthEqualTermByTerm) {
+  // The reference sums a segment's products in int64 where the lines' exponent bounds fit 62
+  // bits, in 128 bits where they fit 126, after a walk over the products' own exponents where
+  // only those fit, and term by term otherwise. bf16 operands whose rows and columns span each
+  // regime (row/column 0: 2^±3, 1: 2^±20, 2: 2^±100 at even k against zeros at even k of
+  // column 2, 3: 2^±100 everywhere), every pair of regimes met in some element, signs mixed,
+  // cancelling pairs, zeros: whole reports (text and JSON) equal the forced term-by-term path.
+  struct Restore {
+    ~Restore() { detail::set_reference_path(detail::ReferencePath::automatic); }
+  } restore;
+  std::mt19937 gen(33);
+  const auto bf16_of = [](double v) {
+    const auto f = static_cast<float>(v);  // 2^e·(1 + j/128) with |e| <= 100: exact in float and bf16
+    std::uint32_t b = 0;
+    std::memcpy(&b, &f, 4);
+    return static_cast<std::uint16_t>(b >> 16);
+  };
+  const auto value = [&](int regime, std::int64_t k, bool zero_even) {
+    if (zero_even && k % 2 == 0) return 0.0;
+    const int span = regime == 0 ? 3 : regime == 1 ? 20 : 100;
+    int e = static_cast<int>(gen() % static_cast<unsigned>(2 * span + 1)) - span;
+    if (regime == 2 && k % 2 == 1) e = static_cast<int>(gen() % 7) - 3;  // odd k: narrow
+    const double v = std::ldexp(1.0 + static_cast<double>(gen() % 128) / 128, e);
+    return gen() % 2 ? -v : v;
+  };
+  for (int c = 0; c < 6; ++c) {
+    const std::int64_t m = 5, k = 256, n = 4;
+    std::vector<std::uint16_t> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t kk = 0; kk < k; ++kk)
+        a[static_cast<std::size_t>(i * k + kk)] = bf16_of(i == 4 ? (kk % 5 == 0 ? 0.0 : value(0, kk, false)) : value(static_cast<int>(i), kk, false));
+    for (std::int64_t kk = 0; kk < k; ++kk)
+      for (std::int64_t j = 0; j < n; ++j)
+        b[static_cast<std::size_t>(kk * n + j)] = bf16_of(value(j == 2 ? 0 : static_cast<int>(j), kk, j == 2));
+    // Row 4 against column 0: pairs that cancel exactly in the first segment (a zero partial).
+    for (std::int64_t kk = 0; kk < 64; kk += 2) {
+      a[static_cast<std::size_t>(4 * k + kk + 1)] = static_cast<std::uint16_t>(a[static_cast<std::size_t>(4 * k + kk)] ^ 0x8000);
+      b[static_cast<std::size_t>((kk + 1) * n)] = b[static_cast<std::size_t>(kk * n)];
+    }
+    const bool pow2 = c % 2 == 0;
+    std::vector<double> sa = scales(static_cast<std::size_t>(m * (k / 64)), gen, -8);
+    std::vector<double> sb = scales(static_cast<std::size_t>((k / 128) * n), gen, -6);
+    if (pow2) {
+      for (double& x : sa) x = std::ldexp(1.0, std::ilogb(x));
+      for (double& x : sb) x = std::ldexp(1.0, std::ilogb(x));
+    }
+    ClaimSpec claim = parse_claim(fmt::format("--in bf16 --out {} --scale-a sa.npy --scale-b sb.npy --scale-block "
+                                              "1x64,1x128 --promote-every 64",
+                                              c % 3 == 0 ? "bf16" : "fp32"));
+    attach_operand_scales(claim, sa, sb);
+    const TensorData A = view(std::span<const std::uint16_t>(a), {m, k}, "bf16", "A");
+    const TensorData B = view(std::span<const std::uint16_t>(b), {k, n}, "bf16", "B");
+    TensorData C = emulate_matmul(A, B, std::nullopt, claim);
+    C.values[1] = Bits{C.values[1].raw + 1};  // one element off by an ulp: the report has content
+    SCOPED_TRACE(fmt::format("case {}: scales {}", c, pow2 ? "powers of two" : "fp32"));
+    detail::set_reference_path(detail::ReferencePath::automatic);
+    const CheckResult fixed = check_matmul(A, B, C, claim);
+    detail::set_reference_path(detail::ReferencePath::exact);
+    const CheckResult terms = check_matmul(A, B, C, claim);
+    EXPECT_EQ(fixed.text(), terms.text());
+    EXPECT_EQ(fixed.json(), terms.json());
+  }
+}
+
+TEST(ScaledGemm, ChecksAreIdenticalForAnyThreadCount) {
+  // The exact reference runs tiles of rows × columns on every core (32 × 32 at K = 1024: 3 × 3
+  // tiles here, the last ones partial): the whole report for 1, 2 and 7 threads.
+  struct Restore {
+    ~Restore() { detail::set_check_threads(0); }
+  } restore;
+  std::mt19937 gen(41);
+  const std::int64_t m = 70, k = 1024, n = 67;
+  const std::vector<std::uint8_t> a = fp8_patterns(static_cast<std::size_t>(m * k), gen), b = fp8_patterns(static_cast<std::size_t>(k * n), gen);
+  ClaimSpec claim = parse_claim("--in fp8_e4m3 --out bf16 --scale-a sa.npy --scale-b sb.npy --scale-block 1x128,128x128");
+  attach_operand_scales(claim, scales(static_cast<std::size_t>(m * 8), gen, -8), scales(static_cast<std::size_t>(8 * 1), gen, -6));
+  const TensorData A = view(std::span<const std::uint8_t>(a), {m, k}, "fp8_e4m3", "A");
+  const TensorData B = view(std::span<const std::uint8_t>(b), {k, n}, "fp8_e4m3", "B");
+  TensorData c = emulate_matmul(A, B, std::nullopt, claim);
+  c.values[5] = Bits{c.values[5].raw + 1};
+  c.values[4000] = Bits{c.values[4000].raw ^ 0x0040u};
+  std::string first;
+  for (const int threads : {1, 2, 7}) {
+    detail::set_check_threads(threads);
+    const CheckResult r = check_matmul(A, B, c, claim);
+    const std::string now = r.text() + r.json();
+    if (first.empty()) first = now;
+    EXPECT_EQ(now, first) << threads << " threads";
+    EXPECT_EQ(r.verdict.kind, TensorKind::defect);
+    // Every element of every tile judged against its own exact sum: the model's output inside
+    // its bound, only the changed elements (at least the flipped one) outside.
+    const std::int64_t outside = r.verdict.counts[static_cast<std::size_t>(ElementClass::outside_deterministic)];
+    EXPECT_GE(outside, 1);
+    EXPECT_LE(outside, 2);
+  }
+}
+
 TEST(ScaledDot, EachRowIsTheOneRowMatmul) {
   // The dot of row r is the 1×K · K×1 scaled matmul with that row's scales: B's row of scales
   // becomes a K-major column (⌈K/k⌉ × 1). Two code paths of the pipeline agree element for element.

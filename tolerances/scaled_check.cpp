@@ -314,6 +314,8 @@ std::string recipe_suffix(const QuantClaim& q) {
 
 namespace {
 
+__extension__ typedef __int128 int128;
+
 /// A non-zero 128-bit significand as an odd integer m times 2^tz.
 struct OddPart {
   uint128 m = 0;
@@ -344,7 +346,8 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
       throw InputError(fmt::format("the addend {}: {} elements, but the output has {}", opt.addend->name,
                                    opt.addend->values.size(), C.values.size()));
   }
-  // Exact reference: each term a·b·sa·sb exactly (significands multiplied: at most 4·24 bits).
+  // Exact reference: each term a·b·sa·sb exactly (operands of at most 16 bits: significands of
+  // at most 11 bits; scales' significands at most 53).
   std::vector<ReferenceElement> ref(static_cast<std::size_t>(d.m * d.n));
   const auto scale_parts = [](double v) {
     int e = 0;
@@ -354,25 +357,28 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
     return std::pair{m >> tz, e - 53 + tz};
   };
   const OperandScales osa{s.sa, s.ba}, osb{s.sb, s.bb};
-  // Each operand entry decoded once (the loop below reads A's N times and B's M times): its
-  // exact value, or "special" (NaN, ±inf: added as the plain product, positive scales change no
-  // special value).
+  // Each operand entry decoded once (the loop below reads A's N times and B's M times), in 8
+  // bytes: its exact value significand·2^exponent (zero: significand 0), or "special" (NaN,
+  // ±inf: added as the plain product, positive scales change no special value).
   struct Entry {
-    uint128 significand = 0;
-    int exponent = 0;
-    bool negative = false, special = false;
+    std::uint32_t significand = 0;
+    std::int16_t exponent = 0;
+    std::uint8_t negative = 0, special = 0;
   };
+  static_assert(sizeof(Entry) == 8);
   const auto decode_all = [&](const TensorData& t) {
     std::vector<Entry> v(t.values.size());
     parallel_for(static_cast<std::int64_t>(v.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
       for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e) {
         const FpClass c = classify(*t.format, t.values[e]);
         if (c == FpClass::nan || c == FpClass::infinite) {
-          v[e].special = true;
+          v[e].special = 1;
           continue;
         }
+        // validate_quant_claim: operands of at most 16 bits, so significand and exponent fit.
         const Unrounded x = exact_value(*t.format, t.values[e]);
-        v[e] = {x.significand, x.exponent, x.negative, false};
+        v[e] = {static_cast<std::uint32_t>(x.significand), static_cast<std::int16_t>(x.exponent),
+                static_cast<std::uint8_t>(x.negative), 0};
       }
     });
     return v;
@@ -391,115 +397,176 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
     });
     return t;
   }();
-  // Rows of A and columns of B (rows of B for a row-wise dot) holding a NaN or an infinity: their
-  // elements take every term one by one (the special values' rules are the accumulator's).
   const std::int64_t b_lines = rowwise ? d.m : d.n;
-  std::vector<char> row_special(static_cast<std::size_t>(d.m)), col_special(static_cast<std::size_t>(b_lines));
-  for (std::int64_t i = 0; i < d.m; ++i)
-    for (std::int64_t k = 0; k < d.k; ++k)
-      if (da[static_cast<std::size_t>(i * d.k + k)].special) row_special[static_cast<std::size_t>(i)] = 1;
-  for (std::int64_t k = 0; k < d.k; ++k)
-    for (std::int64_t j = 0; j < b_lines; ++j)
-      if (db[static_cast<std::size_t>(j * d.k + k)].special) col_special[static_cast<std::size_t>(j)] = 1;
+  const auto entry_a = [&](std::int64_t i, std::int64_t k) -> const Entry& { return da[static_cast<std::size_t>(i * d.k + k)]; };
+  // Line j of B: column j of a matmul, row j (= i) of a row-wise dot; K entries contiguous.
+  const auto entry_b = [&](std::int64_t j, std::int64_t k) -> const Entry& { return db[static_cast<std::size_t>(j * d.k + k)]; };
+  // K in segments, each inside one scale block of A and of B: the same for every element.
+  std::vector<std::pair<std::int64_t, std::int64_t>> segments;
+  for (std::int64_t k0 = 0; k0 < d.k;) {
+    const std::int64_t k1 = std::min({d.k, (k0 / osa.block.k + 1) * osa.block.k, (k0 / osb.block.k + 1) * osb.block.k});
+    segments.emplace_back(k0, k1);
+    k0 = k1;
+  }
+  const auto n_seg = static_cast<std::int64_t>(segments.size());
+  // Per line and segment, computed once: the scale taken apart (significand, exponent) and the
+  // lowest and highest exponent of the line's non-zero entries there (INT_MAX, INT_MIN: none),
+  // which bound every product's exponent from below and above; a line holding a NaN or an
+  // infinity is marked special (its elements take every term one by one: the special values'
+  // rules are the accumulator's).
+  struct LineSegment {
+    std::uint64_t scale = 0;
+    int scale_exponent = 0, lo = INT_MAX, hi = INT_MIN;
+  };
+  const auto line_segments = [&](std::int64_t lines, auto entry, auto scale, std::vector<char>& special) {
+    std::vector<LineSegment> v(static_cast<std::size_t>(lines * n_seg));
+    special.assign(static_cast<std::size_t>(lines), 0);
+    parallel_for(lines, 16, [&](std::int64_t l0, std::int64_t l1) {
+      for (std::int64_t l = l0; l < l1; ++l)
+        for (std::int64_t g = 0; g < n_seg; ++g) {
+          LineSegment& x = v[static_cast<std::size_t>(l * n_seg + g)];
+          const auto [k0, k1] = segments[static_cast<std::size_t>(g)];
+          std::tie(x.scale, x.scale_exponent) = scale_parts(scale(l, k0));
+          for (std::int64_t k = k0; k < k1; ++k) {
+            const Entry& y = entry(l, k);
+            if (y.special) special[static_cast<std::size_t>(l)] = 1;
+            if (y.significand == 0) continue;
+            x.lo = std::min<int>(x.lo, y.exponent);
+            x.hi = std::max<int>(x.hi, y.exponent);
+          }
+        }
+    });
+    return v;
+  };
+  std::vector<char> row_special, col_special;
+  const std::vector<LineSegment> seg_a =
+      line_segments(d.m, entry_a, [&](std::int64_t i, std::int64_t k) { return scale_at(osa, false, i, k, d.k, d.m); },
+                    row_special);
+  const std::vector<LineSegment> seg_b = line_segments(
+      b_lines, entry_b,
+      [&](std::int64_t j, std::int64_t k) {
+        return rowwise ? scale_at(osb, false, j, k, d.k, d.m) : scale_at(osb, true, j, k, d.k, d.n);
+      },
+      col_special);
   const bool blocks_allowed = detail::reference_path() == detail::ReferencePath::automatic;
-  // A segment's partials Σ a·b and Σ|a·b| in 128-bit fixed point — exact where the products'
-  // exponents, significand widths and count fit (fp8 E4M3: 43 bits) — each added once, times the
-  // segment's scale product (significands ma·mb, exponent se). False (nothing added) where they
-  // do not fit, or the partial is zero (the zero sign rules count zero terms): the caller adds
-  // the segment's terms one by one.
   const auto max_width = [](const std::vector<Entry>& v) {
     int w = 0;
-    for (const Entry& x : v) w = std::max(w, bit_length(x.significand));
+    for (const Entry& x : v) w = std::max(w, static_cast<int>(std::bit_width(x.significand)));
     return w;
   };
   const int width_a = max_width(da), width_b = max_width(db);
-  const auto add_segment = [&](const std::vector<Entry>& xa_all, const std::vector<Entry>& xb_all, std::int64_t i,
-                               std::int64_t j, std::int64_t k0, std::int64_t k1, uint128 scale, int se,
-                               LongAccumulator& acc, LongAccumulator& abs_acc) {
-    auto entry_b = [&](std::int64_t k) -> const Entry& {
-      return xb_all[static_cast<std::size_t>(rowwise ? i * d.k + k : j * d.k + k)];
-    };
-    int lo = INT_MAX, hi = INT_MIN;
-    for (std::int64_t k = k0; k < k1; ++k) {
-      const Entry& xa = xa_all[static_cast<std::size_t>(i * d.k + k)];
-      const Entry& xb = entry_b(k);
-      if (xa.significand == 0 || xb.significand == 0) continue;
-      lo = std::min(lo, xa.exponent + xb.exponent);
-      hi = std::max(hi, xa.exponent + xb.exponent);
+  // A segment's partials Σ a·b and Σ|a·b| in fixed point with unit 2^lo — exact where the
+  // products' exponents, significand widths and count fit the integer type (Sum: int64 or
+  // int128 with a sign bit to spare; fp8 E4M3 over 128 products: at most 51 bits) — each added
+  // once, times the segment's scale product (significands ma·mb, exponent se). lo is any lower
+  // bound of the non-zero products' exponents (the sum is the same exact value for any, and is
+  // added by its odd part). False (nothing added) where the partial does not fit 128 bits times
+  // the scale, or is zero (the zero sign rules count zero terms): the caller adds the segment's
+  // terms one by one.
+  const auto add_partials = [&](auto sum, auto abs_sum, const Entry* xa, const Entry* xb, std::int64_t n, int lo,
+                                uint128 scale, int se, LongAccumulator& acc, LongAccumulator& abs_acc) {
+    using Sum = decltype(sum);
+    using Mag = decltype(abs_sum);  // the unsigned type of Sum's width
+    constexpr int mask = sizeof(Sum) * CHAR_BIT - 1;
+    for (std::int64_t k = 0; k < n; ++k) {
+      // A zero product (either significand 0) is 0 under any shift; the mask keeps its shift
+      // (its exponent may lie below lo) defined. Every non-zero product's shift is in range.
+      const Mag t = static_cast<Mag>(std::uint64_t{xa[k].significand} * xb[k].significand)
+                    << ((xa[k].exponent + xb[k].exponent - lo) & mask);
+      const Mag flip = Mag{0} - static_cast<Mag>(xa[k].negative ^ xb[k].negative);
+      sum += static_cast<Sum>((t ^ flip) - flip);
+      abs_sum += t;
     }
-    if (lo == INT_MAX) return false;  // every product zero
-    // |Σ| < (k1 - k0) · 2^(hi - lo + width_a + width_b): below 2^126 with a sign bit to spare.
-    if (hi - lo + width_a + width_b + std::bit_width(static_cast<std::uint64_t>(k1 - k0)) > 126) return false;
-    uint128 pos = 0, neg = 0;  // each below 2^126
-    for (std::int64_t k = k0; k < k1; ++k) {
-      const Entry& xa = xa_all[static_cast<std::size_t>(i * d.k + k)];
-      const Entry& xb = entry_b(k);
-      if (xa.significand == 0 || xb.significand == 0) continue;
-      const uint128 t = (xa.significand * xb.significand) << (xa.exponent + xb.exponent - lo);
-      (xa.negative != xb.negative ? neg : pos) += t;
-    }
-    if (pos == neg) return false;
-    const uint128 abs_sum = pos + neg;
-    const Unrounded p{neg > pos, neg > pos ? neg - pos : pos - neg, lo, false};
-    const Unrounded q{false, abs_sum, lo, false};
-    const OddPart po = odd_part(p), qo = odd_part(q);
+    if (sum == 0) return false;
+    const Mag mag = sum < 0 ? Mag{0} - static_cast<Mag>(sum) : static_cast<Mag>(sum);
+    const OddPart po = odd_part(Unrounded{sum < 0, uint128{mag}, lo, false});
+    const OddPart qo = odd_part(Unrounded{false, uint128{abs_sum}, lo, false});
     const int sw = bit_length(scale);
     if (bit_length(po.m) + sw > 128 || bit_length(qo.m) + sw > 128) return false;
-    acc.add_exact(p.negative, po.m * scale, lo + po.tz + se);
+    acc.add_exact(sum < 0, po.m * scale, lo + po.tz + se);
     abs_acc.add_exact(false, qo.m * scale, lo + qo.tz + se);
     return true;
   };
-  // Rows on every core (each element on its own: the same results for any thread count); K in
-  // segments inside one scale block of A and of B, whose scale product is taken apart once.
-  // Where an element holds no special value (and its addend is finite), each segment goes
-  // through add_segment: the same exact sum, and the same Σ|terms| (kept in a second
-  // accumulator: a signed partial cannot give it); other segments add their terms one by one.
-  parallel_for(d.m, 1, [&](std::int64_t i0, std::int64_t i1) {
-    LongAccumulator acc, abs_acc;
-    for (std::int64_t i = i0; i < i1; ++i)
-      for (std::int64_t j = 0; j < d.n; ++j) {
-        const std::size_t e = static_cast<std::size_t>(i * d.n + j);
-        const bool blocks = blocks_allowed && row_special[static_cast<std::size_t>(i)] == 0 &&
-                            col_special[static_cast<std::size_t>(rowwise ? i : j)] == 0 &&
-                            (!opt.addend || std::isfinite(to_double(fp32, opt.addend->values[e])));
-        acc.clear();
-        abs_acc.clear();
-        for (std::int64_t k0 = 0; k0 < d.k;) {
-          const std::int64_t k1 =
-              std::min({d.k, (k0 / osa.block.k + 1) * osa.block.k, (k0 / osb.block.k + 1) * osb.block.k});
-          const auto [ma, ea] = scale_parts(scale_at(osa, false, i, k0, d.k, d.m));
-          const auto [mb, eb] =
-              scale_parts(rowwise ? scale_at(osb, false, i, k0, d.k, d.m) : scale_at(osb, true, j, k0, d.k, d.n));
-          const uint128 scale = uint128{ma} * mb;
-          if (blocks && add_segment(da, db, i, j, k0, k1, scale, ea + eb, acc, abs_acc)) {
-            k0 = k1;
-            continue;
-          }
-          for (std::int64_t k = k0; k < k1; ++k) {
-            const std::size_t ia = static_cast<std::size_t>(i * d.k + k);
-            const std::size_t ib = static_cast<std::size_t>(rowwise ? i * d.k + k : k * d.n + j);
-            const Entry& xa = da[ia];
-            const Entry& xb = db[static_cast<std::size_t>(rowwise ? i * d.k + k : j * d.k + k)];
-            if (xa.special || xb.special) {
-              acc.add_product(*A.format, A.values[ia], *B.format, B.values[ib]);
-              continue;
-            }
-            const uint128 mag = xa.significand * xb.significand * scale;
-            if (mag == 0) {
-              acc.add_exact(xa.negative != xb.negative, 0, 0);
-            } else {
-              acc.add_exact(xa.negative != xb.negative, mag, xa.exponent + xb.exponent + ea + eb);
-              if (blocks) abs_acc.add_exact(false, mag, xa.exponent + xb.exponent + ea + eb);
-            }
-          }
-          k0 = k1;
-        }
-        if (opt.addend) {
-          acc.add(fp32, opt.addend->values[e]);
-          if (blocks) abs_acc.add(fp32, Bits{opt.addend->values[e].raw & 0x7fffffffu});
-        }
-        ref[e] = {acc.round(out).bits, acc.to_double(), blocks ? abs_acc.abs_sum_upper() : acc.abs_sum_upper()};
+  // The fixed-point width a segment needs for exponents in [lo, hi]: |Σ| < n·2^(hi - lo + widths).
+  const auto needed_bits = [&](int lo, int hi, std::int64_t n) {
+    return hi - lo + width_a + width_b + std::bit_width(static_cast<std::uint64_t>(n));
+  };
+  const auto add_segment = [&](std::int64_t i, std::int64_t j, std::int64_t g, LongAccumulator& acc,
+                               LongAccumulator& abs_acc) {
+    const LineSegment& la = seg_a[static_cast<std::size_t>(i * n_seg + g)];
+    const LineSegment& lb = seg_b[static_cast<std::size_t>(j * n_seg + g)];
+    if (la.lo == INT_MAX || lb.lo == INT_MAX) return false;  // every product zero
+    const auto [k0, k1] = segments[static_cast<std::size_t>(g)];
+    const Entry* xa = &entry_a(i, k0);
+    const Entry* xb = &entry_b(j, k0);
+    const uint128 scale = uint128{la.scale} * lb.scale;
+    const int se = la.scale_exponent + lb.scale_exponent;
+    // The lines' exponent bounds first (no walk); where they are too wide for 126 bits, the
+    // products' own exponents (one walk: they may be much narrower than the lines').
+    int lo = la.lo + lb.lo, hi = la.hi + lb.hi;
+    if (needed_bits(lo, hi, k1 - k0) <= 62) return add_partials(std::int64_t{0}, std::uint64_t{0}, xa, xb, k1 - k0, lo, scale, se, acc, abs_acc);
+    if (needed_bits(lo, hi, k1 - k0) > 126) {
+      lo = INT_MAX;
+      hi = INT_MIN;
+      for (std::int64_t k = 0; k < k1 - k0; ++k) {
+        if (xa[k].significand == 0 || xb[k].significand == 0) continue;
+        lo = std::min(lo, xa[k].exponent + xb[k].exponent);
+        hi = std::max(hi, xa[k].exponent + xb[k].exponent);
       }
+      if (lo == INT_MAX || needed_bits(lo, hi, k1 - k0) > 126) return false;
+    }
+    return add_partials(int128{0}, uint128{0}, xa, xb, k1 - k0, lo, scale, se, acc, abs_acc);
+  };
+  // Tiles of rows × columns on every core (each element on its own: the same results for any
+  // thread count), about 256 KiB of A's rows and of B's columns each, so that a tile's lines
+  // stay in cache while its elements read them. Where an element holds no special value (and
+  // its addend is finite), each segment goes through add_segment: the same exact sum, and the
+  // same Σ|terms| (kept in a second accumulator: a signed partial cannot give it); other
+  // segments add their terms one by one.
+  const std::int64_t tile = std::max<std::int64_t>(1, (std::int64_t{1} << 15) / std::max<std::int64_t>(d.k, 1));
+  const std::int64_t tiles_i = (d.m + tile - 1) / tile, tiles_j = rowwise ? 1 : (d.n + tile - 1) / tile;
+  parallel_for(tiles_i * tiles_j, 1, [&](std::int64_t t0, std::int64_t t1) {
+    LongAccumulator acc, abs_acc;
+    for (std::int64_t t = t0; t < t1; ++t)
+      for (std::int64_t i = (t / tiles_j) * tile; i < std::min(d.m, (t / tiles_j + 1) * tile); ++i)
+        for (std::int64_t j = (t % tiles_j) * tile; j < std::min(d.n, (t % tiles_j + 1) * tile); ++j) {
+          const std::size_t e = static_cast<std::size_t>(i * d.n + j);
+          const std::int64_t jb = rowwise ? i : j;  // the line of B
+          const bool blocks = blocks_allowed && row_special[static_cast<std::size_t>(i)] == 0 &&
+                              col_special[static_cast<std::size_t>(jb)] == 0 &&
+                              (!opt.addend || std::isfinite(to_double(fp32, opt.addend->values[e])));
+          acc.clear();
+          abs_acc.clear();
+          for (std::int64_t g = 0; g < n_seg; ++g) {
+            if (blocks && add_segment(i, jb, g, acc, abs_acc)) continue;
+            const LineSegment& la = seg_a[static_cast<std::size_t>(i * n_seg + g)];
+            const LineSegment& lb = seg_b[static_cast<std::size_t>(jb * n_seg + g)];
+            const uint128 scale = uint128{la.scale} * lb.scale;
+            const int se = la.scale_exponent + lb.scale_exponent;
+            const auto [k0, k1] = segments[static_cast<std::size_t>(g)];
+            for (std::int64_t k = k0; k < k1; ++k) {
+              const Entry& xa = entry_a(i, k);
+              const Entry& xb = entry_b(jb, k);
+              if (xa.special || xb.special) {
+                const std::size_t ib = static_cast<std::size_t>(rowwise ? i * d.k + k : k * d.n + j);
+                acc.add_product(*A.format, A.values[static_cast<std::size_t>(i * d.k + k)], *B.format, B.values[ib]);
+                continue;
+              }
+              const uint128 mag = uint128{std::uint64_t{xa.significand} * xb.significand} * scale;
+              if (mag == 0) {
+                acc.add_exact(xa.negative != xb.negative, 0, 0);
+              } else {
+                acc.add_exact(xa.negative != xb.negative, mag, xa.exponent + xb.exponent + se);
+                if (blocks) abs_acc.add_exact(false, mag, xa.exponent + xb.exponent + se);
+              }
+            }
+          }
+          if (opt.addend) {
+            acc.add(fp32, opt.addend->values[e]);
+            if (blocks) abs_acc.add(fp32, Bits{opt.addend->values[e].raw & 0x7fffffffu});
+          }
+          ref[e] = {acc.round(out).bits, acc.to_double(), blocks ? abs_acc.abs_sum_upper() : acc.abs_sum_upper()};
+        }
   });
   ReductionBound b = scaled_bound(s, claim, *A.format, d.k, opt.addend.has_value());
   const Claim jc = judge_claim(claim, *A.format);

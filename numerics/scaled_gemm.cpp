@@ -1,6 +1,9 @@
 // Scaled float GEMM: scale layout and the promotion model (numerics/scaled_gemm.h).
 #include "numerics/scaled_gemm.h"
 
+#include <atomic>
+#include <bit>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -32,7 +35,27 @@ namespace {
 /// `scale(c0)` of the chunk starting at c0; o starts at `o`; `e` is the element's stream.
 template <class ScaleOf>
 Bits scaled_element(const ScaledGemmModel& model, const Bits* ar, const Bits* bc, std::int64_t K, const ScaleOf& scale,
-                    Bits o, std::size_t e) {
+                    Bits o, std::size_t e, bool hardware) {
+  if (hardware) {
+    // Every step an fp32 fused multiply-add under round to nearest even: the hardware's fmaf
+    // (IEEE 754 fusedMultiplyAdd: one rounding of the exact a·b + c, here in numfid's
+    // environment — round to nearest, no flush to zero: FpEnvGuard) gives the soft fma's bits,
+    // for finite, infinite and subnormal values alike. Only a NaN's sign and payload are the
+    // platform's own (x86 makes inf - inf a negative NaN): an element whose result is NaN (any
+    // NaN on the way stays one) is computed again below.
+    float acc = std::bit_cast<float>(o.raw);
+    for (std::int64_t c0 = 0; c0 < K; c0 += model.chunk) {
+      const std::int64_t c1 = std::min(K, c0 + model.chunk);
+      float p = 0.0f;
+      for (std::int64_t kk = c0; kk < c1; ++kk) p = std::fmaf(std::bit_cast<float>(ar[kk].raw), std::bit_cast<float>(bc[kk].raw), p);
+      acc = std::fmaf(static_cast<float>(scale(c0)), p, acc);
+    }
+    if (!std::isnan(acc)) {
+      RoundOptions oo = model.out_rounding;
+      oo.stream = e;
+      return convert(fp32, *model.out, Bits{std::bit_cast<std::uint32_t>(acc)}, oo).bits;
+    }
+  }
   RoundOptions acc_o;
   acc_o.rounding = model.acc_rounding;
   for (std::int64_t c0 = 0; c0 < K; c0 += model.chunk) {
@@ -64,6 +87,15 @@ void check_chunk(const ScaledGemmModel& model) {
   if (model.chunk <= 0) throw std::invalid_argument("scaled_gemm_emulate: the chunk must be positive");
 }
 
+std::atomic<bool> soft_float_only{false};
+
+/// Whether scaled_element may take its hardware path: partials in fp32 under round to nearest
+/// even (a plain accumulator; a block-FMA model is its own arithmetic), operands in fp32.
+bool hardware_fp32(const ScaledGemmModel& model) {
+  return !soft_float_only.load(std::memory_order_relaxed) && !model.block_fma && model.acc == &fp32 &&
+         model.acc_rounding == Rounding::rne;
+}
+
 }  // namespace
 
 std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits> a, const OperandScales& sa,
@@ -80,12 +112,13 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
     for (std::int64_t j = 0; j < N; ++j)
       bt[static_cast<std::size_t>(j * K + kk)] = convert(fb, inner, b[static_cast<std::size_t>(kk * N + j)]).bits;
   std::vector<Bits> out(static_cast<std::size_t>(M * N));
+  const bool hardware = hardware_fp32(model);
   for (std::int64_t i = 0; i < M; ++i)
     for (std::int64_t j = 0; j < N; ++j) {
       const std::size_t e = static_cast<std::size_t>(i * N + j);
       const auto scale = [&](std::int64_t c0) { return scale_at(sa, false, i, c0, K, M) * scale_at(sb, true, j, c0, K, N); };
       out[e] = scaled_element(model, av.data() + i * K, bt.data() + j * K, K, scale,
-                              addend.empty() ? zero(fp32, false) : addend[e], e);
+                              addend.empty() ? zero(fp32, false) : addend[e], e, hardware);
     }
   return out;
 }
@@ -101,15 +134,20 @@ std::vector<Bits> scaled_dot_emulate(const FormatSpec& fa, std::span<const Bits>
   for (std::size_t x = 0; x < a.size(); ++x) av[x] = convert(fa, inner, a[x]).bits;
   for (std::size_t x = 0; x < b.size(); ++x) bv[x] = convert(fb, inner, b[x]).bits;
   std::vector<Bits> out(static_cast<std::size_t>(R));
+  const bool hardware = hardware_fp32(model);
   for (std::int64_t r = 0; r < R; ++r) {
     const auto e = static_cast<std::size_t>(r);
     // Both operands R×K: B's scales in A's orientation (rows of B, then K).
     const auto scale = [&](std::int64_t c0) { return scale_at(sa, false, r, c0, K, R) * scale_at(sb, false, r, c0, K, R); };
     out[e] = scaled_element(model, av.data() + r * K, bv.data() + r * K, K, scale,
-                            addend.empty() ? zero(fp32, false) : addend[e], e);
+                            addend.empty() ? zero(fp32, false) : addend[e], e, hardware);
   }
   return out;
 }
+
+namespace detail {
+void set_scaled_emulation_soft_float(bool soft) { soft_float_only.store(soft, std::memory_order_relaxed); }
+}  // namespace detail
 
 MxOperand quantize_mx_operand(const MxFormat& f, std::span<const Bits> x, const FormatSpec& from, std::int64_t rows,
                               std::int64_t cols, bool k_is_rows, std::size_t block, const RoundOptions& o) {

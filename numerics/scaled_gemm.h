@@ -67,6 +67,13 @@ std::vector<Bits> scaled_dot_emulate(const FormatSpec& fa, std::span<const Bits>
                                      std::int64_t r, std::int64_t k, const ScaledGemmModel& model,
                                      std::span<const Bits> addend_fp32 = {});
 
+namespace detail {
+/// Testing hook: true makes scaled_gemm_emulate and scaled_dot_emulate compute every element
+/// with the soft-float fma (their fp32 partials otherwise use the hardware's fmaf, bit for bit
+/// the same); false restores the default.
+void set_scaled_emulation_soft_float(bool soft);
+}  // namespace detail
+
 /// An operand quantised into MX blocks along K, in the layout the scaled GEMM reads.
 struct MxOperand {
   std::vector<Bits> elements;              ///< rows × cols patterns of the element format, C order

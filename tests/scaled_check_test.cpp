@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -125,6 +126,146 @@ TEST(ScaledGemm, EmulationIsTheNaiveModelBitForBit) {
   const std::vector<float> want64 = naive(p, 64);
   const TensorData d64 = emulate_matmul(A_of(p), B_of(p), std::nullopt, deepseek_claim(p, "--promote-every 64"));
   for (std::size_t e = 0; e < want64.size(); ++e) ASSERT_EQ(d64.values[e].raw, bits_of(want64[e])) << e;
+}
+
+TEST(ScaledGemm, HardwareFmaPathIsTheSoftFloatModelBitForBit) {
+  // scaled_gemm_emulate / scaled_dot_emulate run fp32 partials (round to nearest even) on the
+  // hardware's fmaf; the soft-float fma (tested against MPFR in formats/) is the reference.
+  // Operands of five formats with every pattern class — zeros of both signs, subnormals,
+  // cancelling pairs (exact zero partials), values whose products overflow fp32 (bf16), inf
+  // and NaN in some rows and columns (inf - inf: the platform's NaN, recomputed in soft float)
+  // — addends with ±0, ±inf, NaN and subnormals, outputs in four formats and three roundings.
+  struct Restore {
+    ~Restore() { detail::set_scaled_emulation_soft_float(false); }
+  } restore;
+  std::mt19937 gen(77);
+  const FormatSpec* const ins[] = {&fp8_e4m3, &fp8_e5m2, &bf16, &fp16, &fp4_e2m1};
+  const FormatSpec* const outs[] = {&fp32, &bf16, &fp8_e4m3, &fp16};
+  const Rounding roundings[] = {Rounding::rne, Rounding::rtz, Rounding::stochastic};
+  int compared = 0, nan_elements = 0;
+  for (int c = 0; c < 40; ++c) {
+    const FormatSpec& f = *ins[c % 5];
+    const std::int64_t m = 9, k = 96, n = 7, chunk = c % 2 ? 32 : 16;
+    const std::uint32_t mask = (1u << f.bits) - 1, sign = 1u << (f.bits - 1);
+    // A line of K patterns: row/column 0 random patterns of every class; 1 finite values of
+    // moderate size; 2 holding one inf; 3 one NaN; 4 zeros of both signs; others moderate.
+    const auto moderate = [&]() {
+      for (;;) {
+        const Bits x{static_cast<std::uint32_t>(gen()) & mask};
+        const FpClass cl = classify(f, x);
+        if (cl == FpClass::nan || cl == FpClass::infinite) continue;
+        if (f.bits == 16 && std::fabs(to_double(f, x)) > 1e4) continue;
+        return x;
+      }
+    };
+    const auto special = [&](bool nan) {
+      for (std::uint32_t p = 0; p <= mask; ++p) {
+        const FpClass cl = classify(f, Bits{p});
+        if (cl == (nan ? FpClass::nan : FpClass::infinite)) return Bits{p};
+      }
+      return moderate();  // the format has none (fp4): a finite value
+    };
+    const auto line = [&](std::int64_t l) {
+      std::vector<Bits> v(static_cast<std::size_t>(k));
+      for (std::int64_t t = 0; t < k; ++t) {
+        Bits x = l == 0 ? Bits{static_cast<std::uint32_t>(gen()) & mask} : moderate();
+        if (l == 4) x = Bits{(c % 2 != 0 || t % 2 != 0) ? sign : 0u};  // -0 only (odd cases) or both zeros
+        v[static_cast<std::size_t>(t)] = x;
+      }
+      if (l == 2) v[5] = special(false);
+      if (l == 3) v[40] = special(true);
+      if (l == 5)  // cancelling pairs over the first chunk
+        for (std::int64_t t = 0; t < chunk; t += 2) v[static_cast<std::size_t>(t + 1)] = Bits{v[static_cast<std::size_t>(t)].raw ^ sign};
+      return v;
+    };
+    std::vector<Bits> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n)), bd(static_cast<std::size_t>(m * k));
+    for (std::int64_t i = 0; i < m; ++i) {
+      const std::vector<Bits> r = line(i);
+      std::vector<Bits> rd = line((i + 3) % m);
+      if (i == 4)  // positive against row 4's zeros: products of one sign (-0 only, odd cases)
+        for (Bits& x : rd) x = Bits{x.raw & ~sign};
+      std::copy(r.begin(), r.end(), a.begin() + i * k);
+      std::copy(rd.begin(), rd.end(), bd.begin() + i * k);
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      std::vector<Bits> col = line(j);
+      if (j == 6)  // positive against row 4's zeros: products of one sign (-0 only, odd cases)
+        for (Bits& x : col) x = Bits{x.raw & ~sign};
+      if (j == 5)  // against row 5's cancelling pairs: equal entries, so products cancel
+        for (std::int64_t t = 0; t < chunk; t += 2) col[static_cast<std::size_t>(t + 1)] = col[static_cast<std::size_t>(t)];
+      for (std::int64_t t = 0; t < k; ++t) b[static_cast<std::size_t>(t * n + j)] = col[static_cast<std::size_t>(t)];
+    }
+    const bool pow2 = c % 3 == 0;
+    const auto scale = [&] {
+      const double s = static_cast<float>(std::ldexp(1.0 + static_cast<double>(gen() % 1000) / 997.0, static_cast<int>(gen() % 20) - 10));
+      return pow2 ? std::ldexp(1.0, std::ilogb(s)) : s;
+    };
+    std::vector<double> sa(static_cast<std::size_t>(m * (k / chunk))), sb(static_cast<std::size_t>((k / chunk) * n)),
+        sbd(static_cast<std::size_t>(m * (k / chunk)));
+    for (double& x : sa) x = scale();
+    for (double& x : sb) x = scale();
+    for (double& x : sbd) x = scale();
+    std::vector<Bits> addend;
+    if (c % 4 != 0) {
+      const std::uint32_t specials[] = {0x80000000u, 0x00000000u, 0x7f800000u, 0xff800000u, 0x7fc00001u, 0x00000003u, 0x80400000u};
+      for (std::int64_t e = 0; e < m * n; ++e)
+        addend.push_back(e / n == 4 || e == 4 ? Bits{0x80000000u}  // row 4 (and the dot's element 4) from -0
+                         : e % 5 == 1 ? Bits{specials[static_cast<std::size_t>(e / 5) % 7]}
+                                    : Bits{std::bit_cast<std::uint32_t>(static_cast<float>(static_cast<int>(gen() % 200) - 100) / 4)});
+    }
+    ScaledGemmModel model;
+    model.chunk = chunk;
+    model.out = outs[c % 4];
+    model.out_rounding.rounding = roundings[c % 3];
+    model.out_rounding.seed = 9;
+    const OperandScales osa{sa, {1, chunk}}, osb{sb, {1, chunk}}, osbd{sbd, {1, chunk}};
+    std::span<const Bits> add_gemm(addend), add_dot;
+    if (!addend.empty()) add_dot = add_gemm.first(static_cast<std::size_t>(m));
+    detail::set_scaled_emulation_soft_float(false);
+    const std::vector<Bits> hw = scaled_gemm_emulate(f, a, osa, f, b, osb, m, k, n, model, add_gemm);
+    const std::vector<Bits> hw_dot = scaled_dot_emulate(f, a, osa, f, bd, osbd, m, k, model, add_dot);
+    detail::set_scaled_emulation_soft_float(true);
+    const std::vector<Bits> soft = scaled_gemm_emulate(f, a, osa, f, b, osb, m, k, n, model, add_gemm);
+    const std::vector<Bits> soft_dot = scaled_dot_emulate(f, a, osa, f, bd, osbd, m, k, model, add_dot);
+    SCOPED_TRACE(fmt::format("case {}: in {}, out {} {}, partials of {}, scales {}", c, f.name, model.out->name,
+                             rounding_name(model.out_rounding.rounding), chunk, pow2 ? "powers of two" : "fp32"));
+    int failures = 0;
+    const auto compare = [&](const std::vector<Bits>& x, const std::vector<Bits>& y, const char* what) {
+      ASSERT_EQ(x.size(), y.size());
+      for (std::size_t e = 0; e < x.size() && failures < 4; ++e) {
+        ++compared;
+        if (classify(*model.out, y[e]) == FpClass::nan) ++nan_elements;
+        if (x[e] != y[e]) {
+          ++failures;
+          ADD_FAILURE() << fmt::format("{} element {}: hardware path 0x{:x} ({:a}), soft float 0x{:x} ({:a})", what, e,
+                                       x[e].raw, to_double(*model.out, x[e]), y[e].raw, to_double(*model.out, y[e]));
+        }
+      }
+    };
+    compare(hw, soft, "gemm");
+    compare(hw_dot, soft_dot, "dot");
+  }
+  EXPECT_EQ(compared, 40 * (9 * 7 + 9));
+  EXPECT_GT(nan_elements, 100);  // the recomputed NaN elements were met
+
+  // A promotion whose exact result lies just above an fp32 midpoint, by less than a double's
+  // half ulp: o = 1 + fp32(sa·sb)·p with sa = 1 + 2^-11 + 2^-23, p = 2^-24 - 2^-35 + 2^-47
+  // (three bf16 products, exact in fp32), sa·p = 2^-24·(1 + 2^-46). One rounding gives
+  // 1 + 2^-23; computed in double first it would land on the midpoint 1 + 2^-24 and round to
+  // even, 1.
+  const auto bf = [](float v) { return Bits{std::bit_cast<std::uint32_t>(v) >> 16}; };
+  const std::vector<Bits> a1{bf(1), bf(-1), bf(1), bf(0)}, b1{bf(0x1p-24f), bf(0x1p-35f), bf(0x1p-47f), bf(0)};
+  const std::vector<double> s1{1 + 0x1p-11 + 0x1p-23}, one{1};
+  const std::vector<Bits> add1{Bits{0x3f800000u}};
+  ScaledGemmModel m1;
+  m1.chunk = 4;
+  for (const bool soft : {false, true}) {
+    detail::set_scaled_emulation_soft_float(soft);
+    const std::vector<Bits> g = scaled_gemm_emulate(bf16, a1, {s1, {1, 4}}, bf16, b1, {one, {1, 4}}, 1, 4, 1, m1, add1);
+    const std::vector<Bits> dt = scaled_dot_emulate(bf16, a1, {s1, {1, 4}}, bf16, b1, {one, {1, 4}}, 1, 4, m1, add1);
+    EXPECT_EQ(g.at(0).raw, 0x3f800001u) << (soft ? "soft float" : "hardware path");
+    EXPECT_EQ(dt.at(0).raw, 0x3f800001u) << (soft ? "soft float" : "hardware path");
+  }
 }
 
 TEST(ScaledGemm, LegalOutputsAreConsistent) {

@@ -10,6 +10,7 @@
 #include "formats/arith.h"
 #include "formats/convert.h"
 #include "formats/platform.h"
+#include "numerics/emulate.h"
 
 namespace numfid {
 
@@ -112,13 +113,52 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
     for (std::int64_t j = 0; j < N; ++j)
       bt[static_cast<std::size_t>(j * K + kk)] = convert(fb, inner, b[static_cast<std::size_t>(kk * N + j)]).bits;
   std::vector<Bits> out(static_cast<std::size_t>(M * N));
-  const bool hardware = hardware_fp32(model);
+  const auto element = [&](std::int64_t i, std::int64_t j, bool hardware) {
+    const std::size_t e = static_cast<std::size_t>(i * N + j);
+    const auto scale = [&](std::int64_t c0) { return scale_at(sa, false, i, c0, K, M) * scale_at(sb, true, j, c0, K, N); };
+    return scaled_element(model, av.data() + i * K, bt.data() + j * K, K, scale,
+                          addend.empty() ? zero(fp32, false) : addend[e], e, hardware);
+  };
+  if (!hardware_fp32(model) || M * N * K == 0) {
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j) out[static_cast<std::size_t>(i * N + j)] = element(i, j, false);
+    return out;
+  }
+  // Each chunk's partials for all elements at once: detail::matmul_fp32 (the vectorised
+  // emulation kernel, numerics/emulate.h) sums each element sequentially in k with fp32 fused
+  // multiply-adds from D's value — here +0, as the model's partial starts — the chain
+  // scaled_element runs. Then each promotion o = fmaf(fp32(sa·sb), p, o) per element; an
+  // element ending in NaN is computed again in soft float (the platform's NaN is not the model's).
+  std::vector<float> ac(static_cast<std::size_t>(M * model.chunk)), bf(static_cast<std::size_t>(K * N)),
+      p(static_cast<std::size_t>(M * N)), o(static_cast<std::size_t>(M * N));
+  for (std::int64_t kk = 0; kk < K; ++kk)
+    for (std::int64_t j = 0; j < N; ++j)
+      bf[static_cast<std::size_t>(kk * N + j)] = std::bit_cast<float>(bt[static_cast<std::size_t>(j * K + kk)].raw);
+  for (std::size_t e = 0; e < o.size(); ++e) o[e] = addend.empty() ? 0.0f : std::bit_cast<float>(addend[e].raw);
+  for (std::int64_t c0 = 0; c0 < K; c0 += model.chunk) {
+    const std::int64_t len = std::min(model.chunk, K - c0);
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t kk = 0; kk < len; ++kk)
+        ac[static_cast<std::size_t>(i * len + kk)] = std::bit_cast<float>(av[static_cast<std::size_t>(i * K + c0 + kk)].raw);
+    std::fill(p.begin(), p.end(), 0.0f);
+    detail::matmul_fp32(ac.data(), bf.data() + c0 * N, p.data(), M, len, N, 0, true, BulkPath::automatic);
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j) {
+        const std::size_t e = static_cast<std::size_t>(i * N + j);
+        const auto sf = static_cast<float>(scale_at(sa, false, i, c0, K, M) * scale_at(sb, true, j, c0, K, N));
+        o[e] = std::fmaf(sf, p[e], o[e]);
+      }
+  }
+  RoundOptions oo = model.out_rounding;
   for (std::int64_t i = 0; i < M; ++i)
     for (std::int64_t j = 0; j < N; ++j) {
       const std::size_t e = static_cast<std::size_t>(i * N + j);
-      const auto scale = [&](std::int64_t c0) { return scale_at(sa, false, i, c0, K, M) * scale_at(sb, true, j, c0, K, N); };
-      out[e] = scaled_element(model, av.data() + i * K, bt.data() + j * K, K, scale,
-                              addend.empty() ? zero(fp32, false) : addend[e], e, hardware);
+      if (std::isnan(o[e])) {
+        out[e] = element(i, j, false);
+        continue;
+      }
+      oo.stream = e;
+      out[e] = convert(fp32, *model.out, Bits{std::bit_cast<std::uint32_t>(o[e])}, oo).bits;
     }
   return out;
 }

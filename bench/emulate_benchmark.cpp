@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -13,6 +14,8 @@
 
 #include "formats/bulk.h"
 #include "numerics/emulate.h"
+#include "numerics/scaled_gemm.h"
+#include "formats/convert.h"
 
 
 namespace {
@@ -167,6 +170,45 @@ void BM_RatioToSgemm(benchmark::State& state) {
   state.counters["ratio_med"] = e_med / s_med;
 }
 BENCHMARK(BM_RatioToSgemm)->Arg(0)->Arg(1)->UseManualTime()->MinTime(2.0)->Unit(benchmark::kMillisecond);
+
+/// A block-scaled fp8 GEMM emulated (scaled_gemm_emulate: E4M3 operands, DeepSeek-V3's 1x128
+/// scales on A and 128x128 on B, fp32 partials of 128 promoted by fma into fp32, fp32 out) on
+/// the 512³ shape, arg 0: the hardware path (vectorised partials, fmaf promotions), 1: every
+/// element in soft float (what it was before 2026-12-03). Counter sgemm_ms: cblas_sgemm on the
+/// same shape in the same iteration (the bf16 operands' floats).
+void BM_EmulateScaledFp8(benchmark::State& state) {
+  const bool soft = state.range(0) == 1;
+  const Operands& o = operands();
+  std::vector<Bits> a, b;
+  for (const float x : o.af) a.push_back(numfid::convert(numfid::fp32, numfid::fp8_e4m3, Bits{std::bit_cast<std::uint32_t>(x * 16)}).bits);
+  for (const float x : o.bf) b.push_back(numfid::convert(numfid::fp32, numfid::fp8_e4m3, Bits{std::bit_cast<std::uint32_t>(x * 16)}).bits);
+  std::mt19937_64 gen(5);
+  std::uniform_real_distribution<double> u(0.001, 0.01);
+  std::vector<double> sa(static_cast<std::size_t>(kSize * (kSize / 128))), sb(static_cast<std::size_t>((kSize / 128) * (kSize / 128)));
+  for (double& x : sa) x = static_cast<float>(u(gen));
+  for (double& x : sb) x = static_cast<float>(u(gen));
+  numfid::ScaledGemmModel m;
+  m.chunk = 128;
+  state.SetLabel(soft ? "soft float" : "hardware fma");
+  numfid::detail::set_scaled_emulation_soft_float(soft);
+  std::vector<float> c(static_cast<std::size_t>(kSize * kSize));
+  double sgemm_s = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    sgemm(o, c);
+    benchmark::DoNotOptimize(c.data());
+    sgemm_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto t1 = std::chrono::steady_clock::now();
+    auto d = numfid::scaled_gemm_emulate(numfid::fp8_e4m3, a, {sa, {1, 128}}, numfid::fp8_e4m3, b, {sb, {128, 128}},
+                                         kSize, kSize, kSize, m);
+    benchmark::DoNotOptimize(d.data());
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+  }
+  numfid::detail::set_scaled_emulation_soft_float(false);
+  state.counters["sgemm_ms"] = 1e3 * sgemm_s / static_cast<double>(state.iterations());
+  set_flops(state);
+}
+BENCHMARK(BM_EmulateScaledFp8)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 #include "formats/arith.h"
@@ -88,6 +89,20 @@ void check_chunk(const ScaledGemmModel& model) {
   if (model.chunk <= 0) throw std::invalid_argument("scaled_gemm_emulate: the chunk must be positive");
 }
 
+/// The patterns of `x` converted from `from` into `to` (round to nearest): through a table of
+/// every pattern where `from` has at most 16 bits and `x` holds more values than the table.
+std::vector<Bits> converted(const FormatSpec& from, const FormatSpec& to, std::span<const Bits> x) {
+  std::vector<Bits> out(x.size());
+  if (from.bits <= 16 && (std::size_t{1} << from.bits) < x.size()) {
+    std::vector<Bits> table(std::size_t{1} << from.bits);
+    for (std::size_t p = 0; p < table.size(); ++p) table[p] = convert(from, to, Bits{static_cast<std::uint32_t>(p)}).bits;
+    for (std::size_t e = 0; e < x.size(); ++e) out[e] = x[e].raw < table.size() ? table[x[e].raw] : convert(from, to, x[e]).bits;
+  } else {
+    for (std::size_t e = 0; e < x.size(); ++e) out[e] = convert(from, to, x[e]).bits;
+  }
+  return out;
+}
+
 std::atomic<bool> soft_float_only{false};
 
 /// Whether scaled_element may take its hardware path: partials in fp32 under round to nearest
@@ -107,11 +122,10 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
   check_chunk(model);
   const FormatSpec& inner = model.block_fma ? *model.block_fma->input : *model.acc;
   // Operands in the inner unit's format (exact for the narrow inputs into fp32 / the unit's input).
-  std::vector<Bits> av(a.size()), bt(b.size());
-  for (std::size_t x = 0; x < a.size(); ++x) av[x] = convert(fa, inner, a[x]).bits;
+  const std::vector<Bits> av = converted(fa, inner, a), bv = converted(fb, inner, b);
+  std::vector<Bits> bt(b.size());
   for (std::int64_t kk = 0; kk < K; ++kk)
-    for (std::int64_t j = 0; j < N; ++j)
-      bt[static_cast<std::size_t>(j * K + kk)] = convert(fb, inner, b[static_cast<std::size_t>(kk * N + j)]).bits;
+    for (std::int64_t j = 0; j < N; ++j) bt[static_cast<std::size_t>(j * K + kk)] = bv[static_cast<std::size_t>(kk * N + j)];
   std::vector<Bits> out(static_cast<std::size_t>(M * N));
   const auto element = [&](std::int64_t i, std::int64_t j, bool hardware) {
     const std::size_t e = static_cast<std::size_t>(i * N + j);
@@ -129,23 +143,29 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
   // multiply-adds from D's value — here +0, as the model's partial starts — the chain
   // scaled_element runs. Then each promotion o = fmaf(fp32(sa·sb), p, o) per element; an
   // element ending in NaN is computed again in soft float (the platform's NaN is not the model's).
-  std::vector<float> ac(static_cast<std::size_t>(M * model.chunk)), bf(static_cast<std::size_t>(K * N)),
-      p(static_cast<std::size_t>(M * N)), o(static_cast<std::size_t>(M * N));
+  // Buffers each written in full before they are read (no zeroing pass): A's chunk, B as
+  // floats, the partials, the promoted sums; the chunk's scales of A's rows and B's columns.
+  const auto floats = [](std::int64_t n) { return std::unique_ptr<float[]>(new float[static_cast<std::size_t>(n)]); };
+  const std::unique_ptr<float[]> ac = floats(M * std::min(model.chunk, K)), bf = floats(K * N), p = floats(M * N),
+                                 o = floats(M * N);
+  std::vector<double> row_scale(static_cast<std::size_t>(M)), col_scale(static_cast<std::size_t>(N));
   for (std::int64_t kk = 0; kk < K; ++kk)
     for (std::int64_t j = 0; j < N; ++j)
       bf[static_cast<std::size_t>(kk * N + j)] = std::bit_cast<float>(bt[static_cast<std::size_t>(j * K + kk)].raw);
-  for (std::size_t e = 0; e < o.size(); ++e) o[e] = addend.empty() ? 0.0f : std::bit_cast<float>(addend[e].raw);
+  for (std::size_t e = 0; e < out.size(); ++e) o[e] = addend.empty() ? 0.0f : std::bit_cast<float>(addend[e].raw);
   for (std::int64_t c0 = 0; c0 < K; c0 += model.chunk) {
     const std::int64_t len = std::min(model.chunk, K - c0);
     for (std::int64_t i = 0; i < M; ++i)
       for (std::int64_t kk = 0; kk < len; ++kk)
         ac[static_cast<std::size_t>(i * len + kk)] = std::bit_cast<float>(av[static_cast<std::size_t>(i * K + c0 + kk)].raw);
-    std::fill(p.begin(), p.end(), 0.0f);
-    detail::matmul_fp32(ac.data(), bf.data() + c0 * N, p.data(), M, len, N, 0, true, BulkPath::automatic);
+    std::fill(p.get(), p.get() + M * N, 0.0f);
+    detail::matmul_fp32(ac.get(), bf.get() + c0 * N, p.get(), M, len, N, 0, true, BulkPath::automatic);
+    for (std::int64_t i = 0; i < M; ++i) row_scale[static_cast<std::size_t>(i)] = scale_at(sa, false, i, c0, K, M);
+    for (std::int64_t j = 0; j < N; ++j) col_scale[static_cast<std::size_t>(j)] = scale_at(sb, true, j, c0, K, N);
     for (std::int64_t i = 0; i < M; ++i)
       for (std::int64_t j = 0; j < N; ++j) {
         const std::size_t e = static_cast<std::size_t>(i * N + j);
-        const auto sf = static_cast<float>(scale_at(sa, false, i, c0, K, M) * scale_at(sb, true, j, c0, K, N));
+        const auto sf = static_cast<float>(row_scale[static_cast<std::size_t>(i)] * col_scale[static_cast<std::size_t>(j)]);
         o[e] = std::fmaf(sf, p[e], o[e]);
       }
   }
@@ -170,9 +190,7 @@ std::vector<Bits> scaled_dot_emulate(const FormatSpec& fa, std::span<const Bits>
   const FpEnvGuard env;
   check_chunk(model);
   const FormatSpec& inner = model.block_fma ? *model.block_fma->input : *model.acc;
-  std::vector<Bits> av(a.size()), bv(b.size());
-  for (std::size_t x = 0; x < a.size(); ++x) av[x] = convert(fa, inner, a[x]).bits;
-  for (std::size_t x = 0; x < b.size(); ++x) bv[x] = convert(fb, inner, b[x]).bits;
+  const std::vector<Bits> av = converted(fa, inner, a), bv = converted(fb, inner, b);
   std::vector<Bits> out(static_cast<std::size_t>(R));
   const bool hardware = hardware_fp32(model);
   for (std::int64_t r = 0; r < R; ++r) {

@@ -203,6 +203,8 @@ std::vector<Bits> scaled_dot_emulate(const FormatSpec& fa, std::span<const Bits>
   return out;
 }
 
+bool scaled_emulation_vectorised(const ScaledGemmModel& model) { return hardware_fp32(model); }
+
 namespace detail {
 void set_scaled_emulation_soft_float(bool soft) { soft_float_only.store(soft, std::memory_order_relaxed); }
 }  // namespace detail

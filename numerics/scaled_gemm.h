@@ -67,6 +67,11 @@ std::vector<Bits> scaled_dot_emulate(const FormatSpec& fa, std::span<const Bits>
                                      std::int64_t r, std::int64_t k, const ScaledGemmModel& model,
                                      std::span<const Bits> addend_fp32 = {});
 
+/// True where scaled_gemm_emulate runs the model's partials on the vectorised fp32 kernel
+/// (partials in fp32 with round to nearest even, no block-FMA model: about 0.2 ns per product
+/// on one core); otherwise every product is a soft-float fma (about 50 ns).
+bool scaled_emulation_vectorised(const ScaledGemmModel& model);
+
 namespace detail {
 /// Testing hook: true makes scaled_gemm_emulate and scaled_dot_emulate compute every element
 /// with the soft-float fma (their fp32 partials otherwise use the hardware's fmaf, bit for bit

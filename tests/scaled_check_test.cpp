@@ -268,6 +268,20 @@ TEST(ScaledGemm, HardwareFmaPathIsTheSoftFloatModelBitForBit) {
   }
 }
 
+TEST(ScaledGemm, ThePredictionRunsWhereTheEmulationIsCheap) {
+  // 128 × 1152 × 128 = 2^24 + 2^21 products: above the soft-float limit (2^24), below the
+  // vectorised one (2^30). fp32 partials: the model's prediction is run and matches the
+  // emulated output; bf16 partials (soft float): no prediction.
+  const Problem p = make(128, 1152, 128, 128, 17);
+  const ClaimSpec fp32_partials = deepseek_claim(p, "--promote-every 128");
+  const TensorData c = emulate_matmul(A_of(p), B_of(p), std::nullopt, fp32_partials);
+  const CheckResult fast = check_matmul(A_of(p), B_of(p), c, fp32_partials);
+  ASSERT_TRUE(fast.model) << fast.text();
+  EXPECT_EQ(fast.model->equal, 128 * 128);
+  const CheckResult soft = check_matmul(A_of(p), B_of(p), c, deepseek_claim(p, "--promote-every 128 --acc bf16"));
+  EXPECT_FALSE(soft.model) << soft.text();
+}
+
 TEST(ScaledGemm, LegalOutputsAreConsistent) {
   const Problem p = make(6, 512, 5, 128, 2);
   const ClaimSpec claim = deepseek_claim(p, "--promote-every 128");

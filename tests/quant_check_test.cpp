@@ -15,6 +15,7 @@
 
 #include "formats/error.h"
 #include "tolerances/check.h"
+#include "tolerances/parallel_detail.h"
 #include "tolerances/quant_check.h"
 
 namespace numfid {
@@ -205,6 +206,33 @@ TEST(QuantCheck, Int32OverflowIsReportedWithItsK) {
   EXPECT_TRUE(has_signature(r, "int32-overflow", "1 of them equal the wrapped")) << signatures(r);
   // The emulation wraps, as the hardware's int32 adders do.
   EXPECT_EQ(emulate_matmul(A, B, std::nullopt, claim).values, C.values);
+}
+
+TEST(QuantCheck, ChecksAreIdenticalForAnyThreadCount) {
+  // The elements are judged on every core in chunks of 16384: 140 × 130 outputs are two chunks.
+  // Requantised without --saturate at a scale that leaves int8's range (out-of-range elements
+  // in both chunks: mismatched and overflowing), two more elements changed: the whole report,
+  // text and JSON, for 1, 2 and 7 threads.
+  struct Restore {
+    ~Restore() { detail::set_check_threads(0); }
+  } restore;
+  const Gemm g = random_gemm(140, 40, 130, 8);
+  const std::vector<std::int64_t> acc = naive_acc(g, -3, 131);
+  TensorData C = int8_output(g, acc, {8}, 5, rint_even);
+  C.values[7] = Bits{C.values[7].raw ^ 0x01u};
+  C.values[17000] = Bits{C.values[17000].raw ^ 0x10u};
+  const ClaimSpec claim = parse_claim("--in int8 --in-b uint8 --acc int32 --out int8 --zero-point-a -3 --zero-point-b 131 "
+                                      "--out-scale 0x1p-8 --out-zero-point 5");
+  std::string first;
+  for (const int threads : {1, 2, 7}) {
+    detail::set_check_threads(threads);
+    const CheckResult r = check_matmul(A_of(g), B_of(g), C, claim);
+    ASSERT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
+    EXPECT_TRUE(has_signature(r, "requant-overflow")) << signatures(r);
+    const std::string now = r.text() + r.json();
+    if (first.empty()) first = now;
+    EXPECT_EQ(now, first) << threads << " threads";
+  }
 }
 
 TEST(QuantCheck, FloatOutputAndRowwiseDot) {

@@ -4,6 +4,7 @@
 #include "tolerances/quant_check.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "formats/platform.h"
 #include "numerics/int_gemm.h"
 #include "tolerances/check_detail.h"
+#include "tolerances/parallel_detail.h"
 #include "tolerances/reference_fast_detail.h"
 
 namespace numfid::detail {
@@ -330,43 +332,67 @@ CheckResult check_int_gemm(const TensorData& A, const TensorData& B, const Tenso
 
   Verdict v;
   v.elements = static_cast<std::int64_t>(C.values.size());
-  std::vector<ElementReport> all(C.values.size());
-  std::vector<std::size_t> mismatched, acc_overflow, out_overflow;
-  for (std::size_t e = 0; e < C.values.size(); ++e) {
-    const double s = g.scale_of(rowwise ? 0 : static_cast<std::int64_t>(e) % cols);
-    const RequantResult want = requantize(exact[e], s, g.r);
-    const bool acc_ok = in_int32(exact[e]);
-    if (!acc_ok) acc_overflow.push_back(e);
-    if (want.overflow) out_overflow.push_back(e);
-    ElementReport& r = all[e];
-    r.index = static_cast<std::int64_t>(e);
-    r.row = r.index / cols;
-    r.col = r.index % cols;
-    r.bits = C.values[e];
-    r.value = output_value(out, C.values[e]);
-    r.exact = requant_exact(exact[e], s, g.r);
-    const bool equal = C.values[e] == want.bits && !want.overflow;
-    const double unit = out.kind == FormatKind::integer ? 1.0 : ulp_at(out, r.exact);
-    r.det_bound = r.prob_bound = allowance * unit;
-    // A saturating output errs by its saturation as claimed: the error is measured from the
-    // exact value clamped into the range.
-    const double target = out.kind == FormatKind::integer && g.r.saturate
-                              ? std::clamp(r.exact, static_cast<double>(integer_min(out)), static_cast<double>(integer_max(out)))
-                              : r.exact;
-    r.error = std::isfinite(r.value) ? r.value - target : (equal ? 0 : INFINITY);
-    r.error_ulps = std::isfinite(r.error) ? r.error / unit : r.error;
-    r.ratio = std::fabs(r.error) / r.det_bound;
-    r.cls = equal ? ElementClass::bit_exact : ElementClass::outside_deterministic;
-    if (!equal) {
-      mismatched.push_back(e);
-      r.ratio = std::max(r.ratio, 1.0 + std::fabs(r.value - output_value(out, want.bits)) / unit);
+  // Each element judged on its own, on every core (tolerances/parallel_detail.h): its report,
+  // and per chunk of fixed bounds the lists of mismatched and overflowing elements (in index
+  // order), the counts and the largest error, joined in chunk order afterwards — the same
+  // for any thread count.
+  detail::ParallelArray<ElementReport> all(v.elements);
+  struct Part {
+    std::vector<std::size_t> mismatched, acc_overflow, out_overflow;
+    std::array<std::int64_t, 4> counts{};
+    double max_error_ulps = 0;
+  };
+  constexpr std::int64_t kGrain = 16384;
+  std::vector<Part> parts(static_cast<std::size_t>((v.elements + kGrain - 1) / kGrain));
+  detail::parallel_for(v.elements, kGrain, [&](std::int64_t e0, std::int64_t e1) {
+    Part& part = parts[static_cast<std::size_t>(e0 / kGrain)];
+    auto& [mismatched, acc_overflow, out_overflow, counts, max_error_ulps] = part;
+    for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e) {
+      const double s = g.scale_of(rowwise ? 0 : static_cast<std::int64_t>(e) % cols);
+      const RequantResult want = requantize(exact[e], s, g.r);
+      const bool acc_ok = in_int32(exact[e]);
+      if (!acc_ok) acc_overflow.push_back(e);
+      if (want.overflow) out_overflow.push_back(e);
+      ElementReport& r = all[e];
+      r.index = static_cast<std::int64_t>(e);
+      r.row = r.index / cols;
+      r.col = r.index % cols;
+      r.bits = C.values[e];
+      r.value = output_value(out, C.values[e]);
+      r.exact = requant_exact(exact[e], s, g.r);
+      const bool equal = C.values[e] == want.bits && !want.overflow;
+      const double unit = out.kind == FormatKind::integer ? 1.0 : ulp_at(out, r.exact);
+      r.det_bound = r.prob_bound = allowance * unit;
+      // A saturating output errs by its saturation as claimed: the error is measured from the
+      // exact value clamped into the range.
+      const double target = out.kind == FormatKind::integer && g.r.saturate
+                                ? std::clamp(r.exact, static_cast<double>(integer_min(out)), static_cast<double>(integer_max(out)))
+                                : r.exact;
+      r.error = std::isfinite(r.value) ? r.value - target : (equal ? 0 : INFINITY);
+      r.error_ulps = std::isfinite(r.error) ? r.error / unit : r.error;
+      r.ratio = std::fabs(r.error) / r.det_bound;
+      r.cls = equal ? ElementClass::bit_exact : ElementClass::outside_deterministic;
+      if (!equal) {
+        mismatched.push_back(e);
+        r.ratio = std::max(r.ratio, 1.0 + std::fabs(r.value - output_value(out, want.bits)) / unit);
+      }
+      if (std::isfinite(r.error_ulps)) max_error_ulps = std::max(max_error_ulps, std::fabs(r.error_ulps));
+      ++counts[static_cast<std::size_t>(r.cls)];
     }
-    if (std::isfinite(r.error_ulps)) v.max_error_ulps = std::max(v.max_error_ulps, std::fabs(r.error_ulps));
-    ++v.counts[static_cast<std::size_t>(r.cls)];
+  });
+  std::vector<std::size_t> mismatched, acc_overflow, out_overflow;
+  for (Part& part : parts) {
+    mismatched.insert(mismatched.end(), part.mismatched.begin(), part.mismatched.end());
+    acc_overflow.insert(acc_overflow.end(), part.acc_overflow.begin(), part.acc_overflow.end());
+    out_overflow.insert(out_overflow.end(), part.out_overflow.begin(), part.out_overflow.end());
+    for (std::size_t c = 0; c < 4; ++c) v.counts[c] += part.counts[c];
+    v.max_error_ulps = std::max(v.max_error_ulps, part.max_error_ulps);
   }
+  std::vector<Part>().swap(parts);
   v.outside_probabilistic = v.counts[3];
   v.chance_probability = 0;
-  v.field = error_field(all, Grid{d.m, cols}, 1e-9);  // the gate's figures, as judge() gives them
+  v.field = error_field(std::span<const ElementReport>(all.data(), all.size()), Grid{d.m, cols},
+                        1e-9);  // the gate's figures, as judge() gives them
   const Int32OverflowK ov = int32_overflow_k(g.a, g.b);
   if (v.counts[3] > 0) {
     v.kind = TensorKind::defect;
@@ -420,11 +446,14 @@ CheckResult check_int_gemm(const TensorData& A, const TensorData& B, const Tenso
         v.signatures.push_back({h->name, fmt::format("{} of the {} differing elements{} {}", hit, n,
                                                      n < mismatched.size() ? " (sampled)" : "", h->evidence)});
   }
-  std::vector<ElementReport> sorted = all;
+  // The worst elements: positions sorted, not 96-byte records; partial_sort makes the same
+  // comparisons and moves on either, so ties come out in the same order.
+  std::vector<std::size_t> sorted(all.size());
+  for (std::size_t e = 0; e < sorted.size(); ++e) sorted[e] = e;
   const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(std::max(opt.worst, 0)), sorted.size());
   std::partial_sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end(),
-                    [](const ElementReport& x, const ElementReport& y) { return x.ratio > y.ratio; });
-  v.worst.assign(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k));
+                    [&all](std::size_t x, std::size_t y) { return all[x].ratio > all[y].ratio; });
+  for (std::size_t i = 0; i < k; ++i) v.worst.push_back(all[sorted[i]]);
 
   CheckResult r;
   r.op = rowwise ? "dot" : "matmul";

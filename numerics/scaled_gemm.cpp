@@ -108,7 +108,7 @@ std::atomic<bool> soft_float_only{false};
 /// Whether scaled_element may take its hardware path: partials in fp32 under round to nearest
 /// even (a plain accumulator; a block-FMA model is its own arithmetic), operands in fp32.
 bool hardware_fp32(const ScaledGemmModel& model) {
-  return !soft_float_only.load(std::memory_order_relaxed) && !model.block_fma && model.acc == &fp32 &&
+  return !soft_float_only.load(std::memory_order_relaxed) && !model.block_fma && model.acc != nullptr && *model.acc == fp32 &&
          model.acc_rounding == Rounding::rne;
 }
 

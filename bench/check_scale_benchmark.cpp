@@ -6,7 +6,9 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <chrono>
 #include <ctime>
 #include <cstdint>
@@ -218,34 +220,86 @@ void BM_CheckInt8VsDgemm(benchmark::State& state) {
 }
 BENCHMARK(BM_CheckInt8VsDgemm)->Args({1024, 4096, 1024})->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
-/// A block-scaled fp8 GEMM check (E4M3 operands, 1x128 scales on A and 128x128 on B, partials of
-/// 128 promoted to fp32 — `--scale-block 1x128,128x128 --promote-every 128`; C its emulation),
-/// next to a dgemm of the shape. Its exact reference is the long accumulator per element, its
-/// rows on every core: run with NUMFID_THREADS=1 for the single-threaded figure.
+/// A block-scaled fp8 GEMM check (E4M3 operands; C the claim's emulation), next to a dgemm of
+/// the shape. Arg 3 = 0: DeepSeek-V3's recipe, fp32 scales (not powers of two) in 1x128 blocks
+/// on A and 128x128 on B, partials of 128 promoted to fp32 (`--scale-block 1x128,128x128
+/// --promote-every 128`): the exact reference sums each segment in fixed point. 1: MX, E8M0
+/// scales in 1x32 blocks along K of both (`--scale-block 1x32 --scale-format e8m0`), each
+/// block's scale the power of two that puts its largest |x| at E4M3's top binade (OCP MX
+/// v1.0 §6.3's shared exponent): the scales fold into the operands and the certified fp64
+/// GEMM gives the reference. Rows on every core: NUMFID_THREADS=1 for one thread.
 void BM_CheckScaledFp8VsDgemm(benchmark::State& state) {
   const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const bool mx = state.range(3) == 1;
   std::mt19937_64 g(5);
   std::normal_distribution<float> nd(0, 1);
   numfid::TensorData a{&numfid::fp8_e4m3, {m, k}, {}, "A"}, b{&numfid::fp8_e4m3, {k, n}, {}, "B"};
-  auto fp8 = [&] {
-    return numfid::convert(numfid::fp32, numfid::fp8_e4m3, Bits{std::bit_cast<std::uint32_t>(nd(g) * 16)}).bits;
+  const std::int64_t kb = mx ? 32 : 128;
+  // Data x ~ N(0, 1) (times 16 for the fp32-scale recipe, whose scales are drawn apart from it);
+  // MX: per block of 32 along K, scale 2^(ilogb(amax) - 8) (E4M3's top binade is 2^8), x / scale
+  // rounded to E4M3, saturating (the block's largest may exceed 448: OCP MX clamps it).
+  numfid::RoundOptions sat;
+  sat.overflow = numfid::Overflow::saturate;
+  const auto fp8 = [&sat](float v) {
+    return numfid::convert(numfid::fp32, numfid::fp8_e4m3, Bits{std::bit_cast<std::uint32_t>(v)}, sat).bits;
   };
-  for (std::int64_t i = 0; i < m * k; ++i) a.values.push_back(fp8());
-  for (std::int64_t i = 0; i < k * n; ++i) b.values.push_back(fp8());
-  std::vector<double> sa(static_cast<std::size_t>(m * ((k + 127) / 128))),
-      sb(static_cast<std::size_t>(((k + 127) / 128) * ((n + 127) / 128)));
-  std::uniform_real_distribution<double> u(0.001, 0.01);
-  for (double& x : sa) x = static_cast<double>(static_cast<float>(u(g)));
-  for (double& x : sb) x = static_cast<double>(static_cast<float>(u(g)));
+  std::vector<double> sa, sb;
+  if (mx) {
+    std::vector<float> xa(static_cast<std::size_t>(m * k)), xb(static_cast<std::size_t>(k * n));
+    for (float& x : xa) x = nd(g);
+    for (float& x : xb) x = nd(g);
+    a.values.resize(xa.size());
+    b.values.resize(xb.size());
+    sa.resize(static_cast<std::size_t>(m * (k / kb)));
+    sb.resize(static_cast<std::size_t>((k / kb) * n));
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t c = 0; c < k / kb; ++c) {
+        float amax = 0;
+        for (std::int64_t t = 0; t < kb; ++t) amax = std::max(amax, std::fabs(xa[static_cast<std::size_t>(i * k + c * kb + t)]));
+        const double sc = std::ldexp(1.0, std::ilogb(amax) - 8);
+        sa[static_cast<std::size_t>(i * (k / kb) + c)] = sc;
+        for (std::int64_t t = 0; t < kb; ++t) {
+          const auto e = static_cast<std::size_t>(i * k + c * kb + t);
+          a.values[e] = fp8(static_cast<float>(xa[e] / sc));
+        }
+      }
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t c = 0; c < k / kb; ++c) {
+        float amax = 0;
+        for (std::int64_t t = 0; t < kb; ++t) amax = std::max(amax, std::fabs(xb[static_cast<std::size_t>((c * kb + t) * n + j)]));
+        const double sc = std::ldexp(1.0, std::ilogb(amax) - 8);
+        sb[static_cast<std::size_t>(c * n + j)] = sc;
+        for (std::int64_t t = 0; t < kb; ++t) {
+          const auto e = static_cast<std::size_t>((c * kb + t) * n + j);
+          b.values[e] = fp8(static_cast<float>(xb[e] / sc));
+        }
+      }
+  } else {
+    for (std::int64_t i = 0; i < m * k; ++i) a.values.push_back(fp8(nd(g) * 16));
+    for (std::int64_t i = 0; i < k * n; ++i) b.values.push_back(fp8(nd(g) * 16));
+    sa.resize(static_cast<std::size_t>(m * ((k + 127) / 128)));
+    sb.resize(static_cast<std::size_t>(((k + 127) / 128) * ((n + 127) / 128)));
+    std::uniform_real_distribution<double> u(0.001, 0.01);
+    for (double& x : sa) x = static_cast<double>(static_cast<float>(u(g)));
+    for (double& x : sb) x = static_cast<double>(static_cast<float>(u(g)));
+  }
   numfid::ClaimSpec claim = numfid::parse_claim(
-      "--in fp8_e4m3 --out fp32 --scale-a sa.npy --scale-b sb.npy --scale-block 1x128,128x128 --promote-every 128");
+      mx ? "--in fp8_e4m3 --out fp32 --scale-a sa.npy --scale-b sb.npy --scale-block 1x32 --scale-format e8m0"
+         : "--in fp8_e4m3 --out fp32 --scale-a sa.npy --scale-b sb.npy --scale-block 1x128,128x128 --promote-every 128");
   numfid::attach_operand_scales(claim, sa, sb);
+  state.SetLabel(mx ? "MX: E8M0 1x32" : "DeepSeek: fp32 1x128,128x128");
   const numfid::TensorData c = numfid::emulate_matmul(a, b, std::nullopt, claim);
   check_vs_dgemm(state, m, k, n, [&] {
     return numfid::check_matmul(a, b, c, claim).verdict.kind != numfid::TensorKind::defect;
   }, "the emulated output was judged a defect");
 }
-BENCHMARK(BM_CheckScaledFp8VsDgemm)->Args({256, 2048, 256})->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CheckScaledFp8VsDgemm)
+    ->Args({256, 2048, 256, 0})
+    ->Args({256, 2048, 256, 1})
+    ->Args({1024, 4096, 1024, 1})
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 /// The parts of one check, each timed (wall clock) in the same iteration as a dgemm on the
 /// shape: the exact results (matmul_reference), the calibration of the probable-defect rule

@@ -6,6 +6,7 @@
 // (exact in double, so std::nearbyint is the one rounding).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -282,6 +283,88 @@ TEST(ScaledGemm, ChecksAreIdenticalForAnyThreadCount) {
     EXPECT_GE(outside, 1);
     EXPECT_LE(outside, 2);
   }
+}
+
+TEST(ScaledGemm, PowerOfTwoScalesFoldIntoTheCertifiedGemm) {
+  // MX-style claims (E8M0 scales: powers of two, 1x32 blocks along K of A and of B): the exact
+  // reference folds each scale into its operand entry (exact) and takes the certified fp64
+  // GEMM's elements. Whole reports equal the forced term-by-term path (ReferencePath::exact),
+  // with a NaN in A, infinite and NaN addends and a cancelling block; matmul and row-wise dot.
+  struct Restore {
+    ~Restore() { detail::set_reference_path(detail::ReferencePath::automatic); }
+  } restore;
+  if (!detail::fast_reference_built()) GTEST_SKIP() << "built without OpenBLAS: no fp64 GEMM to fold into";
+  std::mt19937 gen(55);
+  for (const bool dot : {false, true}) {
+    const std::int64_t m = 70, k = 256, n = dot ? 1 : 45;
+    // Entries as MX quantisation leaves them: E4M3 exponents -2..4 (each block scaled to use
+    // the format's range), so that the folded products' spans fit the GEMM's certificate.
+    const auto entries = [&](std::size_t count) {
+      std::vector<std::uint8_t> v(count);
+      for (auto& x : v) x = static_cast<std::uint8_t>((gen() & 0x87) | ((5 + gen() % 7) << 3));
+      return v;
+    };
+    std::vector<std::uint8_t> a = entries(static_cast<std::size_t>(m * k)), b = entries(static_cast<std::size_t>(dot ? m * k : k * n));
+    a[static_cast<std::size_t>(3 * k + 40)] = 0x7f;  // NaN in row 3
+    a[static_cast<std::size_t>(6 * k + 7)] = 0x01;   // a subnormal and zeros of both signs in row 6
+    a[static_cast<std::size_t>(6 * k + 8)] = 0x80;
+    a[static_cast<std::size_t>(6 * k + 9)] = 0x00;
+    for (std::int64_t kk = 0; kk < 32; kk += 2) {     // row 5's first block cancels against equal B entries
+      a[static_cast<std::size_t>(5 * k + kk + 1)] = static_cast<std::uint8_t>(a[static_cast<std::size_t>(5 * k + kk)] ^ 0x80);
+      const std::size_t b0 = static_cast<std::size_t>(dot ? 5 * k + kk : kk * n), b1 = static_cast<std::size_t>(dot ? 5 * k + kk + 1 : (kk + 1) * n);
+      b[b1] = b[b0];
+    }
+    const auto pow2 = [&] { return std::ldexp(1.0, static_cast<int>(gen() % 5) - 2); };
+    std::vector<double> sa(static_cast<std::size_t>(m * (k / 32))), sb(static_cast<std::size_t>(dot ? m * (k / 32) : (k / 32) * n));
+    for (double& x : sa) x = pow2();
+    for (double& x : sb) x = pow2();
+    ClaimSpec claim = parse_claim("--in fp8_e4m3 --out bf16 --scale-a sa.npy --scale-b sb.npy --scale-block 1x32 --scale-format e8m0");
+    attach_operand_scales(claim, sa, sb);
+    const TensorData A = view(std::span<const std::uint8_t>(a), {m, k}, "fp8_e4m3", "A");
+    const TensorData B = view(std::span<const std::uint8_t>(b), dot ? std::vector<std::int64_t>{m, k} : std::vector<std::int64_t>{k, n},
+                              "fp8_e4m3", "B");
+    std::vector<float> addend(static_cast<std::size_t>(m * n));
+    for (std::size_t e = 0; e < addend.size(); ++e) addend[e] = static_cast<float>(static_cast<int>(gen() % 200) - 100) / 8;
+    addend[9] = INFINITY;
+    addend[11] = NAN;
+    const TensorData D = view(std::span<const float>(addend), dot ? std::vector<std::int64_t>{m} : std::vector<std::int64_t>{m, n}, "fp32", "D");
+    TensorData C = dot ? emulate_dot(A, B, D, claim) : emulate_matmul(A, B, D, claim);
+    C.values[1] = Bits{C.values[1].raw + 1};
+    C.values[20] = Bits{C.values[20].raw ^ 0x0100u};
+    MatmulCheckOptions opt;
+    opt.addend = D;
+    SCOPED_TRACE(dot ? "dot" : "matmul");
+    detail::set_reference_path(detail::ReferencePath::automatic);
+    const CheckResult folded = dot ? check_dot(A, B, C, claim, opt) : check_matmul(A, B, C, claim, opt);
+    if (!dot) {
+      EXPECT_TRUE(detail::last_reference_stats().gemm);
+      EXPECT_GT(detail::last_reference_stats().certified, m * n / 2) << "the certified GEMM's elements are taken";
+    }
+    detail::set_reference_path(detail::ReferencePath::exact);
+    const CheckResult terms = dot ? check_dot(A, B, C, claim, opt) : check_matmul(A, B, C, claim, opt);
+    EXPECT_EQ(folded.text(), terms.text());
+    EXPECT_EQ(folded.json(), terms.json());
+    EXPECT_EQ(folded.verdict.kind, TensorKind::defect);
+  }
+  // A product outside the folded format's exponent range (bf16's 2^-133 times a scale of
+  // 2^-200): no fold, the fixed-point path, the same report.
+  const std::int64_t m = 4, k = 64, n = 3;
+  std::vector<std::uint16_t> a(static_cast<std::size_t>(m * k), 0x3f80), b(static_cast<std::size_t>(k * n), 0x4000);
+  std::fill(a.begin(), a.begin() + k, std::uint16_t{0});
+  a[5] = 0x0001;  // 2^-133: row 0's only non-zero entry, its products 2^-333 (the elements' exact values)
+  std::vector<double> sa(static_cast<std::size_t>(m * 2), 1.0), sb(static_cast<std::size_t>(2 * n), 0.5);
+  sa[0] = 0x1p-200;
+  ClaimSpec claim = parse_claim("--in bf16 --out fp32 --scale-a sa.npy --scale-b sb.npy --scale-block 1x32");
+  attach_operand_scales(claim, sa, sb);
+  const TensorData A = view(std::span<const std::uint16_t>(a), {m, k}, "bf16", "A");
+  const TensorData B = view(std::span<const std::uint16_t>(b), {k, n}, "bf16", "B");
+  TensorData C = emulate_matmul(A, B, std::nullopt, claim);
+  C.values[2] = Bits{C.values[2].raw + 1};
+  detail::set_reference_path(detail::ReferencePath::automatic);
+  const CheckResult unfolded = check_matmul(A, B, C, claim);
+  detail::set_reference_path(detail::ReferencePath::exact);
+  const CheckResult terms = check_matmul(A, B, C, claim);
+  EXPECT_EQ(unfolded.text() + unfolded.json(), terms.text() + terms.json());
 }
 
 TEST(ScaledDot, EachRowIsTheOneRowMatmul) {

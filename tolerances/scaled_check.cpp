@@ -3,6 +3,7 @@
 // derivation, the verdict (judge), the promotion model (numerics/scaled_gemm.h); and the
 // dispatch of quantised claims (integer or scaled).
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <climits>
 #include <cmath>
@@ -328,24 +329,12 @@ OddPart odd_part(const Unrounded& u) {
   return {u.significand >> tz, tz};
 }
 
-}  // namespace
-
-CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& stated,
-                              const MatmulCheckOptions& opt, bool rowwise) {
-  const FpEnvGuard env;
-  const ClaimSpec claim = resolve_scaled_profile(stated);
-  expect_format(A, *claim.in, "A");
-  expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
-  expect_format(C, *claim.out, "C");
-  const MatmulDims d = scaled_dims(A, B, &C, rowwise);
-  const Scaled s = scaled_of(claim, d.m, d.k, d.n, *A.format, true, rowwise);
-  const FormatSpec& out = *claim.out;
-  if (opt.addend) {
-    expect_format(*opt.addend, fp32, "the addend");
-    if (opt.addend->values.size() != C.values.size())
-      throw InputError(fmt::format("the addend {}: {} elements, but the output has {}", opt.addend->name,
-                                   opt.addend->values.size(), C.values.size()));
-  }
+/// The exact reference of a scaled GEMM term by term: each term a·b·sa·sb exactly, each
+/// element's segments (K inside one scale block of A and of B) summed in fixed point where
+/// they fit and added to the long accumulator once, times their scale product.
+std::vector<ReferenceElement> fixed_point_reference(const TensorData& A, const TensorData& B, const Scaled& s,
+                                                    const MatmulDims& d, const MatmulCheckOptions& opt,
+                                                    const FormatSpec& out, bool rowwise) {
   // Exact reference: each term a·b·sa·sb exactly (operands of at most 16 bits: significands of
   // at most 11 bits; scales' significands at most 53).
   std::vector<ReferenceElement> ref(static_cast<std::size_t>(d.m * d.n));
@@ -568,6 +557,109 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
           ref[e] = {acc.round(out).bits, acc.to_double(), blocks ? abs_acc.abs_sum_upper() : acc.abs_sum_upper()};
         }
   });
+  return ref;
+}
+
+/// A format with `in`'s precision and exponents from 2^-254 to 2^255: an operand entry times
+/// its power-of-two scale is one of its values unless the product leaves that range (E8M0's
+/// extremes on bf16's); the certified GEMM takes formats within 2^±300 (gemm_format).
+FormatSpec wide_format(const FormatSpec& in, std::string_view name) {
+  FormatSpec f;
+  f.name = name;
+  f.kind = FormatKind::binary_float;
+  f.exponent_bits = 9;
+  f.precision = in.precision;
+  f.bias = 255;
+  f.bits = 1 + f.exponent_bits + f.precision - 1;
+  f.has_sign = f.has_subnormals = f.signed_zero = true;
+  f.non_finite = NonFinite::ieee;
+  f.nan = NanEncoding::ieee;
+  return f;
+}
+
+/// `t` (rows × K, or K × cols when `k_rows`) with every entry multiplied by its scale, a power
+/// of two: each entry's significand kept, its exponent moved (exact), in `wide`; NaN and ±inf
+/// stay NaN and ±inf (positive scales change no special value). Nothing where a product is
+/// not a value of `wide` (outside its exponent range).
+std::optional<TensorData> folded(const TensorData& t, const FormatSpec& wide, const OperandScales& sc, bool is_b,
+                                 bool k_rows, std::int64_t outer, std::int64_t K) {
+  std::atomic<bool> exact{true};
+  TensorData f;
+  f.format = &wide;
+  f.shape = t.shape;
+  f.name = t.name;
+  f.values.resize(t.values.size());
+  parallel_for(static_cast<std::int64_t>(t.values.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
+    for (std::int64_t e = e0; e < e1; ++e) {
+      const std::int64_t k = k_rows ? e / outer : e % K, line = k_rows ? e % outer : e / K;
+      const Bits x = t.values[static_cast<std::size_t>(e)];
+      const FpClass c = classify(*t.format, x);
+      Bits y;
+      if (c == FpClass::nan) {
+        y = round_nan(wide, false, false).bits;
+      } else if (c == FpClass::infinite) {
+        y = round_infinity(wide, decode(*t.format, x).negative, {}).bits;
+      } else {
+        Unrounded u = exact_value(*t.format, x);
+        if (u.significand != 0) u.exponent += std::ilogb(scale_at(sc, is_b, line, k, K, outer));
+        const Result r = round_to(wide, u, RoundOptions{});
+        if (r.status != status_ok) exact.store(false, std::memory_order_relaxed);
+        y = r.bits;
+      }
+      f.values[static_cast<std::size_t>(e)] = y;
+    }
+  });
+  if (!exact.load()) return std::nullopt;
+  return f;
+}
+
+}  // namespace
+
+CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& stated,
+                              const MatmulCheckOptions& opt, bool rowwise) {
+  const FpEnvGuard env;
+  const ClaimSpec claim = resolve_scaled_profile(stated);
+  expect_format(A, *claim.in, "A");
+  expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
+  expect_format(C, *claim.out, "C");
+  const MatmulDims d = scaled_dims(A, B, &C, rowwise);
+  const Scaled s = scaled_of(claim, d.m, d.k, d.n, *A.format, true, rowwise);
+  const FormatSpec& out = *claim.out;
+  if (opt.addend) {
+    expect_format(*opt.addend, fp32, "the addend");
+    if (opt.addend->values.size() != C.values.size())
+      throw InputError(fmt::format("the addend {}: {} elements, but the output has {}", opt.addend->name,
+                                   opt.addend->values.size(), C.values.size()));
+  }
+  // The exact reference. Every scale a power of two (E8M0, MX): folded into the operands
+  // exactly, and the exact Σ sa·sb·a·b is the plain matmul (or row-wise dot) of the folded
+  // operands — the certified fp64 GEMM's (tolerances/reference_fast.cpp), field for field what
+  // the long accumulator gives. Otherwise term by term, in fixed point per segment.
+  std::vector<ReferenceElement> ref;
+  if (s.pow2 && detail::reference_path() == detail::ReferencePath::automatic && fast_reference_built()) {
+    const std::string name_a = fmt::format("{} times its power-of-two scale", A.format->name),
+                      name_b = fmt::format("{} times its power-of-two scale", B.format->name);
+    const FormatSpec wide_a = wide_format(*A.format, name_a), wide_b = wide_format(*B.format, name_b);
+    const OperandScales osa{s.sa, s.ba}, osb{s.sb, s.bb};
+    const std::optional<TensorData> fa = folded(A, wide_a, osa, false, false, d.m, d.k);
+    const std::optional<TensorData> fb =
+        !fa ? std::nullopt
+            : rowwise ? folded(B, wide_b, osb, false, false, d.m, d.k) : folded(B, wide_b, osb, true, true, d.n, d.k);
+    if (fb) {
+      LargeArray<ExactElement> exact;
+      const TensorData* addend = opt.addend ? &*opt.addend : nullptr;
+      if (rowwise)
+        dot_elements(*fa, *fb, addend, d, exact);
+      else
+        matmul_elements(*fa, *fb, addend, d, exact);
+      ref.resize(exact.size());
+      parallel_for(static_cast<std::int64_t>(ref.size()), 16384, [&](std::int64_t e0, std::int64_t e1) {
+        for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
+          ref[e] = {exact[e].rounded(out), exact[e].exact, exact[e].sum_abs};
+      });
+    }
+  }
+  if (ref.empty()) ref = fixed_point_reference(A, B, s, d, opt, out, rowwise);
   ReductionBound b = scaled_bound(s, claim, *A.format, d.k, opt.addend.has_value());
   const Claim jc = judge_claim(claim, *A.format);
   ClaimSetup setup;

@@ -32,6 +32,14 @@ double scale_at(const OperandScales& s, bool is_b, std::int64_t outer, std::int6
 
 namespace {
 
+/// The model's output where its fp32 result is NaN, as the soft-float steps below make it: every
+/// NaN an operation of formats/arith.cpp returns is the canonical quiet NaN (nan_result), which
+/// each later fma returns again, so after K >= 1 products the result is fp32's canonical NaN
+/// cast to the output; with K = 0 nothing is computed and the addend `o` is cast as it is.
+Bits model_nan(const ScaledGemmModel& model, std::int64_t K, Bits o, const RoundOptions& oo) {
+  return convert(fp32, *model.out, K >= 1 ? round_nan(fp32, false, false).bits : o, oo).bits;
+}
+
 /// One output element of the model: the K products of row `ar` and column `bc` (operands in
 /// the inner unit's format) in chunks, each chunk's partial promoted with the scale product
 /// `scale(c0)` of the chunk starting at c0; o starts at `o`; `e` is the element's stream.
@@ -43,8 +51,8 @@ Bits scaled_element(const ScaledGemmModel& model, const Bits* ar, const Bits* bc
     // (IEEE 754 fusedMultiplyAdd: one rounding of the exact a·b + c, here in numfid's
     // environment — round to nearest, no flush to zero: FpEnvGuard) gives the soft fma's bits,
     // for finite, infinite and subnormal values alike. Only a NaN's sign and payload are the
-    // platform's own (x86 makes inf - inf a negative NaN): an element whose result is NaN (any
-    // NaN on the way stays one) is computed again below.
+    // platform's own (x86 makes inf - inf a negative NaN): an element whose result is NaN is
+    // the model's NaN (model_nan).
     float acc = std::bit_cast<float>(o.raw);
     for (std::int64_t c0 = 0; c0 < K; c0 += model.chunk) {
       const std::int64_t c1 = std::min(K, c0 + model.chunk);
@@ -52,11 +60,10 @@ Bits scaled_element(const ScaledGemmModel& model, const Bits* ar, const Bits* bc
       for (std::int64_t kk = c0; kk < c1; ++kk) p = std::fmaf(std::bit_cast<float>(ar[kk].raw), std::bit_cast<float>(bc[kk].raw), p);
       acc = std::fmaf(static_cast<float>(scale(c0)), p, acc);
     }
-    if (!std::isnan(acc)) {
-      RoundOptions oo = model.out_rounding;
-      oo.stream = e;
-      return convert(fp32, *model.out, Bits{std::bit_cast<std::uint32_t>(acc)}, oo).bits;
-    }
+    RoundOptions oo = model.out_rounding;
+    oo.stream = e;
+    if (std::isnan(acc)) return model_nan(model, K, o, oo);
+    return convert(fp32, *model.out, Bits{std::bit_cast<std::uint32_t>(acc)}, oo).bits;
   }
   RoundOptions acc_o;
   acc_o.rounding = model.acc_rounding;
@@ -127,22 +134,21 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
   for (std::int64_t kk = 0; kk < K; ++kk)
     for (std::int64_t j = 0; j < N; ++j) bt[static_cast<std::size_t>(j * K + kk)] = bv[static_cast<std::size_t>(kk * N + j)];
   std::vector<Bits> out(static_cast<std::size_t>(M * N));
-  const auto element = [&](std::int64_t i, std::int64_t j, bool hardware) {
-    const std::size_t e = static_cast<std::size_t>(i * N + j);
-    const auto scale = [&](std::int64_t c0) { return scale_at(sa, false, i, c0, K, M) * scale_at(sb, true, j, c0, K, N); };
-    return scaled_element(model, av.data() + i * K, bt.data() + j * K, K, scale,
-                          addend.empty() ? zero(fp32, false) : addend[e], e, hardware);
-  };
-  if (!hardware_fp32(model) || M * N * K == 0) {
+  if (!hardware_fp32(model) || M * N * K == 0) {  // every element in soft float
     for (std::int64_t i = 0; i < M; ++i)
-      for (std::int64_t j = 0; j < N; ++j) out[static_cast<std::size_t>(i * N + j)] = element(i, j, false);
+      for (std::int64_t j = 0; j < N; ++j) {
+        const std::size_t e = static_cast<std::size_t>(i * N + j);
+        const auto scale = [&](std::int64_t c0) { return scale_at(sa, false, i, c0, K, M) * scale_at(sb, true, j, c0, K, N); };
+        out[e] = scaled_element(model, av.data() + i * K, bt.data() + j * K, K, scale,
+                                addend.empty() ? zero(fp32, false) : addend[e], e, false);
+      }
     return out;
   }
   // Each chunk's partials for all elements at once: detail::matmul_fp32 (the vectorised
   // emulation kernel, numerics/emulate.h) sums each element sequentially in k with fp32 fused
   // multiply-adds from D's value — here +0, as the model's partial starts — the chain
   // scaled_element runs. Then each promotion o = fmaf(fp32(sa·sb), p, o) per element; an
-  // element ending in NaN is computed again in soft float (the platform's NaN is not the model's).
+  // element ending in NaN is the model's NaN (model_nan: the platform's NaN is not the model's).
   // Buffers each written in full before they are read (no zeroing pass): A's chunk, B as
   // floats, the partials, the promoted sums; the chunk's scales of A's rows and B's columns.
   const auto floats = [](std::int64_t n) { return std::unique_ptr<float[]>(new float[static_cast<std::size_t>(n)]); };
@@ -173,12 +179,9 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
   for (std::int64_t i = 0; i < M; ++i)
     for (std::int64_t j = 0; j < N; ++j) {
       const std::size_t e = static_cast<std::size_t>(i * N + j);
-      if (std::isnan(o[e])) {
-        out[e] = element(i, j, false);
-        continue;
-      }
       oo.stream = e;
-      out[e] = convert(fp32, *model.out, Bits{std::bit_cast<std::uint32_t>(o[e])}, oo).bits;
+      out[e] = std::isnan(o[e]) ? model_nan(model, K, Bits{}, oo)
+                                : convert(fp32, *model.out, Bits{std::bit_cast<std::uint32_t>(o[e])}, oo).bits;
     }
   return out;
 }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -47,6 +48,26 @@ std::vector<double> scales(std::size_t n, std::mt19937& gen, int exp) {
   std::vector<double> v(n);
   for (auto& s : v) s = static_cast<float>(std::ldexp(1.0 + static_cast<double>(gen() % 1000) / 997.0, exp));
   return v;
+}
+
+/// A and B of a scaled matmul (B: K×N) or row-wise dot (B: M×K, like A) from fp8 E4M3 patterns.
+std::pair<TensorData, TensorData> fp8_operands(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b,
+                                               std::int64_t m, std::int64_t k, std::int64_t n, bool dot) {
+  return {view(std::span<const std::uint8_t>(a), {m, k}, "fp8_e4m3", "A"),
+          view(std::span<const std::uint8_t>(b), dot ? std::vector<std::int64_t>{m, k} : std::vector<std::int64_t>{k, n},
+               "fp8_e4m3", "B")};
+}
+
+/// n addends, multiples of 1/8 in [-12.5, 12.4].
+std::vector<float> addends(std::size_t n, std::mt19937& gen) {
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(static_cast<int>(gen() % 200) - 100) / 8;
+  return v;
+}
+
+/// The addend tensor, shaped like C (M×N, or M for a row-wise dot).
+TensorData addend_view(const std::vector<float>& v, std::int64_t m, std::int64_t n, bool dot) {
+  return view(std::span<const float>(v), dot ? std::vector<std::int64_t>{m} : std::vector<std::int64_t>{m, n}, "fp32", "D");
 }
 
 // ------------------------------------------------------------------- scaled row-wise dot
@@ -164,15 +185,11 @@ TEST(ScaledGemm, BlockPartialsEqualTermByTerm) {
                                               "1x64,{} --promote-every 64",
                                               c % 5 == 0 ? "bf16" : "fp32", "1x128"));
     attach_operand_scales(claim, sa, sb);
-    const TensorData A = view(std::span<const std::uint8_t>(a), {m, k}, "fp8_e4m3", "A");
-    const TensorData B = view(std::span<const std::uint8_t>(b), dot ? std::vector<std::int64_t>{m, k} : std::vector<std::int64_t>{k, n},
-                              "fp8_e4m3", "B");
-    std::vector<float> addend(static_cast<std::size_t>(m * n));
-    for (std::size_t e = 0; e < addend.size(); ++e) addend[e] = static_cast<float>(static_cast<int>(gen() % 200) - 100) / 8;
+    const auto [A, B] = fp8_operands(a, b, m, k, n, dot);
+    std::vector<float> addend = addends(static_cast<std::size_t>(m * n), gen);
     if (c % 6 == 3) addend[1] = INFINITY;
     std::optional<TensorData> D;
-    if (c % 2 == 0 || c % 6 == 3)
-      D = view(std::span<const float>(addend), dot ? std::vector<std::int64_t>{m} : std::vector<std::int64_t>{m, n}, "fp32", "D");
+    if (c % 2 == 0 || c % 6 == 3) D = addend_view(addend, m, n, dot);
     TensorData C = dot ? emulate_dot(A, B, D, claim) : emulate_matmul(A, B, D, claim);
     C.values[0] = Bits{C.values[0].raw + 1};  // one element off by an ulp: the report has content
     MatmulCheckOptions opt;
@@ -320,14 +337,11 @@ TEST(ScaledGemm, PowerOfTwoScalesFoldIntoTheCertifiedGemm) {
     for (double& x : sb) x = pow2();
     ClaimSpec claim = parse_claim("--in fp8_e4m3 --out bf16 --scale-a sa.npy --scale-b sb.npy --scale-block 1x32 --scale-format e8m0");
     attach_operand_scales(claim, sa, sb);
-    const TensorData A = view(std::span<const std::uint8_t>(a), {m, k}, "fp8_e4m3", "A");
-    const TensorData B = view(std::span<const std::uint8_t>(b), dot ? std::vector<std::int64_t>{m, k} : std::vector<std::int64_t>{k, n},
-                              "fp8_e4m3", "B");
-    std::vector<float> addend(static_cast<std::size_t>(m * n));
-    for (std::size_t e = 0; e < addend.size(); ++e) addend[e] = static_cast<float>(static_cast<int>(gen() % 200) - 100) / 8;
+    const auto [A, B] = fp8_operands(a, b, m, k, n, dot);
+    std::vector<float> addend = addends(static_cast<std::size_t>(m * n), gen);
     addend[9] = INFINITY;
     addend[11] = NAN;
-    const TensorData D = view(std::span<const float>(addend), dot ? std::vector<std::int64_t>{m} : std::vector<std::int64_t>{m, n}, "fp32", "D");
+    const TensorData D = addend_view(addend, m, n, dot);
     TensorData C = dot ? emulate_dot(A, B, D, claim) : emulate_matmul(A, B, D, claim);
     C.values[1] = Bits{C.values[1].raw + 1};
     C.values[20] = Bits{C.values[20].raw ^ 0x0100u};

@@ -1,7 +1,8 @@
-// Scaled float GEMMs in the check pipeline (tolerances/quant_check.h): the exact dequantised
-// products by the long accumulator, the bound per element from Σ|scaled terms| with its
-// derivation, the verdict (judge), the promotion model (numerics/scaled_gemm.h); and the
-// dispatch of quantised claims (integer or scaled).
+// Scaled float GEMMs in the check pipeline (tolerances/quant_check.h): the exact sum of the
+// dequantised products (power-of-two scales folded into the operands for the certified fp64
+// GEMM; other scales per scale block in fixed point, then the long accumulator), the bound
+// per element from Σ|scaled terms| with its derivation, the verdict (judge), the promotion
+// model (numerics/scaled_gemm.h); and the dispatch of quantised claims (integer or scaled).
 #include <algorithm>
 #include <atomic>
 #include <bit>

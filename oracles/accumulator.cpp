@@ -252,9 +252,22 @@ void propagate(std::array<std::uint64_t, LongAccumulator::kHalf>& d) {
   }
 }
 
-/// The top 53 bits of an extracted magnitude (MSB at bit 127) as a double, rounded up or to
-/// nearest-even; `side` (if given) = sign of (the value − the result), 0 where it is exact.
-double to_double_rounded(const Unrounded& v, bool up, int* side = nullptr) {
+
+/// mag * 2^exponent rounded up to a double (exact for every product of float formats;
+/// int32 * int32 products can have more than 53 bits).
+double up_double(uint128 mag, int exponent) {
+  auto d = static_cast<double>(mag);
+  if (d < 0x1p128 && static_cast<uint128>(d) < mag) d = std::nextafter(d, __builtin_inf());
+  return std::ldexp(d, exponent);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+
+void detail::accumulator_force_scalar(bool on) { g_force_scalar = on; }
+
+double to_double_rounded(const Unrounded& v, bool up, int* side) {
   if (side != nullptr) *side = 0;
   if (v.significand == 0) return v.negative ? -0.0 : 0.0;
   auto kept = static_cast<std::uint64_t>(v.significand >> 75);
@@ -272,20 +285,6 @@ double to_double_rounded(const Unrounded& v, bool up, int* side = nullptr) {
   const double m = std::ldexp(static_cast<double>(kept), v.exponent + 75);
   return v.negative ? -m : m;
 }
-
-/// mag * 2^exponent rounded up to a double (exact for every product of float formats;
-/// int32 * int32 products can have more than 53 bits).
-double up_double(uint128 mag, int exponent) {
-  auto d = static_cast<double>(mag);
-  if (d < 0x1p128 && static_cast<uint128>(d) < mag) d = std::nextafter(d, __builtin_inf());
-  return std::ldexp(d, exponent);
-}
-
-}  // namespace
-
-// ---------------------------------------------------------------------------------------
-
-void detail::accumulator_force_scalar(bool on) { g_force_scalar = on; }
 
 void LongAccumulator::clear() { *this = LongAccumulator{}; }
 

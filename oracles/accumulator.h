@@ -152,6 +152,12 @@ class LongAccumulator {
   bool specials_fired_ = false;  ///< the last kernel() run saw an infinite or NaN term
 };
 
+/// An exact value in LongAccumulator::value()'s form (its significand's top bit at bit 127,
+/// the rest of the value in the sticky bit) as a double: to nearest, ties to even, or its
+/// magnitude rounded up when `up`; `side` (if given) = sign of (the value − the result), 0
+/// where it is exact. For non-zero values in double's normal range; zero gives a signed zero.
+double to_double_rounded(const Unrounded& v, bool up, int* side = nullptr);
+
 namespace detail {
 /// Testing hook: true makes every LongAccumulator use the portable scalar loop even where
 /// the AVX2 path is available (both must give identical results). Not thread-safe to toggle

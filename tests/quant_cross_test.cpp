@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -379,6 +380,39 @@ TEST(ScaledGemm, PowerOfTwoScalesFoldIntoTheCertifiedGemm) {
   detail::set_reference_path(detail::ReferencePath::exact);
   const CheckResult terms = check_matmul(A, B, C, claim);
   EXPECT_EQ(unfolded.text() + unfolded.json(), terms.text() + terms.json());
+}
+
+TEST(ScaledGemm, WideSumsKeepEveryBitOfTheExactSum) {
+  // fp32 scales, so the element's partials meet in the fixed-point WideSum: 3·(1·1) in block 0,
+  // 2^-12·2^-11 = 2^-23 in block 1, 2^-100·2^-100 = 2^-200 in block 2. The exact sum
+  // 3 + 2^-23 + 2^-200 lies 2^-200 above the fp32 midpoint 3 + 2^-23: to nearest it rounds up
+  // to 3 + 2^-22 (0x40400001); without the bits below the kept 128 (the sticky bit) it would be
+  // the tie and round to even, 3. The same negated. Whole reports equal the term-by-term path.
+  struct Restore {
+    ~Restore() { detail::set_reference_path(detail::ReferencePath::automatic); }
+  } restore;
+  for (const bool negative : {false, true}) {
+    const auto bf = [negative](float v) {
+      return static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(negative ? -v : v) >> 16);
+    };
+    std::vector<std::uint16_t> a(96, 0), b(96, 0);
+    a[0] = bf(1), b[0] = bf(1) & 0x7fff;
+    a[32] = bf(0x1p-12f), b[32] = bf(0x1p-11f) & 0x7fff;
+    a[64] = bf(0x1p-100f), b[64] = bf(0x1p-100f) & 0x7fff;
+    ClaimSpec claim = parse_claim("--in bf16 --out fp32 --scale-a sa.npy --scale-b sb.npy --scale-block 1x32");
+    attach_operand_scales(claim, {3.0, 1.0, 1.0}, {1.0, 1.0, 1.0});
+    const TensorData A = view(std::span<const std::uint16_t>(a), {1, 96}, "bf16", "A");
+    const TensorData B = view(std::span<const std::uint16_t>(b), {96, 1}, "bf16", "B");
+    const std::uint32_t want = negative ? 0xc0400001u : 0x40400001u;
+    const TensorData C = view(std::span<const std::uint32_t>(&want, 1), {1, 1}, "fp32", "C");
+    SCOPED_TRACE(negative ? "negated" : "positive");
+    detail::set_reference_path(detail::ReferencePath::automatic);
+    const CheckResult wide = check_matmul(A, B, C, claim);
+    EXPECT_EQ(wide.verdict.counts[static_cast<std::size_t>(ElementClass::bit_exact)], 1) << wide.text();
+    detail::set_reference_path(detail::ReferencePath::exact);
+    const CheckResult terms = check_matmul(A, B, C, claim);
+    EXPECT_EQ(wide.text() + wide.json(), terms.text() + terms.json());
+  }
 }
 
 TEST(ScaledDot, EachRowIsTheOneRowMatmul) {

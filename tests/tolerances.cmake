@@ -23,6 +23,8 @@ numfid_add_test(scaled_profile_test SOURCES scaled_profile_test.cpp DEPS numfid:
 # Cross-platform (--ref) checks of integer and scaled claims, and the scaled row-wise dot,
 # against naive implementations.
 numfid_add_test(quant_cross_test SOURCES quant_cross_test.cpp DEPS numfid::tolerances fmt::fmt)
+# The scaled check's fixed-point element sum against Boost.Multiprecision's integers.
+numfid_add_test(wide_sum_test SOURCES wide_sum_test.cpp DEPS numfid::tolerances Boost::headers fmt::fmt)
 # torch 1.13 CPU outputs of the row/elementwise ops (committed data, tests/data/torch_rows) under
 # the derived claims; docs/verdict.md §8.3.
 numfid_add_test(torch_rows_test SOURCES torch_rows_test.cpp DEPS numfid::tolerances numfid::io fmt::fmt)

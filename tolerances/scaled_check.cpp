@@ -4,6 +4,7 @@
 // per element from Σ|scaled terms| with its derivation, the verdict (judge), the promotion
 // model (numerics/scaled_gemm.h); and the dispatch of quantised claims (integer or scaled).
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <climits>
@@ -23,6 +24,7 @@
 #include "tolerances/parallel_detail.h"
 #include "tolerances/quant_check.h"
 #include "tolerances/reference_fast_detail.h"
+#include "tolerances/wide_sum_detail.h"
 
 namespace numfid::detail {
 
@@ -330,6 +332,15 @@ OddPart odd_part(const Unrounded& u) {
   return {u.significand >> tz, tz};
 }
 
+/// A scale block's partial sums, formed exactly: Σ a·b·sa·sb = (-1)^negative · m · 2^e (m = 0:
+/// the partial is zero) and Σ|a·b|·sa·sb = am · 2^ae (am = 0: every product is zero). `ok`
+/// false: not formed (too wide for fixed point): the caller adds the terms one by one.
+struct Partial {
+  bool ok = false, negative = false;
+  uint128 m = 0, am = 0;
+  int e = 0, ae = 0;
+};
+
 /// The exact reference of a scaled GEMM term by term: each term a·b·sa·sb exactly, each
 /// element's segments (K inside one scale block of A and of B) summed in fixed point where
 /// they fit and added to the long accumulator once, times their scale product.
@@ -454,7 +465,7 @@ std::vector<ReferenceElement> fixed_point_reference(const TensorData& A, const T
   // the scale, or is zero (the zero sign rules count zero terms): the caller adds the segment's
   // terms one by one.
   const auto add_partials = [&](auto sum, auto abs_sum, const Entry* xa, const Entry* xb, std::int64_t n, int lo,
-                                uint128 scale, int se, LongAccumulator& acc, LongAccumulator& abs_acc) {
+                                uint128 scale, int se) {
     using Sum = decltype(sum);
     using Mag = decltype(abs_sum);  // the unsigned type of Sum's width
     constexpr int mask = sizeof(Sum) * CHAR_BIT - 1;
@@ -467,25 +478,31 @@ std::vector<ReferenceElement> fixed_point_reference(const TensorData& A, const T
       sum += static_cast<Sum>((t ^ flip) - flip);
       abs_sum += t;
     }
-    if (sum == 0) return false;
+    Partial p;
+    p.ok = true;
+    if (abs_sum == 0) return p;  // every product zero
     const Mag mag = sum < 0 ? Mag{0} - static_cast<Mag>(sum) : static_cast<Mag>(sum);
     const OddPart po = odd_part(Unrounded{sum < 0, uint128{mag}, lo, false});
     const OddPart qo = odd_part(Unrounded{false, uint128{abs_sum}, lo, false});
     const int sw = bit_length(scale);
-    if (bit_length(po.m) + sw > 128 || bit_length(qo.m) + sw > 128) return false;
-    acc.add_exact(sum < 0, po.m * scale, lo + po.tz + se);
-    abs_acc.add_exact(false, qo.m * scale, lo + qo.tz + se);
-    return true;
+    if ((sum != 0 && bit_length(po.m) + sw > 128) || bit_length(qo.m) + sw > 128) return Partial{};
+    if (sum != 0) {
+      p.negative = sum < 0;
+      p.m = po.m * scale;
+      p.e = lo + po.tz + se;
+    }
+    p.am = qo.m * scale;
+    p.ae = lo + qo.tz + se;
+    return p;
   };
   // The fixed-point width a segment needs for exponents in [lo, hi]: |Σ| < n·2^(hi - lo + widths).
   const auto needed_bits = [&](int lo, int hi, std::int64_t n) {
     return hi - lo + width_a + width_b + std::bit_width(static_cast<std::uint64_t>(n));
   };
-  const auto add_segment = [&](std::int64_t i, std::int64_t j, std::int64_t g, LongAccumulator& acc,
-                               LongAccumulator& abs_acc) {
+  const auto segment_partial = [&](std::int64_t i, std::int64_t j, std::int64_t g) {
     const LineSegment& la = seg_a[static_cast<std::size_t>(i * n_seg + g)];
     const LineSegment& lb = seg_b[static_cast<std::size_t>(j * n_seg + g)];
-    if (la.lo == INT_MAX || lb.lo == INT_MAX) return false;  // every product zero
+    if (la.lo == INT_MAX || lb.lo == INT_MAX) return Partial{true};  // every product zero
     const auto [k0, k1] = segments[static_cast<std::size_t>(g)];
     const Entry* xa = &entry_a(i, k0);
     const Entry* xb = &entry_b(j, k0);
@@ -494,7 +511,7 @@ std::vector<ReferenceElement> fixed_point_reference(const TensorData& A, const T
     // The lines' exponent bounds first (no walk); where they are too wide for 126 bits, the
     // products' own exponents (one walk: they may be much narrower than the lines').
     int lo = la.lo + lb.lo, hi = la.hi + lb.hi;
-    if (needed_bits(lo, hi, k1 - k0) <= 62) return add_partials(std::int64_t{0}, std::uint64_t{0}, xa, xb, k1 - k0, lo, scale, se, acc, abs_acc);
+    if (needed_bits(lo, hi, k1 - k0) <= 62) return add_partials(std::int64_t{0}, std::uint64_t{0}, xa, xb, k1 - k0, lo, scale, se);
     if (needed_bits(lo, hi, k1 - k0) > 126) {
       lo = INT_MAX;
       hi = INT_MIN;
@@ -503,9 +520,37 @@ std::vector<ReferenceElement> fixed_point_reference(const TensorData& A, const T
         lo = std::min(lo, xa[k].exponent + xb[k].exponent);
         hi = std::max(hi, xa[k].exponent + xb[k].exponent);
       }
-      if (lo == INT_MAX || needed_bits(lo, hi, k1 - k0) > 126) return false;
+      if (lo == INT_MAX) return Partial{true};  // every product zero
+      if (needed_bits(lo, hi, k1 - k0) > 126) return Partial{};
     }
-    return add_partials(int128{0}, uint128{0}, xa, xb, k1 - k0, lo, scale, se, acc, abs_acc);
+    return add_partials(int128{0}, uint128{0}, xa, xb, k1 - k0, lo, scale, se);
+  };
+  // An element's exact sum from its segments' partials in a WideSum: no long accumulator to
+  // clear and read (4 KiB each), where every partial is formed, fits and the sum is not zero.
+  const auto wide_element = [&](std::int64_t i, std::int64_t jb, std::size_t e, ReferenceElement& r) {
+    int base = INT_MAX;  // a lower bound of every exponent added: the lines' lowest
+    for (std::int64_t g = 0; g < n_seg; ++g) {
+      const LineSegment& la = seg_a[static_cast<std::size_t>(i * n_seg + g)];
+      const LineSegment& lb = seg_b[static_cast<std::size_t>(jb * n_seg + g)];
+      if (la.lo != INT_MAX && lb.lo != INT_MAX)
+        base = std::min(base, la.lo + lb.lo + la.scale_exponent + lb.scale_exponent);
+    }
+    Unrounded add{};
+    if (opt.addend) {
+      add = exact_value(fp32, opt.addend->values[e]);
+      if (add.significand != 0) base = std::min(base, add.exponent);
+    }
+    if (base == INT_MAX) return false;
+    WideSum w(base, static_cast<int>(std::bit_width(static_cast<std::uint64_t>(n_seg + 1))));
+    for (std::int64_t g = 0; g < n_seg; ++g) {
+      const Partial p = segment_partial(i, jb, g);
+      if (!p.ok || !w.add(p.negative, p.m, p.e) || !w.add_abs(p.am, p.ae)) return false;
+    }
+    if (!w.add(add.negative, add.significand, add.exponent) || !w.add_abs(add.significand, add.exponent)) return false;
+    Unrounded v;
+    if (!w.value(v)) return false;
+    r = {round_to(out, v, RoundOptions{}).bits, to_double_rounded(v, false), to_double_rounded(w.abs_value(), true)};
+    return true;
   };
   // Tiles of rows × columns on every core (each element on its own: the same results for any
   // thread count), about 256 KiB of A's rows and of B's columns each, so that a tile's lines
@@ -525,10 +570,18 @@ std::vector<ReferenceElement> fixed_point_reference(const TensorData& A, const T
           const bool blocks = blocks_allowed && row_special[static_cast<std::size_t>(i)] == 0 &&
                               col_special[static_cast<std::size_t>(jb)] == 0 &&
                               (!opt.addend || std::isfinite(to_double(fp32, opt.addend->values[e])));
+          if (blocks && wide_element(i, jb, e, ref[e])) continue;
           acc.clear();
           abs_acc.clear();
           for (std::int64_t g = 0; g < n_seg; ++g) {
-            if (blocks && add_segment(i, jb, g, acc, abs_acc)) continue;
+            if (blocks) {
+              const Partial p = segment_partial(i, jb, g);
+              if (p.ok && p.m != 0) {
+                acc.add_exact(p.negative, p.m, p.e);
+                abs_acc.add_exact(false, p.am, p.ae);
+                continue;
+              }
+            }
             const LineSegment& la = seg_a[static_cast<std::size_t>(i * n_seg + g)];
             const LineSegment& lb = seg_b[static_cast<std::size_t>(jb * n_seg + g)];
             const uint128 scale = uint128{la.scale} * lb.scale;

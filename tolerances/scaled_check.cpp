@@ -9,6 +9,7 @@
 #include <bit>
 #include <climits>
 #include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -332,6 +333,51 @@ OddPart odd_part(const Unrounded& u) {
   return {u.significand >> tz, tz};
 }
 
+/// An operand entry of a scaled GEMM in 8 bytes: its exact value significand·2^exponent (zero:
+/// significand 0), or "special" (NaN, ±inf: added as the plain product, positive scales change
+/// no special value). Little-endian layout read by walk64 as one word: significand bits 0-31,
+/// exponent bits 32-47 (two's complement), negative bit 48.
+struct Entry {
+  std::uint32_t significand = 0;
+  std::int16_t exponent = 0;
+  std::uint8_t negative = 0, special = 0;
+};
+static_assert(sizeof(Entry) == 8 && std::endian::native == std::endian::little);
+
+/// Σ ±a·b (two's complement, modulo 2^64) and Σ|a·b| of n pairs of entries in fixed point with
+/// unit 2^lo, as plain 64-bit lane arithmetic that vectorises (a 32×32-bit multiply, variable
+/// shifts): each product's shift masked to 0..63 — a zero product is zero under any shift, and
+/// the caller has checked that every non-zero one is in range and that the sums fit.
+inline void walk64_body(const Entry* xa, const Entry* xb, std::int64_t n, std::int64_t lo, std::uint64_t& sum,
+                        std::uint64_t& abs_sum) {
+  std::uint64_t s = 0, a = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    std::uint64_t x = 0, y = 0;
+    std::memcpy(&x, xa + k, sizeof x);
+    std::memcpy(&y, xb + k, sizeof y);
+    const std::uint64_t ex = (((x >> 32) & 0xffff) ^ 0x8000) - 0x8000, ey = (((y >> 32) & 0xffff) ^ 0x8000) - 0x8000;
+    const std::uint64_t t = ((x & 0xffffffff) * (y & 0xffffffff)) << ((ex + ey - static_cast<std::uint64_t>(lo)) & 63);
+    const std::uint64_t flip = std::uint64_t{0} - (((x ^ y) >> 48) & 1);
+    s += (t ^ flip) - flip;
+    a += t;
+  }
+  sum = s;
+  abs_sum = a;
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) void walk64_avx2(const Entry* xa, const Entry* xb, std::int64_t n, std::int64_t lo,
+                                                 std::uint64_t& sum, std::uint64_t& abs_sum) {
+  walk64_body(xa, xb, n, lo, sum, abs_sum);
+}
+#endif
+void walk64(const Entry* xa, const Entry* xb, std::int64_t n, std::int64_t lo, std::uint64_t& sum, std::uint64_t& abs_sum) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx2 = cpu_supports(CpuFeature::avx2);
+  if (avx2) return walk64_avx2(xa, xb, n, lo, sum, abs_sum);
+#endif
+  walk64_body(xa, xb, n, lo, sum, abs_sum);
+}
+
 /// A scale block's partial sums, formed exactly: Σ a·b·sa·sb = (-1)^negative · m · 2^e (m = 0:
 /// the partial is zero) and Σ|a·b|·sa·sb = am · 2^ae (am = 0: every product is zero). `ok`
 /// false: not formed (too wide for fixed point): the caller adds the terms one by one.
@@ -358,15 +404,7 @@ std::vector<ReferenceElement> fixed_point_reference(const TensorData& A, const T
     return std::pair{m >> tz, e - 53 + tz};
   };
   const OperandScales osa{s.sa, s.ba}, osb{s.sb, s.bb};
-  // Each operand entry decoded once (the loop below reads A's N times and B's M times), in 8
-  // bytes: its exact value significand·2^exponent (zero: significand 0), or "special" (NaN,
-  // ±inf: added as the plain product, positive scales change no special value).
-  struct Entry {
-    std::uint32_t significand = 0;
-    std::int16_t exponent = 0;
-    std::uint8_t negative = 0, special = 0;
-  };
-  static_assert(sizeof(Entry) == 8);
+  // Each operand entry decoded once (the loop below reads A's N times and B's M times): Entry.
   const auto decode_all = [&](const TensorData& t) {
     std::vector<Entry> v(t.values.size());
     parallel_for(static_cast<std::int64_t>(v.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
@@ -469,14 +507,21 @@ std::vector<ReferenceElement> fixed_point_reference(const TensorData& A, const T
     using Sum = decltype(sum);
     using Mag = decltype(abs_sum);  // the unsigned type of Sum's width
     constexpr int mask = sizeof(Sum) * CHAR_BIT - 1;
-    for (std::int64_t k = 0; k < n; ++k) {
-      // A zero product (either significand 0) is 0 under any shift; the mask keeps its shift
-      // (its exponent may lie below lo) defined. Every non-zero product's shift is in range.
-      const Mag t = static_cast<Mag>(std::uint64_t{xa[k].significand} * xb[k].significand)
-                    << ((xa[k].exponent + xb[k].exponent - lo) & mask);
-      const Mag flip = Mag{0} - static_cast<Mag>(xa[k].negative ^ xb[k].negative);
-      sum += static_cast<Sum>((t ^ flip) - flip);
-      abs_sum += t;
+    if constexpr (sizeof(Sum) == 8) {
+      std::uint64_t s64 = 0, a64 = 0;
+      walk64(xa, xb, n, lo, s64, a64);
+      sum = static_cast<Sum>(s64);
+      abs_sum = a64;
+    } else {
+      for (std::int64_t k = 0; k < n; ++k) {
+        // A zero product (either significand 0) is 0 under any shift; the mask keeps its shift
+        // (its exponent may lie below lo) defined. Every non-zero product's shift is in range.
+        const Mag t = static_cast<Mag>(std::uint64_t{xa[k].significand} * xb[k].significand)
+                      << ((xa[k].exponent + xb[k].exponent - lo) & mask);
+        const Mag flip = Mag{0} - static_cast<Mag>(xa[k].negative ^ xb[k].negative);
+        sum += static_cast<Sum>((t ^ flip) - flip);
+        abs_sum += t;
+      }
     }
     Partial p;
     p.ok = true;

@@ -296,6 +296,7 @@ void BM_CheckScaledFp8VsDgemm(benchmark::State& state) {
 BENCHMARK(BM_CheckScaledFp8VsDgemm)
     ->Args({256, 2048, 256, 0})
     ->Args({256, 2048, 256, 1})
+    ->Args({1024, 4096, 1024, 0})
     ->Args({1024, 4096, 1024, 1})
     ->UseManualTime()
     ->Iterations(1)

@@ -290,7 +290,7 @@ struct Loader {
     b.block_b = *bb;
     const std::string sf = field(s, sn, "scale_format", true);
     b.scale_format = find_format(sf);
-    if (b.scale_format != &fp32 && b.scale_format != &e8m0 && b.scale_format != &fp8_e4m3)
+    if (b.scale_format == nullptr || (*b.scale_format != fp32 && *b.scale_format != e8m0 && *b.scale_format != fp8_e4m3))
       fail(s["scale_format"], fmt::format("block_scaling.scale_format: '{}' must be one of fp32, e8m0, fp8_e4m3", sf));
     const std::string pe = field(s, sn, "promote_every", true);
     if (pe != "per-block") {

@@ -214,60 +214,67 @@ TEST(ScaledGemm, FixedPointPartialsOfEveryWidthEqualTermByTerm) {
   // regime (row/column 0: 2^±3, 1: 2^±20, 2: 2^±100 at even k against zeros at even k of
   // column 2, 3: 2^±100 everywhere), every pair of regimes met in some element, signs mixed,
   // cancelling pairs, zeros: whole reports (text and JSON) equal the forced term-by-term path.
+  // The int64 walk in both builds: AVX2 (where the CPU has it) and the baseline.
   struct Restore {
-    ~Restore() { detail::set_reference_path(detail::ReferencePath::automatic); }
+    ~Restore() {
+      detail::set_reference_path(detail::ReferencePath::automatic);
+      detail::set_scaled_walk_portable(false);
+    }
   } restore;
-  std::mt19937 gen(33);
-  const auto bf16_of = [](double v) {
-    const auto f = static_cast<float>(v);  // 2^e·(1 + j/128) with |e| <= 100: exact in float and bf16
-    std::uint32_t b = 0;
-    std::memcpy(&b, &f, 4);
-    return static_cast<std::uint16_t>(b >> 16);
-  };
-  const auto value = [&](int regime, std::int64_t k, bool zero_even) {
-    if (zero_even && k % 2 == 0) return 0.0;
-    const int span = regime == 0 ? 3 : regime == 1 ? 20 : 100;
-    int e = static_cast<int>(gen() % static_cast<unsigned>(2 * span + 1)) - span;
-    if (regime == 2 && k % 2 == 1) e = static_cast<int>(gen() % 7) - 3;  // odd k: narrow
-    const double v = std::ldexp(1.0 + static_cast<double>(gen() % 128) / 128, e);
-    return gen() % 2 ? -v : v;
-  };
-  for (int c = 0; c < 6; ++c) {
-    const std::int64_t m = 5, k = 256, n = 4;
-    std::vector<std::uint16_t> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
-    for (std::int64_t i = 0; i < m; ++i)
+  for (const bool portable : {false, true}) {
+    detail::set_scaled_walk_portable(portable);
+    std::mt19937 gen(33);
+    const auto bf16_of = [](double v) {
+      const auto f = static_cast<float>(v);  // 2^e·(1 + j/128) with |e| <= 100: exact in float and bf16
+      std::uint32_t b = 0;
+      std::memcpy(&b, &f, 4);
+      return static_cast<std::uint16_t>(b >> 16);
+    };
+    const auto value = [&](int regime, std::int64_t k, bool zero_even) {
+      if (zero_even && k % 2 == 0) return 0.0;
+      const int span = regime == 0 ? 3 : regime == 1 ? 20 : 100;
+      int e = static_cast<int>(gen() % static_cast<unsigned>(2 * span + 1)) - span;
+      if (regime == 2 && k % 2 == 1) e = static_cast<int>(gen() % 7) - 3;  // odd k: narrow
+      const double v = std::ldexp(1.0 + static_cast<double>(gen() % 128) / 128, e);
+      return gen() % 2 ? -v : v;
+    };
+    for (int c = 0; c < 6; ++c) {
+      const std::int64_t m = 5, k = 256, n = 4;
+      std::vector<std::uint16_t> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t kk = 0; kk < k; ++kk)
+          a[static_cast<std::size_t>(i * k + kk)] = bf16_of(i == 4 ? (kk % 5 == 0 ? 0.0 : value(0, kk, false)) : value(static_cast<int>(i), kk, false));
       for (std::int64_t kk = 0; kk < k; ++kk)
-        a[static_cast<std::size_t>(i * k + kk)] = bf16_of(i == 4 ? (kk % 5 == 0 ? 0.0 : value(0, kk, false)) : value(static_cast<int>(i), kk, false));
-    for (std::int64_t kk = 0; kk < k; ++kk)
-      for (std::int64_t j = 0; j < n; ++j)
-        b[static_cast<std::size_t>(kk * n + j)] = bf16_of(value(j == 2 ? 0 : static_cast<int>(j), kk, j == 2));
-    // Row 4 against column 0: pairs that cancel exactly in the first segment (a zero partial).
-    for (std::int64_t kk = 0; kk < 64; kk += 2) {
-      a[static_cast<std::size_t>(4 * k + kk + 1)] = static_cast<std::uint16_t>(a[static_cast<std::size_t>(4 * k + kk)] ^ 0x8000);
-      b[static_cast<std::size_t>((kk + 1) * n)] = b[static_cast<std::size_t>(kk * n)];
+        for (std::int64_t j = 0; j < n; ++j)
+          b[static_cast<std::size_t>(kk * n + j)] = bf16_of(value(j == 2 ? 0 : static_cast<int>(j), kk, j == 2));
+      // Row 4 against column 0: pairs that cancel exactly in the first segment (a zero partial).
+      for (std::int64_t kk = 0; kk < 64; kk += 2) {
+        a[static_cast<std::size_t>(4 * k + kk + 1)] = static_cast<std::uint16_t>(a[static_cast<std::size_t>(4 * k + kk)] ^ 0x8000);
+        b[static_cast<std::size_t>((kk + 1) * n)] = b[static_cast<std::size_t>(kk * n)];
+      }
+      const bool pow2 = c % 2 == 0;
+      std::vector<double> sa = scales(static_cast<std::size_t>(m * (k / 64)), gen, -8);
+      std::vector<double> sb = scales(static_cast<std::size_t>((k / 128) * n), gen, -6);
+      if (pow2) {
+        for (double& x : sa) x = std::ldexp(1.0, std::ilogb(x));
+        for (double& x : sb) x = std::ldexp(1.0, std::ilogb(x));
+      }
+      ClaimSpec claim = parse_claim(fmt::format("--in bf16 --out {} --scale-a sa.npy --scale-b sb.npy --scale-block "
+                                                "1x64,1x128 --promote-every 64",
+                                                c % 3 == 0 ? "bf16" : "fp32"));
+      attach_operand_scales(claim, sa, sb);
+      const TensorData A = view(std::span<const std::uint16_t>(a), {m, k}, "bf16", "A");
+      const TensorData B = view(std::span<const std::uint16_t>(b), {k, n}, "bf16", "B");
+      TensorData C = emulate_matmul(A, B, std::nullopt, claim);
+      C.values[1] = Bits{C.values[1].raw + 1};  // one element off by an ulp: the report has content
+      SCOPED_TRACE(fmt::format("case {}: scales {}, {} walk", c, pow2 ? "powers of two" : "fp32", portable ? "baseline" : "default"));
+      detail::set_reference_path(detail::ReferencePath::automatic);
+      const CheckResult fixed = check_matmul(A, B, C, claim);
+      detail::set_reference_path(detail::ReferencePath::exact);
+      const CheckResult terms = check_matmul(A, B, C, claim);
+      EXPECT_EQ(fixed.text(), terms.text());
+      EXPECT_EQ(fixed.json(), terms.json());
     }
-    const bool pow2 = c % 2 == 0;
-    std::vector<double> sa = scales(static_cast<std::size_t>(m * (k / 64)), gen, -8);
-    std::vector<double> sb = scales(static_cast<std::size_t>((k / 128) * n), gen, -6);
-    if (pow2) {
-      for (double& x : sa) x = std::ldexp(1.0, std::ilogb(x));
-      for (double& x : sb) x = std::ldexp(1.0, std::ilogb(x));
-    }
-    ClaimSpec claim = parse_claim(fmt::format("--in bf16 --out {} --scale-a sa.npy --scale-b sb.npy --scale-block "
-                                              "1x64,1x128 --promote-every 64",
-                                              c % 3 == 0 ? "bf16" : "fp32"));
-    attach_operand_scales(claim, sa, sb);
-    const TensorData A = view(std::span<const std::uint16_t>(a), {m, k}, "bf16", "A");
-    const TensorData B = view(std::span<const std::uint16_t>(b), {k, n}, "bf16", "B");
-    TensorData C = emulate_matmul(A, B, std::nullopt, claim);
-    C.values[1] = Bits{C.values[1].raw + 1};  // one element off by an ulp: the report has content
-    SCOPED_TRACE(fmt::format("case {}: scales {}", c, pow2 ? "powers of two" : "fp32"));
-    detail::set_reference_path(detail::ReferencePath::automatic);
-    const CheckResult fixed = check_matmul(A, B, C, claim);
-    detail::set_reference_path(detail::ReferencePath::exact);
-    const CheckResult terms = check_matmul(A, B, C, claim);
-    EXPECT_EQ(fixed.text(), terms.text());
-    EXPECT_EQ(fixed.json(), terms.json());
   }
 }
 

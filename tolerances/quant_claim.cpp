@@ -209,7 +209,7 @@ bool parse_quant_option(QuantClaim& q, std::string_view opt, const std::string& 
     if (comma != std::string::npos) q.scale_block_b = parse_block(value, value.substr(comma + 1));
   } else if (opt == "--scale-format") {
     const FormatSpec* f = find_format(value);
-    if (f != &fp32 && f != &e8m0 && f != &fp8_e4m3)
+    if (f == nullptr || (*f != fp32 && *f != e8m0 && *f != fp8_e4m3))
       throw InputError(fmt::format("--scale-format '{}': the scales' format is fp32, e8m0 or fp8_e4m3", value));
     q.scale_format = f;
   } else if (opt == "--promote-every") {

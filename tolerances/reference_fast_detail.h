@@ -23,6 +23,10 @@ enum class ReferencePath : std::uint8_t {
 void set_reference_path(ReferencePath p);
 ReferencePath reference_path();
 
+/// Testing hook: true makes the scaled GEMM check's int64 fixed-point walk run its baseline
+/// build even where the CPU has AVX2 (tolerances/scaled_check.cpp); false restores the default.
+void set_scaled_walk_portable(bool portable);
+
 /// Whether numfid was built with the fp64 GEMM (OpenBLAS cblas_dgemm).
 bool fast_reference_built();
 

@@ -370,10 +370,12 @@ __attribute__((target("avx2"))) void walk64_avx2(const Entry* xa, const Entry* x
   walk64_body(xa, xb, n, lo, sum, abs_sum);
 }
 #endif
+std::atomic<bool> walk_portable{false};  // set_scaled_walk_portable
+
 void walk64(const Entry* xa, const Entry* xb, std::int64_t n, std::int64_t lo, std::uint64_t& sum, std::uint64_t& abs_sum) {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool avx2 = cpu_supports(CpuFeature::avx2);
-  if (avx2) return walk64_avx2(xa, xb, n, lo, sum, abs_sum);
+  if (avx2 && !walk_portable.load(std::memory_order_relaxed)) return walk64_avx2(xa, xb, n, lo, sum, abs_sum);
 #endif
   walk64_body(xa, xb, n, lo, sum, abs_sum);
 }
@@ -713,6 +715,8 @@ std::optional<TensorData> folded(const TensorData& t, const FormatSpec& wide, co
 }
 
 }  // namespace
+
+void set_scaled_walk_portable(bool portable) { walk_portable.store(portable, std::memory_order_relaxed); }
 
 CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& stated,
                               const MatmulCheckOptions& opt, bool rowwise) {

@@ -130,11 +130,11 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
   const FormatSpec& inner = model.block_fma ? *model.block_fma->input : *model.acc;
   // Operands in the inner unit's format (exact for the narrow inputs into fp32 / the unit's input).
   const std::vector<Bits> av = converted(fa, inner, a), bv = converted(fb, inner, b);
-  std::vector<Bits> bt(b.size());
-  for (std::int64_t kk = 0; kk < K; ++kk)
-    for (std::int64_t j = 0; j < N; ++j) bt[static_cast<std::size_t>(j * K + kk)] = bv[static_cast<std::size_t>(kk * N + j)];
   std::vector<Bits> out(static_cast<std::size_t>(M * N));
-  if (!hardware_fp32(model) || M * N * K == 0) {  // every element in soft float
+  if (!hardware_fp32(model) || M * N * K == 0) {  // every element in soft float, B's columns contiguous
+    std::vector<Bits> bt(b.size());
+    for (std::int64_t kk = 0; kk < K; ++kk)
+      for (std::int64_t j = 0; j < N; ++j) bt[static_cast<std::size_t>(j * K + kk)] = bv[static_cast<std::size_t>(kk * N + j)];
     for (std::int64_t i = 0; i < M; ++i)
       for (std::int64_t j = 0; j < N; ++j) {
         const std::size_t e = static_cast<std::size_t>(i * N + j);
@@ -155,9 +155,7 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
   const std::unique_ptr<float[]> ac = floats(M * std::min(model.chunk, K)), bf = floats(K * N), p = floats(M * N),
                                  o = floats(M * N);
   std::vector<double> row_scale(static_cast<std::size_t>(M)), col_scale(static_cast<std::size_t>(N));
-  for (std::int64_t kk = 0; kk < K; ++kk)
-    for (std::int64_t j = 0; j < N; ++j)
-      bf[static_cast<std::size_t>(kk * N + j)] = std::bit_cast<float>(bt[static_cast<std::size_t>(j * K + kk)].raw);
+  for (std::size_t x = 0; x < bv.size(); ++x) bf[x] = std::bit_cast<float>(bv[x].raw);  // K × N, as B
   for (std::size_t e = 0; e < out.size(); ++e) o[e] = addend.empty() ? 0.0f : std::bit_cast<float>(addend[e].raw);
   for (std::int64_t c0 = 0; c0 < K; c0 += model.chunk) {
     const std::int64_t len = std::min(model.chunk, K - c0);

@@ -185,7 +185,7 @@ Command add_check_command(CLI::App& parent) {
                     "judge the output against this reference output of another platform instead of the exact result");
     if (takes("ref_profile")) c->add_option("--ref-profile", a.ref_profile, "the profile of the platform that produced --ref");
     c->add_option("--json", a.json, "also write the verdict as JSON");
-    c->add_option("--worst", a.worst, "elements to list")->check(CLI::Range(0, 1 << 30))->capture_default_str();
+    c->add_option("--worst", a.worst, "elements to list")->check(CLI::Range(0, max_worst))->capture_default_str();
     a.claim.declare(*c, ClaimKind::reduction);
   };
   CLI::App* m = app->add_subcommand("matmul", "C = A·B (+ addend), A: M×K, B: K×N, C: M×N");
@@ -198,7 +198,7 @@ Command add_check_command(CLI::App& parent) {
   if (check_takes("sum", "axis"))
     s->add_option("--axis", sum->axis, "axis summed (negative counts from the end)")->capture_default_str();
   s->add_option("--json", sum->json, "also write the verdict as JSON");
-  s->add_option("--worst", sum->worst, "elements to list")->check(CLI::Range(0, 1 << 30))->capture_default_str();
+  s->add_option("--worst", sum->worst, "elements to list")->check(CLI::Range(0, max_worst))->capture_default_str();
   sum->claim.declare(*s, ClaimKind::reduction);
   std::vector<std::pair<CLI::App*, RowOp>> row_apps;
   for (const RowOp op : row_ops()) {
@@ -215,7 +215,7 @@ Command add_check_command(CLI::App& parent) {
     if (op == RowOp::softmax) rows->claim.declare_option(*r, "--exp-ulps", "older name of --fn-ulps");
     rows->claim.declare_option(*r, "--ulps", "or: claimed accuracy in output ulps at the exact value (0.5 = correctly rounded)");
     r->add_option("--json", rows->json, "also write the verdict as JSON");
-    r->add_option("--worst", rows->worst, "elements to list")->check(CLI::Range(0, 1 << 30))->capture_default_str();
+    r->add_option("--worst", rows->worst, "elements to list")->check(CLI::Range(0, max_worst))->capture_default_str();
     // Which op takes which option: the library's table (check_takes), as gate files and Python.
     const auto takes = [&](std::string_view option) { return check_takes(name, option); };
     if (takes("axis"))

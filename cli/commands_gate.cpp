@@ -135,7 +135,7 @@ Command add_gate_command(CLI::App& parent) {
   CLI::App* r = app->add_subcommand("run", "run every case of a gate file through the check pipeline");
   r->add_option("file", run->file, "the gate file (YAML)")->required();
   run->out.add(r);
-  r->add_option("--worst", run->worst, "elements listed per check (reports)")->check(CLI::Range(0, 1 << 30))->capture_default_str();
+  r->add_option("--worst", run->worst, "elements listed per check (reports)")->check(CLI::Range(0, max_worst))->capture_default_str();
   r->add_option("-j,--jobs", run->jobs, "cases run in parallel (0: every core)")->capture_default_str();
   r->add_option("--shard", run->shard, "run shard I of N (1-based, by a stable hash of the case name)");
   r->add_flag("--update-baseline", run->update_baseline, "store the tracked cases' figures as their new baselines");

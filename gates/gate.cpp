@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -73,7 +74,7 @@ struct GateLoader {
                      bool default_baseline) const {
     static const std::vector<std::string> keys{"name", "op", "a", "b", "c", "x", "ref", "ref_claim", "claim", "addend", "addend_format", "axis", "eps", "baseline", "rerun",
                                                "gamma", "beta", "param_format", "variance", "norm_form", "softmax",
-                                               "scale_a", "scale_b", "out_scale"};
+                                               "scale_a", "scale_b", "out_scale", "worst"};
     check_keys(n, keys, "a case");
     GateCase c;
     c.line = n.Mark().line + 1;
@@ -163,6 +164,15 @@ struct GateLoader {
         fail(n["eps"], fmt::format("{} must be a number", what));
       }
       if (!std::isfinite(*c.eps) || *c.eps < 0) fail(n["eps"], fmt::format("{} must be a finite number >= 0", what));
+    }
+    if (n["worst"]) {
+      const std::string what = fmt::format("{}: worst", where);
+      const std::string v = text(n["worst"], what);
+      long long w = -1;
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), w);
+      if (ec != std::errc{} || end != v.data() + v.size() || w < 0 || w > max_worst)
+        fail(n["worst"], fmt::format("{} must be an integer from 0 to {}, not '{}'", what, max_worst, printable(v)));
+      c.worst = static_cast<int>(w);
     }
     return c;
   }

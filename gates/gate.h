@@ -45,6 +45,9 @@ struct GateCase {
   std::optional<std::string> norm_form;  ///< layernorm: centred or shifted (as `check --norm-form`)
   std::optional<std::string> softmax;    ///< softmax / log_softmax: textbook or online (as `check --softmax`)
   bool baseline = false;                 ///< tracked against its stored baseline
+  /// Elements listed in this case's reports (`numfid check --worst`); absent: the run's
+  /// GateRunOptions::worst.
+  std::optional<int> worst;
 };
 
 /// A parsed gate file.

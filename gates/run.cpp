@@ -107,6 +107,7 @@ std::int64_t identical(const TensorData& x, const TensorData& y, const char* wha
 /// Runs one case; InputError / ProfileError: the case's error.
 CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOptions& options) {
   CaseOutcome out;
+  const int worst = c.worst.value_or(options.worst);
   std::optional<TensorData> C;
   if (c.op == "matmul" || c.op == "dot") {
     const FormatSpec& fa = *claim.in;
@@ -122,7 +123,7 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
     const TensorData A = tensor_data(ta, fa), B = tensor_data(tb, fb);
     C = tensor_data(tc, *claim.out);
     MatmulCheckOptions o;
-    o.worst = options.worst;
+    o.worst = worst;
     if (td) o.addend = tensor_data(*td, addend_format(claim, true, c.addend_format, "addend_format", "addend"));
     if (!c.ref) {
       out.check = c.op == "dot" ? check_dot(A, B, *C, claim, o) : check_matmul(A, B, *C, claim, o);
@@ -142,7 +143,7 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
         return c.op == "dot" ? check_dot(A, B, out_, cl, oo) : check_matmul(A, B, out_, cl, oo);
       };
       MatmulCheckOptions own;
-      own.worst = options.worst;
+      own.worst = worst;
       own.addend = o.addend;
       o.ref = R;
       o.ref_claim = ref_claim;
@@ -158,11 +159,11 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
     const TensorData X = load(*c.x, *claim.in);
     C = load(*c.c, *claim.out);
     if (c.op == "sum") {
-      out.check = check_sum(X, *C, c.axis.value_or(RowCheckOptions{}.axis), claim, options.worst);
+      out.check = check_sum(X, *C, c.axis.value_or(RowCheckOptions{}.axis), claim, worst);
     } else {
       const RowOp op = *find_row_op(c.op);
       RowCheckOptions o;
-      o.worst = options.worst;
+      o.worst = worst;
       apply_row_options(o, op,
                         {.axis = c.axis,
                          .eps = c.eps,
@@ -202,6 +203,7 @@ std::string repro_command(const GateCase& c, const std::string& claim_text) {
   if (c.eps) s += fmt::format(" --eps {}", *c.eps);
   opt("--gamma", c.gamma), opt("--beta", c.beta), opt("--param-format", c.param_format), opt("--variance", c.variance);
   opt("--norm-form", c.norm_form), opt("--softmax", c.softmax);
+  if (c.worst) s += fmt::format(" --worst {}", *c.worst);
   s += fmt::format(" {}", claim_text);
   if (claim_text == c.claim) opt("--scale-a", c.scale_a), opt("--scale-b", c.scale_b), opt("--out-scale", c.out_scale);
   if (c.ref) {

@@ -479,6 +479,7 @@ PYBIND11_MODULE(_numfid, m) {
   m.def("check_takes", [](const std::string& op, const std::string& name) { return check_takes(op, name); });
   m.def("check_options_list", [](const std::string& op) { return check_options_list(op); });
   m.def("check_op_names", &check_op_names);
+  m.attr("max_worst") = max_worst;  // worst='s range, the CLI's --worst range
   m.def(
       "tol",
       [](const std::string& op, const std::string& claim_text, std::int64_t k, bool addend,

@@ -143,6 +143,37 @@ TEST_F(GateTest, DefectFailsTheGateAndIsReported) {
                                   r.cases[0].reason(), want.verdict.reason, path));
 }
 
+// A case's `worst:` lists that many elements (as `numfid check --worst`, which its reproduction
+// command then states); the others list the run's --worst.
+TEST_F(GateTest, ACasesWorstListsThatManyElements) {
+  const Gate g = load_gate(write(gate_with(matmul_case("two", "c_bf16acc.npy") + "    worst: 2\n" +
+                                           matmul_case("none", "c_bf16acc.npy") + "    worst: 0\n" +
+                                           matmul_case("run", "c_bf16acc.npy"))));
+  ASSERT_EQ(g.cases.size(), 3u);
+  EXPECT_EQ(g.cases[0].worst, 2);
+  EXPECT_EQ(g.cases[2].worst, std::nullopt);
+  GateRunOptions o;
+  o.worst = 5;
+  const GateResult r = run_gate(g, o);
+  const auto listed = [&](int i) {
+    EXPECT_TRUE(r.cases[static_cast<std::size_t>(i)].figures.has_value()) << r.cases[static_cast<std::size_t>(i)].error;
+    if (!r.cases[static_cast<std::size_t>(i)].figures) return std::size_t{0};
+    return nlohmann::json::parse(r.cases[static_cast<std::size_t>(i)].figures->check_json).value("worst", nlohmann::json::array()).size();
+  };
+  EXPECT_EQ(listed(0), 2u);
+  EXPECT_EQ(listed(1), 0u);
+  EXPECT_EQ(listed(2), 5u);
+  // The case's check is the pipeline's with that option, whole report alike.
+  const ClaimSpec claim = parse_claim(claim_text);
+  const auto load = [&](const std::string& f, const FormatSpec& fmt) { return tensor_data(read_tensor(dir_ / "data" / f), fmt); };
+  MatmulCheckOptions mo;
+  mo.worst = 2;
+  EXPECT_EQ(r.cases[0].figures->report,
+            check_matmul(load("a.npy", *claim.in), load("b.npy", *claim.in), load("c_bf16acc.npy", *claim.out), claim, mo).text());
+  EXPECT_NE(r.cases[0].repro.find(" --worst 2 "), std::string::npos) << r.cases[0].repro;
+  EXPECT_EQ(r.cases[2].repro.find("--worst"), std::string::npos) << r.cases[2].repro;
+}
+
 TEST_F(GateTest, AMissingFileIsThatCasesErrorAndTheOthersRun) {
   const std::string yaml = gate_with(matmul_case("legal", "c_sequential_fp32acc.npy") + matmul_case("missing", "nope.npy"));
   const std::string path = write(yaml);
@@ -261,7 +292,7 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
       {"unknown top-level key", "version: 1\nextra: 3\ncases:\n" + legal,
        p + ":2: unknown key 'extra' in the gate file (valid: version, defaults, include, cases)"},
       {"unknown case key", gate_with(legal + "    tolerance: 3\n"),
-       p + ":10: unknown key 'tolerance' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, addend_format, axis, eps, baseline, rerun, gamma, beta, param_format, variance, norm_form, softmax, scale_a, scale_b, out_scale)"},
+       p + ":10: unknown key 'tolerance' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, addend_format, axis, eps, baseline, rerun, gamma, beta, param_format, variance, norm_form, softmax, scale_a, scale_b, out_scale, worst)"},
       {"baseline not a boolean", gate_with(legal + "    baseline: yes please\n"), p + ":10: case 'legal': baseline must be true or false, not 'yes please'"},
       {"unknown defaults key", "version: 1\ndefaults:\n  worst: 3\ncases:\n" + legal,
        p + ":3: unknown key 'worst' in defaults (valid: claim, baseline)"},
@@ -305,6 +336,10 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
        p + ":9: case 's': axis must be an integer"},
       {"eps not a number", gate_with("  - name: n\n    op: rmsnorm\n    x: x.npy\n    c: c.npy\n    eps: small\n"),
        p + ":9: case 'n': eps must be a number"},
+      {"worst negative", gate_with(legal + "    worst: -1\n"), p + ":10: case 'legal': worst must be an integer from 0 to 1073741824, not '-1'"},
+      {"worst not an integer", gate_with(legal + "    worst: 2.5\n"), p + ":10: case 'legal': worst must be an integer from 0 to 1073741824, not '2.5'"},
+      {"worst beyond the CLI's range", gate_with(legal + "    worst: 1073741825\n"),
+       p + ":10: case 'legal': worst must be an integer from 0 to 1073741824, not '1073741825'"},
       {"no claim", "version: 1\ncases:\n" + legal, p + ":3: case 'legal': no 'claim' and no defaults.claim"},
       {"ref without ref_claim", gate_with(legal + "    ref: data/c_bf16acc.npy\n"),
        p + ":10: case 'legal': 'ref' needs 'ref_claim' (the claim of the platform that produced it)"},

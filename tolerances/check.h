@@ -195,6 +195,10 @@ struct CheckResult {
   std::string json() const;
 };
 
+/// The most elements a check lists: the range of `numfid check --worst`, `gate run --worst`, a
+/// gate case's `worst:` and Python's `worst=` (one limit for every entry point).
+inline constexpr int max_worst = 1 << 30;
+
 /// Options of check_matmul.
 struct MatmulCheckOptions {
   std::optional<TensorData> addend;  ///< M×N addend the kernel added (D = addend + A·B)

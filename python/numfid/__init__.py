@@ -72,8 +72,8 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=None
             takes = _numfid.check_options_list(op)
             raise TypeError(f"numfid.check('{op}'): option {name}= does not apply to it"
                             + (f" (it takes {takes})" if takes else ""))
-    if isinstance(worst, bool) or not isinstance(worst, _numbers.Integral) or not 0 <= worst <= 2**31 - 1:
-        raise ValueError(f"worst={worst!r}: the number of elements to list is an integer >= 0")
+    if isinstance(worst, bool) or not isinstance(worst, _numbers.Integral) or not 0 <= worst <= _numfid.max_worst:
+        raise ValueError(f"worst={worst!r}: the number of elements to list is an integer from 0 to {_numfid.max_worst} (the CLI's --worst range)")
     args = {name: _operand(value, name) for name, value in operands.items()}
     native = _numfid.check(op, claim, worst=worst, **options, **args)
     c = operands.get("c")

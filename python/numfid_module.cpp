@@ -18,11 +18,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <optional>
+#include <type_traits>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "formats/convert.h"
 #include "formats/error.h"
@@ -200,15 +203,32 @@ CheckResult check(const CheckArgs& args) {
 
 // ------------------------------------------------------------------- results as arrays
 
-/// Patterns of `f` as a NumPy array of the narrowest unsigned type that holds them.
+/// `shape` as NumPy dimensions, refused unless it holds exactly `n` elements (the arrays below
+/// are filled from n values: a shape of fewer would be written past its end).
+std::vector<py::ssize_t> dims_of(const std::vector<std::int64_t>& shape, std::size_t n) {
+  std::int64_t count = 1;
+  for (const std::int64_t d : shape) count = d < 0 || (d > 0 && count > std::numeric_limits<std::int64_t>::max() / d) ? -1 : count * d;
+  if (count < 0 || static_cast<std::uint64_t>(count) != n)
+    throw py::value_error(fmt::format("numfid: a result of {} values cannot take the shape [{}]", n, fmt::join(shape, ", ")));
+  return {shape.begin(), shape.end()};
+}
+
+/// Patterns of `f` as a NumPy array of the narrowest unsigned type that holds them; a signed
+/// integer format's in its own signed type (int8, int32), whose values are its two's-complement
+/// patterns: an unsigned container holds *values* of an integer format (docs/io.md), so uint8
+/// patterns of int8 would read back as 128..255, out of range.
 py::array bits_array(const FormatSpec& f, const std::vector<std::int64_t>& shape, const std::vector<Bits>& v) {
-  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  const std::vector<py::ssize_t> dims = dims_of(shape, v.size());
   const auto fill = [&]<class T>(T) {
     py::array_t<T> a(dims);
     T* p = a.mutable_data();
-    for (std::size_t i = 0; i < v.size(); ++i) p[i] = static_cast<T>(v[i].raw);
+    for (std::size_t i = 0; i < v.size(); ++i) p[i] = std::bit_cast<T>(static_cast<std::make_unsigned_t<T>>(v[i].raw));
     return py::array(a);
   };
+  if (f.kind == FormatKind::integer && f.is_signed) {
+    if (f.bits == 8) return fill(std::int8_t{});
+    if (f.bits == 32) return fill(std::int32_t{});
+  }
   if (f.bits <= 8) return fill(std::uint8_t{});
   if (f.bits <= 16) return fill(std::uint16_t{});
   return fill(std::uint32_t{});
@@ -216,7 +236,7 @@ py::array bits_array(const FormatSpec& f, const std::vector<std::int64_t>& shape
 
 /// Values of `f`, exactly: float32 for every format float32 holds exactly, float64 for int32.
 py::array values_array(const FormatSpec& f, const std::vector<std::int64_t>& shape, const std::vector<Bits>& v) {
-  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  const std::vector<py::ssize_t> dims = dims_of(shape, v.size());
   const auto fill = [&]<class T>(T) {
     py::array_t<T> a(dims);
     T* p = a.mutable_data();

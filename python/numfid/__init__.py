@@ -76,8 +76,9 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=None
         raise ValueError(f"worst={worst!r}: the number of elements to list is an integer from 0 to {_numfid.max_worst} (the CLI's --worst range)")
     args = {name: _operand(value, name) for name, value in operands.items()}
     native = _numfid.check(op, claim, worst=worst, **options, **args)
-    c = operands.get("c")
-    shape = tuple(getattr(c, "shape", ())) if c is not None else None
+    # C's shape as read (a list or tuple has no .shape: the array made of it has); the model's
+    # output .predicted() returns takes it.
+    shape = tuple(args["c"][0].shape) if args.get("c") is not None else None
     return CheckResult(native, shape)
 
 

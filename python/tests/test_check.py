@@ -59,6 +59,12 @@ def test_result_attributes(data):
     # The model ran under a plan: the predicted output, as patterns.
     p = numfid.check_matmul(data["a"], data["b"], data["c_blocked128_fp32acc"], "--in bf16 --out bf16 --plan blocked(128)")
     assert np.array_equal(p.predicted(bits=True), data["c_blocked128_fp32acc"])
+    # C given as a nested list (read through np.asarray): the prediction takes the shape it was read in.
+    values = numfid.convert(data["c_blocked128_fp32acc"], "fp32", from_="bf16")
+    listed = numfid.check_matmul(data["a"], data["b"], values.tolist(),
+                                 "--in bf16 --out bf16 --plan blocked(128)")
+    assert np.array_equal(listed.predicted(bits=True), data["c_blocked128_fp32acc"])
+    assert listed.predicted().shape == data["c_blocked128_fp32acc"].shape
 
 
 def bf16_bits(x):

@@ -41,3 +41,21 @@ def test_integer_ref_is_judged_against_the_exact_result():
     assert ok.verdict == "consistent", ok.report
     bad = numfid.check("matmul", claim, a=a, b=b, c=c, ref=np.load(INT_DATA / "int_zp_flipped.npy"))
     assert bad.verdict == "defect" and "R (the reference)" in bad.reason, bad.report
+
+
+def test_integer_patterns_read_back_as_the_values_they_are():
+    """bits=True gives a signed integer format's patterns in its own signed type (int8, int32):
+    an unsigned container holds values of an integer format (docs/io.md), so uint8 patterns of a
+    negative int8 would read back as 128..255 (out of range)."""
+    rng = np.random.default_rng(0)
+    a = rng.integers(-128, 128, (4, 8)).astype(np.int8)
+    b = rng.integers(-128, 128, (8, 3)).astype(np.int8)
+    claim = "--in int8 --acc int32 --out int32"
+    d = numfid.emulate("matmul", claim, a=a, b=b, bits=True)
+    assert d.dtype == np.int32 and (d < 0).any()
+    assert np.array_equal(d, a.astype(np.int64) @ b.astype(np.int64))  # exact int32 sums
+    assert numfid.check_matmul(a, b, d, claim).verdict == "consistent"
+    p = numfid.convert(np.array([-3.0, 127.0, -128.0]), "int8", bits=True)
+    assert p.dtype == np.int8 and list(p.view(np.uint8)) == [0xFD, 0x7F, 0x80]
+    assert list(numfid.convert(p, "fp32", from_="int8")) == [-3.0, 127.0, -128.0]
+    assert numfid.convert(np.array([200.0]), "uint8", bits=True).dtype == np.uint8

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cfenv>
 #include <cstdint>
@@ -459,6 +460,55 @@ TEST(CheckSum, SequentialFp32SumIsConsistentBf16SumIsNot) {
   EXPECT_THAT(error_of([&] { check_sum(x, wrong, -1, claim); }),
               HasSubstr("shape mismatch: --c C is [1, 2] but summing --x X [2, 2048] along axis 1 gives [2] (or [2, 1] "
                         "with the axis kept)"));
+}
+
+// The listed elements are located in C's own shape ([row, column], the row over C's leading
+// axes), whichever axis was summed: C[1, 1] is [1, 1] for a sum along the first, middle or last
+// axis of a rank-3 X (it was [0, 6] along the first: the grid about the summed axis).
+TEST(CheckSum, ListedElementsAreNamedInTheOutputsShape) {
+  const std::vector<std::int64_t> shape{3, 4, 5};
+  TensorData x{&fp32, shape, {}, "X"};
+  for (int i = 0; i < 60; ++i) x.values.push_back(Bits{std::bit_cast<std::uint32_t>(static_cast<float>(i % 7) - 2.5f)});
+  const ClaimSpec claim = parse_claim("--in fp32 --acc fp32 --out fp32");
+  for (int axis = 0; axis < 3; ++axis) {
+    SCOPED_TRACE(fmt::format("axis {}", axis));
+    std::vector<std::int64_t> cs;
+    for (int d = 0; d < 3; ++d)
+      if (d != axis) cs.push_back(shape[static_cast<std::size_t>(d)]);
+    TensorData c{&fp32, cs, std::vector<Bits>(static_cast<std::size_t>(cs[0] * cs[1])), "C"};
+    for (std::int64_t r = 0; r < cs[0]; ++r)  // small integers: every order sums them exactly
+      for (std::int64_t q = 0; q < cs[1]; ++q) {
+        float t = 0;
+        for (std::int64_t k = 0; k < shape[static_cast<std::size_t>(axis)]; ++k) {
+          std::array<std::int64_t, 3> at{};
+          std::size_t j = 0;
+          for (int d = 0; d < 3; ++d) at[static_cast<std::size_t>(d)] = d == axis ? k : (j++ == 0 ? r : q);
+          t += std::bit_cast<float>(x.values[static_cast<std::size_t>((at[0] * 4 + at[1]) * 5 + at[2])].raw);
+        }
+        c.values[static_cast<std::size_t>(r * cs[1] + q)] = Bits{std::bit_cast<std::uint32_t>(t)};
+      }
+    ASSERT_EQ(check_sum(x, c, axis, claim).verdict.kind, TensorKind::consistent);
+    const std::size_t e = static_cast<std::size_t>(cs[1] + 1);  // C[1, 1]
+    c.values[e] = Bits{std::bit_cast<std::uint32_t>(std::bit_cast<float>(c.values[e].raw) + 100.0f)};
+    const CheckResult r = check_sum(x, c, axis, claim);
+    ASSERT_EQ(r.verdict.kind, TensorKind::defect);
+    ASSERT_FALSE(r.verdict.worst.empty());
+    const ElementReport& w = r.verdict.worst[0];
+    EXPECT_EQ(w.index, static_cast<std::int64_t>(e));
+    EXPECT_EQ(w.row, 1);
+    EXPECT_EQ(w.col, 1);
+    EXPECT_THAT(r.text(), HasSubstr("[1, 1]"));
+    // With the axis kept (C of rank 3, its last axis 1 long where the last axis was summed).
+    if (axis == 2) {
+      TensorData kept = c;
+      kept.shape = {3, 4, 1};
+      const CheckResult rk = check_sum(x, kept, axis, claim);
+      const ElementReport& wk = rk.verdict.worst.at(0);
+      EXPECT_EQ(wk.index, static_cast<std::int64_t>(e));
+      EXPECT_EQ(wk.row, static_cast<std::int64_t>(e));  // row over the leading axes [3, 4]
+      EXPECT_EQ(wk.col, 0);
+    }
+  }
 }
 
 // --expect bit-exact on a sum: the plan's sum (emulate_sum, the plan evaluator) against

@@ -714,8 +714,14 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
   const std::string numpy_note = numpy_strided_axis_note(X, axis_in, claim);
   const bool numpy_strided = !numpy_note.empty();
   if (numpy_strided) b.derivation.push_back(numpy_note);
-  Verdict v = judge(s.claim, b, C.values, ref, {outer, inner}, detail::judge_options(claim, worst, true));
-  CheckResult r = detail::finish("sum", s, claim, std::move(b), std::move(v), inner > 1);
+  // Elements are located in C's own shape, as every other op's: [row, column] with the row over
+  // C's leading axes (flattened) and the column along its last, for a C of two or more axes;
+  // [index] for a vector. (Until 2026-12-03 the grid was (outer, inner) about the summed axis,
+  // so C[1, 1] of a 4×5 sum along axis 0 of 3×4×5 was listed as [0, 6].)
+  const std::int64_t c_cols = C.shape.size() >= 2 ? C.shape.back() : static_cast<std::int64_t>(C.values.size());
+  const Grid grid{c_cols == 0 ? 0 : static_cast<std::int64_t>(C.values.size()) / c_cols, c_cols};
+  Verdict v = judge(s.claim, b, C.values, ref, grid, detail::judge_options(claim, worst, true));
+  CheckResult r = detail::finish("sum", s, claim, std::move(b), std::move(v), C.shape.size() >= 2);
   if (claim.expect_bit_exact) {  // the plan's own sum, as `emulate sum` computes it
     check_cancelled();
     attach_prediction(r, emulate_sum(X, axis_in, claim), C, s.order, claim);

@@ -24,8 +24,9 @@ struct ReportArgs {
   std::string junit, json, markdown, report;
 
   /// `inputs`: the gate file or the results merged (`what`), which no output may replace; nor
-  /// may two outputs be one file.
-  void check(const std::vector<std::string>& inputs, const char* what) const {
+  /// may two outputs be one file; nor may one lie in `owned` (a gate's baseline directory: its
+  /// files are the gate's baselines, tracked or orphaned, and --update-baseline writes there).
+  void check(const std::vector<std::string>& inputs, const char* what, const std::filesystem::path& owned = {}) const {
     // An existing directory receives index.html; an absent one is created (its parent must be writable).
     std::error_code ec;
     const std::string html =
@@ -40,6 +41,14 @@ struct ReportArgs {
       std::vector<NamedFile> others;
       for (const std::string& in : inputs) others.push_back({in, what});
       for (std::size_t j = 0; j < i; ++j) others.push_back({*outputs[j].first, outputs[j].second});
+      if (!owned.empty()) {
+        std::error_code e1, e2;
+        const std::filesystem::path out = std::filesystem::weakly_canonical(*path, e1), dir = std::filesystem::weakly_canonical(owned, e2);
+        if (!e1 && !e2 && (out.parent_path() == dir || out == dir))  // a file in it, or it as --report's directory
+          throw UsageError(fmt::format("{} {}: is in the gate's baseline directory {}, whose files are its baselines; "
+                                       "write reports elsewhere",
+                                       option, *path, owned.string()));
+      }
       check_output(*path, option, others);
     }
   }
@@ -92,7 +101,7 @@ int run_gate_run(const GateRunArgs& a) {
   }
   std::sort(inputs.begin(), inputs.end());
   inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
-  a.out.check(inputs, "a file the gate reads");
+  a.out.check(inputs, "a file the gate reads", gate_baseline_dir(a.file));
   GateRunOptions o;
   o.worst = a.worst;
   o.jobs = a.jobs;

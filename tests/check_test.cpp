@@ -564,6 +564,26 @@ TEST(CheckRows, NeedsAnAccuracyClaim) {
   EXPECT_FALSE(find_row_op("gelu").has_value());
 }
 
+// A reduction's claim option in a row op's claim is refused at any value: `--acc fp32` is the
+// default, and was accepted (and ignored) where `--acc bf16` was refused; a claim built in code
+// (no text) is still judged by its fields.
+TEST(CheckRows, AReductionsOptionIsRefusedEvenAtItsDefault) {
+  const TensorData x{&fp32, {2}, {Bits{0x3f800000}, Bits{0x40000000}}, "X"};
+  for (const char* opt : {"--acc fp32", "--acc-rounding rne", "--cast-rounding rne", "--probabilistic-defects"}) {
+    SCOPED_TRACE(opt);
+    const std::string name = std::string(opt).substr(0, std::string(opt).find(' '));
+    for (const char* arith : {"--compute fp32", "--ulps 1"})
+      EXPECT_EQ(error_of([&] { check_rows(RowOp::exp, x, x, parse_claim(fmt::format("--in fp32 {} {} --out fp32", opt, arith))); }),
+                fmt::format("check exp: {} belongs to a reduction's claim (matmul, dot, sum); a row or elementwise op's "
+                            "arithmetic is --compute F [--fn-ulps N] [--fn-abs E], or --ulps N",
+                            name));
+  }
+  ClaimSpec coded = parse_claim("--in fp32 --compute fp32 --out fp32");
+  coded.cast_rounding = Rounding::rtz;  // a field set in code: no text states it
+  EXPECT_THAT(error_of([&] { check_rows(RowOp::exp, x, x, coded); }), HasSubstr("--cast-rounding belongs to a reduction's claim"));
+  EXPECT_EQ(error_of([&] { check_rows(RowOp::exp, x, x, parse_claim("--in fp32 --compute fp32 --out fp32")); }), "");
+}
+
 TEST(CheckRows, GammaBetaAreOneDimensionalInTheirOwnFormat) {
   const std::vector<float> xv{1, 2, 3, 4, 5, 6};
   const TensorData x = view(std::span<const float>(xv), {2, 3}, "bf16", "X");

@@ -282,6 +282,34 @@ TEST(ScaledGemm, ThePredictionRunsWhereTheEmulationIsCheap) {
   EXPECT_FALSE(soft.model) << soft.text();
 }
 
+// --expect bit-exact on a scaled claim with a profile: the profile's model is the verdict (was
+// ignored: one element changed by an ulp stayed CONSISTENT, "15 of 16 elements equal the
+// model"). The model runs whatever the size, and --ref is refused beside it, as for plain claims.
+TEST(ScaledGemm, ExpectBitExactJudgesByTheModel) {
+  const Problem p = make(4, 256, 4, 128, 21);
+  const std::string profile = "--scale-format fp32 --promote-every 128 --profile nvidia-h100-tc";  // DeepGEMM's
+  const TensorData c = emulate_matmul(A_of(p), B_of(p), std::nullopt, deepseek_claim(p, profile));
+  const ClaimSpec exact = deepseek_claim(p, profile + " --expect bit-exact");
+  const CheckResult ok = check_matmul(A_of(p), B_of(p), c, exact);
+  EXPECT_EQ(ok.verdict.kind, TensorKind::consistent) << ok.text();
+  EXPECT_NE(ok.verdict.reason.find("matches the model bit for bit: all 16 elements"), std::string::npos) << ok.verdict.reason;
+  TensorData one = c;
+  one.values[6] = Bits{one.values[6].raw + 1};  // C[1, 2] one ulp up
+  const CheckResult bad = check_matmul(A_of(p), B_of(p), one, exact);
+  EXPECT_EQ(bad.verdict.kind, TensorKind::defect) << bad.text();
+  EXPECT_NE(bad.verdict.reason.find("1 of 16 elements differ"), std::string::npos) << bad.verdict.reason;
+  EXPECT_NE(bad.verdict.reason.find("[1, 2]"), std::string::npos) << bad.verdict.reason;
+  EXPECT_EQ(check_matmul(A_of(p), B_of(p), one, deepseek_claim(p, profile)).verdict.kind, TensorKind::consistent);  // legal
+  // With the prediction switched off (a caller's option), --expect still runs the model.
+  MatmulCheckOptions no_prediction;
+  no_prediction.predict = false;
+  EXPECT_EQ(check_matmul(A_of(p), B_of(p), one, exact, no_prediction).verdict.kind, TensorKind::defect);
+  MatmulCheckOptions with_ref;
+  with_ref.ref = c;
+  with_ref.ref_claim = deepseek_claim(p, profile);
+  EXPECT_THROW(check_matmul(A_of(p), B_of(p), c, exact, with_ref), InputError);
+}
+
 TEST(ScaledGemm, LegalOutputsAreConsistent) {
   const Problem p = make(6, 512, 5, 128, 2);
   const ClaimSpec claim = deepseek_claim(p, "--promote-every 128");

@@ -118,6 +118,10 @@ struct ClaimSpec {
   /// (a regression test against a known platform); any differing element is a defect.
   bool expect_bit_exact = false;
   QuantClaim quant;                                ///< integer GEMM: zero points, requantisation (quant_claim.h)
+  /// The options the claim text stated (parse_claim), in order, whatever their values: an option
+  /// of another kind of op is refused even at its default value (`--acc fp32` in a row op's
+  /// claim). Empty for a ClaimSpec built in code, whose fields are compared with the defaults.
+  std::vector<std::string> given;
 
   /// The output rounding in force (the given one, the profile's, or rne).
   Rounding output_rounding() const;

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
 
 #include <fmt/format.h>
@@ -259,6 +260,7 @@ ClaimSpec parse_claim(std::string_view text) {
                                      "products, FTZ/DAZ, start value); give accumulator options with --plan or "
                                      "without a profile, not with --profile",
                                      o, c.profile_name));
+  c.given = std::move(seen);
   return c;
 }
 
@@ -286,28 +288,43 @@ ClaimSpec claim_with_profile(const ClaimSpec& c, std::string_view profile) {
 namespace detail {
 void refuse_options_of_other_ops(const ClaimSpec& c, bool row_op, std::string_view command) {
   const ClaimSpec plain;
-  const char* given = nullptr;
+  // The first option of `names` the text stated, at any value: at its default (`--acc fp32`)
+  // it would otherwise pass unnoticed. A claim built in code has no text: its fields tell.
+  const auto stated = [&c](std::initializer_list<const char*> names) -> const char* {
+    for (const std::string& o : c.given)
+      for (const char* n : names)
+        if (o == n) return n;
+    return nullptr;
+  };
   if (row_op) {
-    if (c.plan) given = "--plan";
-    else if (c.profile) given = "--profile";
-    else if (c.acc != plain.acc) given = "--acc";
-    else if (c.acc_rounding != plain.acc_rounding) given = "--acc-rounding";
-    else if (c.products_rounded) given = "--products-rounded";
-    else if (c.acc_ftz) given = "--ftz";
-    else if (c.acc_daz) given = "--daz";
-    else if (c.acc_zero_start) given = "--zero-start";
-    else if (c.cast) given = "--cast";
-    else if (c.in_b) given = "--in-b";
-    else if (c.probabilistic_defects) given = "--probabilistic-defects";
+    const char* given = stated({"--plan", "--profile", "--acc", "--acc-rounding", "--products-rounded", "--ftz", "--daz",
+                                "--zero-start", "--cast", "--cast-rounding", "--in-b", "--probabilistic-defects"});
+    if (!given) {
+      if (c.plan) given = "--plan";
+      else if (c.profile) given = "--profile";
+      else if (c.acc != plain.acc) given = "--acc";
+      else if (c.acc_rounding != plain.acc_rounding) given = "--acc-rounding";
+      else if (c.products_rounded) given = "--products-rounded";
+      else if (c.acc_ftz) given = "--ftz";
+      else if (c.acc_daz) given = "--daz";
+      else if (c.acc_zero_start) given = "--zero-start";
+      else if (c.cast) given = "--cast";
+      else if (c.cast_rounding != plain.cast_rounding) given = "--cast-rounding";
+      else if (c.in_b) given = "--in-b";
+      else if (c.probabilistic_defects) given = "--probabilistic-defects";
+    }
     if (given)
       throw InputError(fmt::format("{}: {} belongs to a reduction's claim (matmul, dot, sum); a row or elementwise "
                                    "op's arithmetic is --compute F [--fn-ulps N] [--fn-abs E], or --ulps N",
                                    command, given));
     return;
   }
-  if (c.compute) given = "--compute";
-  else if (c.fn_ulps != plain.fn_ulps) given = "--fn-ulps";
-  else if (c.fn_abs != plain.fn_abs) given = "--fn-abs";
+  const char* given = stated({"--compute", "--fn-ulps", "--exp-ulps", "--fn-abs"});
+  if (!given) {
+    if (c.compute) given = "--compute";
+    else if (c.fn_ulps != plain.fn_ulps) given = "--fn-ulps";
+    else if (c.fn_abs != plain.fn_abs) given = "--fn-abs";
+  }
   if (given)
     throw InputError(fmt::format("{}: {} states a row or elementwise op's arithmetic; a reduction's is --acc, "
                                  "--acc-rounding, --plan or --profile",

@@ -584,6 +584,65 @@ TEST(CheckRows, AReductionsOptionIsRefusedEvenAtItsDefault) {
   EXPECT_EQ(error_of([&] { check_rows(RowOp::exp, x, x, parse_claim("--in fp32 --compute fp32 --out fp32")); }), "");
 }
 
+// At a non-finite input a derived claim's textbook formula in IEEE arithmetic and the oracle's
+// limit may differ: silu/gelu at −inf give −inf·0 = NaN (the limit −0), rmsnorm of a row holding
+// +inf gives x·rsqrt(+inf) = ±0 for its finite elements (the oracle: NaN for the row). Both are
+// legal; anything else there is still a defect.
+TEST(CheckRows, TextbookValuesAtNonFiniteInputsAreLegal) {
+  const auto f32 = [](std::vector<float> v, std::vector<std::int64_t> shape, const char* name) {
+    TensorData t{&fp32, std::move(shape), {}, name};
+    for (const float x : v) t.values.push_back(Bits{std::bit_cast<std::uint32_t>(x)});
+    return t;
+  };
+  const float inf = INFINITY, nan = NAN;
+  const ClaimSpec claim = parse_claim("--in fp32 --compute fp32 --out fp32");
+  const TensorData x = f32({-inf, inf, 1.0f}, {3}, "X");
+  for (const RowOp op : {RowOp::silu, RowOp::gelu_erf, RowOp::gelu_tanh}) {
+    SCOPED_TRACE(row_op_name(op));
+    // The oracle's own values: −0, +inf, and op(1) correctly rounded (read from the listed exact value).
+    TensorData with_limit = f32({-0.0f, inf, 0.0f}, {3}, "C");
+    RowCheckOptions all;
+    all.worst = 3;
+    const CheckResult probe = check_rows(op, x, with_limit, claim, all);
+    for (const ElementReport& e : probe.verdict.worst)
+      if (e.index == 2) with_limit.values[2] = Bits{std::bit_cast<std::uint32_t>(static_cast<float>(e.exact))};
+    EXPECT_EQ(check_rows(op, x, with_limit, claim).verdict.kind, TensorKind::consistent);
+    TensorData textbook = with_limit;
+    textbook.values[0] = Bits{0x7fc00000};  // NaN at −inf
+    const CheckResult r = check_rows(op, x, textbook, claim);
+    EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+    EXPECT_EQ(r.verdict.counts[0], 3);
+    EXPECT_THAT(r.text(), HasSubstr("non-finite inputs: 1 element equal what the textbook formula gives"));
+    TensorData wrong = with_limit;
+    wrong.values[0] = Bits{std::bit_cast<std::uint32_t>(-1.0f)};
+    EXPECT_EQ(check_rows(op, x, wrong, claim).verdict.kind, TensorKind::defect);
+    // NaN where the limit is finite is legal at −inf only: at +inf it is a defect.
+    TensorData nan_at_inf = with_limit;
+    nan_at_inf.values[1] = Bits{0x7fc00000};
+    EXPECT_EQ(check_rows(op, x, nan_at_inf, claim).verdict.kind, TensorKind::defect);
+    // Under an --ulps claim (no formula stated) the limit alone is the exact result.
+    EXPECT_EQ(check_rows(op, x, textbook, parse_claim("--in fp32 --out fp32 --ulps 1")).verdict.kind, TensorKind::defect);
+  }
+  const TensorData xr = f32({1, -2, inf, 3, 1, 2, 3, 4}, {2, 4}, "X");
+  TensorData c = f32({0.0f, -0.0f, nan, 0.0f, 0, 0, 0, 0}, {2, 4}, "C");
+  RowCheckOptions all;
+  all.worst = 8;
+  const CheckResult first = check_rows(RowOp::rmsnorm, xr, c, claim, all);  // row 1: the oracle's values
+  for (const ElementReport& e : first.verdict.worst)
+    if (e.index >= 4) c.values[static_cast<std::size_t>(e.index)] = Bits{std::bit_cast<std::uint32_t>(static_cast<float>(e.exact))};
+  const CheckResult r = check_rows(RowOp::rmsnorm, xr, c, claim);
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+  TensorData sign = c;
+  sign.values[1] = Bits{std::bit_cast<std::uint32_t>(0.0f)};  // −2·0 is −0
+  EXPECT_EQ(check_rows(RowOp::rmsnorm, xr, sign, claim).verdict.kind, TensorKind::defect);
+  TensorData all_nan = c;  // the oracle's own: NaN for the whole row
+  for (int j = 0; j < 4; ++j) all_nan.values[static_cast<std::size_t>(j)] = Bits{0x7fc00000};
+  EXPECT_EQ(check_rows(RowOp::rmsnorm, xr, all_nan, claim).verdict.kind, TensorKind::consistent);
+  TensorData one = c;
+  one.values[0] = Bits{std::bit_cast<std::uint32_t>(0.25f)};
+  EXPECT_EQ(check_rows(RowOp::rmsnorm, xr, one, claim).verdict.kind, TensorKind::defect);
+}
+
 TEST(CheckRows, GammaBetaAreOneDimensionalInTheirOwnFormat) {
   const std::vector<float> xv{1, 2, 3, 4, 5, 6};
   const TensorData x = view(std::span<const float>(xv), {2, 3}, "bf16", "X");

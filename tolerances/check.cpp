@@ -736,6 +736,55 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
 
 namespace {
 
+/// Where an input is non-finite, the oracles give the mathematical limit (silu(−inf) = −0) or
+/// NaN for a whole norm row; the textbook formulas a derived claim (--compute) describes give,
+/// in IEEE arithmetic, something else at a few points, and both are legal:
+/// - silu, gelu_erf, gelu_tanh at −inf: x·sigmoid(x) = x/(1 + exp(−x)) = −inf·0 or −inf/inf, and
+///   0.5·x·(1 + erf(x/√2)) = 0.5·x·(1 + tanh(...)) = −inf·0: NaN (PyTorch's CPU kernels too);
+/// - rmsnorm of a row holding ±inf and no NaN: mean(x²) + eps = +inf, so x_j·rsqrt(+inf) =
+///   x_j/sqrt(+inf) = ±0 for a finite x_j (times a finite gamma_j), NaN for an infinite one.
+/// (layernorm's textbook forms give NaN for the whole row, as its oracle; softmax's oracle is the
+/// max-subtracted formula's IEEE result already; the other functions' specials are IEEE's.)
+/// Each element of C equal to that value (NaN to NaN, zeros with their sign) is judged against it
+/// instead of the limit: exact, bound 0. Returns how many were.
+std::int64_t accept_textbook_specials(RowOp op, const TensorData& X, const TensorData& C, const std::optional<TensorData>& gamma,
+                                      const FormatSpec* fparam, std::size_t cols, std::vector<ReferenceElement>& ref) {
+  const FormatSpec& fin = *X.format;
+  const FormatSpec& fout = *C.format;
+  std::int64_t accepted = 0;
+  const auto accept = [&](std::size_t e, double v) {
+    const double y = to_double(fout, C.values[e]);
+    const bool same = std::isnan(v) ? std::isnan(y) : (y == v && std::signbit(y) == std::signbit(v));
+    const double limit = ref[e].exact;
+    const bool differs = std::isnan(v) != std::isnan(limit) || (!std::isnan(v) && (v != limit || std::signbit(v) != std::signbit(limit)));
+    if (!same || !differs) return;
+    ref[e] = {C.values[e], v, INFINITY, 0.0, 0.0};  // Σ|terms|: an infinite input's (no zero by construction)
+    ++accepted;
+  };
+  if (op == RowOp::silu || op == RowOp::gelu_erf || op == RowOp::gelu_tanh) {
+    for (std::size_t e = 0; e < X.values.size(); ++e) {
+      const double x = to_double(fin, X.values[e]);
+      if (std::isinf(x) && x < 0) accept(e, NAN);
+    }
+  } else if (op == RowOp::rmsnorm && cols > 0) {
+    for (std::size_t r = 0; r < X.values.size() / cols; ++r) {
+      bool inf = false, nan = false;
+      for (std::size_t j = 0; j < cols; ++j) {
+        const double x = to_double(fin, X.values[r * cols + j]);
+        inf = inf || std::isinf(x);
+        nan = nan || std::isnan(x);
+      }
+      if (!inf || nan) continue;
+      for (std::size_t j = 0; j < cols; ++j) {
+        const double x = to_double(fin, X.values[r * cols + j]);
+        const double g = gamma ? to_double(*fparam, gamma->values[j]) : 1.0;
+        accept(r * cols + j, x * 0.0 * g);  // x·rsqrt(+inf)·gamma: ±0, or NaN for x or gamma infinite
+      }
+    }
+  }
+  return accepted;
+}
+
 // Set while check_rows judges a part of a tensor for the function-accuracy signature (below), so
 // that part's check does not look for the signature itself.
 thread_local bool t_in_function_accuracy_probe = false;
@@ -968,6 +1017,11 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
     if (widest > 0)
       b.derivation.push_back(fmt::format("widest bound relative to its exact value: {:.3g} at element {} (exact {:.6g})",
                                          widest, widest_at, ref[widest_at].exact));
+    if (const std::int64_t n = accept_textbook_specials(op, X, C, opt.gamma, &fparam, cols, ref))
+      b.derivation.push_back(fmt::format("non-finite inputs: {} element{} equal what the textbook formula gives in IEEE "
+                                         "arithmetic there ({}), not the limit: legal, judged against that value",
+                                         n, n == 1 ? "" : "s",
+                                         op == RowOp::rmsnorm ? "x·rsqrt(+inf) = ±0 in a row holding ±inf" : "−inf·0 = NaN at −inf"));
     s.order = row_claim_order(op, rc);
     s.row_derived = true;
   } else {

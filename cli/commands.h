@@ -51,7 +51,7 @@ struct RoundingArgs {
   bool saturate = false;
   bool ftz = false;
   bool daz = false;
-  std::uint64_t seed = 0;
+  std::string seed;  ///< --seed's text, read by the library's parse_seed (0 .. 2^64 - 1)
   const CLI::Option* seed_option = nullptr;  ///< --seed, to tell whether it was given
 };
 

@@ -184,7 +184,7 @@ Command add_check_command(CLI::App& parent) {
       c->add_option("--ref", a.ref,
                     "judge the output against this reference output of another platform instead of the exact result");
     if (takes("ref_profile")) c->add_option("--ref-profile", a.ref_profile, "the profile of the platform that produced --ref");
-    c->add_option("--json", a.json, "also write the verdict as JSON");
+    c->add_option("--json", a.json, "also write the verdict as JSON")->check(output_file());
     c->add_option("--worst", a.worst, "elements to list")->check(CLI::Range(0, max_worst))->capture_default_str();
     a.claim.declare(*c, ClaimKind::reduction);
   };
@@ -197,14 +197,16 @@ Command add_check_command(CLI::App& parent) {
   s->add_option("--c", sum->c, "the output to judge")->required();
   if (check_takes("sum", "axis"))
     s->add_option("--axis", sum->axis, "axis summed (negative counts from the end)")->capture_default_str();
-  s->add_option("--json", sum->json, "also write the verdict as JSON");
+  s->add_option("--json", sum->json, "also write the verdict as JSON")->check(output_file());
   s->add_option("--worst", sum->worst, "elements to list")->check(CLI::Range(0, max_worst))->capture_default_str();
   sum->claim.declare(*s, ClaimKind::reduction);
   std::vector<std::pair<CLI::App*, RowOp>> row_apps;
   for (const RowOp op : row_ops()) {
     const std::string name(row_op_name(op));
     CLI::App* r = app->add_subcommand(
-        name, fmt::format("C = {}(X) (rows: the last axis, or --axis), under --compute F (derived bound) or --ulps N", name));
+        name, check_takes(name, "axis")
+                  ? fmt::format("C = {}(X) (rows: the last axis, or --axis), under --compute F (derived bound) or --ulps N", name)
+                  : fmt::format("C = {}(X) elementwise, under --compute F (derived bound) or --ulps N", name));
     r->add_option("--x", rows->x, "X")->required();
     r->add_option("--c", rows->c, "the output to judge")->required();
     rows->claim.declare_option(*r, "--compute",
@@ -214,7 +216,7 @@ Command add_check_command(CLI::App& parent) {
     rows->claim.declare_option(*r, "--fn-abs", "with --compute: ... and/or its absolute error (polynomial approximations)");
     if (op == RowOp::softmax) rows->claim.declare_option(*r, "--exp-ulps", "older name of --fn-ulps");
     rows->claim.declare_option(*r, "--ulps", "or: claimed accuracy in output ulps at the exact value (0.5 = correctly rounded)");
-    r->add_option("--json", rows->json, "also write the verdict as JSON");
+    r->add_option("--json", rows->json, "also write the verdict as JSON")->check(output_file());
     r->add_option("--worst", rows->worst, "elements to list")->check(CLI::Range(0, max_worst))->capture_default_str();
     // Which op takes which option: the library's table (check_takes), as gate files and Python.
     const auto takes = [&](std::string_view option) { return check_takes(name, option); };

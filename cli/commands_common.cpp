@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "formats/error.h"
+#include "tolerances/check.h"
 
 namespace numfid::cli {
 
@@ -19,8 +21,8 @@ void add_rounding_options(CLI::App& app, RoundingArgs& args) {
   app.add_flag("--saturate", args.saturate, "overflow to ±max finite instead of ±inf/NaN (OCP saturating mode)");
   app.add_flag("--ftz", args.ftz, "flush subnormal results to zero");
   app.add_flag("--daz", args.daz, "read subnormal inputs as zero");
-  args.seed_option = app.add_option("--seed", args.seed, "stochastic rounding seed (stream = 0-based line index)")
-                         ->capture_default_str();
+  args.seed_option = app.add_option("--seed", args.seed, "stochastic rounding seed, 0 .. 2^64 - 1 (stream = 0-based line index)")
+                         ->default_str("0");
 }
 
 RoundOptions round_options(const RoundingArgs& args) {
@@ -36,7 +38,13 @@ RoundOptions round_options(const RoundingArgs& args) {
   o.overflow = args.saturate ? Overflow::saturate : Overflow::ieee;
   o.ftz = args.ftz;
   o.daz = args.daz;
-  o.seed = args.seed;
+  if (args.seed_option != nullptr && args.seed_option->count() > 0) {
+    try {
+      o.seed = parse_seed(args.seed);
+    } catch (const InputError& e) {
+      throw UsageError(e.what());
+    }
+  }
   return o;
 }
 

@@ -92,7 +92,7 @@ void add_emulate_options(CLI::App& app, EmulateArgs& e) {
   app.add_option("--c", e.c, "addend C that starts each sum");
   app.add_option("--c-format", e.c_format, "format of C's values (default: the accumulator's)");
   e.claim.declare(app, ClaimKind::emulate);
-  app.add_option("--output", e.output, "where to write the result (.npy or .safetensors)")->required();
+  app.add_option("--output", e.output, "where to write the result (.npy or .safetensors)")->check(output_file())->required();
 }
 
 int run_profiles(const std::string& action, const std::string& name) {
@@ -152,7 +152,7 @@ Command add_emulate_command(CLI::App& parent) {
   s->add_option("--x", sm->x, "X (.npy or FILE.safetensors:NAME)")->required();
   s->add_option("--axis", sm->axis, "axis summed (negative counts from the end)")->capture_default_str();
   sm->claim.declare(*s, ClaimKind::emulate);
-  s->add_option("--output", sm->output, "where to write the result (.npy or .safetensors)")->required();
+  s->add_option("--output", sm->output, "where to write the result (.npy or .safetensors)")->check(output_file())->required();
   return {app, [=]() {
             if (s->parsed()) return run_emulate_sum(*sm);
             return m->parsed() ? run_emulate(*mm, false) : run_emulate(*dt, true);

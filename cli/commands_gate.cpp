@@ -63,10 +63,10 @@ struct ReportArgs {
   }
 
   void add(CLI::App* app) {
-    app->add_option("--junit", junit, "also write a JUnit XML report");
-    app->add_option("--json", json, "also write the complete result as JSON (the input of `gate merge`)");
-    app->add_option("--markdown", markdown, "also write a Markdown summary");
-    app->add_option("--report", report, "write the HTML report (index.html) and summary.md into this directory");
+    app->add_option("--junit", junit, "also write a JUnit XML report")->check(output_file());
+    app->add_option("--json", json, "also write the complete result as JSON (the input of `gate merge`)")->check(output_file());
+    app->add_option("--markdown", markdown, "also write a Markdown summary")->check(output_file());
+    app->add_option("--report", report, "write the HTML report (index.html) and summary.md into this directory")->check(output_file());
   }
 };
 

@@ -63,6 +63,13 @@ void check_output(const std::string& path, const char* what, const std::vector<N
   }
 }
 
+const CLI::Validator& output_file() {
+  static const CLI::Validator v(
+      [](const std::string& s) { return s.empty() ? std::string("an empty file name: name the file to write") : std::string(); },
+      "FILE");
+  return v;
+}
+
 void write_text_output(const std::string& path, const std::string& text, const char* what) {
   try {
     write_file_atomically(path, std::string_view(text));  // io/atomic_file.h: all or nothing

@@ -110,7 +110,8 @@ ProbeOptions options(const ProbeArgs& p) {
   o.out = &lookup_format(p.out);
   if (o.in->kind != FormatKind::binary_float || o.out->kind != FormatKind::binary_float)
     throw UsageError("--in and --out must be float formats");
-  if (p.validation < 10'000) throw UsageError(fmt::format("--validation {}: at least 10000 elements", p.validation));
+  if (p.validation < min_validation_elements)
+    throw UsageError(fmt::format("--validation {}: at least {} elements", p.validation, min_validation_elements));
   o.validation_elements = p.validation;
   o.seed = p.seed;
   o.budget = p.budget;
@@ -169,6 +170,8 @@ int run_folder(const ProbeArgs& given, bool make) {
     std::ostringstream text;
     text << f.rdbuf();
     static_cast<ProbeSettings&>(p) = parse_probe_settings(text.str(), conf.string());
+    if (p.output.empty())
+      throw UsageError(fmt::format("{}: no 'output' line (the profile to write: output NAME.yaml)", conf.string()));
   }
   ProbeOptions o = options(p);
   o.name = profile_name(p);
@@ -190,7 +193,7 @@ void add_common(CLI::App& app, ProbeArgs& p) {
   app.add_option("--budget", p.budget, "most calls of the black box (0: no limit)");
   app.add_option("--seed", p.seed, "seed of the random probe and validation inputs");
   app.add_option("--validation", p.validation, "output elements of the validation set (>= 10000)");
-  app.add_option("--output", p.output, "the profile to write (NAME.yaml; NAME becomes the profile's name)")->required();
+  app.add_option("--output", p.output, "the profile to write (NAME.yaml; NAME becomes the profile's name)")->check(output_file())->required();
   app.add_flag("--no-presets", p.no_presets,
                "leave the built-in tensor-core presets out of the candidates: block-FMA parameters come from the search alone");
 }

@@ -65,8 +65,8 @@ Command add_quantize_command(CLI::App& parent) {
       ->capture_default_str();
   app->add_option("--block", q->block, "elements per block along K")->capture_default_str();
   app->add_option("--rounding", q->rounding, "rounding of the elements (rne, rtz, rup, rdn, rna)")->capture_default_str();
-  app->add_option("--elements", q->elements, "where to write the elements (.npy / .safetensors)")->required();
-  app->add_option("--scales", q->scales, "where to write the E8M0 scales (uint8 patterns)")->required();
+  app->add_option("--elements", q->elements, "where to write the elements (.npy / .safetensors)")->check(output_file())->required();
+  app->add_option("--scales", q->scales, "where to write the E8M0 scales (uint8 patterns)")->check(output_file())->required();
   return {app, [=]() { return run_quantize(*q); }};
 }
 

@@ -35,6 +35,10 @@ struct NamedFile {
 /// operand A with the verdict); UsageError naming `what` (the option) otherwise.
 void check_output(const std::string& path, const char* what, const std::vector<NamedFile>& others = {});
 
+/// The validator of an option naming a file to write: an empty name ('') is refused (exit 2)
+/// instead of read as "no such output", which wrote nothing and said nothing.
+const CLI::Validator& output_file();
+
 /// Writes `text` to `path` all or nothing (io/atomic_file.h); UsageError naming `what` (the
 /// option) otherwise.
 void write_text_output(const std::string& path, const std::string& text, const char* what);

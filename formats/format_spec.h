@@ -283,4 +283,10 @@ std::string format_names();
 /// True for binary floating-point formats.
 constexpr bool is_float(const FormatSpec& f) { return f.kind == FormatKind::binary_float; }
 
+/// True for formats that can hold a sum's partial results: signed binary floats. E8M0 (a scale
+/// format: no sign, no zero) cannot hold 0 or a negative partial, so an accumulator in it
+/// would make every sum NaN.
+constexpr bool can_accumulate(const FormatSpec& f) { return is_float(f) && f.has_sign; }
+static_assert(!can_accumulate(e8m0) && can_accumulate(fp32) && can_accumulate(bf16) && can_accumulate(fp4_e2m1));
+
 }  // namespace numfid

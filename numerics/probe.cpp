@@ -451,7 +451,10 @@ ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
   if (o.k < 2 || o.k > 4096) throw std::invalid_argument(fmt::format("probe: K = {} is outside 2..4096", o.k));
   if (o.in->kind != FormatKind::binary_float || o.out->kind != FormatKind::binary_float)
     throw std::invalid_argument("probe: the input and output formats must be float formats");
-  if (o.validation_elements < 1) throw std::invalid_argument("probe: the validation set needs at least one element");
+  if (o.validation_elements < min_validation_elements)
+    throw std::invalid_argument(fmt::format("probe: validation of {} elements: at least {} (a profile is written only after "
+                                            "that many fresh outputs reproduce bit for bit)",
+                                            o.validation_elements, min_validation_elements));
   const auto t0 = std::chrono::steady_clock::now();
   ProbeResult r;
   Session s(box, o, r);

@@ -78,6 +78,11 @@ std::vector<Bits> run_probe_model(const ProbeModel& m, const ProbeCall& call);
 /// hold (tensor-engine profiles, input casts) or a block-fma profile without that variant.
 std::optional<ProbeModel> probe_model_of(const Profile& p, const FormatSpec& in, const FormatSpec& out);
 
+/// The fewest output elements a probed profile is validated on (docs/probes.md: a profile is
+/// written only after >= 10^4 fresh outputs reproduce bit for bit): the CLI's --validation and
+/// Python's validation= alike.
+inline constexpr std::int64_t min_validation_elements = 10'000;
+
 /// What to probe and how.
 struct ProbeOptions {
   ProbeOp op = ProbeOp::dot;
@@ -86,7 +91,7 @@ struct ProbeOptions {
   const FormatSpec* out = &fp32;      ///< output format
   std::uint64_t seed = 1;             ///< random rows and validation data
   std::int64_t budget = 0;            ///< most black-box calls; 0: no limit
-  std::int64_t validation_elements = 10'000;  ///< output elements of the validation set (>= 10^4 is the rule)
+  std::int64_t validation_elements = min_validation_elements;  ///< output elements of the validation set (>= min_validation_elements)
   std::string name = "probed";        ///< the profile's name (its file stem)
   /// Include the built-in tensor-core presets (numerics/tensor_core_presets.h) in the
   /// candidate set. false: block-FMA models come from the parameter search alone (blind).

@@ -56,6 +56,7 @@ std::string probe_settings_text(const ProbeSettings& s) {
 
 ProbeSettings parse_probe_settings(std::string_view text, std::string_view source, ProbeSettings p) {
   std::size_t line_no = 0;
+  std::vector<std::pair<std::string, std::size_t>> seen;  // key, line: a key given twice is an error, not "the last wins"
   while (!text.empty()) {
     const std::size_t nl = text.find('\n');
     const std::string_view line = text.substr(0, nl);
@@ -66,6 +67,11 @@ ProbeSettings parse_probe_settings(std::string_view text, std::string_view sourc
     bool ok = w.size() == 2;
     if (ok) {
       const std::string_view key = w[0], value = w[1];
+      for (const auto& [k, at] : seen)
+        if (k == key)
+          throw InputError(fmt::format("{}:{}: '{}' given twice (first at line {})", printable(source), line_no,
+                                       printable(key), at));
+      seen.emplace_back(std::string(key), line_no);
       if (key == "op") p.op = value;
       else if (key == "k") ok = integer(value, p.k);
       else if (key == "in") p.in = value;

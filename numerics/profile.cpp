@@ -226,7 +226,8 @@ struct Loader {
     check_keys(s, {"format", "rounding", "ftz", "daz", "zero_start", "products"}, sname);
     AccumulatorModel a;
     a.format = format(s, sname, "format", false);
-    if (a.format->kind != FormatKind::binary_float) fail(s["format"], fmt::format("{}.format must be a float format", sname));
+    if (!can_accumulate(*a.format))
+      fail(s["format"], fmt::format("{}.format must be a signed float format (partial sums are signed and may be 0)", sname));
     a.rounding.rounding = rounding(s, sname, "rounding");
     a.rounding.ftz = boolean(s, sname, "ftz");
     // Optional (default false): subnormal inputs read as zero, as AVX-512 vdpbf16ps does.

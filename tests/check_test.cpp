@@ -353,6 +353,24 @@ TEST(CheckMatmul, CrossPlatformSumsBothBounds) {
   EXPECT_NE(r.verdict.kind, TensorKind::defect) << r.text();
   ASSERT_FALSE(r.bound.derivation.empty());
   EXPECT_THAT(r.bound.derivation[0], HasSubstr("cross-platform: target (profile trn2 (v1)) against reference"));
+  // One element of R or of C far off: the defect says which side left its own bound of the exact
+  // result, and the table's centre is labelled R (it was "exact", and read as C's fault).
+  const TensorData c = emulate_matmul(p.a, p.b, std::nullopt, trn);
+  const auto far = [](TensorData t) {
+    t.values[5] = Bits{static_cast<std::uint16_t>(t.values[5].raw ^ 0x0400u)};  // exponent bit: ×/÷ 2^8
+    return t;
+  };
+  MatmulCheckOptions bad_ref = o;
+  bad_ref.ref = far(*o.ref);
+  const CheckResult rr = check_matmul(p.a, p.b, c, trn, bad_ref);
+  ASSERT_EQ(rr.verdict.kind, TensorKind::defect) << rr.text();
+  EXPECT_THAT(rr.verdict.reason, HasSubstr("C is outside its own bound of the exact result at 0 and R (the reference) at 1: "
+                                           "the reference is off, not C"));
+  EXPECT_THAT(rr.text(), HasSubstr("R (reference)"));
+  const CheckResult rc = check_matmul(p.a, p.b, far(c), trn, o);
+  ASSERT_EQ(rc.verdict.kind, TensorKind::defect) << rc.text();
+  EXPECT_THAT(rc.verdict.reason, HasSubstr("at 1 and R (the reference) at 0: C is off, not the reference"));
+  EXPECT_THAT(check_matmul(p.a, p.b, far(c), trn).text(), Not(HasSubstr("R (reference)")));
 }
 
 // ------------------------------------------------------------------- stochastic streams

@@ -233,6 +233,7 @@ TEST(ProbeSettingsFile, RoundTripAndErrors) {
            {"output a b\n", "d/probe.txt:1: 'output a b' is not"},
            {"seed 18446744073709551616\n", "d/probe.txt:1: 'seed 18446744073709551616'"},
            {"presets maybe\n", "d/probe.txt:1: 'presets maybe'"},
+           {"k 8\nop dot\nk 16\n", "d/probe.txt:3: 'k' given twice (first at line 1)"},  // not: the last one wins
            {"\n\ncolour\x1b[31m red\n", "d/probe.txt:3: 'colour\\x1b[31m red'"}}) {
     try {
       parse_probe_settings(text, "d/probe.txt");

@@ -87,6 +87,9 @@ TEST(Profiles, BadFilesAreRejectedWithFileAndLine) {
       {head + "plan:\n  order: {value: sequential}\n" + acc, "bad.yaml:6: plan.order: exactly one provenance"},
       {head + plan + "accumulator:\n  format: {value: fp33, assumed: a}\n  rounding: {value: rne, assumed: a}\n",
        "bad.yaml:8: accumulator.format: unknown format 'fp33'"},
+      // E8M0 has no sign and no zero: every partial sum would be NaN.
+      {head + plan + "accumulator:\n  format: {value: e8m0, assumed: a}\n  rounding: {value: rne, assumed: a}\n",
+       "bad.yaml:8: accumulator.format must be a signed float format (partial sums are signed and may be 0)"},
       {head + plan + "accumulator:\n  format: {value: fp32, assumed: a}\n  rounding: {value: up-ish, measured: m}\n",
        "bad.yaml:9: accumulator.rounding: unknown rounding 'up-ish'"},
       {head + plan + acc + "  ftz: {value: maybe, assumed: a}\n", "accumulator.ftz: 'maybe' is not true or false"},

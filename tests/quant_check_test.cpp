@@ -123,6 +123,13 @@ TEST(QuantClaim, Refusals) {
   refused("--in int8 --acc int32 --out int8 --requant-rounding stochastic", "deterministically");
   refused("--in int8 --acc int32 --out int8 --out-scale -0.5", "positive");
   refused("--in int8 --acc int32 --out int8 --out-scale 0.5,x", "not a number");
+  // nan and inf are numbers (not file names), refused as scales; beyond a double's range too.
+  refused("--in int8 --acc int32 --out int8 --out-scale nan", "--out-scale 'nan': nan is not a positive finite scale");
+  refused("--in int8 --acc int32 --out int8 --out-scale INF", "--out-scale 'INF': INF is not a positive finite scale");
+  refused("--in int8 --acc int32 --out int8 --out-scale 1e-400", "1e-400 is not a positive finite scale");
+  refused("--in int8 --acc int32 --out int8 --out-scale 1e999", "1e999 is not a positive finite scale");
+  EXPECT_EQ(parse_claim("--in int8 --acc int32 --out int8 --out-scale 1e-320").quant.out_scale,
+            std::vector<double>{1e-320});  // a subnormal double is a positive finite scale
   refused("--in int8 --acc int32 --out int8 --plan sequential", "do not apply");
   refused("--in int8 --acc int32 --out int8 --zero-point-a 1.5", "not an integer");
 }

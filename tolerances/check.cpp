@@ -39,8 +39,10 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
     return s;
   }
   c.acc.format = a.acc;
-  if (c.acc.format->kind != FormatKind::binary_float)
-    throw InputError(fmt::format("--acc {}: not a float format", a.acc->name));
+  if (!is_float(*c.acc.format)) throw InputError(fmt::format("--acc {}: not a float format", a.acc->name));
+  if (!can_accumulate(*c.acc.format))
+    throw InputError(fmt::format("--acc {}: not a signed float format (an accumulator holds signed partial sums and 0)",
+                                 a.acc->name));
   c.acc.rounding = a.acc_rounding;
   c.acc.products_rounded = a.products_rounded;
   c.acc.ftz = a.acc_ftz;
@@ -637,8 +639,33 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
     mark_cast_overflow(std::span<ReferenceElement>(ref.data(), ref.size()),
                        cast_overflow_elements(s.claim, A, B, mr.dims, mr.rowwise_dot));
     v = judge(s.claim, b, C.values, std::span<const ReferenceElement>(ref.data(), ref.size()), {M, N}, jo);
+    // Which side is off where |C - R| exceeds both bounds: each output against the exact result
+    // under its own claim's bound (the table's centre is R, so a bad R reads as a bad C there).
+    if (v.counts[3] > 0) {
+      std::int64_t outside = 0, c_off = 0, r_off = 0;
+      for (std::size_t e = 0; e < ref.size(); ++e) {
+        const double exact = mr.elements[e].exact, c = to_double(fout, C.values[e]), r = to_double(fout, R.values[e]);
+        // (Elements judged against the exact result alone, where R may overflow, are C's own.)
+        if (!std::isfinite(exact) || !std::isfinite(c) || !std::isfinite(r) || !ref[e].det_bound || ref[e].rounded != R.values[e])
+          continue;
+        if (!(std::fabs(c - r) > *ref[e].det_bound)) continue;
+        const ElementBound x = element_bound(b, s.claim, exact, mr.elements[e].sum_abs);
+        const ElementBound y = element_bound(rb, rs.claim, exact, mr.elements[e].sum_abs);
+        ++outside;
+        c_off += std::fabs(c - exact) > x.deterministic ? 1 : 0;
+        r_off += std::fabs(r - exact) > y.deterministic ? 1 : 0;
+      }
+      if (outside > 0)
+        v.reason += fmt::format("; of the {} finite element{} where |C - R| exceeds both bounds, C is outside its own bound "
+                                "of the exact result at {} and R (the reference) at {}{}",
+                                outside, outside == 1 ? "" : "s", c_off, r_off,
+                                c_off == 0 && r_off > 0   ? ": the reference is off, not C"
+                                : r_off == 0 && c_off > 0 ? ": C is off, not the reference"
+                                                          : "");
+    }
   }
   CheckResult r = detail::finish(mr.rowwise_dot ? "dot" : "matmul", s, claim, std::move(b), std::move(v), !mr.rowwise_dot);
+  r.cross_platform = opt.ref.has_value();
   if (!opt.ref && opt.calibrate)  // the probable-defect rule, calibrated on these operands
     apply_calibration(r, opt.calibration ? *opt.calibration : calibrate_matmul(mr, A, B, claim), C, claim);
   // Where the claim names a model numfid can run, say how much of C it predicts bit for bit:

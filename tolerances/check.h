@@ -135,6 +135,9 @@ struct ClaimSpec {
 void append_claim_option(std::string& text, std::string_view option, std::string_view value);
 /// Appends " --flag".
 void append_claim_flag(std::string& text, std::string_view flag);
+/// A stochastic rounding seed from its text: digits only, 0 .. 2^64 - 1; InputError naming
+/// --seed and the range otherwise (the claim's --seed and `numfid convert --seed` alike).
+std::uint64_t parse_seed(const std::string& text);
 
 /// Parses the claim text form (whitespace-separated tokens; '...' or "..." quote a token
 /// holding spaces, e.g. --plan 'blocked(128, pairwise)'; --opt=value is accepted too).
@@ -186,6 +189,9 @@ struct CheckResult {
   const FormatSpec* output = &fp32;
   double output_rounding_ulps = 0.5;
   bool matrix = false;          ///< elements located as [row, col] (else [index])
+  /// A cross-platform check (--ref): each element's centre is R, the reference platform's
+  /// output, not the exact result (the report's column says so).
+  bool cross_platform = false;
   bool probabilistic_is_defect = false;  ///< the tensor rule: too many outside the probabilistic bound is a defect
   std::optional<ModelMatch> model;
   std::vector<Bits> predicted;  ///< the model's bit-exact output, when it ran (else empty)

@@ -94,6 +94,9 @@ double parse_number(const std::string& option, const std::string& s) {
   return v;
 }
 
+
+}  // namespace
+
 std::uint64_t parse_seed(const std::string& s) {
   // Digits only, and at most 2^64 - 1: strtoull would accept a sign and wrap.
   bool ok = !s.empty() && s.size() <= 20;
@@ -107,8 +110,6 @@ std::uint64_t parse_seed(const std::string& s) {
   if (!ok) throw InputError(fmt::format("--seed '{}' must be an integer in [0, 2^64 - 1]", s));
   return v;
 }
-
-}  // namespace
 
 void append_claim_flag(std::string& text, std::string_view flag) {
   if (!text.empty()) text += ' ';
@@ -171,7 +172,14 @@ ClaimSpec parse_claim(std::string_view text) {
     if (detail::parse_quant_option(c.quant, opt, value)) continue;  // integer GEMM (quant_check.cpp)
     if (opt == "--in") c.in = &format_named(value);
     else if (opt == "--in-b") c.in_b = &format_named(value);
-    else if (opt == "--acc") c.acc = &format_named(value);
+    else if (opt == "--acc") {
+      c.acc = &format_named(value);
+      // A float format without a sign (E8M0) holds no 0 and no negative partial sum; integers
+      // are integer claims' (--acc int32), refused for float inputs where the claim is set up.
+      if (is_float(*c.acc) && !can_accumulate(*c.acc))
+        throw InputError(fmt::format("--acc {}: not a signed float format (an accumulator holds signed partial sums and 0)",
+                                     value));
+    }
     else if (opt == "--acc-rounding") c.acc_rounding = rounding_named(value, "--acc-rounding");
     else if (opt == "--products-rounded") c.products_rounded = true;
     else if (opt == "--ftz") c.acc_ftz = true;

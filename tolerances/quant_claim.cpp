@@ -1,5 +1,6 @@
 // The integer-GEMM options of the claim text form (tolerances/quant_claim.h): parsing, the
 // checks of what fits together, and the canonical text.
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <algorithm>
@@ -122,7 +123,11 @@ std::int64_t parse_integer(std::string_view opt, const std::string& s) {
 /// A comma-separated list of numbers, or nullopt when `s` does not look like one (a file).
 std::optional<std::vector<double>> parse_scales(const std::string& s, std::string_view opt = "--out-scale") {
   const char c0 = s.empty() ? '\0' : s[0];
-  const bool numeric = (c0 >= '0' && c0 <= '9') || c0 == '.' || c0 == '-' || c0 == '+';
+  std::string lower;
+  for (const char ch : s.substr(0, s.find(','))) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  // "nan", "inf" and "infinity" are numbers strtod reads (refused below), not file names.
+  const bool numeric = (c0 >= '0' && c0 <= '9') || c0 == '.' || c0 == '-' || c0 == '+' || lower == "nan" ||
+                       lower == "inf" || lower == "infinity";
   if (!numeric) return std::nullopt;
   std::vector<double> out;
   std::size_t pos = 0;
@@ -133,8 +138,9 @@ std::optional<std::vector<double>> parse_scales(const std::string& s, std::strin
     char* end = nullptr;
     errno = 0;
     const double v = std::strtod(begin, &end);
-    if (item.empty() || end != begin + item.size() || errno == ERANGE)
+    if (item.empty() || end != begin + item.size())
       throw InputError(fmt::format("{} '{}': '{}' is not a number (give S, S0,S1,... or a file)", opt, s, item));
+    // ERANGE: beyond a double's range (v = ±inf or 0, refused below) or subnormal (kept: exact).
     if (!(v > 0) || !std::isfinite(v))
       throw InputError(fmt::format("{} '{}': {} is not a positive finite scale", opt, s, item));
     out.push_back(v);

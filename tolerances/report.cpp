@@ -67,7 +67,8 @@ std::string CheckResult::text() const {
   line(fmt::format("max error: {:.3g} output ulps", v.max_error_ulps));
   if (!v.worst.empty() && v.worst[0].ratio > 0) {
     line("worst elements (|error| / deterministic bound):");
-    line(fmt::format("  {:>14} {:>16} {:>16} {:>12} {:>10}  {}", "index", "value", "exact", "error ulps", "of bound", "class"));
+    line(fmt::format("  {:>14} {:>16} {:>16} {:>12} {:>10}  {}", "index", "value", cross_platform ? "R (reference)" : "exact",
+                     "error ulps", "of bound", "class"));
     for (const ElementReport& e : v.worst) {
       if (e.ratio <= 0) break;
       line(fmt::format("  {:>14} {:>16} {:>16} {:>12.3g} {:>10.3g}  {}", index_text(e, matrix), fmt_value(e.value),

@@ -15,6 +15,8 @@ import numbers as _numbers
 import warnings as _warnings
 import os as _os
 
+import numpy as _np
+
 from . import _numfid
 from ._arrays import as_operand as _as_operand
 from ._arrays import operand as _operand
@@ -53,6 +55,9 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=None
     (eps 1e-5, variance "any", norm_form "centred", softmax "textbook"); one given to an op that
     does not take it, even at its default value, is a TypeError.
     """
+    if not isinstance(op, str):
+        raise TypeError(f"numfid.check: op must be a str (one of {', '.join(_numfid.check_op_names())}), not "
+                        f"{type(op).__name__}")
     if op not in _numfid.check_op_names():
         raise ValueError(f"numfid.check: unknown op '{op}' (known: {', '.join(_numfid.check_op_names())})")
     allowed = ("a", "b", "c") if op in ("matmul", "dot") else ("x", "c")
@@ -121,9 +126,16 @@ def emulate(op, claim_or_profile, *, a=None, b=None, c=None, x=None, axis=-1, c_
     (then --in and --out are the format of A's dtype: torch/ml_dtypes bfloat16, float8, ...).
     Returns a NumPy array: float32 values (exact), or bit patterns with bits=True.
     """
+    if not isinstance(op, str):
+        raise TypeError(f"numfid.emulate: op must be a str ('matmul', 'dot' or 'sum'), not {type(op).__name__}")
+    if not isinstance(claim_or_profile, str):
+        raise TypeError(f"numfid.emulate: the claim is its text form (a str), not {type(claim_or_profile).__name__}")
+    if not isinstance(bits, (bool, _np.bool_)):
+        raise TypeError(f"numfid.emulate: bits must be True or False, not {bits!r}")
     if op == "sum":
-        if a is not None or b is not None or c is not None:
-            raise ValueError("numfid.emulate('sum'): give x=..., not a/b/c")
+        # Options of the other ops are refused, never ignored (as check() refuses them).
+        if a is not None or b is not None or c is not None or c_format is not None:
+            raise ValueError("numfid.emulate('sum'): give x= (and axis=), not a/b/c/c_format")
         if x is None:
             raise ValueError("numfid.emulate('sum'): x is required")
         op_x, fmt_x = _as_operand(x, "x")
@@ -131,6 +143,8 @@ def emulate(op, claim_or_profile, *, a=None, b=None, c=None, x=None, axis=-1, c_
         if note:  # the numpy plan along a strided axis (numpy sums it in order there)
             _warnings.warn(f"numfid.emulate('sum'): {note}", stacklevel=2)
         return values
+    if x is not None or axis != -1:
+        raise ValueError(f"numfid.emulate('{op}'): x= and axis= are emulate('sum')'s; give a=, b= (and c=)")
     if a is None or b is None:
         raise ValueError(f"numfid.emulate('{op}'): a and b are required")
     op_a, fmt_a = _as_operand(a, "a")

@@ -209,3 +209,27 @@ def test_options_an_op_does_not_take_are_refused(data):
         with pytest.raises(ValueError, match=r"the number of elements to list is an integer from 0 to 1073741824 \(the CLI's --worst range\)"):
             numfid.check_matmul(a, b, c, claim, worst=worst)
     assert numfid.check_matmul(a, b, c, claim, worst=0).verdict == "consistent"
+
+
+def test_emulate_refuses_what_does_not_apply_and_names_wrong_kinds():
+    """emulate() refuses options of the other ops (x=/axis= on matmul, a/b/c/c_format on sum), as
+    check() does, instead of ignoring them; an op or claim that is not a str is a TypeError."""
+    a = np.ones((4, 8), np.float32)
+    b = np.ones((8, 3), np.float32)
+    claim = "--in fp32 --out fp32 --plan sequential"
+    with pytest.raises(ValueError, match=r"x= and axis= are emulate\('sum'\)'s"):
+        numfid.emulate("matmul", claim, a=a, b=b, x=a)
+    with pytest.raises(ValueError, match=r"x= and axis= are emulate\('sum'\)'s"):
+        numfid.emulate("matmul", claim, a=a, b=b, axis=0)
+    with pytest.raises(ValueError, match=r"give x= \(and axis=\), not a/b/c/c_format"):
+        numfid.emulate("sum", claim, x=a, c_format="int8")
+    with pytest.raises(TypeError, match=r"the claim is its text form \(a str\), not NoneType"):
+        numfid.emulate("matmul", None, a=a, b=b)
+    with pytest.raises(TypeError, match="bits must be True or False"):
+        numfid.emulate("matmul", claim, a=a, b=b, bits=2)
+    with pytest.raises(TypeError, match="op must be a str"):
+        numfid.check(None, claim, a=a, b=b, c=np.ones((4, 3), np.float32))
+    with pytest.raises(TypeError, match=r"the claim is its text form \(a str\), not int"):
+        numfid.check("matmul", 3, a=a, b=b, c=np.ones((4, 3), np.float32))
+    assert numfid.emulate("matmul", claim, a=a, b=b).shape == (4, 3)
+    assert numfid.emulate("sum", claim, x=a, axis=0).shape == (8,)

@@ -29,3 +29,17 @@ def test_row_wise_dot_with_rounded_products():
     r = numfid.probe(lambda a, b: np.add.reduce(a * b, axis=1), "dot", k=16)
     assert r["pinned"], r["message"]
     assert "products rounded" in r["model"] or "pairwise" in r["model"] or "numpy" in r["model"], r["model"]
+
+
+def test_validation_below_the_rule_is_refused_before_any_call():
+    """A profile is written only after >= 10^4 fresh outputs reproduce (docs/probes.md); the
+    library refuses fewer, as the CLI's --validation does, before the black box is called."""
+    calls = []
+
+    def box(a, b):
+        calls.append(1)
+        return (a * b).sum(axis=1)
+
+    with pytest.raises(ValueError, match="validation of 10 elements: at least 10000"):
+        numfid.probe(box, "dot", k=4, validation=10)
+    assert not calls

@@ -342,6 +342,20 @@ TEST(CheckMatmul, OperandsMustBeTheClaimsFormatsAndShapes) {
               HasSubstr("shape mismatch: A (A) is [4, 16] (M x K) and B (B) is [16, 4] (K x N) give M x N = [4, 4], but C (C) is [4, 5]"));
 }
 
+// A NaN where the exact result is finite: the maximum error stays over the finite errors, and
+// the report's line says the non-finite ones are counted apart (it read "max error: 0" beside a
+// table of inf ulps).
+TEST(CheckMatmul, MaxErrorLineNamesNonFiniteMismatches) {
+  const Bf16Problem p(3, 16, 3, 7);
+  const ClaimSpec claim = parse_claim("--in bf16 --acc fp32 --out bf16");
+  TensorData c = emulate_matmul(p.a, p.b, std::nullopt, parse_claim("--in bf16 --plan sequential --out bf16"));
+  EXPECT_THAT(check_matmul(p.a, p.b, c, claim).text(), Not(HasSubstr("over the finite errors")));
+  c.values[4] = Bits{0x7fc0};
+  const CheckResult r = check_matmul(p.a, p.b, c, claim);
+  EXPECT_EQ(r.verdict.kind, TensorKind::defect);
+  EXPECT_THAT(r.text(), HasSubstr("output ulps over the finite errors; 1 element is NaN/inf where the exact result is finite"));
+}
+
 TEST(CheckMatmul, CrossPlatformSumsBothBounds) {
   const Bf16Problem p(4, 256, 4, 5);
   const ClaimSpec trn = parse_claim("--in bf16 --out bf16 --profile trn2");

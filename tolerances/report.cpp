@@ -64,7 +64,13 @@ std::string CheckResult::text() const {
                    "outside deterministic bound {}",
                    v.elements, v.counts[0], v.counts[1], v.counts[2], v.counts[3]));
   if (model) line(model_line(*model));
-  line(fmt::format("max error: {:.3g} output ulps", v.max_error_ulps));
+  // The maximum is over elements with a finite error; NaN/inf where the exact result is finite
+  // (or the reverse) are counted apart, so a "max error: 0" beside them says so.
+  line(v.nonfinite_mismatches > 0
+           ? fmt::format("max error: {:.3g} output ulps over the finite errors; {} element{} NaN/inf where the exact "
+                         "result is finite, or the reverse",
+                         v.max_error_ulps, v.nonfinite_mismatches, v.nonfinite_mismatches == 1 ? " is" : "s are")
+           : fmt::format("max error: {:.3g} output ulps", v.max_error_ulps));
   if (!v.worst.empty() && v.worst[0].ratio > 0) {
     line("worst elements (|error| / deterministic bound):");
     line(fmt::format("  {:>14} {:>16} {:>16} {:>12} {:>10}  {}", "index", "value", cross_platform ? "R (reference)" : "exact",

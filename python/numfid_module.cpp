@@ -35,6 +35,7 @@
 #include "numerics/profile.h"
 #include "tolerances/cancel.h"
 #include "tolerances/check.h"
+#include "tolerances/quant_check.h"
 #include "tolerances/row_bounds.h"
 #include "tolerances/scale_files.h"
 
@@ -182,6 +183,9 @@ CheckResult check(const CheckArgs& args) {
       const FormatSpec& fd = addend_format(claim, addend.has_value(), args.addend_format, "addend_format=", "addend=");
       if (addend) o.addend = tensor_data(addend->tensor, fd);
       if (ref) {
+        // The library's message names the CLI's flags (--ref, --ref-profile); here the keywords.
+        if (!args.ref_profile && !is_quantised_claim(claim))
+          throw InputError("ref= needs ref_profile= (the platform that produced the reference)");
         o.ref = tensor_data(ref->tensor, *claim.out);
         if (args.ref_profile) o.ref_claim = claim_with_profile(claim, *args.ref_profile);
       } else if (args.ref_profile) {

@@ -203,6 +203,8 @@ def test_options_an_op_does_not_take_are_refused(data):
     with pytest.raises(ValueError, match="--variance describes the arithmetic of --compute F"):
         numfid.check("layernorm", "--in fp32 --ulps 1 --out fp32", x=x, c=x, variance="welford")
     # ref_profile= without ref=: nothing to judge against (the CLI's --ref-profile without --ref alike).
+    with pytest.raises(ValueError, match=r"ref= needs ref_profile= \(the platform that produced the reference\)"):
+        numfid.check_matmul(a, b, c, claim, ref=c)
     with pytest.raises(ValueError, match="ref_profile= names the platform of a reference output: give that output with ref="):
         numfid.check_matmul(a, b, c, claim, ref_profile="trn2")
     for worst in (-1, 2**30 + 1, 2**40, 1.5, True):

@@ -44,7 +44,9 @@ struct ReportArgs {
       if (!owned.empty()) {
         std::error_code e1, e2;
         const std::filesystem::path out = std::filesystem::weakly_canonical(*path, e1), dir = std::filesystem::weakly_canonical(owned, e2);
-        if (!e1 && !e2 && (out.parent_path() == dir || out == dir))  // a file in it, or it as --report's directory
+        // It, or anything under it (a file, --report's directory or one inside it).
+        const bool inside = std::mismatch(dir.begin(), dir.end(), out.begin(), out.end()).first == dir.end();
+        if (!e1 && !e2 && inside)
           throw UsageError(fmt::format("{} {}: is in the gate's baseline directory {}, whose files are its baselines; "
                                        "write reports elsewhere",
                                        option, *path, owned.string()));

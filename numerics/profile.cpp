@@ -487,6 +487,9 @@ struct Loader {
         p.te.array_acc = p.reduction.acc;
         p.te.psum = p.reduction.acc;
         p.te.psum.format = format(s, "tensor_engine", "psum_format", false);
+        if (!can_accumulate(*p.te.psum.format))
+          fail(s["psum_format"], "tensor_engine.psum_format must be a signed float format (PSUM accumulates signed partial "
+                                 "sums, and 0)");
         p.te.psum.rounding.rounding = rounding(s, "tensor_engine", "psum_rounding");
         p.te.autocast = p.input_cast;
         p.te.autocast_rounding = p.input_cast_rounding;

@@ -601,7 +601,7 @@ TEST(CheckRows, NeedsAnAccuracyClaim) {
 // (no text) is still judged by its fields.
 TEST(CheckRows, AReductionsOptionIsRefusedEvenAtItsDefault) {
   const TensorData x{&fp32, {2}, {Bits{0x3f800000}, Bits{0x40000000}}, "X"};
-  for (const char* opt : {"--acc fp32", "--acc-rounding rne", "--cast-rounding rne", "--probabilistic-defects"}) {
+  for (const char* opt : {"--acc fp32", "--acc-rounding rne", "--cast bf16 --cast-rounding rne", "--probabilistic-defects"}) {
     SCOPED_TRACE(opt);
     const std::string name = std::string(opt).substr(0, std::string(opt).find(' '));
     for (const char* arith : {"--compute fp32", "--ulps 1"})
@@ -610,6 +610,24 @@ TEST(CheckRows, AReductionsOptionIsRefusedEvenAtItsDefault) {
                             "arithmetic is --compute F [--fn-ulps N] [--fn-abs E], or --ulps N",
                             name));
   }
+  // A GEMM's own options on a one-operand op, --exp-ulps outside softmax, --ulps on a reduction:
+  // refused, not ignored (a sum under --scale-a 2 was judged as a plain sum).
+  const TensorData m{&fp32, {2, 2}, std::vector<Bits>(4, Bits{0x3f800000}), "X"};
+  const TensorData s2{&fp32, {2}, std::vector<Bits>(2, Bits{0x40000000}), "C"};
+  const TensorData mb{&bf16, {2, 2}, std::vector<Bits>(4, Bits{0x3f80}), "X"};
+  EXPECT_THAT(error_of([&] { check_sum(mb, s2, -1, parse_claim("--in bf16 --out fp32 --scale-a 2 --scale-b 1")); }),
+              HasSubstr("check sum: --scale-a belongs to a GEMM's claim"));
+  EXPECT_THAT(error_of([&] { check_sum(m, s2, -1, parse_claim("--in fp32 --in-b bf16 --out fp32")); }),
+              HasSubstr("check sum: --in-b belongs to a GEMM's claim"));
+  EXPECT_THAT(error_of([&] { emulate_sum(m, -1, parse_claim("--in fp32 --in-b bf16 --out fp32 --plan sequential")); }),
+              HasSubstr("emulate sum: --in-b belongs to a GEMM's claim"));
+  // (A row op's claim with block scales is refused by the parser already: scaled GEMM claims take
+  // no --compute or --ulps.)
+  EXPECT_THAT(error_of([&] { check_rows(RowOp::exp, x, x, parse_claim("--in fp32 --compute fp32 --exp-ulps 2 --out fp32")); }),
+              HasSubstr("check exp: --exp-ulps is softmax's older name of --fn-ulps"));
+  EXPECT_EQ(error_of([&] { check_rows(RowOp::softmax, m, m, parse_claim("--in fp32 --compute fp32 --exp-ulps 2 --out fp32")); }), "");
+  EXPECT_THAT(error_of([&] { check_sum(m, s2, -1, parse_claim("--in fp32 --out fp32 --ulps 1")); }),
+              HasSubstr("check sum: --ulps states a row or elementwise op's arithmetic"));
   ClaimSpec coded = parse_claim("--in fp32 --compute fp32 --out fp32");
   coded.cast_rounding = Rounding::rtz;  // a field set in code: no text states it
   EXPECT_THAT(error_of([&] { check_rows(RowOp::exp, x, x, coded); }), HasSubstr("--cast-rounding belongs to a reduction's claim"));
@@ -673,6 +691,19 @@ TEST(CheckRows, TextbookValuesAtNonFiniteInputsAreLegal) {
   TensorData one = c;
   one.values[0] = Bits{std::bit_cast<std::uint32_t>(0.25f)};
   EXPECT_EQ(check_rows(RowOp::rmsnorm, xr, one, claim).verdict.kind, TensorKind::defect);
+  // An output without −0 (FNUZ: −0 is its NaN) holds the textbook −2·0 as +0: compared as the
+  // output holds it, not as a double.
+  const TensorData fnuz{&fp8_e4m3fnuz, {1, 4}, {Bits{0x00}, Bits{0x00}, Bits{0x80}, Bits{0x00}}, "C"};
+  const TensorData xr1 = f32({1, -2, inf, 3}, {1, 4}, "X");
+  const CheckResult rf = check_rows(RowOp::rmsnorm, xr1, fnuz, parse_claim("--in fp32 --compute fp32 --out fp8_e4m3fnuz"));
+  EXPECT_EQ(rf.verdict.kind, TensorKind::consistent) << rf.text();
+  // "Infinite" as the formula holds x: −1e5 is −inf in fp16, so silu(−1e5) computed in fp16 is
+  // −inf·0 = NaN too (in fp32 it is not: there only the limit −0 is legal).
+  const TensorData big = f32({-1e5f}, {1}, "X");
+  const TensorData nan1 = f32({nan}, {1}, "C");
+  EXPECT_EQ(check_rows(RowOp::silu, big, nan1, parse_claim("--in fp32 --compute fp16 --out fp32")).verdict.kind,
+            TensorKind::consistent);
+  EXPECT_EQ(check_rows(RowOp::silu, big, nan1, claim).verdict.kind, TensorKind::defect);
 }
 
 TEST(CheckRows, GammaBetaAreOneDimensionalInTheirOwnFormat) {

@@ -161,6 +161,11 @@ TEST(ParseClaim, InlineValuesAndQuotes) {
 TEST(ParseClaim, ErrorsNameTheToken) {
   const std::pair<const char*, const char*> cases[] = {
       {"--in bf16 --out bf16 --acc fp99", "unknown format 'fp99'"},
+      // E8M0 holds no 0 and no negative value: no sum, computation or cast is in it.
+      {"--in bf16 --out bf16 --acc e8m0", "--acc e8m0: not a signed float format"},
+      {"--in bf16 --out bf16 --compute e8m0", "--compute e8m0: not a signed float format"},
+      {"--in bf16 --out bf16 --cast e8m0", "--cast e8m0: not a signed float format"},
+      {"--in bf16 --out bf16 --cast-rounding rtz", "--cast-rounding needs --cast F"},
       {"--in bf16 --out bf16 --acc-rounding sideways", "--acc-rounding 'sideways': unknown rounding mode"},
       {"--in bf16 --out bf16 --plan 'blocked(0)'", "--plan: plan 'blocked(0)': '0' is not a positive integer"},
       {"--in bf16 --out bf16 --seed 18446744073709551616", "--seed '18446744073709551616' must be an integer in [0, 2^64 - 1]"},

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 
@@ -241,6 +242,22 @@ TEST(ProfileHardening, BadValuesAreRefusedWithFileLineAndReason) {
   EXPECT_EQ(load_error(write_temp("bad", "# only a comment\n")), empty + ": empty profile");
   EXPECT_NO_THROW(load_profile(write_temp("bad", ok)));
   EXPECT_EQ(load_profile(write_temp("bad", ok + "elementwise:\n  exp: {value: 0.5, assumed: a}\n")).elementwise_ulps.at("exp"), 0.5);
+  // PSUM accumulates signed partial sums: E8M0 (no sign, no zero) and integers are refused there
+  // as in an accumulator section (trn2's own profile, its psum_format changed).
+  std::ifstream in(profile_directory() + "/trn2.yaml");
+  const std::string trn2((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t at = trn2.find("psum_format:\n    value: fp32");
+  ASSERT_NE(at, std::string::npos);
+  for (const char* f : {"e8m0", "int8"}) {
+    std::string text = trn2;
+    text.replace(at, std::string("psum_format:\n    value: fp32").size(), std::string("psum_format:\n    value: ") + f);
+    try {
+      load_profile_text(text, "trn2.yaml");
+      ADD_FAILURE() << "accepted psum_format " << f;
+    } catch (const ProfileError& e) {
+      EXPECT_NE(std::string(e.what()).find("tensor_engine.psum_format must be a signed float format"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(ProfileHardening, AliasesCannotExpandBeyondTheNodeLimit) {

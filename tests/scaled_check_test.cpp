@@ -308,6 +308,18 @@ TEST(ScaledGemm, ExpectBitExactJudgesByTheModel) {
   with_ref.ref = c;
   with_ref.ref_claim = deepseek_claim(p, profile);
   EXPECT_THROW(check_matmul(A_of(p), B_of(p), c, exact, with_ref), InputError);
+  // Cross-platform with a reference far off at one element: the defect says it is R's, and the
+  // report's centre column is R (plain claims alike: CheckMatmul.CrossPlatformSumsBothBounds).
+  TensorData far = c;
+  far.values[9] = Bits{std::bit_cast<std::uint32_t>(std::bit_cast<float>(far.values[9].raw) * 64.0f + 1.0f)};
+  with_ref.ref = far;
+  const CheckResult cross = check_matmul(A_of(p), B_of(p), c, deepseek_claim(p, profile), with_ref);
+  EXPECT_EQ(cross.verdict.kind, TensorKind::defect) << cross.text();
+  EXPECT_NE(cross.verdict.reason.find("R (the reference) at 1: the reference is off, not C"), std::string::npos)
+      << cross.verdict.reason;
+  EXPECT_TRUE(cross.cross_platform);
+  EXPECT_NE(cross.text().find("R (reference)"), std::string::npos);
+  EXPECT_NE(cross.json().find("\"cross_platform\": true"), std::string::npos);
 }
 
 TEST(ScaledGemm, LegalOutputsAreConsistent) {

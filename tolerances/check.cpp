@@ -639,30 +639,14 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
     mark_cast_overflow(std::span<ReferenceElement>(ref.data(), ref.size()),
                        cast_overflow_elements(s.claim, A, B, mr.dims, mr.rowwise_dot));
     v = judge(s.claim, b, C.values, std::span<const ReferenceElement>(ref.data(), ref.size()), {M, N}, jo);
-    // Which side is off where |C - R| exceeds both bounds: each output against the exact result
-    // under its own claim's bound (the table's centre is R, so a bad R reads as a bad C there).
-    if (v.counts[3] > 0) {
-      std::int64_t outside = 0, c_off = 0, r_off = 0;
-      for (std::size_t e = 0; e < ref.size(); ++e) {
-        const double exact = mr.elements[e].exact, c = to_double(fout, C.values[e]), r = to_double(fout, R.values[e]);
-        // (Elements judged against the exact result alone, where R may overflow, are C's own.)
-        if (!std::isfinite(exact) || !std::isfinite(c) || !std::isfinite(r) || !ref[e].det_bound || ref[e].rounded != R.values[e])
-          continue;
-        if (!(std::fabs(c - r) > *ref[e].det_bound)) continue;
-        const ElementBound x = element_bound(b, s.claim, exact, mr.elements[e].sum_abs);
-        const ElementBound y = element_bound(rb, rs.claim, exact, mr.elements[e].sum_abs);
-        ++outside;
-        c_off += std::fabs(c - exact) > x.deterministic ? 1 : 0;
-        r_off += std::fabs(r - exact) > y.deterministic ? 1 : 0;
-      }
-      if (outside > 0)
-        v.reason += fmt::format("; of the {} finite element{} where |C - R| exceeds both bounds, C is outside its own bound "
-                                "of the exact result at {} and R (the reference) at {}{}",
-                                outside, outside == 1 ? "" : "s", c_off, r_off,
-                                c_off == 0 && r_off > 0   ? ": the reference is off, not C"
-                                : r_off == 0 && c_off > 0 ? ": C is off, not the reference"
-                                                          : "");
-    }
+    if (v.counts[3] > 0)
+      detail::attribute_cross_platform(v, C, R, std::span<const ReferenceElement>(ref.data(), ref.size()),
+                                       [&](std::size_t e) -> std::optional<detail::CrossSides> {
+        if (ref[e].rounded != R.values[e]) return std::nullopt;  // judged against the exact result alone (R may overflow)
+        const double exact = mr.elements[e].exact;
+        return detail::CrossSides{exact, element_bound(b, s.claim, exact, mr.elements[e].sum_abs).deterministic,
+                                  element_bound(rb, rs.claim, exact, mr.elements[e].sum_abs).deterministic};
+      });
   }
   CheckResult r = detail::finish(mr.rowwise_dot ? "dot" : "matmul", s, claim, std::move(b), std::move(v), !mr.rowwise_dot);
   r.cross_platform = opt.ref.has_value();
@@ -682,6 +666,32 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
 
 }  // namespace
 
+namespace detail {
+void attribute_cross_platform(Verdict& v, const TensorData& C, const TensorData& R, std::span<const ReferenceElement> ref,
+                              const std::function<std::optional<CrossSides>(std::size_t)>& sides) {
+  // Which side is off where |C - R| exceeds both bounds: each output against the exact result
+  // under its own claim's bound (the table's centre is R, so a bad R reads as a bad C there).
+  const FormatSpec& f = *C.format;
+  std::int64_t outside = 0, c_off = 0, r_off = 0;
+  for (std::size_t e = 0; e < ref.size(); ++e) {
+    const double c = to_double(f, C.values[e]), r = to_double(f, R.values[e]);
+    if (!std::isfinite(c) || !std::isfinite(r) || !ref[e].det_bound || !(std::fabs(c - r) > *ref[e].det_bound)) continue;
+    const std::optional<CrossSides> x = sides(e);
+    if (!x || !std::isfinite(x->exact)) continue;
+    ++outside;
+    c_off += std::fabs(c - x->exact) > x->c_bound ? 1 : 0;
+    r_off += std::fabs(r - x->exact) > x->r_bound ? 1 : 0;
+  }
+  if (outside > 0)
+    v.reason += fmt::format("; of the {} finite element{} where |C - R| exceeds both bounds, C is outside its own bound "
+                            "of the exact result at {} and R (the reference) at {}{}",
+                            outside, outside == 1 ? "" : "s", c_off, r_off,
+                            c_off == 0 && r_off > 0   ? ": the reference is off, not C"
+                            : r_off == 0 && c_off > 0 ? ": C is off, not the reference"
+                                                      : "");
+}
+}  // namespace detail
+
 std::string numpy_strided_axis_note(const TensorData& x, int axis, const ClaimSpec& claim) {
   // numpy sums pairwise only along an array's contiguous axis; along another axis of a C-order
   // array its reduction adds the slices one by one (measured: bit for bit the sequential plan).
@@ -700,6 +710,7 @@ std::string numpy_strided_axis_note(const TensorData& x, int axis, const ClaimSp
 CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, const ClaimSpec& claim, int worst) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   detail::refuse_options_of_other_ops(claim, false, "check sum");
+  detail::refuse_gemm_options(claim, "check sum");
   const FormatSpec& fin = *claim.in;
   const FormatSpec& fout = *claim.out;
   expect_format(X, fin, "X");
@@ -772,38 +783,49 @@ namespace {
 ///   x_j/sqrt(+inf) = ±0 for a finite x_j (times a finite gamma_j), NaN for an infinite one.
 /// (layernorm's textbook forms give NaN for the whole row, as its oracle; softmax's oracle is the
 /// max-subtracted formula's IEEE result already; the other functions' specials are IEEE's.)
-/// Each element of C equal to that value (NaN to NaN, zeros with their sign) is judged against it
-/// instead of the limit: exact, bound 0. Returns how many were.
+/// "Infinite" is as the formula holds x: cast into the compute format, where an input beyond its
+/// range is ±inf too. Each element of C equal to that value rounded into the output (NaN to NaN,
+/// a zero with its sign where the output has −0) is judged against it instead of the limit:
+/// exact, bound 0. Returns how many were.
 std::int64_t accept_textbook_specials(RowOp op, const TensorData& X, const TensorData& C, const std::optional<TensorData>& gamma,
-                                      const FormatSpec* fparam, std::size_t cols, std::vector<ReferenceElement>& ref) {
+                                      const FormatSpec* fparam, const FormatSpec& compute, std::size_t cols,
+                                      std::vector<ReferenceElement>& ref) {
   const FormatSpec& fin = *X.format;
   const FormatSpec& fout = *C.format;
+  // x as the formula holds it: cast into the compute format (round to nearest), so an input
+  // beyond that format's range is ±inf there (fp32 −1e5 in fp16) as an infinite input is.
+  const auto in_compute = [&](std::size_t e) {
+    const double x = to_double(fin, X.values[e]);
+    if (compute.bits > 32) return x;  // fp64: every input format's values are doubles
+    return to_double(compute, convert_double(compute, x).bits);
+  };
   std::int64_t accepted = 0;
   const auto accept = [&](std::size_t e, double v) {
-    const double y = to_double(fout, C.values[e]);
-    const bool same = std::isnan(v) ? std::isnan(y) : (y == v && std::signbit(y) == std::signbit(v));
-    const double limit = ref[e].exact;
-    const bool differs = std::isnan(v) != std::isnan(limit) || (!std::isnan(v) && (v != limit || std::signbit(v) != std::signbit(limit)));
+    // The textbook value as the output holds it (a format without −0 holds +0 for it).
+    const Bits vb = convert_double(fout, v).bits;
+    const bool v_nan = std::isnan(v), c_nan = std::isnan(to_double(fout, C.values[e]));
+    const bool same = v_nan ? c_nan : (!c_nan && C.values[e] == vb);
+    const bool differs = v_nan ? !std::isnan(ref[e].exact) : (std::isnan(ref[e].exact) || ref[e].rounded != vb);
     if (!same || !differs) return;
     ref[e] = {C.values[e], v, INFINITY, 0.0, 0.0};  // Σ|terms|: an infinite input's (no zero by construction)
     ++accepted;
   };
   if (op == RowOp::silu || op == RowOp::gelu_erf || op == RowOp::gelu_tanh) {
     for (std::size_t e = 0; e < X.values.size(); ++e) {
-      const double x = to_double(fin, X.values[e]);
+      const double x = in_compute(e);
       if (std::isinf(x) && x < 0) accept(e, NAN);
     }
   } else if (op == RowOp::rmsnorm && cols > 0) {
     for (std::size_t r = 0; r < X.values.size() / cols; ++r) {
       bool inf = false, nan = false;
       for (std::size_t j = 0; j < cols; ++j) {
-        const double x = to_double(fin, X.values[r * cols + j]);
+        const double x = in_compute(r * cols + j);
         inf = inf || std::isinf(x);
         nan = nan || std::isnan(x);
       }
       if (!inf || nan) continue;
       for (std::size_t j = 0; j < cols; ++j) {
-        const double x = to_double(fin, X.values[r * cols + j]);
+        const double x = in_compute(r * cols + j);
         const double g = gamma ? to_double(*fparam, gamma->values[j]) : 1.0;
         accept(r * cols + j, x * 0.0 * g);  // x·rsqrt(+inf)·gamma: ±0, or NaN for x or gamma infinite
       }
@@ -911,6 +933,7 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
                                  name));
   validate_row_options(op, opt, fmt::format("check {}", name));
   detail::refuse_options_of_other_ops(claim, true, fmt::format("check {}", name));
+  detail::refuse_exp_ulps_outside_softmax(claim, op, fmt::format("check {}", name));
   const FormatSpec& fin = *claim.in;
   const FormatSpec& fout = *claim.out;
   const FormatSpec& fparam = opt.param_format ? *opt.param_format : fin;
@@ -1044,7 +1067,7 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
     if (widest > 0)
       b.derivation.push_back(fmt::format("widest bound relative to its exact value: {:.3g} at element {} (exact {:.6g})",
                                          widest, widest_at, ref[widest_at].exact));
-    if (const std::int64_t n = accept_textbook_specials(op, X, C, opt.gamma, &fparam, cols, ref))
+    if (const std::int64_t n = accept_textbook_specials(op, X, C, opt.gamma, &fparam, *claim.compute, cols, ref))
       b.derivation.push_back(fmt::format("non-finite inputs: {} element{} equal what the textbook formula gives in IEEE "
                                          "arithmetic there ({}), not the limit: legal, judged against that value",
                                          n, n == 1 ? "" : "s",

@@ -2,6 +2,8 @@
 // report.cpp): the claim as the bounds see it, and the shapes of a matmul.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,6 +35,24 @@ void set_same_sign_equivalents(ToleranceResult& t, double coef_det, double coef_
 /// --cast, --in-b, --probabilistic-defects): such an option would be ignored, so the claim
 /// would not say what is judged. `command` names the caller ("check softmax", "tol matmul").
 void refuse_options_of_other_ops(const ClaimSpec& claim, bool row_op, std::string_view command);
+/// InputError unless the claim is free of a GEMM's own options (--in-b, integer zero points and
+/// requantisation, block scales): sums and row ops have one operand (`command` names the op).
+void refuse_gemm_options(const ClaimSpec& claim, std::string_view command);
+/// InputError where the claim text states --exp-ulps (softmax's older name of --fn-ulps) for an
+/// op other than softmax: the CLI declares it for softmax alone, so claims elsewhere say --fn-ulps.
+void refuse_exp_ulps_outside_softmax(const ClaimSpec& claim, RowOp op, std::string_view command);
+
+/// One element of a cross-platform check: its exact result and each platform's own deterministic
+/// bound about it.
+struct CrossSides {
+  double exact = 0, c_bound = 0, r_bound = 0;
+};
+/// A cross-platform defect's reason gains which side left its own bound of the exact result at
+/// the elements where |C - R| exceeds both bounds (`ref`: the judged centres R and summed
+/// bounds; `sides(e)`: element e's exact result and bounds, or nullopt where C was judged
+/// against the exact result alone).
+void attribute_cross_platform(Verdict& v, const TensorData& C, const TensorData& R, std::span<const ReferenceElement> ref,
+                              const std::function<std::optional<CrossSides>(std::size_t)>& sides);
 
 /// The judgement options the claim asks for.
 JudgeOptions judge_options(const ClaimSpec& claim, int worst, bool reduction);

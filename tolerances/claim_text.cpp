@@ -251,6 +251,15 @@ ClaimSpec parse_claim(std::string_view text) {
         if (o2 == "--fn-ulps") throw InputError("--exp-ulps is --fn-ulps's older name: give one of them");
   if (c.compute && c.compute->kind != FormatKind::binary_float)
     throw InputError(fmt::format("--compute {}: not a float format", c.compute->name));
+  // E8M0 (a scale format) holds no 0 and no negative value: no arithmetic computes in it, and
+  // no operand is cast to it.
+  if (c.compute && !can_accumulate(*c.compute))
+    throw InputError(fmt::format("--compute {}: not a signed float format (intermediate values are signed and may be 0)",
+                                 c.compute->name));
+  if (c.cast && is_float(*c.cast) && !can_accumulate(*c.cast))
+    throw InputError(fmt::format("--cast {}: not a signed float format (operands are signed and may be 0)", c.cast->name));
+  if (std::find(seen.begin(), seen.end(), "--cast-rounding") != seen.end() && !c.cast)
+    throw InputError("--cast-rounding needs --cast F (the cast it rounds): without it nothing is cast");
   // A seed that no rounding draws from would be ignored silently (as convert refuses it too).
   if (std::find(seen.begin(), seen.end(), "--seed") != seen.end() && !rounds_stochastically(c))
     throw InputError(fmt::format("--seed {}: no rounding of this claim is stochastic (--acc-rounding, --out-rounding, "
@@ -305,8 +314,9 @@ void refuse_options_of_other_ops(const ClaimSpec& c, bool row_op, std::string_vi
     return nullptr;
   };
   if (row_op) {
+    refuse_gemm_options(c, command);
     const char* given = stated({"--plan", "--profile", "--acc", "--acc-rounding", "--products-rounded", "--ftz", "--daz",
-                                "--zero-start", "--cast", "--cast-rounding", "--in-b", "--probabilistic-defects"});
+                                "--zero-start", "--cast", "--cast-rounding", "--probabilistic-defects"});
     if (!given) {
       if (c.plan) given = "--plan";
       else if (c.profile) given = "--profile";
@@ -327,15 +337,36 @@ void refuse_options_of_other_ops(const ClaimSpec& c, bool row_op, std::string_vi
                                    command, given));
     return;
   }
-  const char* given = stated({"--compute", "--fn-ulps", "--exp-ulps", "--fn-abs"});
+  const char* given = stated({"--compute", "--fn-ulps", "--exp-ulps", "--fn-abs", "--ulps"});
   if (!given) {
     if (c.compute) given = "--compute";
+    else if (c.ulps) given = "--ulps";
     else if (c.fn_ulps != plain.fn_ulps) given = "--fn-ulps";
     else if (c.fn_abs != plain.fn_abs) given = "--fn-abs";
   }
   if (given)
     throw InputError(fmt::format("{}: {} states a row or elementwise op's arithmetic; a reduction's is --acc, "
                                  "--acc-rounding, --plan or --profile",
+                                 command, given));
+}
+
+void refuse_exp_ulps_outside_softmax(const ClaimSpec& c, RowOp op, std::string_view command) {
+  if (op != RowOp::softmax && std::find(c.given.begin(), c.given.end(), "--exp-ulps") != c.given.end())
+    throw InputError(fmt::format("{}: --exp-ulps is softmax's older name of --fn-ulps: give --fn-ulps", command));
+}
+
+void refuse_gemm_options(const ClaimSpec& c, std::string_view command) {
+  const char* given = nullptr;
+  for (const std::string& o : c.given)
+    if (o == "--in-b" || is_quant_option(o) || is_quant_flag(o)) {
+      given = o.c_str();
+      break;
+    }
+  if (!given && c.in_b) given = "--in-b";
+  if (!given && (c.quant.any() || c.quant.scaled())) given = "an integer or block-scaled GEMM option";
+  if (given)
+    throw InputError(fmt::format("{}: {} belongs to a GEMM's claim (matmul, dot: a second operand's format, integer "
+                                 "zero points and requantisation, block scales); this op has one operand",
                                  command, given));
 }
 }  // namespace detail

@@ -139,6 +139,7 @@ TensorData emulate_sum(const TensorData& x, int axis_in, const ClaimSpec& claim)
     throw InputError(fmt::format("profile {}: a tensor-core or Tensor Engine profile models matmul and dot, not a sum",
                                  claim.profile->name));
   if (claim.cast) throw InputError("--cast applies to matmul and dot operands, not to a sum");
+  detail::refuse_gemm_options(claim, "emulate sum");
   const detail::SumAxes ax = detail::sum_axes(x, axis_in);
   TensorData out;
   out.format = claim.out;

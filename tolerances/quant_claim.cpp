@@ -239,10 +239,11 @@ void validate_quant_claim(const ClaimSpec& c) {
       throw InputError("the scaled-GEMM options (--scale-a, --scale-b, --scale-block, --scale-format, --promote-every) "
                        "are for float "
                        "operands; an integer GEMM takes --zero-point-a/b and --out-scale");
-    if (c.in->kind != FormatKind::binary_float || c.in->bits > 16 || (c.in_b && c.in_b->bits > 16))
-      throw InputError(fmt::format("scaled GEMM: --in {} is not a narrow float operand format (fp8, fp6, fp4, bf16, "
-                                   "fp16)",
-                                   c.in->name));
+    for (const auto& [f, option] : {std::pair{c.in, "--in"}, std::pair{c.in_b, "--in-b"}})
+      if (f && (f->kind != FormatKind::binary_float || f->bits > 16))
+        throw InputError(fmt::format("scaled GEMM: {} {} is not a narrow float operand format (fp8, fp6, fp4, bf16, "
+                                     "fp16)",
+                                     option, f->name));
     if (c.cast || c.plan || c.products_rounded || c.acc_ftz || c.acc_daz || c.acc_zero_start)
       throw InputError("scaled GEMM: --cast, --plan, --products-rounded, --ftz, --daz and --zero-start do not apply (each partial sum is "
                        "summed in the accumulator, or by the profile's tensor-core model)");

@@ -111,6 +111,9 @@ std::string CheckResult::json() const {
   j["reason"] = v.reason;
   j["claim"] = claim_text;
   j["order"] = order;
+  // Present (true) in a cross-platform check only: each worst element's "exact" is then R, the
+  // reference platform's output, the centre it was judged about.
+  if (cross_platform) j["cross_platform"] = true;
   j["elements"] = v.elements;
   j["counts"] = {{"bit_exact", v.counts[0]},
                  {"within_probabilistic", v.counts[1]},

@@ -892,6 +892,7 @@ ToleranceResult row_tolerance(RowOp op, const ClaimSpec& claim, std::size_t n, c
     throw InputError(fmt::format("tol {}: give the arithmetic with --compute F (the bound is derived from it)", row_op_name(op)));
   validate_row_options(op, opt, fmt::format("tol {}", row_op_name(op)));
   detail::refuse_options_of_other_ops(claim, true, fmt::format("tol {}", row_op_name(op)));
+  detail::refuse_exp_ulps_outside_softmax(claim, op, fmt::format("tol {}", row_op_name(op)));
   const RowClaim rc = row_claim(claim, opt);
   ToleranceResult r;
   r.op = std::string(row_op_name(op));

@@ -770,6 +770,7 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
   setup.claim = jc;
   setup.order = fmt::format("partials of {} in {}, promoted to fp32", s.chunk, s.inner);
   std::string ref_text;
+  std::vector<CrossSides> sides;
   if (opt.ref) {
     // Cross-platform: C (this claim's platform) against R (the reference claim's), both about
     // the same exact result: |C - R| <= bound(claim) + bound(ref_claim) per element.
@@ -788,9 +789,11 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
                        "the same scaled GEMM (the same operands and scales)");
     const ReductionBound rb = scaled_bound(rs, rc, *A.format, d.k, opt.addend.has_value());
     const Claim rjc = judge_claim(rc, *A.format);
+    sides.resize(ref.size());  // each element's exact result and own bounds, for the attribution below
     for (std::size_t e = 0; e < ref.size(); ++e) {
       const ElementBound x = element_bound(b, jc, ref[e].exact, ref[e].sum_abs);
       const ElementBound y = element_bound(rb, rjc, ref[e].exact, ref[e].sum_abs);
+      sides[e] = {ref[e].exact, x.deterministic, y.deterministic};
       ref[e] = {R.values[e], to_double(out, R.values[e]), ref[e].sum_abs, x.deterministic + y.deterministic,
                 x.probabilistic + y.probabilistic};
     }
@@ -803,7 +806,10 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
     ref_text = fmt::format("; against reference {} {}", rorder, rounding_name(rc.output_rounding()));
   }
   Verdict v = judge(jc, b, C.values, ref, {d.m, d.n}, judge_options(claim, opt.worst, true));
+  if (opt.ref && v.counts[3] > 0)
+    attribute_cross_platform(v, C, *opt.ref, ref, [&](std::size_t e) -> std::optional<CrossSides> { return sides[e]; });
   CheckResult r = finish(rowwise ? "dot" : "matmul", setup, claim, std::move(b), std::move(v), !rowwise);
+  r.cross_platform = opt.ref.has_value();
   r.claim_text = fmt::format("scaled {}, in {}, {}, {}; out {} {}{}", rowwise ? "dot" : "GEMM", A.format->name,
                              layout_text(s), setup.order, out.name, rounding_name(claim.output_rounding()), ref_text) +
                   recipe_suffix(claim.quant);

@@ -161,7 +161,7 @@ def convert(array, to, rounding="rne", saturate=False, seed=None, *, from_=None,
     rounding: rne, rtz, rup, rdn, rna or stochastic (seed=, default 0; the element index is the
         random stream, as `numfid convert` uses the line index). saturate: overflow to ±max.
     Returns float32 values of `to` (float64 for int32), or its bit patterns (uint8 / uint16 /
-    uint32) with bits=True.
+    uint32; int8 and int32 as int8 / int32 arrays, whose values are the patterns) with bits=True.
     """
     op, fmt = _as_operand(array, "array")
     if seed is not None and rounding not in ("stochastic", "sr"):

@@ -41,6 +41,7 @@ class CheckResult:
         self.elements = d["elements"]
         self.counts = dict(d["counts"])
         self.worst = list(d.get("worst", []))
+        self.cross_platform = bool(d.get("cross_platform", False))  # then each worst["exact"] is R's value
         self.signatures = list(d.get("signatures", []))
         self.model = d.get("model")
         self.max_error_ulps = d["max_error_ulps"]

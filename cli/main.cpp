@@ -11,10 +11,12 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
 #include "cli/commands_verdict.h"
 #include "formats/error.h"
+#include "io/error.h"
 
 namespace {
 
@@ -88,6 +90,16 @@ int main(int argc, char** argv) {
                                       add_emulate_command(app), add_profiles_command(app), add_gate_command(app),
                                       add_quantize_command(app), add_probe_command(app)};
   decimal_integers(app);
+  // A first word that names no command: say so (CLI11 would answer "A subcommand is required").
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      fmt::print(stderr, "numfid: unknown command '{}' (commands: {}); run `numfid --help` for usage\n",
+                 numfid::printable(argv[1]), fmt::join(names, ", "));
+      return exit_usage;
+    }
+  }
   std::vector<std::string> args = protect_negative_values(argc, argv);
   std::reverse(args.begin(), args.end());  // CLI11 consumes the vector from the back
   try {

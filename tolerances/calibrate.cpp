@@ -477,7 +477,7 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
   if (outside > 0 && outside >= threshold) {
     const double p = binomial_tail(judged, p_exceed, outside);
     const std::string evidence = fmt::format(
-        "{} of {} sampled elements lie outside the probabilistic radius about the exact result{} (confidence {} each); "
+        "{} of {} sampled elements lie outside the probabilistic radius about the exact result{} (confidence {:.12g} each); "
         "chance explains at most {} at false-alarm probability {:g} (P = {:.3g})",
         outside, judged, claim.cast ? " of the cast operands" : "", r.bound.confidence, threshold - 1, alpha, p);
     if (cal.rho <= 1) {

@@ -244,7 +244,7 @@ std::string ToleranceResult::text() const {
                    output_rounding_half ? "1/2" : "1", output->name));
   line(fmt::format("  deterministic (every order the claim allows): C = {:.6g}, A = {:.3g}", b.deterministic, b.absolute));
   if (b.probabilistic_applies)
-    line(fmt::format("  probabilistic (confidence {} per element):  C = {:.6g}", b.confidence, b.probabilistic));
+    line(fmt::format("  probabilistic (confidence {:.12g} per element):  C = {:.6g}", b.confidence, b.probabilistic));
   else
     line("  probabilistic: not applicable (biased rounding), same as deterministic");
   line("derivation:");

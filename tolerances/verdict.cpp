@@ -458,7 +458,7 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
   } else if (b.probabilistic_applies && v.outside_probabilistic >= v.chance_threshold && v.outside_probabilistic > 0) {
     const bool decisive = opt.probabilistic_defects.value_or(claim.acc.rounding == Rounding::stochastic);
     v.kind = decisive ? TensorKind::defect : TensorKind::suspicious;
-    v.reason = fmt::format("{} of {} elements lie outside the probabilistic bound (confidence {} each); chance explains "
+    v.reason = fmt::format("{} of {} elements lie outside the probabilistic bound (confidence {:.12g} each); chance explains "
                            "at most {} at false-alarm probability {:g} (P = {:.3g}){}",
                            v.outside_probabilistic, v.elements, b.confidence, v.chance_threshold - 1, opt.false_alarm,
                            v.chance_probability,

@@ -94,7 +94,6 @@ double parse_number(const std::string& option, const std::string& s) {
   return v;
 }
 
-
 }  // namespace
 
 std::uint64_t parse_seed(const std::string& s) {

@@ -11,7 +11,9 @@ uint16 / uint32 arrays of bit patterns of it), ml_dtypes arrays (bfloat16, float
 PyTorch tensors (float32, float16, bfloat16, float8 dtypes; other devices are copied to the CPU).
 """
 
+import functools as _functools
 import numbers as _numbers
+import re as _re
 import warnings as _warnings
 import os as _os
 
@@ -22,6 +24,35 @@ from ._arrays import as_operand as _as_operand
 from ._arrays import operand as _operand
 from ._result import CheckResult, Tolerance
 from ._version import version as __version__  # numfid's project version (CMakeLists.txt)
+
+# The library's messages name the CLI's options (one pipeline, one wording); here the keywords and
+# arguments a Python caller gave. Operands: "--c c is [3]" -> "c is [3]" (the binding names each
+# tensor by its argument). Keyword options: "--axis 2" -> "axis=2", "--eps" -> "eps=". Claim-text
+# options (--acc, --compute, ...) are what the caller wrote in the claim and stay as they are.
+_OPERAND_FLAG = _re.compile(r"--(a|b|c|x|gamma|beta|ref|addend) \1(?![\w-])")
+_KEYWORD_FLAG = _re.compile(
+    r"--(ref-profile|target-profile|addend-format|param-format|norm-form|variance|softmax|axis|eps|gamma|beta)(?![\w-])"
+    r"(?: ('[^']*'|\"[^\"]*\"|[-+]?[0-9][^\s:,;)]*|nan|inf|textbook|online|two-pass|welford|sumsq|chan|any|centred"
+    r"|shifted|rowwise-moments\([0-9]+\)))?")
+
+
+def _in_python_terms(message):
+    message = _OPERAND_FLAG.sub(r"\1", message)
+    return _KEYWORD_FLAG.sub(lambda m: m.group(1).replace("-", "_") + "=" + (m.group(2) or ""), message)
+
+
+def _python_errors(fn):
+    """ValueErrors from the library re-worded for a Python caller (_in_python_terms)."""
+    @_functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ValueError as e:
+            worded = _in_python_terms(str(e))
+            if worded == str(e):
+                raise
+            raise ValueError(worded) from None
+    return wrapped
 
 __all__ = ["check", "check_matmul", "tol", "emulate", "convert", "profiles", "formats", "probe", "CheckResult",
            "Tolerance", "testing"]
@@ -36,6 +67,7 @@ if _os.path.isdir(_here):
 _OPTIONAL_OPERANDS = ("addend", "ref", "gamma", "beta")
 
 
+@_python_errors
 def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=None, eps=None, variance=None,
           softmax=None, param_format=None, norm_form=None, **operands):
     """Is an output consistent with the arithmetic `claim` states? Returns a CheckResult.
@@ -92,6 +124,7 @@ def check_matmul(a, b, c, claim, **options):
     return check("matmul", claim, a=a, b=b, c=c, **options)
 
 
+@_python_errors
 def tol(op, claim, k, *, addend=False, ref_profile=None, target_profile=None, eps=None, variance=None,
         softmax=None, norm_form=None):
     """The bounds `claim` implies for `op` ("matmul", "dot" or "sum") over k terms, with their
@@ -117,6 +150,7 @@ def _profile_claim(claim_or_profile, fmt_a):
     return f"--in {fmt_a} --out {fmt_a} --profile {text}"
 
 
+@_python_errors
 def emulate(op, claim_or_profile, *, a=None, b=None, c=None, x=None, axis=-1, c_format=None, bits=False):
     """The bit-exact output the claim's model (a --plan or a --profile) predicts: D = C + A·B
     ("matmul"), the row-wise D[r] = C[r] + Σ_k A[r,k]·B[r,k] ("dot"), or X summed along `axis`

@@ -175,9 +175,9 @@ def test_options_an_op_does_not_take_are_refused(data):
             numfid.check_matmul(a, b, c, claim, **kwargs)
     with pytest.raises(TypeError, match=r"numfid.check\('exp'\): option axis= does not apply to it$"):
         numfid.check("exp", "--in fp32 --compute fp32 --out fp32", x=x, c=np.ones_like(x), axis=-1)
-    with pytest.raises(ValueError, match="tol matmul: --eps does not apply to matmul"):
+    with pytest.raises(ValueError, match="tol matmul: eps= does not apply to matmul"):
         numfid.tol("matmul", claim, 16, eps=1e-5)
-    with pytest.raises(ValueError, match="tol layernorm: --target-profile does not apply to layernorm"):
+    with pytest.raises(ValueError, match="tol layernorm: target_profile= does not apply to layernorm"):
         numfid.tol("layernorm", "--in fp32 --compute fp32 --out fp32", 16, target_profile="trn2")
     # Operands likewise: rmsnorm has no beta, an elementwise op no gamma.
     with pytest.raises(TypeError, match="unexpected operand 'beta'"):
@@ -198,9 +198,9 @@ def test_options_an_op_does_not_take_are_refused(data):
     with pytest.raises(ValueError, match="addend_format= names the format of an addend: give the addend with addend="):
         numfid.check_matmul(a, b, c, claim, addend_format="bf16")
     # param_format= without gamma=/beta=, and a method option under an --ulps claim, describe nothing.
-    with pytest.raises(ValueError, match="--param-format names the format of --gamma/--beta, and neither is given"):
+    with pytest.raises(ValueError, match="param_format= names the format of gamma=/beta=, and neither is given"):
         numfid.check("layernorm", "--in fp32 --compute fp32 --out fp32", x=x, c=x, param_format="bf16")
-    with pytest.raises(ValueError, match="--variance describes the arithmetic of --compute F"):
+    with pytest.raises(ValueError, match="variance= describes the arithmetic of --compute F"):
         numfid.check("layernorm", "--in fp32 --ulps 1 --out fp32", x=x, c=x, variance="welford")
     # ref_profile= without ref=: nothing to judge against (the CLI's --ref-profile without --ref alike).
     with pytest.raises(ValueError, match=r"ref= needs ref_profile= \(the platform that produced the reference\)"):
@@ -235,3 +235,18 @@ def test_emulate_refuses_what_does_not_apply_and_names_wrong_kinds():
         numfid.check("matmul", 3, a=a, b=b, c=np.ones((4, 3), np.float32))
     assert numfid.emulate("matmul", claim, a=a, b=b).shape == (4, 3)
     assert numfid.emulate("sum", claim, x=a, axis=0).shape == (8,)
+
+
+def test_messages_name_the_python_arguments():
+    """The library's messages name the CLI's options; Python callers read their own keywords and
+    arguments (docs/python.md): "--c c is [3]" is "c is [3]", "--axis 2" is "axis=2"."""
+    x = np.zeros((2, 4), np.float32)
+    with pytest.raises(ValueError, match=r"shape mismatch: c is \[3\] but x is \[2, 4\]"):
+        numfid.check("softmax", "--in fp32 --compute fp32 --out fp32", x=x, c=np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match=r"axis=2 out of range for shape \[2, 4\]"):
+        numfid.check("softmax", "--in fp32 --compute fp32 --out fp32", x=x, c=x, axis=2)
+    with pytest.raises(ValueError, match="variance='kahan': unknown method"):
+        numfid.check("layernorm", "--in fp32 --compute fp32 --out fp32", x=x, c=x, variance="kahan")
+    with pytest.raises(ValueError) as e:  # claim-text options stay as the caller wrote them
+        numfid.check("exp", "--in fp32 --acc fp16 --compute fp32 --out fp32", x=x, c=x)
+    assert "--acc belongs to a reduction's claim" in str(e.value)

@@ -40,9 +40,7 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
   }
   c.acc.format = a.acc;
   if (!is_float(*c.acc.format)) throw InputError(fmt::format("--acc {}: not a float format", a.acc->name));
-  if (!can_accumulate(*c.acc.format))
-    throw InputError(fmt::format("--acc {}: not a signed float format (an accumulator holds signed partial sums and 0)",
-                                 a.acc->name));
+  refuse_unsigned_accumulator(*c.acc.format);
   c.acc.rounding = a.acc_rounding;
   c.acc.products_rounded = a.products_rounded;
   c.acc.ftz = a.acc_ftz;

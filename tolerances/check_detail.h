@@ -35,6 +35,9 @@ void set_same_sign_equivalents(ToleranceResult& t, double coef_det, double coef_
 /// --cast, --in-b, --probabilistic-defects): such an option would be ignored, so the claim
 /// would not say what is judged. `command` names the caller ("check softmax", "tol matmul").
 void refuse_options_of_other_ops(const ClaimSpec& claim, bool row_op, std::string_view command);
+/// InputError for a float accumulator without a sign (E8M0: no 0, no negative partial sum),
+/// named as --acc: the claim text's parser and claims built in code (make_claim) alike.
+void refuse_unsigned_accumulator(const FormatSpec& acc);
 /// InputError unless the claim is free of a GEMM's own options (--in-b, integer zero points and
 /// requantisation, block scales): sums and row ops have one operand (`command` names the op).
 void refuse_gemm_options(const ClaimSpec& claim, std::string_view command);

@@ -173,11 +173,8 @@ ClaimSpec parse_claim(std::string_view text) {
     else if (opt == "--in-b") c.in_b = &format_named(value);
     else if (opt == "--acc") {
       c.acc = &format_named(value);
-      // A float format without a sign (E8M0) holds no 0 and no negative partial sum; integers
-      // are integer claims' (--acc int32), refused for float inputs where the claim is set up.
-      if (is_float(*c.acc) && !can_accumulate(*c.acc))
-        throw InputError(fmt::format("--acc {}: not a signed float format (an accumulator holds signed partial sums and 0)",
-                                     value));
+      // Integers are integer claims' (--acc int32), refused for float inputs where the claim is set up.
+      detail::refuse_unsigned_accumulator(*c.acc);
     }
     else if (opt == "--acc-rounding") c.acc_rounding = rounding_named(value, "--acc-rounding");
     else if (opt == "--products-rounded") c.products_rounded = true;
@@ -302,6 +299,13 @@ ClaimSpec claim_with_profile(const ClaimSpec& c, std::string_view profile) {
 }
 
 namespace detail {
+void refuse_unsigned_accumulator(const FormatSpec& acc) {
+  // A float format without a sign (E8M0) holds no 0 and no negative partial sum.
+  if (is_float(acc) && !can_accumulate(acc))
+    throw InputError(fmt::format("--acc {}: not a signed float format (an accumulator holds signed partial sums and 0)",
+                                 acc.name));
+}
+
 void refuse_options_of_other_ops(const ClaimSpec& c, bool row_op, std::string_view command) {
   const ClaimSpec plain;
   // The first option of `names` the text stated, at any value: at its default (`--acc fp32`)

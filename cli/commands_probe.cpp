@@ -72,7 +72,8 @@ BlackBox command_box(const std::string& cmd, const FormatSpec& out) {
     const std::string line =
         replace_all(replace_all(replace_all(cmd, "{a}", shell_quote(a.string())), "{b}", shell_quote(b.string())), "{c}",
                     shell_quote(d.string()));
-    const int status = std::system(line.c_str());
+    // The kernel's own stdout goes to numfid's stderr: numfid's stdout carries the report only.
+    const int status = std::system(fmt::format("( {}\n) 1>&2", line).c_str());
     if (status != 0)
       throw UsageError(fmt::format("probe: the command failed ({}): {}",
                                    WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status)) : "killed", line));
@@ -123,7 +124,8 @@ ProbeOptions options(const ProbeArgs& p) {
 int report(const ProbeResult& r, const std::string& output) {
   fmt::print("calls: {} ({} for the order, {} probe vectors)\n", r.calls, r.order_calls, r.probe_rows);
   fmt::print("tree: {}\n", r.tree.empty() ? fmt::format("not revealed ({})", r.tree_note) : r.tree);
-  fmt::print("candidates: {} consistent with every probe\n", r.candidate_count);
+  if (r.candidate_count < 0) fmt::print("candidates: none tried (the probe stopped first)\n");
+  else fmt::print("candidates: {} consistent with every probe\n", r.candidate_count);
   for (const std::string& c : r.candidates) fmt::print("  {}\n", c);
   if (r.validation_mismatches >= 0)
     fmt::print("validation: {} mismatches in {} fresh outputs ({})\n", r.validation_mismatches, r.validation_elements,

@@ -173,11 +173,11 @@ std::string reveal_order(Session& s, const ProbeOptions& o, ProbeResult& r, std:
         rows[t].b[static_cast<std::size_t>(q[t].second)] = big_b;
       }
     }
-    r.order_rows += static_cast<std::int64_t>(rows.size());
     ProbeCall c = s.make(rows);
     // matmul: column 0 of B is the ones column (the others are copies of it).
     const auto stride = static_cast<std::size_t>(o.op == ProbeOp::matmul ? c.cols : 1);
     const auto& out = s.call(std::move(c));
+    r.order_rows += static_cast<std::int64_t>(rows.size());  // counted once sent (a spent budget sends nothing)
     std::vector<std::int64_t> sizes(q.size());
     for (std::size_t t = 0; t < q.size(); ++t) {
       const double v = to_double(*o.out, out[t * stride]) / unit;
@@ -195,7 +195,15 @@ std::string reveal_order(Session& s, const ProbeOptions& o, ProbeResult& r, std:
     return sizes;
   };
   std::string local;
-  std::string tree = detail::reveal_tree(n, lca, &local);
+  std::string tree;
+  try {
+    tree = detail::reveal_tree(n, lca, &local);
+  } catch (const BudgetExhausted&) {
+    // The calls made so far are still the order's (the report counts them).
+    r.order_calls = r.calls - before;
+    *note = "the call budget ran out";
+    throw;
+  }
   r.order_calls = r.calls - before;
   if (bad) return {};
   if (tree.empty()) *note = local;
@@ -462,6 +470,7 @@ ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
   try {
     // 1. The order.
     r.tree = reveal_order(s, o, r, &r.tree_note);
+    r.probe_rows = r.order_rows;
     if (!r.tree.empty()) s.say(fmt::format("order: tree {} ({} calls, {} probe vectors)", r.tree, r.order_calls, r.order_rows));
     else s.say(fmt::format("order: not revealed: {}", r.tree_note));
     const auto order_evidence = s.evidence();
@@ -495,8 +504,8 @@ ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
     }
     // 3. The arithmetic: crafted and random rows in one call.
     const std::vector<Row> rows = crafted_rows(o, g);
-    r.probe_rows = r.order_rows + static_cast<std::int64_t>(rows.size());
     s.call(s.make(rows));
+    r.probe_rows += static_cast<std::int64_t>(rows.size());
     s.say(fmt::format("arithmetic: call {}: {} crafted and random rows", r.calls, rows.size()));
     // Determinism: the same call again must give the same outputs. Stochastic rounding,
     // atomics or a split that depends on timing do not; no deterministic profile describes them.
@@ -521,8 +530,8 @@ ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
     if (o.search_block_fma && detail::block_fma_searchable(o)) {
       for (const auto& part : {detail::block_fma_arithmetic_rows(o, g), detail::block_fma_structure_rows(o, g),
                                detail::block_fma_special_rows(o, g)}) {
-        r.probe_rows += static_cast<std::int64_t>(part.size());
         s.call(s.make(part), Slot::block_fma);
+        r.probe_rows += static_cast<std::int64_t>(part.size());
         s.say(fmt::format("block-fma: call {}: {} crafted rows", r.calls, part.size()));
       }
       const auto& bf = s.block_fma();
@@ -600,6 +609,7 @@ ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
                             r.validation_elements);
   } catch (const BudgetExhausted&) {
     r.pinned = false;
+    if (r.probe_rows < r.order_rows) r.probe_rows = r.order_rows;  // it ran out inside the order's calls
     r.message = fmt::format("the call budget ({}) ran out before the model was pinned down", o.budget);
   }
   return r;

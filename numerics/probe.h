@@ -107,7 +107,7 @@ struct ProbeResult {
   std::string tree;                ///< the revealed summation tree, e.g. "((0 1) (2 3))"; empty if not revealed
   std::string tree_note;           ///< why the tree could not be revealed, if so
   std::vector<std::string> candidates;  ///< models consistent with every probe call (at most 20 listed)
-  std::int64_t candidate_count = 0;
+  std::int64_t candidate_count = -1;  ///< -1: the probe stopped (budget, non-determinism) before any model was tried
   std::optional<ProbeModel> model;  ///< the chosen model when pinned
   std::int64_t calls = 0, probe_rows = 0, order_calls = 0, order_rows = 0;
   std::int64_t validation_elements = 0, validation_mismatches = -1;  ///< -1: not validated

@@ -423,7 +423,7 @@ py::dict probe_callable(py::object fn, const std::string& op, std::int64_t k, co
   d["tree"] = res.tree;
   d["tree_note"] = res.tree_note;
   d["candidates"] = res.candidates;
-  d["candidate_count"] = res.candidate_count;
+  d["candidate_count"] = res.candidate_count < 0 ? py::object(py::none()) : py::object(py::int_(res.candidate_count));
   d["calls"] = res.calls;
   d["probe_rows"] = res.probe_rows;
   d["validation_elements"] = res.validation_elements;

@@ -387,6 +387,28 @@ TEST(ProbeOptionsTest, BudgetAndRange) {
   const ProbeResult r = probe(model_black_box(plan_model("pairwise")), o);
   EXPECT_FALSE(r.pinned);
   EXPECT_NE(r.message.find("budget"), std::string::npos) << r.message;
+  // What was spent is reported as spent: the one call was the order's first FPRev call.
+  EXPECT_EQ(r.calls, 1);
+  EXPECT_EQ(r.order_calls, 1);
+  EXPECT_GT(r.order_rows, 0);
+  EXPECT_EQ(r.probe_rows, r.order_rows);
+  EXPECT_TRUE(r.tree.empty());
+  EXPECT_NE(r.tree_note.find("budget"), std::string::npos) << r.tree_note;
+  EXPECT_EQ(r.candidate_count, -1);  // no model was tried, not "0 consistent"
+  // Out of budget at the determinism repeat: the arithmetic call was sent and counted.
+  ProbeOptions full = o;
+  full.k = 16;
+  full.budget = 0;
+  const ProbeResult whole = probe(model_black_box(plan_model("pairwise")), full);
+  ASSERT_TRUE(whole.pinned) << whole.message;
+  full.budget = whole.order_calls + 1;
+  const ProbeResult cut = probe(model_black_box(plan_model("pairwise")), full);
+  EXPECT_FALSE(cut.pinned);
+  EXPECT_EQ(cut.calls, whole.order_calls + 1);
+  EXPECT_EQ(cut.order_calls, whole.order_calls);
+  EXPECT_EQ(cut.tree, whole.tree);
+  EXPECT_GT(cut.probe_rows, cut.order_rows);
+  EXPECT_EQ(cut.candidate_count, -1);
   o.k = 1;
   EXPECT_THROW(probe(model_black_box(plan_model("pairwise")), o), std::invalid_argument);
 }

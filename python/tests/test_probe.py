@@ -43,3 +43,20 @@ def test_validation_below_the_rule_is_refused_before_any_call():
     with pytest.raises(ValueError, match="validation of 10 elements: at least 10000"):
         numfid.probe(box, "dot", k=4, validation=10)
     assert not calls
+
+
+def test_a_spent_budget_reports_what_was_sent_and_no_candidates():
+    """The budget runs out inside the order's FPRev calls: one call made, no model tried
+    (candidate_count None, not "0 consistent"), nothing written."""
+    calls = []
+
+    def box(a, b):
+        calls.append(a.shape[0])
+        return np.sum(a, axis=1, dtype=np.float32)
+
+    r = numfid.probe(box, "sum", k=8, budget=1)
+    assert not r["pinned"] and r["yaml"] == ""
+    assert "budget" in r["message"] and "budget" in r["tree_note"]
+    assert r["calls"] == 1 == len(calls)
+    assert r["probe_rows"] == calls[0]
+    assert r["candidate_count"] is None

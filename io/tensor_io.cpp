@@ -60,9 +60,14 @@ std::vector<double> read_scales(std::string_view spec, const FormatSpec& byte_fo
 }
 
 TensorSpec parse_tensor_spec(std::string_view spec) {
-  const std::size_t colon = spec.rfind(':');
-  if (colon != std::string_view::npos && spec.substr(0, colon).ends_with(".safetensors"))
+  // The first ".safetensors:" ends FILE: tensor names may hold ':' themselves
+  // ("blocks.0:attn" in some exporters), file names with ".safetensors:" inside are not expected.
+  constexpr std::string_view ext = ".safetensors:";
+  const std::size_t at = spec.find(ext);
+  if (at != std::string_view::npos) {
+    const std::size_t colon = at + ext.size() - 1;
     return {std::filesystem::path(spec.substr(0, colon)), std::string(spec.substr(colon + 1))};
+  }
   return {std::filesystem::path(spec), {}};
 }
 

@@ -25,7 +25,8 @@ struct TensorSpec {
   std::filesystem::path path;
   std::string name;  ///< empty: the file's only tensor (or a .npy file)
 };
-/// Splits "FILE.safetensors:NAME" at its last ':'; any other text is a file name.
+/// Splits "FILE.safetensors:NAME" after the first ".safetensors": NAME is all the rest, ':'
+/// included ("m.safetensors:blocks.0:w" is tensor "blocks.0:w"); any other text is a file name.
 TensorSpec parse_tensor_spec(std::string_view spec);
 
 /// `spec` (FILE or FILE.safetensors:NAME) with a relative FILE taken relative to `dir` (a gate

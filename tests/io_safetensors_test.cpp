@@ -165,6 +165,29 @@ TEST(SafetensorsWriter, NarrowFormatsGetTheirOwnDtypes) {
   expect_input_error([&] { write_tensor(dir / "one.bin", ts[1].tensor); }, "unknown output type '.bin'");
 }
 
+TEST(TensorSpec, NameAfterTheFirstSafetensorsColonKeepsItsColons) {
+  // Exporters name tensors "blocks.0:w"; FILE ends at the first ".safetensors:".
+  const TensorSpec a = parse_tensor_spec("dir/m.safetensors:blocks.0:w");
+  EXPECT_EQ(a.path, std::filesystem::path("dir/m.safetensors"));
+  EXPECT_EQ(a.name, "blocks.0:w");
+  const TensorSpec b = parse_tensor_spec("m.safetensors:w");
+  EXPECT_EQ(b.path, std::filesystem::path("m.safetensors"));
+  EXPECT_EQ(b.name, "w");
+  const TensorSpec c = parse_tensor_spec("C:/x.npy");  // no ".safetensors:": all of it is the file
+  EXPECT_EQ(c.path, std::filesystem::path("C:/x.npy"));
+  EXPECT_EQ(c.name, "");
+  const TensorSpec d = parse_tensor_spec("m.safetensors");
+  EXPECT_EQ(d.path, std::filesystem::path("m.safetensors"));
+  EXPECT_EQ(d.name, "");
+
+  const std::vector<Bits> bf{Bits{0x3f80}, Bits{0xc000}};
+  const NamedTensor ts[] = {{"blocks.0:w", make_tensor(bf16, {2}, bf)}, {"b", make_tensor(bf16, {1}, std::vector<Bits>{Bits{0x4040}})}};
+  TempDir dir;
+  write_safetensors(dir / "m.safetensors", ts);
+  const TensorSpec e = parse_tensor_spec((dir / "m.safetensors").string() + ":blocks.0:w");
+  EXPECT_EQ(tensor_values(read_tensor(e.path, e.name), bf16), bf);
+}
+
 TEST(SafetensorsWriter, Errors) {
   const Tensor v = make_tensor(ElementType::V16, {1}, Bytes(2));
   const Tensor f = make_tensor(ElementType::F32, {1}, Bytes(4));

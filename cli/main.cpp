@@ -107,6 +107,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help is CLI11's "success" exit; every other parse error is a usage error (2),
     // whatever code CLI11 would give it.
+    if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+      // CLI11 2.1 lists the unexpected arguments last to first (rjoin of its reversed
+      // vector); remaining() has them in the order they were given.
+      const std::vector<std::string> extra = app.remaining(true);
+      std::vector<std::string> shown;
+      for (const std::string& a : extra) shown.push_back(numfid::printable(a));
+      fmt::print(stderr, "numfid: {} not expected: {}\nRun `numfid --help` (or `numfid COMMAND --help`) for usage.\n",
+                 extra.size() == 1 ? "this argument was" : "these arguments were", fmt::join(shown, " "));
+      return exit_usage;
+    }
     const int rc = app.exit(e);
     return rc == 0 ? exit_ok : exit_usage;
   }

@@ -153,7 +153,8 @@ struct GateCaseResult {
 
   /// "consistent", "suspicious", "defect", "regressed" or "error" (docs/gate.md: precedence).
   std::string_view status() const;
-  /// The check's reason, the regressions, or the error.
+  /// The check's reason, the regressions, or the error, control bytes escaped once
+  /// (`printable`, io/error.h): the text every report prints.
   std::string reason() const;
 };
 

@@ -167,7 +167,7 @@ std::string GateResult::markdown() const {
   s += "| case | op | verdict | max error (ulps) | p99 (ulps) | fraction of bound | reason |\n|---|---|---|---|---|---|---|\n";
   for (const GateCaseResult& c : cases) {
     const bool f = c.figures.has_value();
-    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", md_cell(c.name), c.op, c.status(),
+    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", md_cell(printable(c.name)), c.op, c.status(),
                      f ? short_number(c.figures->max_error_ulps) : "", f ? short_number(c.figures->field.p99_ulps) : "",
                      f ? ratio_text(c.figures->field) : "", md_cell(c.reason()));
   }

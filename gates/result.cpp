@@ -80,9 +80,9 @@ std::string_view GateCaseResult::status() const {
 
 std::string GateCaseResult::reason() const {
   const std::string_view s = status();
-  if (s == "error") return error;
-  if (s == "regressed") return fmt::format("regressed against its baseline: {}", joined(comparison.regressions, "; "));
-  return figures->reason;
+  if (s == "error") return error;  // printable where it is made (the name and the library's message escaped once)
+  if (s == "regressed") return printable(fmt::format("regressed against its baseline: {}", joined(comparison.regressions, "; ")));
+  return printable(figures->reason);
 }
 
 std::int64_t GateResult::count(std::string_view status) const {
@@ -97,7 +97,7 @@ int GateResult::exit_code() const {
 std::string GateResult::text() const {
   std::string s;
   for (const GateCaseResult& c : cases) {
-    s += fmt::format("{:<10}  {}: {}\n", c.status(), printable(c.name), printable(c.reason()));
+    s += fmt::format("{:<10}  {}: {}\n", c.status(), printable(c.name), c.reason());
     for (const std::string& i : c.comparison.improvements) s += fmt::format("{:<10}  {}: improved: {}\n", "", printable(c.name), i);
     for (const std::string& n : c.comparison.notes) s += fmt::format("{:<10}  {}: baseline: {}\n", "", printable(c.name), n);
     if (c.baseline_state == "written") s += fmt::format("{:<10}  {}: baseline written: {}\n", "", printable(c.name), c.baseline_file);

@@ -276,6 +276,21 @@ TEST_F(GateTest, JUnitAndJsonReports) {
   EXPECT_EQ(x.find("<error", x.find("<error") + 1), std::string::npos);
 }
 
+TEST_F(GateTest, ControlBytesInANameAreEscapedOnce) {
+  // A YAML "\x01" in a case name: the error line says 'a\x01b', not 'a\x5cx01b' (escaped twice).
+  const GateResult r = run_gate(load_gate(write(gate_with(matmul_case("\"a\\x01b\"", "nope.npy")))));
+  ASSERT_EQ(r.cases.size(), 1u);
+  EXPECT_EQ(r.cases[0].name, "a\x01" "b");
+  const std::string text = r.text();
+  EXPECT_NE(text.find("error       a\\x01b: "), std::string::npos) << text;
+  EXPECT_NE(text.find("case 'a\\x01b': "), std::string::npos) << text;
+  EXPECT_EQ(text.find("x5c"), std::string::npos) << text;
+  const std::string md = r.markdown();
+  EXPECT_EQ(md.find('\x01'), std::string::npos) << md;
+  EXPECT_NE(md.find("| a\\x01b | matmul | error |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("x5c"), std::string::npos) << md;
+}
+
 TEST_F(GateTest, JUnitEscapesNames) {
   const GateResult r = run_gate(load_gate(write(gate_with(matmul_case("\"a<b>&c'\"", "nope.npy")))));
   EXPECT_NE(r.junit().find("<testcase name=\"a&lt;b&gt;&amp;c&apos;\""), std::string::npos) << r.junit();

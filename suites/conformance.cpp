@@ -14,7 +14,10 @@
 #include "formats/ulp.h"
 #include "io/tensor.h"
 #include "suites/generate_detail.h"
+#include "oracles/mpfr_oracles.h"
 #include "tolerances/bounds.h"
+#include "tolerances/check_detail.h"
+#include "tolerances/row_bounds.h"
 
 namespace numfid::testing {
 
@@ -258,6 +261,26 @@ void add_reduction_mutants(ConformanceReport& rep, const Reduction& r, const Mat
   auto add = [&](std::string name, std::string what, bool required, std::string rule, const TensorData& mutant) {
     rep.mutants.push_back({std::move(name), std::move(what), required, std::move(rule), r.judge(mutant)});
   };
+  // Each element's deterministic bound under the claim (bounds.h element_bound, from the exact
+  // result and Σ|terms|): a mutant of the kinds below is required only where it moves some
+  // element beyond that bound. Where it moves none (its sums stay exact in the narrow format,
+  // the claim's own accumulator allows the change), no rule derived from the claim can call it a
+  // defect, and a correct kernel's case would fail for it.
+  const Claim bound_claim = numfid::detail::make_claim(claim, c.k, false, r.products).claim;
+  std::vector<double> det_of(cells);
+  for (std::size_t i = 0; i < cells; ++i)
+    det_of[i] = element_bound(rep.kernel.result.bound, bound_claim, exact[i], sum_abs[i]).deterministic;
+  const auto beyond = [&](const TensorData& m) {
+    std::int64_t n = 0;
+    for (std::size_t i = 0; i < cells; ++i) {
+      if (!std::isfinite(exact[i]) || !std::isfinite(det_of[i])) continue;
+      const double v = to_double(fo, m.values[i]);
+      n += !std::isfinite(v) || std::fabs(v - exact[i]) > det_of[i];
+    }
+    return n;
+  };
+  const std::string within = "not required: no element of it is beyond its deterministic bound under the claim "
+                             "(the change is one the claimed arithmetic may legally make on this data)";
 
   // 1. One element moved beyond twice its deterministic bound (+ 4 ulps): always required.
   if (const auto i = best_conditioned(exact, sum_abs)) {
@@ -269,7 +292,12 @@ void add_reduction_mutants(ConformanceReport& rep, const Reduction& r, const Mat
     add("one-element-off",
         fmt::format("element {} set to {}, exact {:.9g}", index_string(m.shape, static_cast<std::int64_t>(*i)),
                     to_hex(fo, m.values[*i]), exact[*i]),
-        true, "an element beyond twice its deterministic bound is a defect under every claim", m);
+        true,
+        std::isfinite(det) ? std::string("an element beyond twice its deterministic bound is a defect under every claim")
+                           : std::string("the claim's bound is vacuous at this element (no finite bound: e.g. γ_n >= 1 "
+                                         "for this K and accumulator): a case that can see no defect fails rather than "
+                                         "pass untested — use a smaller K (.large_k, .tile) or a wider accumulator"),
+        m);
   }
   // 2. Partial sums held in bf16 (sequential), emulated from the operands.
   if (p_acc > bf16.precision) {
@@ -283,11 +311,13 @@ void add_reduction_mutants(ConformanceReport& rep, const Reduction& r, const Mat
     m.shape = out.shape;
     // Cancelling terms t, -t that fit bf16 (a sum's bf16 values, products of fp8 values) keep
     // bf16 partial sums exact; wider ones (products of bf16 values) do not.
-    const bool req = p_acc >= 2 * bf16.precision && fo.precision >= bf16.precision && c.k >= 32 &&
-                     (in(c.data, {DataKind::random, DataKind::wide_exponent, DataKind::near_overflow}) ||
-                      (c.data == DataKind::cancel && term_bits > bf16.precision));
+    const bool rule = p_acc >= 2 * bf16.precision && fo.precision >= bf16.precision && c.k >= 32 &&
+                      (in(c.data, {DataKind::random, DataKind::wide_exponent, DataKind::near_overflow}) ||
+                       (c.data == DataKind::cancel && term_bits > bf16.precision));
+    const bool req = rule && beyond(m) > 0;
     add("bf16-partial-sums", "every partial sum rounded to bf16, sequential order", req,
-        req ? fmt::format("the claimed {} accumulator has >= 2x bf16's precision, K = {} >= 32 and the data ({}) has "
+        rule && !req ? within
+        : req ? fmt::format("the claimed {} accumulator has >= 2x bf16's precision, K = {} >= 32 and the data ({}) has "
                           "no structure that keeps bf16 sums exact",
                           claim.acc->name, c.k, data_kind_name(c.data))
             : std::string("not required: K < 32, a narrow claimed accumulator or output, or data (equal, tied, "
@@ -305,9 +335,11 @@ void add_reduction_mutants(ConformanceReport& rep, const Reduction& r, const Mat
     for (std::size_t i = 0; i < cells; ++i) m.values[i] = dropped.elements[i].rounded(fo);
     // Not on cancelling data: the dropped terms are mostly pairs that cancel each other, and
     // what remains can be smaller than the any-order bound on the large Σ|terms|.
-    const bool req = in(c.data, {DataKind::random, DataKind::wide_exponent, DataKind::near_overflow, DataKind::all_equal});
+    const bool rule = in(c.data, {DataKind::random, DataKind::wide_exponent, DataKind::near_overflow, DataKind::all_equal});
+    const bool req = rule && beyond(m) > 0;
     add("dropped-k-tile", fmt::format("terms k = {}..{} left out", start, c.k - 1), req,
-        req ? fmt::format("K = {} > tile {} and the dropped terms are non-zero ({} data)", c.k, c.tile,
+        rule && !req ? within
+        : req ? fmt::format("K = {} > tile {} and the dropped terms are non-zero ({} data)", c.k, c.tile,
                           data_kind_name(c.data))
             : std::string("not required: the data's dropped terms may be zero or cancel"),
         m);
@@ -323,10 +355,12 @@ void add_reduction_mutants(ConformanceReport& rep, const Reduction& r, const Mat
     }
     // The exact results must carry more bits than the output: a single term of a sum (K = 1)
     // is an input value, and a product of two narrow values may fit the output exactly.
-    const bool req = p_acc >= fo.precision + 8 && cells >= 16 && (c.k >= 2 || term_bits > fo.precision) &&
-                     in(c.data, {DataKind::random, DataKind::wide_exponent, DataKind::near_overflow});
+    const bool rule = p_acc >= fo.precision + 8 && cells >= 16 && (c.k >= 2 || term_bits > fo.precision) &&
+                      in(c.data, {DataKind::random, DataKind::wide_exponent, DataKind::near_overflow});
+    const bool req = rule && beyond(m) > 0;
     add("truncating-output", "the exact result truncated (rtz) into the output format", req,
-        req ? fmt::format("the {} accumulator is >= 8 bits wider than the {} output, so about half of the {} elements "
+        rule && !req ? within
+        : req ? fmt::format("the {} accumulator is >= 8 bits wider than the {} output, so about half of the {} elements "
                           "err by more than the half-ulp the claimed rounding allows",
                           claim.acc->name, fo.name, cells)
             : std::string("not required: fewer than 16 elements, structured data, exact results that fit the output, "
@@ -566,6 +600,56 @@ TensorData row_input(const RowCase& c, const ClaimSpec& claim) {
   return tensor(f, {c.rows, c.cols}, std::move(bits), "X");
 }
 
+namespace {
+
+/// An element of a row: its exact result and its bound under the claim (absent: none, the
+/// oracle's special value decides).
+struct RowElementBound {
+  double exact = 0;
+  std::optional<double> bound;
+};
+
+/// Row `r` of X: each element's exact result (MPFR oracle) and its bound under the claim — the
+/// derived bound (row_element_bounds) for a --compute claim, else N ulps of the output at the
+/// exact value — the bounds check_rows judges by (tolerances/row_bounds.h).
+std::vector<RowElementBound> row_bounds_under_claim(RowOp op, const ClaimSpec& claim, const RowCheckOptions& opt,
+                                                    const TensorData& x, std::size_t r) {
+  const FormatSpec& fin = *x.format;
+  const FormatSpec& fo = *claim.out;
+  const auto C = static_cast<std::size_t>(x.shape.back());
+  const std::span<const Bits> row = std::span<const Bits>(x.values).subspan(r * C, C);
+  const MatrixRef m{&fin, row, 1, C};
+  std::vector<OracleValue> o;
+  switch (op) {
+    case RowOp::softmax: o = oracle_softmax(m, fo); break;
+    case RowOp::log_softmax: o = oracle_log_softmax(m, fo); break;
+    case RowOp::layernorm: o = oracle_layernorm(m, opt.eps, std::nullopt, std::nullopt, fo); break;
+    case RowOp::rmsnorm: o = oracle_rmsnorm(m, opt.eps, std::nullopt, fo); break;
+    default: {
+      const UnaryFn fn = *parse_unary_fn(row_op_name(op));
+      for (const Bits b : row) o.push_back(oracle_unary(fn, fin, b, fo));
+    }
+  }
+  std::vector<RowElementBound> out(C);
+  std::vector<double> xd(C), yd(C);
+  for (std::size_t j = 0; j < C; ++j) {
+    const ExactValue& e = o[j].exact;
+    out[j].exact = e.kind == ExactValue::Kind::finite ? e.as_double : NAN;
+    xd[j] = to_double(fin, row[j]);
+    yd[j] = out[j].exact;
+  }
+  if (!claim.ulps && claim.compute) {
+    const auto eb = row_element_bounds(op, row_claim(claim, opt), xd, yd);
+    for (std::size_t j = 0; j < C; ++j) out[j].bound = eb[j];
+  } else if (claim.ulps) {
+    for (std::size_t j = 0; j < C; ++j)
+      if (std::isfinite(out[j].exact)) out[j].bound = *claim.ulps * ulp_at(fo, out[j].exact);
+  }
+  return out;
+}
+
+}  // namespace
+
 ConformanceReport evaluate_row_case(const RowKernel& kernel, std::string_view claim_text, const RowCase& c) {
   const ClaimSpec claim = parse_claim(claim_text);
   const FormatSpec& fo = *claim.out;
@@ -600,8 +684,17 @@ ConformanceReport evaluate_row_case(const RowKernel& kernel, std::string_view cl
                                         claim_text_of(claim), fo.name);
   if (finite_row) {
     // Mutants of the kernel's own row: they change it by far more than any legal error, so the
-    // kernel's own error does not matter.
+    // kernel's own error does not matter — except where the claim's bound of an element is itself
+    // that wide (a derived bound where the compute format overflows: x² of a near-overflow norm
+    // row may be +inf, and rsqrt(+inf)·x = 0 is legal), so each mutated element is measured
+    // against its own bound under the claim (exact value from the MPFR oracle).
     const std::size_t r = *finite_row;
+    const std::vector<RowElementBound> bounds = row_bounds_under_claim(c.op, claim, opt, x, r);
+    const auto beyond = [&](std::size_t j, Bits mutated) {
+      const RowElementBound& eb = bounds[j];
+      const double v = to_double(fo, mutated);
+      return eb.bound && std::isfinite(eb.exact) && (!std::isfinite(v) || std::fabs(v - eb.exact) > *eb.bound);
+    };
     // 1. One element moved by a quarter of its magnitude, or by 1/4 where it is below 1.
     {
       TensorData m = out;
@@ -609,22 +702,31 @@ ConformanceReport evaluate_row_case(const RowKernel& kernel, std::string_view cl
       const double v = to_double(fo, out.values[i]);
       const double target = v >= 0 ? v + std::max(std::fabs(v) / 4, 0.25) : v - std::max(std::fabs(v) / 4, 0.25);
       m.values[i] = away_from(fo, v, std::fabs(target - v));
+      const bool req = tight && beyond(0, m.values[i]);
       add("one-element-off", fmt::format("element [{}, 0] set to {} (was {})", r, to_hex(fo, m.values[i]), to_hex(fo, out.values[i])),
-          tight, tight ? std::string("a change of 1/4 (or 25%) is far outside the claimed accuracy") : loose, m);
+          req,
+          req     ? std::string("a change of 1/4 (or 25%) is far outside the claimed accuracy")
+          : tight ? fmt::format("not required: the element's own bound under the claim (exact {:.6g}, bound {:.3g}) holds "
+                                "the changed value",
+                                bounds[0].exact, bounds[0].bound.value_or(INFINITY))
+                  : loose,
+          m);
     }
     // 2. A whole row scaled by 9/8 (a softmax that does not normalise, a norm with the wrong scale).
     {
       TensorData m = out;
-      bool changed = false;
+      bool changed = false, outside = false;
       for (std::size_t j = 0; j < C; ++j) {
         const double v = to_double(fo, out.values[r * C + j]);
         m.values[r * C + j] = to_format(fo, v * 1.125);
         changed = changed || m.values[r * C + j] != out.values[r * C + j];
+        outside = outside || beyond(j, m.values[r * C + j]);
       }
-      const bool req = tight && fo.precision >= 8 && changed;
+      const bool req = tight && fo.precision >= 8 && changed && outside;
       add("scaled-row", fmt::format("row {} scaled by 9/8", r), req,
           req ? std::string("a 12.5% error is far outside the claimed accuracy of a >= 8-bit significand")
-              : std::string("not required: a loose claim, an output narrower than 8 bits, or a row of zeros"),
+              : std::string("not required: a loose claim, an output narrower than 8 bits, a row of zeros, or bounds "
+                            "under the claim that hold every scaled element"),
           m);
     }
   }

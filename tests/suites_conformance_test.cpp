@@ -140,6 +140,46 @@ TEST(MatmulConformance, RandomLargeKRequiresEveryMutant) {
   EXPECT_EQ(required, (std::set<std::string>{"one-element-off", "bf16-partial-sums", "dropped-k-tile", "truncating-output"}) );
 }
 
+/// The correctly rounded product (numfid's exact result rounded into the claim's output).
+nt::MatmulKernel ideal_gemm(const char* claim) {
+  const numfid::FormatSpec* out = numfid::parse_claim(claim).out;
+  return [out](const numfid::TensorData& a, const numfid::TensorData& b) {
+    const numfid::MatmulReference ref = numfid::matmul_reference(a, b);
+    numfid::TensorData c{out, {a.shape[0], b.shape[1]}, {}, "C"};
+    for (const numfid::ExactElement& e : ref.elements) c.values.push_back(e.rounded(*out));
+    return c;
+  };
+}
+
+TEST(MatmulConformance, CorrectlyRoundedKernelPassesUnderNarrowClaims) {
+  // A mutant is required only where it moves an element beyond its bound under the claim: sums
+  // of fp4 products are exact in bf16 (the truncating and bf16-sum mutants equal the correct
+  // output), and an fp16 accumulator's bound holds a dropped tile of three terms.
+  for (const char* claim : {"--in fp4_e2m1 --acc fp32 --out bf16", "--in fp6_e2m3 --acc fp32 --out fp16",
+                            "--in fp8_e5m2 --acc fp32 --out fp8_e4m3", "--in fp16 --acc fp16 --out fp16"}) {
+    SCOPED_TRACE(claim);
+    const nt::MatmulKernel kernel = ideal_gemm(claim);
+    int required = 0;
+    for (const nt::MatmulCase& c : nt::matmul_cases({.tile = kTile, .large_k = 256})) {
+      SCOPED_TRACE(c.name);
+      const nt::ConformanceReport r = nt::evaluate_matmul_case(kernel, claim, c);
+      EXPECT_NE(r.kernel.result.verdict.kind, numfid::TensorKind::defect) << r.kernel.result.verdict.reason;
+      EXPECT_EQ(r.blind(), "");
+      for (const nt::MutantResult& m : r.mutants) required += m.required && m.name != "one-element-off";
+    }
+    EXPECT_GT(required, 0) << "the rule must still require mutants that leave the bound";
+  }
+  // The fp4 case's truncation is not required, and says why.
+  const nt::ConformanceReport r =
+      nt::evaluate_matmul_case(ideal_gemm("--in fp4_e2m1 --acc fp32 --out bf16"), "--in fp4_e2m1 --acc fp32 --out bf16",
+                               matmul_case("random_m4_k35_n5"));
+  for (const nt::MutantResult& m : r.mutants)
+    if (m.name == "truncating-output" || m.name == "bf16-partial-sums") {
+      EXPECT_FALSE(m.required) << m.name;
+      EXPECT_THAT(m.rule, HasSubstr("beyond its deterministic bound under the claim")) << m.name;
+    }
+}
+
 struct Defective {
   k::GemmDefect defect;
   const char* case_name;
@@ -324,6 +364,24 @@ TEST(RowConformance, Fp32SquaresRmsNormFailsNearOverflow) {
   EXPECT_THAT(nt::evaluate_row_case(good_rmsnorm, "--in bf16 --out bf16 --ulps 1", c).kernel, nt::IsConsistent());
   // No masked case outside softmax / log_softmax.
   for (const nt::RowCase& x : nt::row_cases(numfid::RowOp::rmsnorm, {.tile = kTile})) EXPECT_NE(x.data, nt::DataKind::masked);
+}
+
+TEST(RowConformance, DerivedClaimNearOverflowRequiresOnlyWhatItsBoundsExclude) {
+  // Under --compute fp32, x² of a near-overflow row may overflow and rsqrt(+inf)·x = 0 is legal:
+  // the derived bound there is wider than the mutants' changes, which are not required; the
+  // random rows' bounds are tight and still require them.
+  for (const char* claim : {"--in bf16 --out bf16 --compute fp32", "--in bf16 --out bf16 --compute fp32 --fn-ulps 4"}) {
+    SCOPED_TRACE(claim);
+    for (const nt::RowCase& c : nt::row_cases(numfid::RowOp::rmsnorm, {.tile = kTile})) {
+      SCOPED_TRACE(c.name);
+      const nt::ConformanceReport r = nt::evaluate_row_case(good_rmsnorm, claim, c);
+      EXPECT_THAT(r.kernel, nt::IsConsistent());
+      EXPECT_EQ(r.blind(), "");
+      if (c.data == nt::DataKind::random && c.cols > 1) {
+        for (const nt::MutantResult& m : r.mutants) EXPECT_TRUE(m.required) << m.name << ": " << m.rule;
+      }
+    }
+  }
 }
 
 TEST(RowConformance, LooseClaimRequiresNoMutant) {

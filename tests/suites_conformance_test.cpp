@@ -110,6 +110,25 @@ TEST(MatmulConformance, CasesCoverTheShapesAndData) {
   EXPECT_EQ(kinds.size(), 8u);
 }
 
+TEST(Conformance, CaseNamesAreUniqueForEveryTile) {
+  // gtest refuses a parameter name given twice (and then runs no test of the binary): tile 8
+  // made the row suites' t - 1 = 7 twice, tile 2 the sums' k = 1.
+  const auto unique = [](const auto& cases) {
+    std::set<std::string> names;
+    for (const auto& c : cases) names.insert(c.name);
+    return names.size() == cases.size();
+  };
+  for (const std::int64_t tile : {1, 2, 3, 6, 7, 8, 16, 128}) {
+    SCOPED_TRACE(tile);
+    EXPECT_TRUE(unique(nt::matmul_cases({.tile = tile, .large_k = tile})));
+    EXPECT_TRUE(unique(nt::sum_cases({.tile = tile, .large_k = tile})));
+    for (const numfid::RowOp op : {numfid::RowOp::softmax, numfid::RowOp::rmsnorm, numfid::RowOp::exp}) {
+      EXPECT_TRUE(unique(nt::row_cases(op, {.tile = tile, .large_row = tile})));
+      EXPECT_FALSE(nt::row_cases(op, {.tile = tile}).empty());
+    }
+  }
+}
+
 TEST(MatmulConformance, OperandsAreSeededAndReproducible) {
   const numfid::ClaimSpec claim = numfid::parse_claim(kClaim);
   const nt::MatmulCase c = matmul_case("random_m4_k17_n4");

@@ -97,6 +97,42 @@ TEST(CheckMatmul, LegalOutputIsConsistentAndItsPlanPredictsIt) {
   EXPECT_THAT(r.json(), HasSubstr("\"verdict\": \"consistent\""));
 }
 
+TEST(CheckMatmul, ValuesThatDoNotFillTheShapeAndClaimsWithoutFormatsAreInputErrors) {
+  // TensorData and ClaimSpec are public aggregates: a short value vector was read past its end
+  // (a segfault, or a "proven defect" on whatever memory followed), a default ClaimSpec
+  // dereferenced its null formats.
+  const Bf16Problem p(4, 8, 4, 7);
+  const ClaimSpec claim = parse_claim("--in bf16 --acc fp32 --out fp32");
+  const TensorData c = emulate_matmul(p.a, p.b, std::nullopt, parse_claim("--in bf16 --acc fp32 --out fp32 --plan sequential"));
+  TensorData short_a = p.a;
+  short_a.values.resize(3);
+  EXPECT_EQ(error_of([&] { check_matmul(short_a, p.b, c, claim); }), "A A: 3 values for shape [4, 8] (32 elements)");
+  EXPECT_EQ(error_of([&] { matmul_reference(short_a, p.b); }), "A A: 3 values for shape [4, 8] (32 elements)");
+  EXPECT_EQ(error_of([&] { emulate_matmul(short_a, p.b, std::nullopt, claim); }),
+            "A A: 3 values for shape [4, 8] (32 elements)");
+  TensorData short_c = c;
+  short_c.values.pop_back();
+  EXPECT_THAT(error_of([&] { check_matmul(p.a, p.b, short_c, claim); }), HasSubstr("15 values for shape [4, 4] (16 elements)"));
+  TensorData negative = c;
+  negative.shape = {-4, -4};
+  EXPECT_THAT(error_of([&] { check_matmul(p.a, p.b, negative, claim); }), HasSubstr("has a negative extent"));
+  TensorData no_format = c;
+  no_format.format = nullptr;
+  EXPECT_THAT(error_of([&] { check_matmul(p.a, p.b, no_format, claim); }), HasSubstr("no format"));
+  EXPECT_EQ(error_of([&] { check_matmul(p.a, p.b, c, ClaimSpec{}); }), "check matmul: the claim states no input format (--in)");
+  EXPECT_EQ(error_of([&] { check_dot(p.a, p.a, c, ClaimSpec{}); }), "check dot: the claim states no input format (--in)");
+  EXPECT_EQ(error_of([&] { emulate_matmul(p.a, p.b, std::nullopt, ClaimSpec{}); }),
+            "emulate matmul: the claim states no input format (--in)");
+  ClaimSpec no_out = claim;
+  no_out.out = nullptr;
+  EXPECT_EQ(error_of([&] { check_sum(p.a, c, -1, no_out); }), "check sum: the claim states no output format (--out)");
+  EXPECT_EQ(error_of([&] { check_rows(RowOp::exp, p.a, p.a, ClaimSpec{}); }), "check exp: the claim states no input format (--in)");
+  TensorData short_x = p.a;
+  short_x.values.resize(5);
+  EXPECT_THAT(error_of([&] { check_rows(RowOp::exp, short_x, p.a, parse_claim("--in bf16 --out bf16 --ulps 1")); }),
+              HasSubstr("5 values for shape [4, 8]"));
+}
+
 TEST(CheckMatmul, Bf16AccumulatorIsADefect) {
   const Bf16Problem p(8, 1024, 8, 2);
   const TensorData c = emulate_matmul(p.a, p.b, std::nullopt, parse_claim("--in bf16 --acc bf16 --plan sequential --out bf16"));

@@ -115,7 +115,27 @@ CheckResult finish(std::string op, const ClaimSetup& s, const ClaimSpec& spec, R
   return r;
 }
 
+void expect_whole(const TensorData& t, std::string_view what) {
+  if (t.format == nullptr) throw InputError(fmt::format("{} {}: no format", what, t.name));
+  std::uint64_t n = 1;
+  bool overflow = false;
+  for (const std::int64_t d : t.shape) {
+    if (d < 0) throw InputError(fmt::format("{} {}: shape {} has a negative extent", what, t.name, shape_text(t.shape)));
+    overflow = overflow || (d != 0 && n > std::numeric_limits<std::uint64_t>::max() / static_cast<std::uint64_t>(d));
+    n *= static_cast<std::uint64_t>(d);
+  }
+  if (overflow || n != t.values.size())
+    throw InputError(fmt::format("{} {}: {} values for shape {} ({} elements)", what, t.name, t.values.size(),
+                                 shape_text(t.shape), overflow ? std::string("more than 2^64") : std::to_string(n)));
+}
+
+void require_formats(const ClaimSpec& claim, std::string_view command) {
+  if (claim.in == nullptr) throw InputError(fmt::format("{}: the claim states no input format (--in)", command));
+  if (claim.out == nullptr) throw InputError(fmt::format("{}: the claim states no output format (--out)", command));
+}
+
 void expect_format(const TensorData& t, const FormatSpec& f, std::string_view what) {
+  expect_whole(t, what);
   if (*t.format != f)  // the one identity rule (formats/format_spec.h)
     throw InputError(fmt::format("{} {}: holds {} values but the claim says {}", what, t.name, t.format->name, f.name));
 }
@@ -463,6 +483,9 @@ namespace {
 MatmulReference exact_results(const TensorData& A, const TensorData& B, const std::optional<TensorData>& addend,
                               bool rowwise_dot) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change an exact value
+  detail::expect_whole(A, "A");
+  detail::expect_whole(B, "B");
+  if (addend) detail::expect_whole(*addend, "the addend");
   MatmulReference r;
   r.rowwise_dot = rowwise_dot;
   if (rowwise_dot) {
@@ -501,6 +524,7 @@ MatmulReference dot_reference(const TensorData& A, const TensorData& B, const st
 
 CheckResult check_dot(const TensorData& A, const TensorData& B, const TensorData& D, const ClaimSpec& claim,
                       const MatmulCheckOptions& opt) {
+  detail::require_formats(claim, "check dot");
   if (is_quantised_claim(claim)) return detail::check_quantised_gemm(A, B, D, claim, opt, true);  // quant_check.h
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
@@ -533,6 +557,7 @@ void attach_prediction(CheckResult& r, TensorData predicted, const TensorData& C
 
 CheckResult check_matmul(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& claim,
                          const MatmulCheckOptions& opt) {
+  detail::require_formats(claim, "check matmul");
   if (is_quantised_claim(claim)) return detail::check_quantised_gemm(A, B, C, claim, opt, false);  // quant_check.h
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
@@ -546,6 +571,7 @@ CheckResult check_matmul(const TensorData& A, const TensorData& B, const TensorD
 
 CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const ClaimSpec& claim,
                          const MatmulCheckOptions& opt) {
+  detail::require_formats(claim, "check matmul");
   if (is_quantised_claim(claim)) {  // integer or scaled GEMM: the reference's operands, judged by quant_check.h
     MatmulCheckOptions o = opt;
     o.addend = mr.addend;
@@ -707,6 +733,7 @@ std::string numpy_strided_axis_note(const TensorData& x, int axis, const ClaimSp
 
 CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, const ClaimSpec& claim, int worst) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
+  detail::require_formats(claim, "check sum");
   detail::refuse_options_of_other_ops(claim, false, "check sum");
   detail::refuse_gemm_options(claim, "check sum");
   const FormatSpec& fin = *claim.in;
@@ -924,6 +951,7 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
                        const RowCheckOptions& opt) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   const std::string_view name = row_op_name(op);
+  detail::require_formats(claim, fmt::format("check {}", name));
   const bool derived = !claim.ulps && claim.compute;
   if (!claim.ulps && !derived)
     throw InputError(fmt::format("check {}: give the arithmetic with --compute F [--fn-ulps N] [--fn-abs E] (the "

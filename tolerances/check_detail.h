@@ -63,8 +63,18 @@ JudgeOptions judge_options(const ClaimSpec& claim, int worst, bool reduction);
 /// Assembles a CheckResult from the pieces.
 CheckResult finish(std::string op, const ClaimSetup& s, const ClaimSpec& spec, ReductionBound b, Verdict v, bool matrix);
 
-/// InputError unless `t` holds values of `f` (`what` names its role: "A", "--ref", ...).
+/// InputError unless `t` holds values of `f` (`what` names its role: "A", "--ref", ...) and
+/// as many values as its shape has elements (expect_whole).
 void expect_format(const TensorData& t, const FormatSpec& f, std::string_view what);
+
+/// InputError unless `t` has a format and exactly as many values as its shape has elements
+/// (no negative extent): a TensorData built in code is a public aggregate, and a short one
+/// would be read past its end.
+void expect_whole(const TensorData& t, std::string_view what);
+
+/// InputError unless the claim states its input and output formats (a ClaimSpec built in code
+/// may leave them null; `command` names the caller, "check matmul").
+void require_formats(const ClaimSpec& claim, std::string_view command);
 
 /// "[2, 3]".
 std::string shape_text(std::span<const std::int64_t> shape);

@@ -118,6 +118,7 @@ using detail::expect_format;
 
 TensorData emulate_matmul(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
                           const ClaimSpec& claim) {
+  detail::require_formats(claim, "emulate matmul");
   if (is_quantised_claim(claim)) return detail::emulate_quantised_gemm(a, b, c, claim, false);  // quant_check.h
   expect_format(a, *claim.in, "A");
   expect_format(b, claim.in_b ? *claim.in_b : *claim.in, "B");
@@ -133,6 +134,7 @@ TensorData emulate_matmul(const TensorData& a, const TensorData& b, const std::o
 
 TensorData emulate_sum(const TensorData& x, int axis_in, const ClaimSpec& claim) {
   const FpEnvGuard env;
+  detail::require_formats(claim, "emulate sum");
   expect_format(x, *claim.in, "X");
   if (!claim.plan && !claim.profile) throw InputError("give exactly one of --plan P or --profile NAME");
   if (claim.profile && claim.profile->model != ProfileModel::plan)
@@ -150,6 +152,7 @@ TensorData emulate_sum(const TensorData& x, int axis_in, const ClaimSpec& claim)
 }
 
 TensorData emulate_dot(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c, const ClaimSpec& claim) {
+  detail::require_formats(claim, "emulate dot");
   if (is_quantised_claim(claim)) return detail::emulate_quantised_gemm(a, b, c, claim, true);  // quant_check.h
   expect_format(a, *claim.in, "A");
   expect_format(b, claim.in_b ? *claim.in_b : *claim.in, "B");

@@ -66,6 +66,12 @@ template <typename T>
 
 ::testing::AssertionResult bits_eq(const char* ee, const char* ae, const TensorData& expected,
                                    std::span<const Bits> actual) {
+  // A pattern wider than the format would print as its masked self beside an equal expected
+  // value (to_hex shows the format's width): say what it holds instead.
+  for (const Bits b : actual)
+    if (!fits(*expected.format, b))
+      return ::testing::AssertionFailure() << ae << " holds " << fmt::format("{:#x}", b.raw) << ", not a pattern of "
+                                           << expected.format->name;
   return compare(ee, ae, expected, actual, expected.shape);
 }
 ::testing::AssertionResult bits_eq(const char* ee, const char* ae, const TensorData& expected,

@@ -359,6 +359,12 @@ TEST(NumfidGtest, BitsEq) {
   EXPECT_THAT(g.all(), HasSubstr("other has shape [4], expected [2, 2]"));
   const numfid::TensorData fp16 = numfid::view(std::span<const std::uint16_t>(want), {2, 2}, "fp16");
   EXPECT_THAT(capture([&] { EXPECT_BITS_EQ(expected, fp16); }).all(), HasSubstr("fp16 is fp16, expected is bf16"));
+  // numfid::Bits wider than the format: said so, as the integer spans do (not two equal-looking
+  // masked patterns).
+  const std::vector<numfid::Bits> wide{numfid::Bits{0x13f80}, numfid::Bits{0x3fc0}, numfid::Bits{0xc000}, numfid::Bits{0x7f80}};
+  EXPECT_THAT(capture([&] { EXPECT_BITS_EQ(expected, wide); }).all(), HasSubstr("wide holds 0x13f80, not a pattern of bf16"));
+  const std::vector<numfid::Bits> same{numfid::Bits{0x3f80}, numfid::Bits{0x3fc0}, numfid::Bits{0xc000}, numfid::Bits{0x7f80}};
+  EXPECT_BITS_EQ(expected, same);
 }
 
 TEST(NumfidGtest, BitsEqListsTheFirstFewOfManyMismatches) {

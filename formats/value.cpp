@@ -131,10 +131,16 @@ double to_double(const FormatSpec& f, Bits b) {
   // fp32 and bf16 (the usual outputs of a check: one call per element) through the hardware's
   // float → double conversion, exact for every finite value and ±inf; NaN (whose double keeps
   // the float's payload) goes the generic way, which returns the canonical NaN with its sign.
+  // Subnormals go the generic way too: under a caller's DAZ (-ffast-math) the hardware reads a
+  // subnormal float as 0, and to_double is public (called outside any FpEnvGuard). The test is
+  // on the exponent field, not on the value (a DAZ comparison takes a subnormal for 0).
   const bool f32 = binary32_like(f, 32);
   if (f32 || binary32_like(f, 16)) {
-    const float x = std::bit_cast<float>(f32 ? b.raw : b.raw << 16);
-    if (!std::isnan(x)) return static_cast<double>(x);
+    const std::uint32_t u = f32 ? static_cast<std::uint32_t>(b.raw) : static_cast<std::uint32_t>(b.raw << 16);
+    const std::uint32_t e = u & 0x7f800000u;
+    const bool nan = e == 0x7f800000u && (u & 0x007fffffu) != 0;
+    const bool subnormal = e == 0 && (u & 0x007fffffu) != 0;
+    if (!nan && !subnormal) return static_cast<double>(std::bit_cast<float>(u));
   }
   const Decoded d = decode(f, b);
   switch (d.cls) {

@@ -2,20 +2,27 @@
 // holding bf16 values, uint16_t bf16 patterns); these move them in and out of TensorData.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "formats/convert.h"
 #include "tolerances/check.h"
 
 namespace numfid::testing {
 
-/// The tensor's values as floats (exact: every numfid format but int32 fits in fp32).
+/// The tensor's values as floats (exact: every numfid format but int32 fits in fp32). Float
+/// formats are converted pattern to pattern (numfid::convert, in software), so a caller's FTZ
+/// (-ffast-math) cannot flush a subnormal on its way into the float.
 inline std::vector<float> as_floats(const TensorData& t) {
   std::vector<float> v;
   v.reserve(t.values.size());
-  for (const Bits b : t.values) v.push_back(static_cast<float>(to_double(*t.format, b)));
+  const bool float_format = t.format->kind == FormatKind::binary_float;
+  for (const Bits b : t.values)
+    v.push_back(float_format ? std::bit_cast<float>(static_cast<std::uint32_t>(convert(*t.format, fp32, b).bits.raw))
+                             : static_cast<float>(to_double(*t.format, b)));
   return v;
 }
 

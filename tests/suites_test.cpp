@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <optional>
 #include <filesystem>
@@ -18,6 +19,9 @@
 #include <fmt/format.h>
 
 #include "io/tensor_io.h"
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 #include "suites_kernels.h"
 
 namespace {
@@ -366,6 +370,30 @@ TEST(NumfidGtest, BitsEq) {
   const std::vector<numfid::Bits> same{numfid::Bits{0x3f80}, numfid::Bits{0x3fc0}, numfid::Bits{0xc000}, numfid::Bits{0x7f80}};
   EXPECT_BITS_EQ(expected, same);
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+TEST(NumfidGtest, SubnormalsSurviveACallersDazAndFtz) {
+  // A binary built with -ffast-math runs with MXCSR's DAZ and FTZ set: the float holding the
+  // bf16 subnormal 0x0013 was read as 0 by view(), as_floats() and to_double().
+  const std::vector<float> in{std::bit_cast<float>(0x00130000u), std::bit_cast<float>(0x80010000u), 1.0f};
+  const unsigned saved = _mm_getcsr();
+  _mm_setcsr(saved | 0x8040u);  // FTZ (bit 15) | DAZ (bit 6)
+  const numfid::TensorData t = numfid::view(std::span<const float>(in), {3}, "bf16", "x");
+  const std::vector<float> back = numfid::testing::as_floats(t);
+  const double d = numfid::to_double(numfid::bf16, numfid::Bits{0x0013});
+  const double f32 = numfid::to_double(numfid::fp32, numfid::Bits{0x00000001});
+  _mm_setcsr(saved);
+  ASSERT_EQ(t.values.size(), 3u);
+  EXPECT_EQ(t.values[0].raw, 0x0013u);
+  EXPECT_EQ(t.values[1].raw, 0x8001u);
+  EXPECT_EQ(t.values[2].raw, 0x3f80u);
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(back[0]), 0x00130000u);
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(back[1]), 0x80010000u);
+  EXPECT_EQ(d, 0x13p-133);
+  EXPECT_EQ(f32, 0x1p-149);
+}
+#endif
 
 TEST(NumfidGtest, BitsEqListsTheFirstFewOfManyMismatches) {
   std::vector<std::uint16_t> want(100, 0x3f80), got(100, 0x3f81);

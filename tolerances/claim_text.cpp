@@ -12,6 +12,7 @@
 
 #include "formats/error.h"
 #include "formats/exact.h"
+#include "formats/platform.h"
 #include "numerics/profile.h"
 #include "tolerances/check.h"
 #include "tolerances/check_detail.h"
@@ -465,6 +466,7 @@ TensorData start(std::vector<std::int64_t> shape, std::string_view format, std::
 template <class T>
 TensorData view_values(std::span<const T> data, std::vector<std::int64_t> shape, std::string_view format, std::string name) {
   TensorData t = start(std::move(shape), format, std::move(name), data.size());
+  const FpEnvGuard env;  // a caller's DAZ would read a subnormal float as 0 (and call it exact)
   for (std::size_t i = 0; i < data.size(); ++i) {
     const auto v = static_cast<double>(data[i]);
     const std::optional<Bits> b = exactly(*t.format, v);

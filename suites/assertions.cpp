@@ -1,7 +1,9 @@
 // The gtest assertions over the check pipeline: the failure message and the reproduction.
 #include "suites/assertions.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <exception>
@@ -9,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include "formats/exact.h"
 #include "io/tensor.h"
+#include "numerics/profile.h"
 #include "io/tensor_io.h"
 
 namespace numfid::testing {
@@ -75,6 +79,51 @@ std::string row_claim_text_of(const ClaimSpec& c) {
 
 // ------------------------------------------------------------------- checking helpers
 
+namespace {
+
+/// Whether a claim's --scale-a/--scale-b/--out-scale text is a value (a number or a list of
+/// them) rather than the name of a file.
+bool is_number_list(const std::string& text) {
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t end = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, end - at);
+    char* stop = nullptr;
+    errno = 0;
+    std::strtod(item.c_str(), &stop);
+    if (item.empty() || stop != item.c_str() + item.size()) return false;
+    at = end + 1;
+  }
+  return true;
+}
+
+/// Scale values attached in code (attach_operand_scales, per-channel out_scale) under a file
+/// name the test never wrote: written as fp32 operands of the reproduction instead, and left
+/// out of its claim text.
+void scales_as_operands(Checked& k, const ClaimSpec& claim) {
+  ClaimSpec shown = claim;
+  const auto move = [&](std::string& text, const std::vector<double>& values, const char* option) {
+    if (text.empty() || values.empty() || is_number_list(text)) return;
+    std::vector<Bits> bits;
+    for (const double v : values) {
+      const std::optional<Bits> b = exactly(fp32, v);
+      if (!b) {
+        k.not_reproducible = fmt::format("{} value {} is not an fp32 value (the CLI reads scale files as fp32)", option, v);
+        return;
+      }
+      bits.push_back(*b);
+    }
+    k.operands.emplace_back(option, TensorData{&fp32, {static_cast<std::int64_t>(bits.size())}, std::move(bits), option});
+    text.clear();
+  };
+  move(shown.quant.scale_a_text, claim.quant.scale_a, "--scale-a");
+  move(shown.quant.scale_b_text, claim.quant.scale_b, "--scale-b");
+  move(shown.quant.out_scale_text, claim.quant.out_scale, "--out-scale");
+  k.claim_text = claim_text_of(shown);
+}
+
+}  // namespace
+
 Checked check_matmul(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,
                      const MatmulCheckOptions& opt) {
   Checked k{numfid::check_matmul(a, b, c, claim, opt), "check matmul", {{"--a", a}, {"--b", b}, {"--c", c}}, {},
@@ -83,6 +132,15 @@ Checked check_matmul(const TensorData& a, const TensorData& b, const TensorData&
     k.operands.emplace_back("--addend", *opt.addend);
     k.extra_args = {"--addend-format", std::string(opt.addend->format->name)};
   }
+  if (opt.ref) {
+    // A cross-platform check: R and its platform. The CLI names the platform by a profile.
+    k.operands.emplace_back("--ref", *opt.ref);
+    if (opt.ref_claim && opt.ref_claim->profile)
+      k.extra_args.insert(k.extra_args.end(), {"--ref-profile", std::string(opt.ref_claim->profile->name)});
+    else
+      k.not_reproducible = "the reference's claim names no profile (the CLI's --ref-profile takes a profile)";
+  }
+  scales_as_operands(k, claim);
   return k;
 }
 
@@ -184,6 +242,9 @@ std::string reproduction(const Checked& c) {
     for (const std::string& a : c.extra_args) cmd += fmt::format(" {}", shell_word(a));
     // The claim text is already in the CLI's tokens (quoted where a value holds spaces).
     cmd += fmt::format(" {}", c.claim_text);
+    if (!c.not_reproducible.empty())
+      return fmt::format("  reproduce: operands written to {}; no numfid command gives this check: {}\n", dir.string(),
+                         c.not_reproducible);
     return fmt::format("  reproduce: operands written to {}\n    {}\n", dir.string(), cmd);
   } catch (const std::exception& e) {
     return fmt::format("  reproduce: writing the operands to NUMFID_DUMP_DIR={} failed: {}\n", root, e.what());

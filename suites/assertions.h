@@ -30,6 +30,9 @@ struct Checked {
   std::vector<std::pair<std::string, TensorData>> operands;  ///< ("--a", A), ("--b", B), ("--c", C), ...
   std::vector<std::string> extra_args;  ///< options that are not tensors ("--axis", "1")
   std::string claim_text;               ///< ClaimSpec::text(): what the CLI parses back
+  /// Why the CLI cannot restate this check (empty: the reproduction's command gives the same
+  /// verdict), e.g. a reference platform claimed without a profile.
+  std::string not_reproducible = {};
 };
 
 /// The verdict line and the operands' names (never their data).

@@ -296,6 +296,49 @@ TEST_F(DumpDir, RowOpsAndSumsReproduceToo) {
   }
 }
 
+TEST_F(DumpDir, CrossPlatformChecksAndScalesSetInCodeReproduce) {
+  const Operands o = operands(8, 256, 8);
+  const numfid::TensorData A = numfid::view(std::span<const float>(o.a), {o.M, o.K}, "bf16", "A");
+  const numfid::TensorData B = numfid::view(std::span<const float>(o.b), {o.K, o.N}, "bf16", "B");
+  // 1. --ref and its platform: the command had neither, so the CLI judged C against the exact
+  // result alone (another verdict).
+  const numfid::ClaimSpec target = numfid::parse_claim("--in bf16 --out bf16 --profile nvidia-h100-tc");
+  const numfid::TensorData C = numfid::view(
+      std::span<const std::uint16_t>(k::gemm(o.a, o.b, o.M, o.K, o.N, 16, k::GemmDefect::bf16_accumulator)), {o.M, o.N}, "bf16", "C");
+  numfid::MatmulCheckOptions opt;
+  opt.ref = numfid::emulate_matmul(A, B, std::nullopt, numfid::parse_claim("--in bf16 --out bf16 --profile trn2"));
+  opt.ref_claim = numfid::claim_with_profile(target, "trn2");
+  const numfid::testing::Checked cross = numfid::testing::check_matmul(A, B, C, target, opt);
+  const std::string m = capture([&] { EXPECT_NUMFID_CONSISTENT(cross); }).all();
+  const std::string cmd = printed_command(m, "check matmul");
+  ASSERT_FALSE(cmd.empty()) << m;
+  EXPECT_THAT(cmd, HasSubstr("/ref.npy --ref-profile trn2"));
+  expect_cli_exit(cmd, 1);
+  // A reference claimed without a profile cannot be stated on the command line: said so.
+  opt.ref_claim = numfid::parse_claim("--in bf16 --acc fp32 --out bf16");
+  const numfid::testing::Checked planless = numfid::testing::check_matmul(A, B, C, target, opt);
+  EXPECT_THAT(capture([&] { EXPECT_NUMFID_CONSISTENT(planless); }).all(),
+              HasSubstr("no numfid command gives this check: the reference's claim names no profile"));
+  // 2. Scales attached in code (attach_operand_scales) under names nobody wrote: written as
+  // fp32 operands of the command, which the CLI reads back to the same verdict.
+  std::vector<std::uint8_t> a8(4 * 64), b8(64 * 4);
+  for (std::size_t i = 0; i < a8.size(); ++i) a8[i] = static_cast<std::uint8_t>((i * 37 + 11) % 0x7e);
+  for (std::size_t i = 0; i < b8.size(); ++i) b8[i] = static_cast<std::uint8_t>((i * 53 + 5) % 0x7e);
+  const numfid::TensorData A8 = numfid::view(std::span<const std::uint8_t>(a8), {4, 64}, "fp8_e4m3", "A8");
+  const numfid::TensorData B8 = numfid::view(std::span<const std::uint8_t>(b8), {64, 4}, "fp8_e4m3", "B8");
+  numfid::ClaimSpec scaled = numfid::parse_claim("--in fp8_e4m3 --out fp32 --scale-a sa.npy --scale-b sb.npy --scale-block 1x32");
+  numfid::attach_operand_scales(scaled, {0.5, 2, 0.25, 4, 1, 1, 8, 0.125}, {2, 0.5, 1, 4, 0.25, 1, 2, 8});
+  numfid::TensorData D = numfid::emulate_matmul(A8, B8, std::nullopt, scaled);
+  D.values[5] = numfid::Bits{D.values[5].raw ^ 0x00400000u};  // a defect the CLI must see too
+  const numfid::testing::Checked sc = numfid::testing::check_matmul(A8, B8, D, scaled);
+  const std::string ms = capture([&] { EXPECT_NUMFID_CONSISTENT(sc); }).all();
+  const std::string scmd = printed_command(ms, "check matmul");
+  ASSERT_FALSE(scmd.empty()) << ms;
+  EXPECT_THAT(scmd, HasSubstr("/scale-a.npy"));
+  EXPECT_THAT(scmd, Not(HasSubstr(" sa.npy")));
+  expect_cli_exit(scmd, 1);
+}
+
 TEST_F(DumpDir, RowOptionsAreInTheCommand) {
   // A softmax along axis 0 (the defect above, transposed): the dumped command says --axis 0 and
   // reproduces the CLI's defect exit code; layernorm's method options are stated too.

@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include "formats/error.h"
+#include "numerics/profile.h"
 #include "tolerances/check.h"
+#include "tolerances/check_detail.h"
 #include "tolerances/row_bounds.h"
 
 namespace numfid {
@@ -63,7 +65,7 @@ constexpr OptionRow kCheckOptions[] = {
 // `tol OP`: rows of K elements have no axis and no parameters (their values do not enter the
 // derivation); a reduction's options.
 constexpr OptionRow kTolOptions[] = {
-    {"addend", false, kReduction | kSum},
+    {"addend", false, kReduction},  // check sum has no addend
     {"ref_profile", false, kReduction | kSum},
     {"target_profile", false, kReduction | kSum},
     {"eps", false, kLayernorm | kRmsnorm},
@@ -175,6 +177,11 @@ ToleranceResult tol(std::string_view op, std::string_view claim_text, std::int64
     return row_tolerance(*row, claim, static_cast<std::size_t>(k), o);
   }
   const ClaimSpec parsed = parse_claim(claim_text);
+  if (op == "sum") detail::refuse_gemm_options(parsed, "tol sum");  // as check sum does
+  if (r.target_profile && parsed.profile)
+    throw InputError(fmt::format("tol {}: --target-profile {} and the claim's --profile {} both name the target platform: "
+                                 "give one of them",
+                                 op, *r.target_profile, parsed.profile->name));
   ToleranceOptions o;
   o.addend = r.addend;
   if (r.ref_profile) o.ref_claim = claim_with_profile(parsed, *r.ref_profile);

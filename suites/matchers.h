@@ -50,6 +50,14 @@ class SignatureMatcher {
   template <typename R>
   bool MatchAndExplain(const R& value, ::testing::MatchResultListener* listener) const {
     const CheckResult& r = result_of(value);
+    // A misspelt name ("narrow_accumulator") would never match, and Not(HasSignature(...))
+    // would pass whatever the verdict says: fail instead (both ways, with the valid names).
+    if (!is_signature_name(name_)) {
+      ADD_FAILURE() << "HasSignature(\"" << name_ << "\"): not a numfid signature (numfid::signature_names: bias, "
+                       "narrow-accumulator, confined, lone-outlier, non-finite, function-accuracy, ...)";
+      *listener << "\"" << name_ << "\" is not a numfid signature";
+      return false;
+    }
     std::string names;
     for (const Signature& s : r.verdict.signatures) {
       if (s.name == name_) {

@@ -209,6 +209,16 @@ TEST(NumfidGtest, Matchers) {
   ASSERT_EQ(g.size(), 1u);
   EXPECT_THAT(g.all(), HasSubstr("has the numfid signature \"bias\""));
   EXPECT_THAT(g.all(), HasSubstr("signatures: none"));
+  // A misspelt name fails both ways: Not(HasSignature("narrow_accumulator")) passed on the
+  // defect above, whose signature is "narrow-accumulator".
+  const Failures typo = capture([&] { EXPECT_THAT(bad, Not(HasSignature("narrow_accumulator"))); });
+  ASSERT_GE(typo.size(), 1u);
+  EXPECT_THAT(typo.all(), HasSubstr("HasSignature(\"narrow_accumulator\"): not a numfid signature"));
+  EXPECT_FALSE(capture([&] { EXPECT_THAT(bad, HasSignature("Bias")); }).parts.empty());
+  EXPECT_TRUE(numfid::is_signature_name("reference-narrow-accumulator"));
+  EXPECT_TRUE(numfid::is_signature_name("reference-defect"));
+  EXPECT_FALSE(numfid::is_signature_name("reference-"));
+  for (const std::string_view n : numfid::signature_names) EXPECT_TRUE(numfid::is_signature_name(n)) << n;
 }
 
 // ------------------------------------------------------------------- NUMFID_DUMP_DIR

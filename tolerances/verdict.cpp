@@ -26,6 +26,11 @@ std::string_view class_name(ElementClass c) {
   return "?";
 }
 
+bool is_signature_name(std::string_view name) {
+  if (name.starts_with("reference-") && name != "reference-defect") name.remove_prefix(std::string_view("reference-").size());
+  return std::find(std::begin(signature_names), std::end(signature_names), name) != std::end(signature_names);
+}
+
 std::string_view kind_name(TensorKind k) {
   switch (k) {
     case TensorKind::consistent: return "consistent";

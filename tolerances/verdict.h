@@ -67,9 +67,22 @@ struct ZeroIsDefault<ElementReport> : std::true_type {};
 
 /// Evidence about the whole error field.
 struct Signature {
-  std::string name;      ///< bias, narrow-accumulator, confined, lone-outlier, non-finite
+  std::string name;      ///< one of signature_names (or "reference-" and one of them)
   std::string evidence;  ///< numbers that support it
 };
+
+/// Every signature a verdict can carry (verdict.cpp, check.cpp's function accuracy, the
+/// integer and scaled GEMM checks); a cross-platform check also reports R's own as
+/// "reference-NAME". A signature added anywhere is added here (matchers refuse other names).
+inline constexpr std::string_view signature_names[] = {
+    "bias",          "narrow-accumulator", "confined",         "lone-outlier",     "non-finite",
+    "function-accuracy", "reference-defect", "requant-overflow", "requant-rounding", "zero-point-missing",
+    "zero-point-sign",   "no-saturation",    "int32-overflow",   "scale-transposed", "scale-missing",
+    "missing-promotion"};
+
+/// Whether `name` is a signature some verdict can carry (signature_names, or
+/// "reference-" + one of them).
+bool is_signature_name(std::string_view name);
 
 /// The judgement of one tensor.
 struct Verdict {

@@ -6,6 +6,8 @@
 #include <bit>
 #include <cmath>
 
+#include <stdexcept>
+
 #include <fmt/format.h>
 
 #include "formats/convert.h"
@@ -95,6 +97,10 @@ JudgeOptions judge_options(const ClaimSpec& claim, int worst, bool reduction) {
 }
 
 CheckResult finish(std::string op, const ClaimSetup& s, const ClaimSpec& spec, ReductionBound b, Verdict v, bool matrix) {
+  // The gtest matchers refuse names outside signature_names: a new signature must be listed.
+  for (const Signature& g : v.signatures)
+    if (!is_signature_name(g.name))
+      throw std::logic_error(fmt::format("signature '{}' is missing from numfid::signature_names (verdict.h)", g.name));
   CheckResult r;
   r.op = std::move(op);
   const Claim& c = s.claim;

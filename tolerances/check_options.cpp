@@ -179,7 +179,7 @@ ToleranceResult tol(std::string_view op, std::string_view claim_text, std::int64
   const ClaimSpec parsed = parse_claim(claim_text);
   if (op == "sum") detail::refuse_gemm_options(parsed, "tol sum");  // as check sum does
   if (r.target_profile && parsed.profile)
-    throw InputError(fmt::format("tol {}: --target-profile {} and the claim's --profile {} both name the target platform: "
+    throw InputError(fmt::format("tol {}: --target-profile '{}' and the claim's --profile {} both name the target platform: "
                                  "give one of them",
                                  op, *r.target_profile, parsed.profile->name));
   ToleranceOptions o;

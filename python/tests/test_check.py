@@ -246,11 +246,18 @@ def test_a_target_profile_refuses_accumulator_options_like_the_cli(cli):
         numfid.tol("matmul", claim, k=256, target_profile="trn2")
     r = cli("tol", "matmul", "--k", 256, *claim.split(), "--target-profile", "trn2")
     assert r.returncode == 2 and "--acc: profile trn2 states the accumulation itself" in r.stderr
-    # Without the conflict both give the same derivation, the claim's profile replaced.
-    claim = "--in bf16 --out bf16 --profile cpu-sequential"
+    # Without the conflict both give the same derivation.
+    claim = "--in bf16 --out bf16"
     t = numfid.tol("matmul", claim, k=256, ref_profile="nvidia-h100-tc", target_profile="trn2")
     assert t.report == cli("tol", "matmul", "--k", 256, *claim.split(), "--ref-profile", "nvidia-h100-tc",
                            "--target-profile", "trn2").stdout
+    # A claim naming its own profile beside target_profile names the target twice: refused by
+    # both (the claim's profile was silently replaced).
+    claim = "--in bf16 --out bf16 --profile cpu-sequential"
+    with pytest.raises(ValueError, match="both name the target platform"):
+        numfid.tol("matmul", claim, k=256, ref_profile="nvidia-h100-tc", target_profile="trn2")
+    r = cli("tol", "matmul", "--k", 256, *claim.split(), "--ref-profile", "nvidia-h100-tc", "--target-profile", "trn2")
+    assert r.returncode == 2 and "both name the target platform" in r.stderr
 
 
 def test_a_row_op_along_another_axis_is_torchs_dim(cli, tmp_path):

@@ -143,6 +143,49 @@ TEST(CheckMatmul, Bf16AccumulatorIsADefect) {
   EXPECT_FALSE(r.model.has_value());  // the claim names no model
 }
 
+/// A tensor of `f` holding N(0, 1) values rounded to it (seeded by `g`).
+TensorData normal_tensor(const FormatSpec& f, std::vector<std::int64_t> shape, const char* name, std::mt19937_64& g) {
+  std::normal_distribution<double> nd(0, 1);
+  TensorData t{&f, std::move(shape), {}, name};
+  for (std::int64_t i = 0; i < t.element_count(); ++i) t.values.push_back(convert_double(f, nd(g)).bits);
+  return t;
+}
+
+// B in its own format (--in-b): a product has p_A + p_B significand bits, and where the
+// accumulator cannot hold them (fp8_e4m3·fp16 = 15 bits in fp16, bf16·fp32 = 32 bits in fp32)
+// its first rounding is one more on its path than the any-order m - 1 or a plan's own count.
+// numfid's own model of such a claim is legal under it (the bound once read A's format alone:
+// at K = 1 it allowed no error and called every rounded product a provable defect).
+TEST(CheckMatmul, ProductsOfAAndBFormatsThatDoNotFitTheAccumulatorAreRoundedLegally) {
+  for (const char* formats :
+       {"--in fp8_e4m3 --in-b fp16 --acc fp16 --out fp32", "--in bf16 --in-b fp32 --acc fp32 --out fp32"}) {
+    for (const std::int64_t k : {1, 16}) {
+      SCOPED_TRACE(fmt::format("{}, K = {}", formats, k));
+      const ClaimSpec any = parse_claim(formats);
+      std::mt19937_64 g(static_cast<std::uint64_t>(k) * 7919);
+      const TensorData a = normal_tensor(*any.in, {8, k}, "A", g), b = normal_tensor(*any.in_b, {k, 8}, "B", g);
+      // The data do exercise the rounding: some product is not a value of the accumulator.
+      int rounded = 0;
+      for (std::int64_t i = 0; i < 8 * k; ++i) {
+        const double prod = to_double(*any.in, a.values[static_cast<std::size_t>(i)]) *
+                            to_double(*any.in_b, b.values[static_cast<std::size_t>(i % k * 8)]);
+        rounded += to_double(*any.acc, convert_double(*any.acc, prod).bits) != prod;
+      }
+      ASSERT_GT(rounded, 0);
+      EXPECT_EQ(tolerance("matmul", k, any).bound.roundings, k);  // n = m: every product's entry rounds
+      for (const char* plan : {"sequential", "pairwise"}) {
+        const ClaimSpec planned = parse_claim(fmt::format("{} --plan {}", formats, plan));
+        const TensorData c = emulate_matmul(a, b, std::nullopt, planned);
+        for (const ClaimSpec* claim : {&planned, &any}) {
+          const CheckResult r = check_matmul(a, b, c, *claim);
+          EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << claim->text() << "\n" << r.text();
+          EXPECT_THAT(r.text(), HasSubstr(fmt::format("in {}, in-b {},", any.in->name, any.in_b->name)));
+        }
+      }
+    }
+  }
+}
+
 /// A claim that flushes (ftz) or reads subnormal inputs as zero (daz) is judged with bounds that
 /// allow what the flushing does: the model's own output passes, and the same output under the
 /// claim without the flag is a provable defect (so the allowance is what makes it legal).

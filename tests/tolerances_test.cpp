@@ -60,6 +60,44 @@ TEST(Bounds, InputCast) {
   EXPECT_DOUBLE_EQ(b.deterministic, gamma_n(127, 0x1p-24) * (1 + b.input_cast) + b.input_cast);
 }
 
+// A product a·b has p_A + p_B significand bits: with B in its own format (--in-b) it may not fit
+// the accumulator although A·A would, and then its first rounding is one more on its path.
+TEST(Bounds, AProductOfTwoFormatsFitsOnlyWithBothPrecisions) {
+  Claim c;
+  c.input = &fp8_e4m3;
+  c.acc.format = &fp16;
+  EXPECT_EQ(reduction_bound(c, 1, false, 0.99).roundings, 0);  // 4 + 4 <= 11: exact
+  c.input_b = &fp16;                                             // 4 + 11 > 11: rounded
+  const ReductionBound one = reduction_bound(c, 1, false, 0.99);
+  EXPECT_EQ(one.roundings, 1);
+  EXPECT_DOUBLE_EQ(one.deterministic, gamma_n(1, 0x1p-11));
+  EXPECT_EQ(reduction_bound(c, 10, false, 0.99).roundings, 10);  // n = m, not m - 1
+  EXPECT_EQ(one.derivation[0].find("claim: in fp8_e4m3, in-b fp16, acc fp16"), 0u) << one.derivation[0];
+
+  Claim w;  // bf16·bf16 fits fp32 (8 + 8 <= 24), bf16·fp32 does not (8 + 24 > 24)
+  w.input = &bf16;
+  EXPECT_EQ(reduction_bound(w, 10, false, 0.99).roundings, 9);
+  w.input_b = &fp32;
+  EXPECT_EQ(reduction_bound(w, 10, false, 0.99).roundings, 10);
+  EXPECT_EQ(reduction_bound(w, 10, true, 0.99).roundings, 11);  // an addend: m = 11 terms
+  const ReductionBound wp = reduction_bound(w, 10, false, 1 - 1e-6);
+  EXPECT_LE(wp.probabilistic, wp.deterministic);  // the probabilistic model counts n = 10 roundings too
+  EXPECT_NEAR(2 * 10 * std::exp(-wp.lambda * wp.lambda * (1 - 0x1p-24) * (1 - 0x1p-24) / 2), 1e-6, 1e-12);  // n = 10
+  w.roundings_per_term = 9;  // a plan's own count (sequential over 10): + 1 for the product
+  EXPECT_EQ(reduction_bound(w, 10, false, 0.99).roundings, 10);
+  w.roundings_per_term.reset();
+  // A cast applies to both operands: bf16·bf16 again, exact in fp32.
+  w.compute_input = &bf16;
+  const ReductionBound cast = reduction_bound(w, 10, false, 0.99);
+  EXPECT_EQ(cast.roundings, 9);
+  EXPECT_EQ(cast.derivation[0].find("claim: in bf16, in-b fp32, both cast to bf16 (rne)"), 0u) << cast.derivation[0];
+  // A B format whose product with A's fits keeps the product exact: fp8_e4m3·bf16 in fp32, 4 + 8.
+  Claim f;
+  f.input = &fp8_e4m3;
+  f.input_b = &bf16;
+  EXPECT_EQ(reduction_bound(f, 10, false, 0.99).roundings, 9);
+}
+
 TEST(Bounds, OutputRounding) {
   EXPECT_EQ(output_rounding_error(bf16, Rounding::rne, 1.0), 0x1p-8);
   EXPECT_EQ(output_rounding_error(bf16, Rounding::rne, 1.99), 0x1p-8);

@@ -18,7 +18,9 @@ double unit_roundoff(const FormatSpec& f, Rounding r) {
 
 std::string describe(const Claim& c) {
   std::string s = fmt::format("in {}", c.input->name);
-  if (c.compute_input) s += fmt::format(" cast to {} ({})", c.compute_input->name, rounding_name(c.input_rounding));
+  if (c.input_b) s += fmt::format(", in-b {}", c.input_b->name);
+  if (c.compute_input)
+    s += fmt::format("{} cast to {} ({})", c.input_b ? ", both" : "", c.compute_input->name, rounding_name(c.input_rounding));
   if (c.block_fma)
     return s + fmt::format(", tensor-core block FMA {}->{} (n = {}), out {} {}", c.block_fma->input->name,
                            c.block_fma->output->name, c.block_fma->block_size, c.output->name,
@@ -136,12 +138,16 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
   d.push_back(fmt::format("claim: {}", describe(claim)));
   d.push_back(fmt::format("u = unit roundoff of {} under {} = 2^{} = {:.6g}", acc.name,
                           rounding_name(claim.acc.rounding), std::ilogb(b.u_acc), b.u_acc));
-  // A product is exact in the accumulator when its significand fits (2·p_in <= p_acc, e.g.
-  // bf16·bf16 in fp32); otherwise the first rounding of a fused product (fl(0 + a·b)) or the
-  // rounding of a rounded product errs relatively too: one more rounding on its path.
+  // A product is exact in the accumulator when its significand fits (p_A + p_B <= p_acc, e.g.
+  // bf16·bf16 in fp32, 8 + 8 <= 24; not bf16·fp32, 8 + 24 > 24, nor fp8_e4m3·fp16 in fp16,
+  // 4 + 11 > 11); otherwise the first rounding of a fused product (fl(0 + a·b)) or the rounding
+  // of a rounded product errs relatively too: one more rounding on its path. A cast (--cast)
+  // applies to both operands; B's format is A's unless the claim states --in-b.
   const FormatSpec& in = claim.compute_input ? *claim.compute_input : *claim.input;
-  const int term_bits = claim.terms_are_products ? 2 * in.precision : in.precision;
-  const bool fits = in.kind == FormatKind::binary_float && term_bits <= acc.precision;
+  const FormatSpec& in_b = claim.compute_input ? *claim.compute_input : claim.input_b ? *claim.input_b : *claim.input;
+  const int term_bits = claim.terms_are_products ? in.precision + in_b.precision : in.precision;
+  const bool fits = in.kind == FormatKind::binary_float &&
+                    (!claim.terms_are_products || in_b.kind == FormatKind::binary_float) && term_bits <= acc.precision;
   const std::int64_t extra = (claim.acc.products_rounded || !fits) ? 1 : 0;
   const char* extra_why = claim.acc.products_rounded ? " + 1 (products rounded to the accumulator)"
                           : !fits ? (claim.terms_are_products ? " + 1 (a product does not fit the accumulator: its first rounding)"
@@ -167,7 +173,7 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
   // addition of two accumulator values whose sum lies in the subnormal range is exact (both are
   // multiples of the least spacing, so is their sum; gradual underflow, any rounding mode). So
   // m·η, in any order or plan (a plan's n counts roundings on one term's path, fewer than the
-  // m entries: fp8 products of 2^-24 are inexact in fp16 although 2·p_in <= p_acc).
+  // m entries: fp8 products of 2^-24 are inexact in fp16 although p_A + p_B <= p_acc).
   const double eta = output_rounding_error(acc, claim.acc.rounding, 0);
   b.absolute = static_cast<double>(b.terms) * eta;
   d.push_back(fmt::format("underflow allowance: m · {} = {:.6g} (each term's entry into {} may round in its subnormal "
@@ -195,9 +201,10 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
   if (claim.compute_input) {
     const double ui = unit_roundoff(*claim.compute_input, claim.input_rounding);
     b.input_cast = 2 * ui + ui * ui;
-    d.push_back(fmt::format("input cast {} -> {}: each product a'b' = ab(1+δa)(1+δb), |δ| <= {:.6g}: adds (2u' + u'^2) "
+    d.push_back(fmt::format("input cast {}{} -> {}: each product a'b' = ab(1+δa)(1+δb), |δ| <= {:.6g}: adds (2u' + u'^2) "
                             "= {:.6g} per unit of Σ|terms|",
-                            claim.input->name, claim.compute_input->name, ui, b.input_cast));
+                            claim.input->name, claim.input_b ? fmt::format(" (B {})", claim.input_b->name) : std::string(),
+                            claim.compute_input->name, ui, b.input_cast));
   }
   // Σ|a'b'| <= (1 + input_cast)·Σ|ab|.
   b.deterministic = gamma * (1 + b.input_cast) + b.input_cast;

@@ -33,6 +33,8 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
   ClaimSetup s;
   Claim& c = s.claim;
   c.input = a.in;
+  // B's own format (--in-b) where it differs: a product's significand has p_A + p_B bits.
+  if (a.in_b && *a.in_b != *a.in) c.input_b = a.in_b;
   c.output = a.out;
   c.output_rounding = a.output_rounding();
   c.terms_are_products = products;

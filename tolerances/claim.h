@@ -26,7 +26,10 @@ struct AccumulatorClaim {
 
 /// What a reduction-based computation (dot, sum, matmul) claims.
 struct Claim {
-  const FormatSpec* input = &fp32;        ///< format of the operands as stored
+  const FormatSpec* input = &fp32;        ///< format of the operands as stored (A's, for a GEMM)
+  /// B's format as stored where it differs from A's (--in-b); nullptr: B is in `input` too.
+  /// A product's significand has p_A + p_B bits: whether it fits the accumulator depends on both.
+  const FormatSpec* input_b = nullptr;
   const FormatSpec* compute_input = nullptr;  ///< format the operands are cast to before use (nullptr: none)
   Rounding input_rounding = Rounding::rne;    ///< rounding of that cast
   AccumulatorClaim acc;
@@ -51,7 +54,8 @@ struct Claim {
 /// & Mary 2021 for stochastic rounding).
 double unit_roundoff(const FormatSpec& f, Rounding r);
 
-/// Human-readable summary of a claim ("in bf16, acc fp32 rne (products exact), out bf16 rne").
+/// Human-readable summary of a claim ("in bf16, acc fp32 rne (products exact), out bf16 rne";
+/// "in bf16, in-b fp32, ..." where B's format differs).
 std::string describe(const Claim& c);
 
 }  // namespace numfid

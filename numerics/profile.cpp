@@ -491,6 +491,20 @@ struct Loader {
           fail(s["psum_format"], "tensor_engine.psum_format must be a signed float format (PSUM accumulates signed partial "
                                  "sums, and 0)");
         p.te.psum.rounding.rounding = rounding(s, "tensor_engine", "psum_rounding");
+        // emulate folds the K tiles in PSUM's format and rounding, but every bound (tol, check)
+        // reads the profile as one blocked plan in the array accumulator (p.reduction): a
+        // different PSUM would make the profile's own output fall outside its bounds. Refused
+        // until the bounds model it.
+        if (*p.te.psum.format != *p.te.array_acc.format)
+          fail(s["psum_format"], fmt::format("tensor_engine.psum_format: '{}' differs from the accumulator's format '{}': "
+                                             "the bounds have no model of a PSUM format other than the accumulator's",
+                                             p.te.psum.format->name, p.te.array_acc.format->name));
+        if (p.te.psum.rounding.rounding != p.te.array_acc.rounding.rounding)
+          fail(s["psum_rounding"], fmt::format("tensor_engine.psum_rounding: '{}' differs from the accumulator's rounding "
+                                               "'{}': the bounds have no model of a PSUM rounding other than the "
+                                               "accumulator's",
+                                               rounding_name(p.te.psum.rounding.rounding),
+                                               rounding_name(p.te.array_acc.rounding.rounding)));
         p.te.autocast = p.input_cast;
         p.te.autocast_rounding = p.input_cast_rounding;
         p.te.output_rounding = p.reduction.output_rounding;

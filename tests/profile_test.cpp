@@ -320,6 +320,35 @@ TEST(ProfileHardening, TileKIsBoundedAndCountsLikeTheBlockedPlan) {
   EXPECT_EQ(tensor_engine_for(p, bf16).roundings(16, true), 16);
 }
 
+// emulate folds K tiles in PSUM's format and rounding; the bounds read the profile as one
+// blocked plan in the accumulator. A PSUM differing from it is refused (its own emulated output
+// was a "proven" defect), naming the file, the line and why.
+TEST(ProfileHardening, PsumDifferingFromTheAccumulatorIsRefused) {
+  const std::string trn2 = shipped_text("trn2");
+  const auto dir = scratch_dir();
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "trn2.yaml").string();
+  std::string body = replaced(trn2, "psum_format:\n    value: fp32", "psum_format:\n    value: bf16");
+  std::ofstream(path) << body;
+  EXPECT_EQ(load_error(path), fmt::format("{}:{}: tensor_engine.psum_format: 'bf16' differs from the accumulator's "
+                                          "format 'fp32': the bounds have no model of a PSUM format other than the "
+                                          "accumulator's",
+                                          path, line_of(body, "value: bf16")));
+  body = replaced(trn2, "psum_rounding:\n    value: rne", "psum_rounding:\n    value: rtz");
+  std::ofstream(path) << body;
+  EXPECT_EQ(load_error(path), fmt::format("{}:{}: tensor_engine.psum_rounding: 'rtz' differs from the accumulator's "
+                                          "rounding 'rne': the bounds have no model of a PSUM rounding other than the "
+                                          "accumulator's",
+                                          path, line_of(body, "value: rtz")));
+  // Every shipped tensor-engine profile keeps PSUM equal to its accumulator.
+  for (const std::string& name : list_profiles()) {
+    const Profile p = find_profile(name);
+    if (p.model != ProfileModel::tensor_engine) continue;
+    EXPECT_EQ(*p.te.psum.format, *p.te.array_acc.format) << name;
+    EXPECT_EQ(p.te.psum.rounding.rounding, p.te.array_acc.rounding.rounding) << name;
+  }
+}
+
 TEST(ProfileHardening, FilesThatAreNotRegularAreRefusedWithoutBlocking) {
   const auto dir = scratch_dir();
   std::filesystem::create_directories(dir);

@@ -2,6 +2,7 @@
 // provenance required on every field.
 #include "numerics/profile.h"
 
+#include "numerics/operand_cast.h"
 #include "numerics/yaml_strict_detail.h"
 
 #include <fcntl.h>
@@ -425,6 +426,8 @@ struct Loader {
     if (const YAML::Node s = root["input_cast"]) {
       check_keys(s, {"format", "rounding"}, "input_cast");
       p.input_cast = format(s, "input_cast", "format", true);
+      if (p.input_cast && !operand_cast_problem(*p.input_cast).empty())  // as a claim's --cast
+        fail(s["format"], fmt::format("input_cast.format: '{}': {}", p.input_cast->name, operand_cast_problem(*p.input_cast)));
       if (s["rounding"]) p.input_cast_rounding = rounding(s, "input_cast", "rounding");
     }
     if (const YAML::Node s = root["output"]) {

@@ -349,6 +349,25 @@ TEST(ProfileHardening, PsumDifferingFromTheAccumulatorIsRefused) {
   }
 }
 
+// input_cast.format follows a claim's --cast (operand_cast_problem, one rule): E8M0 holds no 0
+// and no negative operand, and was accepted here while --cast refused it.
+TEST(ProfileHardening, InputCastFollowsTheClaimsCastRule) {
+  const std::string autocast = shipped_text("neuron-autocast-bf16");
+  const auto dir = scratch_dir();
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "neuron-autocast-bf16.yaml").string();
+  const std::string body = replaced(autocast, "format:\n    value: bf16", "format:\n    value: e8m0");
+  std::ofstream(path) << body;
+  EXPECT_EQ(load_error(path), fmt::format("{}:{}: input_cast.format: 'e8m0': not a signed float format (operands are "
+                                          "signed and may be 0)",
+                                          path, line_of(body, "value: e8m0")));
+  // What --cast accepts, input_cast accepts (fp8 and the integer formats).
+  for (const char* f : {"fp8_e4m3", "int8"}) {
+    std::ofstream(path) << replaced(autocast, "format:\n    value: bf16", std::string("format:\n    value: ") + f);
+    EXPECT_EQ(load_error(path), "accepted") << f;
+  }
+}
+
 TEST(ProfileHardening, FilesThatAreNotRegularAreRefusedWithoutBlocking) {
   const auto dir = scratch_dir();
   std::filesystem::create_directories(dir);

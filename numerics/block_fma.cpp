@@ -324,6 +324,13 @@ std::string validate(const BlockFmaModel& m) {
     return fmt::format("interleave {} does not divide block_size {} (runs of {} products dealt round-robin would put "
                        "more than {} products in a block)",
                        m.interleave, m.block_size, m.interleave, m.block_size);
+  // Each part is checked before window_bits() adds them (near 2^31 the int sum overflowed and
+  // the message showed a negative window).
+  if (m.accumulator_fraction_bits > kMaxWindow || m.extra_alignment_bits < -kMaxWindow ||
+      m.extra_alignment_bits > kMaxWindow)
+    return fmt::format("accumulator_fraction_bits {} or extra_alignment_bits {} out of range: the window (their sum) "
+                       "must be in [1, {}]",
+                       m.accumulator_fraction_bits, m.extra_alignment_bits, kMaxWindow);
   if (m.window_bits() < 1 || m.window_bits() > kMaxWindow)
     return fmt::format("window {} (accumulator_fraction_bits + extra_alignment_bits) not in [1, {}]", m.window_bits(),
                        kMaxWindow);

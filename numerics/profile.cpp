@@ -76,7 +76,9 @@ struct Loader {
   }
 
   /// A field: {value: X, <documented|published|measured|assumed>: text}.
-  std::string field(const YAML::Node& section, const std::string& sname, const std::string& key, bool required) {
+  /// `list`: the value may be a list (joined with ", "); elsewhere a list is refused.
+  std::string field(const YAML::Node& section, const std::string& sname, const std::string& key, bool required,
+                    bool list = false) {
     const YAML::Node n = section[key];
     if (!n) {
       if (required) fail(section, fmt::format("{}: missing field '{}'", sname, key));
@@ -89,7 +91,9 @@ struct Loader {
     f.key = key;
     f.line = n.Mark().line + 1;
     const YAML::Node v = n["value"];
-    if (v.IsSequence()) {
+    if (v.IsSequence() && !list) {
+      fail(v, fmt::format("{}.{}: a list where a single value is expected", sname, key));
+    } else if (v.IsSequence()) {
       for (const auto& x : v) f.value += (f.value.empty() ? "" : ", ") + text(x, fmt::format("{}.{}: a list item", sname, key));
     } else if (v.IsScalar()) {
       f.value = v.Scalar();
@@ -131,8 +135,9 @@ struct Loader {
   }
 
   bool boolean(const YAML::Node& section, const std::string& sname, const std::string& key) {
+    if (!section[key]) return false;
     const std::string v = field(section, sname, key, false);
-    if (v.empty() || v == "false") return false;
+    if (v == "false") return false;
     if (v == "true") return true;
     fail(section[key], fmt::format("{}.{}: '{}' is not true or false", sname, key, v));
   }
@@ -260,7 +265,7 @@ struct Loader {
     if (!s) fail(root, "model 'scaled-gemm' needs a 'block_scaling' section");
     check_keys(s, {"operands", "scale_block", "scale_format", "promote_every", "promotion", "partial_sums"}, sn);
     BlockScaling b;
-    field(s, sn, "operands", true);
+    field(s, sn, "operands", true, true);
     const YAML::Node ov = s["operands"]["value"];
     const auto operand = [&](const YAML::Node& x) {
       const std::string name = text(x, "block_scaling.operands: a list item");
@@ -474,7 +479,7 @@ struct Loader {
           fail(s["inner_order"], fmt::format("tensor_engine.inner_order: '{}' must be sequential or pairwise", order));
         p.te.inner_order = order == "pairwise" ? PlanKind::pairwise : PlanKind::sequential;
         if (s["double_row"]) {
-          field(s, "tensor_engine", "double_row", false);  // (checks that it is a {value, provenance} mapping)
+          field(s, "tensor_engine", "double_row", false, true);  // (checks that it is a {value, provenance} mapping)
           const YAML::Node v = s["double_row"]["value"];
           if (v && v.IsSequence()) {
             for (const auto& x : v) {

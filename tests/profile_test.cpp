@@ -206,7 +206,14 @@ TEST(ProfileHardening, BadValuesAreRefusedWithFileLineAndReason) {
       {head + "plan:\n  order: {value: sequential, assumed: {why: b}}\n" + acc,
        "6: plan.order: the assumed provenance must be a single value"},
       {head + "plan:\n  order: {value: [sequential, {a: b}], assumed: c}\n" + acc,
-       "6: plan.order: a list item must be a single value"},
+       "6: plan.order: a list where a single value is expected"},
+      // A list where one value is expected was joined ("sequential, pairwise"), an empty one read as false.
+      {head + "plan:\n  order: {value: [sequential, pairwise], assumed: c}\n" + acc,
+       "6: plan.order: a list where a single value is expected"},
+      {head + plan + "accumulator:\n  format: {value: [fp32], assumed: a}\n  rounding: {value: rne, assumed: a}\n",
+       "8: accumulator.format: a list where a single value is expected"},
+      {ok + "  ftz: {value: [], assumed: a}\n", "10: accumulator.ftz: a list where a single value is expected"},
+      {ok + "  ftz: {value: '', assumed: a}\n", "10: accumulator.ftz: '' is not true or false"},
       {head + "plan:\n  order: {value: 'splitk(9223372036854775807)', assumed: x}\n" + acc,
        "6: plan.order: plan 'splitk(9223372036854775807)': '9223372036854775807' is larger than the largest plan "
        "parameter 1099511627776 (2^40)"},
@@ -297,6 +304,22 @@ TEST(ProfileHardening, IntegersPast32BitsAreRefusedNotTruncated) {
   EXPECT_EQ(load_error(path), fmt::format("{}:{}: block_fma[H100 fp16->fp32].extra_alignment_bits: '4294967298' is "
                                           "larger than 2147483647 (2^31 - 1)",
                                           path, line_of(body, "value: 4294967298")));
+}
+
+// Near 2^31 the window (accumulator_fraction_bits + extra_alignment_bits) overflowed an int and
+// the message showed a negative window: each part is range-checked before the sum.
+TEST(ProfileHardening, WindowPartsAreRangeCheckedBeforeTheirSum) {
+  const std::string h100 = shipped_text("nvidia-h100-tc");
+  const auto dir = scratch_dir();
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "nvidia-h100-tc.yaml").string();
+  const std::string body = replaced(h100, "accumulator_fraction_bits:\n        value: 23",
+                                    "accumulator_fraction_bits:\n        value: 2147483647");
+  std::ofstream(path) << body;
+  const std::string e = load_error(path);
+  EXPECT_EQ(e, fmt::format("{}:{}: block_fma[H100 fp16->fp32]: accumulator_fraction_bits 2147483647 or "
+                           "extra_alignment_bits 2 out of range: the window (their sum) must be in [1, 100]",
+                           path, line_of(body, "name: \"H100 fp16->fp32\"")));
 }
 
 TEST(ProfileHardening, TileKIsBoundedAndCountsLikeTheBlockedPlan) {

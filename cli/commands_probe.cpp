@@ -111,8 +111,10 @@ ProbeOptions options(const ProbeArgs& p) {
   o.out = &lookup_format(p.out);
   if (o.in->kind != FormatKind::binary_float || o.out->kind != FormatKind::binary_float)
     throw UsageError("--in and --out must be float formats");
-  if (p.validation < min_validation_elements)
-    throw UsageError(fmt::format("--validation {}: at least {} elements", p.validation, min_validation_elements));
+  if (p.validation < min_validation_elements || p.validation > max_validation_elements)
+    throw UsageError(fmt::format("--validation {}: {} {} elements", p.validation,
+                                 p.validation < min_validation_elements ? "at least" : "at most",
+                                 p.validation < min_validation_elements ? min_validation_elements : max_validation_elements));
   o.validation_elements = p.validation;
   o.seed = p.seed;
   o.budget = p.budget;
@@ -194,7 +196,7 @@ void add_common(CLI::App& app, ProbeArgs& p) {
   app.add_option("--out", p.out, "output format (default fp32)");
   app.add_option("--budget", p.budget, "most calls of the black box (0: no limit)");
   app.add_option("--seed", p.seed, "seed of the random probe and validation inputs");
-  app.add_option("--validation", p.validation, "output elements of the validation set (>= 10000)");
+  app.add_option("--validation", p.validation, "output elements of the validation set (10000..1000000)");
   app.add_option("--output", p.output, "the profile to write (NAME.yaml; NAME becomes the profile's name)")->check(output_file())->required();
   app.add_flag("--no-presets", p.no_presets,
                "leave the built-in tensor-core presets out of the candidates: block-FMA parameters come from the search alone");

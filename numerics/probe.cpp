@@ -463,6 +463,10 @@ ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
     throw std::invalid_argument(fmt::format("probe: validation of {} elements: at least {} (a profile is written only after "
                                             "that many fresh outputs reproduce bit for bit)",
                                             o.validation_elements, min_validation_elements));
+  if (o.validation_elements > max_validation_elements)
+    throw std::invalid_argument(fmt::format("probe: validation of {} elements: at most {} (the validation set is held in "
+                                            "memory, elements × K inputs per operand)",
+                                            o.validation_elements, max_validation_elements));
   const auto t0 = std::chrono::steady_clock::now();
   ProbeResult r;
   Session s(box, o, r);

@@ -83,6 +83,13 @@ std::optional<ProbeModel> probe_model_of(const Profile& p, const FormatSpec& in,
 /// Python's validation= alike.
 inline constexpr std::int64_t min_validation_elements = 10'000;
 
+/// The most output elements a validation set may have (the CLI's --validation, probe.txt's
+/// `validation`, Python's validation=): 100× the minimum, where a mismatch rate of 10^-5 shows
+/// about ten times. The set is held in memory, elements × K inputs per operand (4 bytes each):
+/// 10^6 rows at the largest K, 4096, are 16 GB per operand of a dot, what a workstation holds;
+/// 10^7 would be 160 GB, and 99999999999999 ran until the kernel killed the process.
+inline constexpr std::int64_t max_validation_elements = 1'000'000;
+
 /// What to probe and how.
 struct ProbeOptions {
   ProbeOp op = ProbeOp::dot;
@@ -91,7 +98,7 @@ struct ProbeOptions {
   const FormatSpec* out = &fp32;      ///< output format
   std::uint64_t seed = 1;             ///< random rows and validation data
   std::int64_t budget = 0;            ///< most black-box calls; 0: no limit
-  std::int64_t validation_elements = min_validation_elements;  ///< output elements of the validation set (>= min_validation_elements)
+  std::int64_t validation_elements = min_validation_elements;  ///< output elements of the validation set (min_validation_elements .. max_validation_elements)
   std::string name = "probed";        ///< the profile's name (its file stem)
   /// Include the built-in tensor-core presets (numerics/tensor_core_presets.h) in the
   /// candidate set. false: block-FMA models come from the parameter search alone (blind).

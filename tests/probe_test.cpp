@@ -413,6 +413,22 @@ TEST(ProbeOptionsTest, BudgetAndRange) {
   EXPECT_THROW(probe(model_black_box(plan_model("pairwise")), o), std::invalid_argument);
 }
 
+// A validation set is held in memory: past max_validation_elements the probe refuses before
+// any call (99999999999999 ran until the process was killed).
+TEST(Probe, ValidationSizeHasAnUpperLimit) {
+  ProbeOptions o;
+  o.k = 4;
+  o.validation_elements = max_validation_elements + 1;
+  const BlackBox never = [](const ProbeCall&) -> std::vector<Bits> {
+    ADD_FAILURE() << "the black box was called";
+    return {};
+  };
+  EXPECT_THROW(probe(never, o), std::invalid_argument);
+  o.validation_elements = 99'999'999'999'999;
+  EXPECT_THROW(probe(never, o), std::invalid_argument);
+  static_assert(min_validation_elements < max_validation_elements);
+}
+
 }  // namespace
 }  // namespace numfid
 

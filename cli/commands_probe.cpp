@@ -3,6 +3,7 @@
 // (run), or a person running the kernel on a folder of inputs (make, then infer, in rounds).
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
@@ -164,6 +165,24 @@ int run_folder(const ProbeArgs& given, bool make) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw UsageError(fmt::format("{}: cannot create the folder: {}", dir.string(), ec.message()));
+    // make starts a new probe: an earlier probe's call-*-c.npy would be replayed as this
+    // device's answers (and its profile written at once).
+    std::vector<std::string> earlier;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string n = e.path().filename().string();
+      if (n == "probe.txt" || n.starts_with("call-")) earlier.push_back(n);
+    }
+    if (!earlier.empty()) {
+      std::sort(earlier.begin(), earlier.end());
+      const std::size_t shown = std::min<std::size_t>(earlier.size(), 3);
+      std::string names;
+      for (std::size_t i = 0; i < shown; ++i) names += (i ? ", " : "") + printable(earlier[i]);
+      throw UsageError(fmt::format("{}: holds an earlier probe's files ({}{}): `probe make` starts a new probe; use a "
+                                   "fresh folder, or `numfid probe infer {}` to continue that one",
+                                   printable(dir.string()), names,
+                                   earlier.size() > shown ? fmt::format(" and {} more", earlier.size() - shown) : "",
+                                   printable(dir.string())));
+    }
     profile_name(p);
     options(p);
     p.presets = !p.no_presets;

@@ -112,6 +112,10 @@ ProbeOptions options(const ProbeArgs& p) {
   o.out = &lookup_format(p.out);
   if (o.in->kind != FormatKind::binary_float || o.out->kind != FormatKind::binary_float)
     throw UsageError("--in and --out must be float formats");
+  // The library's checks of probe.txt's values (E8M0, unsigned formats, a negative budget).
+  for (const auto& [key, given] : {std::pair{"in", p.in}, std::pair{"out", p.out}, std::pair{"budget", std::to_string(p.budget)}})
+    if (const std::string why = probe_setting_problem(p, key); !why.empty())
+      throw UsageError(fmt::format("--{} {}: {}", key, printable(given), why));
   if (p.validation < min_validation_elements || p.validation > max_validation_elements)
     throw UsageError(fmt::format("--validation {}: {} {} elements", p.validation,
                                  p.validation < min_validation_elements ? "at least" : "at most",

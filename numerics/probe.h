@@ -146,13 +146,18 @@ struct ProbeSettings {
   bool operator==(const ProbeSettings&) const = default;
 };
 
+/// Why the value of setting `key` (op, k, in, out, budget, validation) in `s` cannot be
+/// probed, or empty: the one check of probe.txt's lines and the CLI's options.
+std::string probe_setting_problem(const ProbeSettings& s, std::string_view key);
+
 /// The text of DIR/probe.txt (what parse_probe_settings reads back to the same settings).
 std::string probe_settings_text(const ProbeSettings& s);
 
 /// Parses DIR/probe.txt: blank lines are skipped; every other line is KEY VALUE with KEY one
 /// of op, k, in, out, seed, budget, validation, output, presets (on|off), integers whole.
 /// Keys not given keep `defaults`. Throws InputError "SOURCE:LINE: 'TEXT' is not a probe
-/// setting (...)" naming the first bad line. Values are not checked further (options() does).
+/// setting (...)" naming the first bad line, or "SOURCE:LINE: KEY VALUE: why" for a value
+/// probe_setting_problem refuses (control bytes escaped).
 ProbeSettings parse_probe_settings(std::string_view text, std::string_view source, ProbeSettings defaults = {});
 
 namespace detail {

@@ -111,11 +111,11 @@ int run_profiles(const std::string& action, const std::string& name) {
       }
     }
     std::size_t width = 22;
-    for (const auto& n : names) width = std::max(width, n.size());
+    for (const auto& n : names) width = std::max(width, printable(n).size());
     fmt::print("{:<{}} {:<14} {}\n", "profile", width, "model", "summary");
     for (std::size_t i = 0; i < names.size(); ++i) {
       const Profile& p = loaded[i];
-      fmt::print("{:<{}} {:<14} {}\n", names[i], width, profile_model_name(p.model), p.summary);
+      fmt::print("{:<{}} {:<14} {}\n", printable(names[i]), width, profile_model_name(p.model), printable(p.summary));
     }
     return exit_ok;
   }
@@ -127,11 +127,13 @@ int run_profiles(const std::string& action, const std::string& name) {
   } catch (const ProfileError& e) {
     throw UsageError(e.what());
   }
-  fmt::print("{} (version {}): {}\nfile: {}\n", p.name, p.version, p.summary, p.path);
+  // Names, values and provenance come from the file: their control bytes are escaped.
+  fmt::print("{} (version {}): {}\nfile: {}\n", printable(p.name), p.version, printable(p.summary), printable(p.path));
   std::string section;
   for (const ProfileField& f : p.fields) {
-    if (f.section != section) fmt::print("{}:\n", section = f.section);
-    fmt::print("  {:<16} {:<24} [{}] {}\n", f.key, f.value, provenance_kind_name(f.provenance.kind), f.provenance.text);
+    if (f.section != section) fmt::print("{}:\n", printable(section = f.section));
+    fmt::print("  {:<16} {:<24} [{}] {}\n", printable(f.key), printable(f.value), provenance_kind_name(f.provenance.kind),
+               printable(f.provenance.text));
   }
   return exit_ok;
 }

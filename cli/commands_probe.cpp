@@ -3,6 +3,7 @@
 // (run), or a person running the kernel on a folder of inputs (make, then infer, in rounds).
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
@@ -111,8 +112,14 @@ ProbeOptions options(const ProbeArgs& p) {
   o.out = &lookup_format(p.out);
   if (o.in->kind != FormatKind::binary_float || o.out->kind != FormatKind::binary_float)
     throw UsageError("--in and --out must be float formats");
-  if (p.validation < min_validation_elements)
-    throw UsageError(fmt::format("--validation {}: at least {} elements", p.validation, min_validation_elements));
+  // The library's checks of probe.txt's values (E8M0, unsigned formats, a negative budget).
+  for (const auto& [key, given] : {std::pair{"in", p.in}, std::pair{"out", p.out}, std::pair{"budget", std::to_string(p.budget)}})
+    if (const std::string why = probe_setting_problem(p, key); !why.empty())
+      throw UsageError(fmt::format("--{} {}: {}", key, printable(given), why));
+  if (p.validation < min_validation_elements || p.validation > max_validation_elements)
+    throw UsageError(fmt::format("--validation {}: {} {} elements", p.validation,
+                                 p.validation < min_validation_elements ? "at least" : "at most",
+                                 p.validation < min_validation_elements ? min_validation_elements : max_validation_elements));
   o.validation_elements = p.validation;
   o.seed = p.seed;
   o.budget = p.budget;
@@ -162,6 +169,24 @@ int run_folder(const ProbeArgs& given, bool make) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw UsageError(fmt::format("{}: cannot create the folder: {}", dir.string(), ec.message()));
+    // make starts a new probe: an earlier probe's call-*-c.npy would be replayed as this
+    // device's answers (and its profile written at once).
+    std::vector<std::string> earlier;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string n = e.path().filename().string();
+      if (n == "probe.txt" || n.starts_with("call-")) earlier.push_back(n);
+    }
+    if (!earlier.empty()) {
+      std::sort(earlier.begin(), earlier.end());
+      const std::size_t shown = std::min<std::size_t>(earlier.size(), 3);
+      std::string names;
+      for (std::size_t i = 0; i < shown; ++i) names += (i ? ", " : "") + printable(earlier[i]);
+      throw UsageError(fmt::format("{}: holds an earlier probe's files ({}{}): `probe make` starts a new probe; use a "
+                                   "fresh folder, or `numfid probe infer {}` to continue that one",
+                                   printable(dir.string()), names,
+                                   earlier.size() > shown ? fmt::format(" and {} more", earlier.size() - shown) : "",
+                                   printable(dir.string())));
+    }
     profile_name(p);
     options(p);
     p.presets = !p.no_presets;
@@ -194,7 +219,7 @@ void add_common(CLI::App& app, ProbeArgs& p) {
   app.add_option("--out", p.out, "output format (default fp32)");
   app.add_option("--budget", p.budget, "most calls of the black box (0: no limit)");
   app.add_option("--seed", p.seed, "seed of the random probe and validation inputs");
-  app.add_option("--validation", p.validation, "output elements of the validation set (>= 10000)");
+  app.add_option("--validation", p.validation, "output elements of the validation set (10000..1000000)");
   app.add_option("--output", p.output, "the profile to write (NAME.yaml; NAME becomes the profile's name)")->check(output_file())->required();
   app.add_flag("--no-presets", p.no_presets,
                "leave the built-in tensor-core presets out of the candidates: block-FMA parameters come from the search alone");

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <stdexcept>
 
 #include "formats/arith.h"
 #include "formats/platform.h"
@@ -316,6 +317,20 @@ std::string validate(const BlockFmaModel& m) {
     return fmt::format("instruction_k {} is not a multiple of block_size {} (at most {})", m.instruction_k,
                        m.block_size, kMaxInstructionK);
   if (m.interleave < 0) return "interleave is negative";
+  // Runs of g products dealt round-robin over instruction_k / n blocks give every block exactly
+  // n products when g divides n (n / g runs each); any other g overfills some block and empties
+  // another (n = 1, k = 512, g = 512: one block of 512 products).
+  if (m.interleave > 0 && m.block_size % m.interleave != 0)
+    return fmt::format("interleave {} does not divide block_size {} (runs of {} products dealt round-robin would put "
+                       "more than {} products in a block)",
+                       m.interleave, m.block_size, m.interleave, m.block_size);
+  // Each part is checked before window_bits() adds them (near 2^31 the int sum overflowed and
+  // the message showed a negative window).
+  if (m.accumulator_fraction_bits > kMaxWindow || m.extra_alignment_bits < -kMaxWindow ||
+      m.extra_alignment_bits > kMaxWindow)
+    return fmt::format("accumulator_fraction_bits {} or extra_alignment_bits {} out of range: the window (their sum) "
+                       "must be in [1, {}]",
+                       m.accumulator_fraction_bits, m.extra_alignment_bits, kMaxWindow);
   if (m.window_bits() < 1 || m.window_bits() > kMaxWindow)
     return fmt::format("window {} (accumulator_fraction_bits + extra_alignment_bits) not in [1, {}]", m.window_bits(),
                        kMaxWindow);
@@ -360,7 +375,12 @@ Result block_fma_dot(const BlockFmaModel& m, std::span<const Bits> a, std::span<
         for (std::size_t run = j; run * g < ik; run += blocks)
           for (std::size_t t = 0; t < g && run * g + t < ik; ++t) {
             const std::size_t k = base + run * g + t;
-            if (k >= k_total || cnt == kMaxBlock) continue;
+            if (k >= k_total) continue;
+            // validate() refuses an interleave that overfills a block: never drop a product.
+            if (cnt == static_cast<int>(std::min<std::size_t>(n, kMaxBlock)))
+              throw std::logic_error(fmt::format("block_fma_dot: interleave {} deals more than block_size {} products "
+                                                 "into block {} (a model validate() refuses)",
+                                                 m.interleave, m.block_size, j));
             ga[static_cast<std::size_t>(cnt)] = a[k];
             gb[static_cast<std::size_t>(cnt)] = b[k];
             ++cnt;

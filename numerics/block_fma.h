@@ -111,8 +111,8 @@ struct BlockFmaModel {
 
 /// Checks that a model can be evaluated: float formats, a datapath that holds every input
 /// exactly, 1 <= block_size <= 256, instruction_k a multiple of block_size (<= 4096),
-/// 0 <= interleave, window_bits() in [1, 100], result_fraction_bits() >= 1, final and addend
-/// rounding not stochastic. Returns an empty string when valid, else what is wrong.
+/// interleave 0 or a divisor of block_size, window_bits() in [1, 100], result_fraction_bits()
+/// >= 1, final and addend rounding not stochastic. Returns an empty string when valid, else what is wrong.
 std::string validate(const BlockFmaModel& m);
 
 /// One block: d = c + Σ_j a_j·b_j with c aligned together with the products (at most

@@ -463,6 +463,14 @@ ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
     throw std::invalid_argument(fmt::format("probe: validation of {} elements: at least {} (a profile is written only after "
                                             "that many fresh outputs reproduce bit for bit)",
                                             o.validation_elements, min_validation_elements));
+  if (!can_accumulate(*o.in) || !can_accumulate(*o.out))
+    throw std::invalid_argument("probe: the input and output formats must be signed float formats (the probes send "
+                                "signed values and 0)");
+  if (o.budget < 0) throw std::invalid_argument(fmt::format("probe: budget {}: must be >= 0 (0: no limit)", o.budget));
+  if (o.validation_elements > max_validation_elements)
+    throw std::invalid_argument(fmt::format("probe: validation of {} elements: at most {} (the validation set is held in "
+                                            "memory, elements × K inputs per operand)",
+                                            o.validation_elements, max_validation_elements));
   const auto t0 = std::chrono::steady_clock::now();
   ProbeResult r;
   Session s(box, o, r);

@@ -83,6 +83,13 @@ std::optional<ProbeModel> probe_model_of(const Profile& p, const FormatSpec& in,
 /// Python's validation= alike.
 inline constexpr std::int64_t min_validation_elements = 10'000;
 
+/// The most output elements a validation set may have (the CLI's --validation, probe.txt's
+/// `validation`, Python's validation=): 100× the minimum, where a mismatch rate of 10^-5 shows
+/// about ten times. The set is held in memory, elements × K inputs per operand (4 bytes each):
+/// 10^6 rows at the largest K, 4096, are 16 GB per operand of a dot, what a workstation holds;
+/// 10^7 would be 160 GB, and 99999999999999 ran until the kernel killed the process.
+inline constexpr std::int64_t max_validation_elements = 1'000'000;
+
 /// What to probe and how.
 struct ProbeOptions {
   ProbeOp op = ProbeOp::dot;
@@ -91,7 +98,7 @@ struct ProbeOptions {
   const FormatSpec* out = &fp32;      ///< output format
   std::uint64_t seed = 1;             ///< random rows and validation data
   std::int64_t budget = 0;            ///< most black-box calls; 0: no limit
-  std::int64_t validation_elements = min_validation_elements;  ///< output elements of the validation set (>= min_validation_elements)
+  std::int64_t validation_elements = min_validation_elements;  ///< output elements of the validation set (min_validation_elements .. max_validation_elements)
   std::string name = "probed";        ///< the profile's name (its file stem)
   /// Include the built-in tensor-core presets (numerics/tensor_core_presets.h) in the
   /// candidate set. false: block-FMA models come from the parameter search alone (blind).
@@ -139,13 +146,18 @@ struct ProbeSettings {
   bool operator==(const ProbeSettings&) const = default;
 };
 
+/// Why the value of setting `key` (op, k, in, out, budget, validation) in `s` cannot be
+/// probed, or empty: the one check of probe.txt's lines and the CLI's options.
+std::string probe_setting_problem(const ProbeSettings& s, std::string_view key);
+
 /// The text of DIR/probe.txt (what parse_probe_settings reads back to the same settings).
 std::string probe_settings_text(const ProbeSettings& s);
 
 /// Parses DIR/probe.txt: blank lines are skipped; every other line is KEY VALUE with KEY one
 /// of op, k, in, out, seed, budget, validation, output, presets (on|off), integers whole.
 /// Keys not given keep `defaults`. Throws InputError "SOURCE:LINE: 'TEXT' is not a probe
-/// setting (...)" naming the first bad line. Values are not checked further (options() does).
+/// setting (...)" naming the first bad line, or "SOURCE:LINE: KEY VALUE: why" for a value
+/// probe_setting_problem refuses (control bytes escaped).
 ProbeSettings parse_probe_settings(std::string_view text, std::string_view source, ProbeSettings defaults = {});
 
 namespace detail {

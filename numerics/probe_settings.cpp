@@ -37,6 +37,24 @@ bool integer(std::string_view v, Int& out) {
 
 }  // namespace
 
+std::string probe_setting_problem(const ProbeSettings& s, std::string_view key) {
+  if (key == "op" && !parse_probe_op(s.op)) return "must be dot, matmul or sum";
+  if (key == "k" && (s.k < 2 || s.k > 4096)) return "must be in 2..4096";
+  if (key == "in" || key == "out") {
+    const FormatSpec* f = find_format(key == "in" ? s.in : s.out);
+    if (!f) return fmt::format("unknown format (valid: {})", format_names());
+    // The FPRev probes send ±M and cancelling pairs: a signed float format (not E8M0, not an
+    // integer format).
+    if (!can_accumulate(*f)) return "not a signed float format (the probes send signed values and 0)";
+  }
+  if (key == "budget" && s.budget < 0) return "must be >= 0 (0: no limit)";
+  if (key == "validation" && s.validation < min_validation_elements)
+    return fmt::format("at least {} elements", min_validation_elements);
+  if (key == "validation" && s.validation > max_validation_elements)
+    return fmt::format("at most {} elements", max_validation_elements);
+  return {};
+}
+
 std::string probe_settings_text(const ProbeSettings& s) {
   // A value is one word: an empty string is left out (it reads back as the default, and
   // "output " alone would be no setting at all; found by fuzz_probe_settings).
@@ -82,6 +100,12 @@ ProbeSettings parse_probe_settings(std::string_view text, std::string_view sourc
       else if (key == "output") p.output = value;
       else if (key == "presets" && (value == "on" || value == "off")) p.presets = value == "on";
       else ok = false;
+      // A value's own check, at its line (was: outside the file's context, "--k 1: ...").
+      std::string why = probe_setting_problem(p, key);
+      for (const char ch : value)
+        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) why = "a control byte in the value";
+      if (ok && !why.empty())
+        throw InputError(fmt::format("{}:{}: {} {}: {}", printable(source), line_no, printable(key), printable(value), why));
     }
     if (!ok)
       throw InputError(fmt::format("{}:{}: '{}' is not a probe setting (KEY VALUE with KEY one of op, k, in, out, seed, "

@@ -2,6 +2,7 @@
 // provenance required on every field.
 #include "numerics/profile.h"
 
+#include "numerics/operand_cast.h"
 #include "numerics/yaml_strict_detail.h"
 
 #include <fcntl.h>
@@ -75,7 +76,9 @@ struct Loader {
   }
 
   /// A field: {value: X, <documented|published|measured|assumed>: text}.
-  std::string field(const YAML::Node& section, const std::string& sname, const std::string& key, bool required) {
+  /// `list`: the value may be a list (joined with ", "); elsewhere a list is refused.
+  std::string field(const YAML::Node& section, const std::string& sname, const std::string& key, bool required,
+                    bool list = false) {
     const YAML::Node n = section[key];
     if (!n) {
       if (required) fail(section, fmt::format("{}: missing field '{}'", sname, key));
@@ -88,7 +91,9 @@ struct Loader {
     f.key = key;
     f.line = n.Mark().line + 1;
     const YAML::Node v = n["value"];
-    if (v.IsSequence()) {
+    if (v.IsSequence() && !list) {
+      fail(v, fmt::format("{}.{}: a list where a single value is expected", sname, key));
+    } else if (v.IsSequence()) {
       for (const auto& x : v) f.value += (f.value.empty() ? "" : ", ") + text(x, fmt::format("{}.{}: a list item", sname, key));
     } else if (v.IsScalar()) {
       f.value = v.Scalar();
@@ -130,8 +135,9 @@ struct Loader {
   }
 
   bool boolean(const YAML::Node& section, const std::string& sname, const std::string& key) {
+    if (!section[key]) return false;
     const std::string v = field(section, sname, key, false);
-    if (v.empty() || v == "false") return false;
+    if (v == "false") return false;
     if (v == "true") return true;
     fail(section[key], fmt::format("{}.{}: '{}' is not true or false", sname, key, v));
   }
@@ -259,7 +265,7 @@ struct Loader {
     if (!s) fail(root, "model 'scaled-gemm' needs a 'block_scaling' section");
     check_keys(s, {"operands", "scale_block", "scale_format", "promote_every", "promotion", "partial_sums"}, sn);
     BlockScaling b;
-    field(s, sn, "operands", true);
+    field(s, sn, "operands", true, true);
     const YAML::Node ov = s["operands"]["value"];
     const auto operand = [&](const YAML::Node& x) {
       const std::string name = text(x, "block_scaling.operands: a list item");
@@ -425,6 +431,8 @@ struct Loader {
     if (const YAML::Node s = root["input_cast"]) {
       check_keys(s, {"format", "rounding"}, "input_cast");
       p.input_cast = format(s, "input_cast", "format", true);
+      if (p.input_cast && !operand_cast_problem(*p.input_cast).empty())  // as a claim's --cast
+        fail(s["format"], fmt::format("input_cast.format: '{}': {}", p.input_cast->name, operand_cast_problem(*p.input_cast)));
       if (s["rounding"]) p.input_cast_rounding = rounding(s, "input_cast", "rounding");
     }
     if (const YAML::Node s = root["output"]) {
@@ -471,7 +479,7 @@ struct Loader {
           fail(s["inner_order"], fmt::format("tensor_engine.inner_order: '{}' must be sequential or pairwise", order));
         p.te.inner_order = order == "pairwise" ? PlanKind::pairwise : PlanKind::sequential;
         if (s["double_row"]) {
-          field(s, "tensor_engine", "double_row", false);  // (checks that it is a {value, provenance} mapping)
+          field(s, "tensor_engine", "double_row", false, true);  // (checks that it is a {value, provenance} mapping)
           const YAML::Node v = s["double_row"]["value"];
           if (v && v.IsSequence()) {
             for (const auto& x : v) {
@@ -491,6 +499,20 @@ struct Loader {
           fail(s["psum_format"], "tensor_engine.psum_format must be a signed float format (PSUM accumulates signed partial "
                                  "sums, and 0)");
         p.te.psum.rounding.rounding = rounding(s, "tensor_engine", "psum_rounding");
+        // emulate folds the K tiles in PSUM's format and rounding, but every bound (tol, check)
+        // reads the profile as one blocked plan in the array accumulator (p.reduction): a
+        // different PSUM would make the profile's own output fall outside its bounds. Refused
+        // until the bounds model it.
+        if (*p.te.psum.format != *p.te.array_acc.format)
+          fail(s["psum_format"], fmt::format("tensor_engine.psum_format: '{}' differs from the accumulator's format '{}': "
+                                             "the bounds have no model of a PSUM format other than the accumulator's",
+                                             p.te.psum.format->name, p.te.array_acc.format->name));
+        if (p.te.psum.rounding.rounding != p.te.array_acc.rounding.rounding)
+          fail(s["psum_rounding"], fmt::format("tensor_engine.psum_rounding: '{}' differs from the accumulator's rounding "
+                                               "'{}': the bounds have no model of a PSUM rounding other than the "
+                                               "accumulator's",
+                                               rounding_name(p.te.psum.rounding.rounding),
+                                               rounding_name(p.te.array_acc.rounding.rounding)));
         p.te.autocast = p.input_cast;
         p.te.autocast_rounding = p.input_cast_rounding;
         p.te.output_rounding = p.reduction.output_rounding;

@@ -4,7 +4,10 @@
 // in blockfma_naive_test.cpp.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cstdint>
+#include <stdexcept>
 #include <string_view>
 #include <vector>
 
@@ -166,6 +169,34 @@ TEST(BlockFmaValidate, RejectsUnusableModels) {
   bad = m;
   bad.output = &e8m0;
   EXPECT_NE(validate(bad), "");
+}
+
+// Runs of `interleave` products dealt round-robin fill every block with exactly block_size
+// products only when interleave divides block_size; any other value was accepted and
+// block_fma_dot silently dropped products (n = 1, k = 512, interleave 512: 256 of 512).
+TEST(BlockFmaValidate, InterleaveMustDivideTheBlockSize) {
+  BlockFmaModel m = tensor_core_presets[0].model;
+  m.block_size = 16;
+  m.instruction_k = 32;
+  for (const int g : {0, 1, 2, 4, 8, 16}) {
+    m.interleave = g;
+    EXPECT_EQ(validate(m), "") << g;
+  }
+  for (const int g : {3, 5, 32, 512}) {
+    m.interleave = g;
+    EXPECT_EQ(validate(m), fmt::format("interleave {} does not divide block_size 16 (runs of {} products dealt "
+                                       "round-robin would put more than 16 products in a block)",
+                                       g, g));
+  }
+  BlockFmaModel bad = m;
+  bad.block_size = 1;
+  bad.instruction_k = 512;
+  bad.interleave = 512;
+  EXPECT_EQ(validate(bad), "interleave 512 does not divide block_size 1 (runs of 512 products dealt round-robin would "
+                           "put more than 1 products in a block)");
+  // Unvalidated, the model is an internal error, not a sum with products dropped.
+  const std::vector<Bits> a(512, Bits{0x38}), b(512, Bits{0x38});  // e4m3 1.0
+  EXPECT_THROW(block_fma_dot(bad, a, b, Bits{0}), std::logic_error);
 }
 
 TEST(TensorCorePresets, EveryPresetValidatesAndIsFound) {

@@ -225,7 +225,8 @@ TEST(ProbeSettingsFile, RoundTripAndErrors) {
             "op matmul\nk 64\nin fp8_e4m3\nout fp16\nseed 7\nbudget 40\nvalidation 20000\noutput h100.yaml\npresets off\n");
   EXPECT_EQ(parse_probe_settings(probe_settings_text(s), "d/probe.txt"), s);
   EXPECT_EQ(parse_probe_settings("\r\nk\t12\r\n\n", "d/probe.txt").k, 12);  // blank lines, CRLF, tabs
-  const ProbeSettings empty_output;  // an empty value is left out, not written as a lone key
+  ProbeSettings empty_output;  // an empty value is left out, not written as a lone key
+  empty_output.k = 4;          // (k 0, the default, is no K a probe can use)
   EXPECT_EQ(parse_probe_settings(probe_settings_text(empty_output), "d/probe.txt"), empty_output);
   for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
            {"op dot\nk 4x\n", "d/probe.txt:2: 'k 4x' is not a probe setting"},
@@ -234,7 +235,17 @@ TEST(ProbeSettingsFile, RoundTripAndErrors) {
            {"seed 18446744073709551616\n", "d/probe.txt:1: 'seed 18446744073709551616'"},
            {"presets maybe\n", "d/probe.txt:1: 'presets maybe'"},
            {"k 8\nop dot\nk 16\n", "d/probe.txt:3: 'k' given twice (first at line 1)"},  // not: the last one wins
-           {"\n\ncolour\x1b[31m red\n", "d/probe.txt:3: 'colour\\x1b[31m red'"}}) {
+           {"\n\ncolour\x1b[31m red\n", "d/probe.txt:3: 'colour\\x1b[31m red'"},
+           // Values are checked at their line (were: "--k 1: must be in 2..4096", no file).
+           {"op dot\nk 1\n", "d/probe.txt:2: k 1: must be in 2..4096"},
+           {"op conv\n", "d/probe.txt:1: op conv: must be dot, matmul or sum"},
+           {"in int8\n", "d/probe.txt:1: in int8: not a signed float format (the probes send signed values and 0)"},
+           {"out e8m0\n", "d/probe.txt:1: out e8m0: not a signed float format (the probes send signed values and 0)"},
+           {"in fp99\n", "d/probe.txt:1: in fp99: unknown format (valid: "},
+           {"validation 5\n", "d/probe.txt:1: validation 5: at least 10000 elements"},
+           {"validation 99999999999999\n", "d/probe.txt:1: validation 99999999999999: at most 1000000 elements"},
+           {"budget -1\n", "d/probe.txt:1: budget -1: must be >= 0 (0: no limit)"},
+           {std::string("op dot\0x\n", 9), "d/probe.txt:1: op dot\\x00x: a control byte in the value"}}) {
     try {
       parse_probe_settings(text, "d/probe.txt");
       ADD_FAILURE() << "accepted: " << text;
@@ -411,6 +422,22 @@ TEST(ProbeOptionsTest, BudgetAndRange) {
   EXPECT_EQ(cut.candidate_count, -1);
   o.k = 1;
   EXPECT_THROW(probe(model_black_box(plan_model("pairwise")), o), std::invalid_argument);
+}
+
+// A validation set is held in memory: past max_validation_elements the probe refuses before
+// any call (99999999999999 ran until the process was killed).
+TEST(Probe, ValidationSizeHasAnUpperLimit) {
+  ProbeOptions o;
+  o.k = 4;
+  o.validation_elements = max_validation_elements + 1;
+  const BlackBox never = [](const ProbeCall&) -> std::vector<Bits> {
+    ADD_FAILURE() << "the black box was called";
+    return {};
+  };
+  EXPECT_THROW(probe(never, o), std::invalid_argument);
+  o.validation_elements = 99'999'999'999'999;
+  EXPECT_THROW(probe(never, o), std::invalid_argument);
+  static_assert(min_validation_elements < max_validation_elements);
 }
 
 }  // namespace

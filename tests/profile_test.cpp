@@ -206,7 +206,14 @@ TEST(ProfileHardening, BadValuesAreRefusedWithFileLineAndReason) {
       {head + "plan:\n  order: {value: sequential, assumed: {why: b}}\n" + acc,
        "6: plan.order: the assumed provenance must be a single value"},
       {head + "plan:\n  order: {value: [sequential, {a: b}], assumed: c}\n" + acc,
-       "6: plan.order: a list item must be a single value"},
+       "6: plan.order: a list where a single value is expected"},
+      // A list where one value is expected was joined ("sequential, pairwise"), an empty one read as false.
+      {head + "plan:\n  order: {value: [sequential, pairwise], assumed: c}\n" + acc,
+       "6: plan.order: a list where a single value is expected"},
+      {head + plan + "accumulator:\n  format: {value: [fp32], assumed: a}\n  rounding: {value: rne, assumed: a}\n",
+       "8: accumulator.format: a list where a single value is expected"},
+      {ok + "  ftz: {value: [], assumed: a}\n", "10: accumulator.ftz: a list where a single value is expected"},
+      {ok + "  ftz: {value: '', assumed: a}\n", "10: accumulator.ftz: '' is not true or false"},
       {head + "plan:\n  order: {value: 'splitk(9223372036854775807)', assumed: x}\n" + acc,
        "6: plan.order: plan 'splitk(9223372036854775807)': '9223372036854775807' is larger than the largest plan "
        "parameter 1099511627776 (2^40)"},
@@ -299,6 +306,22 @@ TEST(ProfileHardening, IntegersPast32BitsAreRefusedNotTruncated) {
                                           path, line_of(body, "value: 4294967298")));
 }
 
+// Near 2^31 the window (accumulator_fraction_bits + extra_alignment_bits) overflowed an int and
+// the message showed a negative window: each part is range-checked before the sum.
+TEST(ProfileHardening, WindowPartsAreRangeCheckedBeforeTheirSum) {
+  const std::string h100 = shipped_text("nvidia-h100-tc");
+  const auto dir = scratch_dir();
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "nvidia-h100-tc.yaml").string();
+  const std::string body = replaced(h100, "accumulator_fraction_bits:\n        value: 23",
+                                    "accumulator_fraction_bits:\n        value: 2147483647");
+  std::ofstream(path) << body;
+  const std::string e = load_error(path);
+  EXPECT_EQ(e, fmt::format("{}:{}: block_fma[H100 fp16->fp32]: accumulator_fraction_bits 2147483647 or "
+                           "extra_alignment_bits 2 out of range: the window (their sum) must be in [1, 100]",
+                           path, line_of(body, "name: \"H100 fp16->fp32\"")));
+}
+
 TEST(ProfileHardening, TileKIsBoundedAndCountsLikeTheBlockedPlan) {
   const std::string trn1 = shipped_text("trn1");
   const auto dir = scratch_dir();
@@ -318,6 +341,54 @@ TEST(ProfileHardening, TileKIsBoundedAndCountsLikeTheBlockedPlan) {
   EXPECT_EQ(tensor_engine_for(p, bf16).roundings(16, false), 15);
   EXPECT_EQ(ReductionPlan::parse("blocked(1099511627776)")->roundings(16, false), 15);
   EXPECT_EQ(tensor_engine_for(p, bf16).roundings(16, true), 16);
+}
+
+// emulate folds K tiles in PSUM's format and rounding; the bounds read the profile as one
+// blocked plan in the accumulator. A PSUM differing from it is refused (its own emulated output
+// was a "proven" defect), naming the file, the line and why.
+TEST(ProfileHardening, PsumDifferingFromTheAccumulatorIsRefused) {
+  const std::string trn2 = shipped_text("trn2");
+  const auto dir = scratch_dir();
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "trn2.yaml").string();
+  std::string body = replaced(trn2, "psum_format:\n    value: fp32", "psum_format:\n    value: bf16");
+  std::ofstream(path) << body;
+  EXPECT_EQ(load_error(path), fmt::format("{}:{}: tensor_engine.psum_format: 'bf16' differs from the accumulator's "
+                                          "format 'fp32': the bounds have no model of a PSUM format other than the "
+                                          "accumulator's",
+                                          path, line_of(body, "value: bf16")));
+  body = replaced(trn2, "psum_rounding:\n    value: rne", "psum_rounding:\n    value: rtz");
+  std::ofstream(path) << body;
+  EXPECT_EQ(load_error(path), fmt::format("{}:{}: tensor_engine.psum_rounding: 'rtz' differs from the accumulator's "
+                                          "rounding 'rne': the bounds have no model of a PSUM rounding other than the "
+                                          "accumulator's",
+                                          path, line_of(body, "value: rtz")));
+  // Every shipped tensor-engine profile keeps PSUM equal to its accumulator.
+  for (const std::string& name : list_profiles()) {
+    const Profile p = find_profile(name);
+    if (p.model != ProfileModel::tensor_engine) continue;
+    EXPECT_EQ(*p.te.psum.format, *p.te.array_acc.format) << name;
+    EXPECT_EQ(p.te.psum.rounding.rounding, p.te.array_acc.rounding.rounding) << name;
+  }
+}
+
+// input_cast.format follows a claim's --cast (operand_cast_problem, one rule): E8M0 holds no 0
+// and no negative operand, and was accepted here while --cast refused it.
+TEST(ProfileHardening, InputCastFollowsTheClaimsCastRule) {
+  const std::string autocast = shipped_text("neuron-autocast-bf16");
+  const auto dir = scratch_dir();
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "neuron-autocast-bf16.yaml").string();
+  const std::string body = replaced(autocast, "format:\n    value: bf16", "format:\n    value: e8m0");
+  std::ofstream(path) << body;
+  EXPECT_EQ(load_error(path), fmt::format("{}:{}: input_cast.format: 'e8m0': not a signed float format (operands are "
+                                          "signed and may be 0)",
+                                          path, line_of(body, "value: e8m0")));
+  // What --cast accepts, input_cast accepts (fp8 and the integer formats).
+  for (const char* f : {"fp8_e4m3", "int8"}) {
+    std::ofstream(path) << replaced(autocast, "format:\n    value: bf16", std::string("format:\n    value: ") + f);
+    EXPECT_EQ(load_error(path), "accepted") << f;
+  }
 }
 
 TEST(ProfileHardening, FilesThatAreNotRegularAreRefusedWithoutBlocking) {

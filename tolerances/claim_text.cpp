@@ -13,6 +13,7 @@
 #include "formats/error.h"
 #include "formats/exact.h"
 #include "formats/platform.h"
+#include "numerics/operand_cast.h"
 #include "numerics/profile.h"
 #include "tolerances/check.h"
 #include "tolerances/check_detail.h"
@@ -253,8 +254,8 @@ ClaimSpec parse_claim(std::string_view text) {
   if (c.compute && !can_accumulate(*c.compute))
     throw InputError(fmt::format("--compute {}: not a signed float format (intermediate values are signed and may be 0)",
                                  c.compute->name));
-  if (c.cast && is_float(*c.cast) && !can_accumulate(*c.cast))
-    throw InputError(fmt::format("--cast {}: not a signed float format (operands are signed and may be 0)", c.cast->name));
+  if (c.cast && !operand_cast_problem(*c.cast).empty())
+    throw InputError(fmt::format("--cast {}: {}", c.cast->name, operand_cast_problem(*c.cast)));
   if (std::find(seen.begin(), seen.end(), "--cast-rounding") != seen.end() && !c.cast)
     throw InputError("--cast-rounding needs --cast F (the cast it rounds): without it nothing is cast");
   // A seed that no rounding draws from would be ignored silently (as convert refuses it too).

@@ -165,6 +165,9 @@ TEST(ParseClaim, ErrorsNameTheToken) {
       {"--in bf16 --out bf16 --acc e8m0", "--acc e8m0: not a signed float format"},
       {"--in bf16 --out bf16 --compute e8m0", "--compute e8m0: not a signed float format"},
       {"--in bf16 --out bf16 --cast e8m0", "--cast e8m0: not a signed float format"},
+      // An integer cast's error is not relative (0.01 cast up to 1): the cast bound does not hold.
+      {"--in fp32 --out fp32 --cast int8", "--cast int8: not a signed float format (an integer cast's error"},
+      {"--in fp32 --out fp32 --cast uint8", "--cast uint8: not a signed float format (an integer cast's error"},
       {"--in bf16 --out bf16 --cast-rounding rtz", "--cast-rounding needs --cast F"},
       {"--in bf16 --out bf16 --acc-rounding sideways", "--acc-rounding 'sideways': unknown rounding mode"},
       {"--in bf16 --out bf16 --plan 'blocked(0)'", "--plan: plan 'blocked(0)': '0' is not a positive integer"},

@@ -98,6 +98,9 @@ void add_emulate_options(CLI::App& app, EmulateArgs& e) {
 int run_profiles(const std::string& action, const std::string& name) {
   const std::string dir = profile_directory();
   if (action.empty() || action == "list") {
+    if (!name.empty())
+      throw UsageError(fmt::format("profiles list takes no NAME ('{}'): `numfid profiles show {}` shows one", printable(name),
+                                   printable(name)));
     const auto names = list_profiles(dir);
     if (names.empty()) throw UsageError(fmt::format("no profiles in {} (set NUMFID_PROFILES)", dir));
     // Every profile is loaded before anything is printed: a broken one is an error, not a

@@ -147,8 +147,15 @@ int report(const ProbeResult& r, const std::string& output) {
 }
 
 std::string profile_name(const ProbeArgs& p) {
-  if (!p.output.ends_with(".yaml")) throw UsageError(fmt::format("--output {}: the file name must end in .yaml", p.output));
-  return fs::path(p.output).stem().string();
+  if (!p.output.ends_with(".yaml"))
+    throw UsageError(fmt::format("--output {}: the file name must end in .yaml", printable(p.output)));
+  // NAME becomes the profile's name: one `numfid profiles` lists and a claim's --profile NAME
+  // can state (".yaml" alone is a hidden file with no stem; a space or ':' needs quoting).
+  const std::string name = fs::path(p.output).filename().string();
+  const std::string stem = name.substr(0, name.size() - 5);
+  if (const std::string why = probe_name_problem(stem); !why.empty())
+    throw UsageError(fmt::format("--output {}: NAME.yaml names the profile: {}", printable(p.output), why));
+  return stem;
 }
 
 int run_probe(ProbeArgs p) {

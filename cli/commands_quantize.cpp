@@ -1,5 +1,7 @@
 // `numfid quantize`: MX-quantise a float tensor into the element and E8M0 scale tensors a
 // block-scaled GEMM reads (OCP MX v1.0 §6.3; numerics/scaled_gemm.h quantize_mx_operand).
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "cli/commands_verdict.h"
@@ -31,6 +33,9 @@ int run_quantize(const QuantizeArgs& q) {
                                        "mxfp4_e2m1, mxint8)",
                                        q.mx));
   if (q.block == 0) throw UsageError("--block: the block size must be positive");
+  // The scale block the printed --scale-block states must be one a claim takes (1xk, k < 2^31).
+  if (q.block > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    throw UsageError(fmt::format("--block {}: at most 2^31 - 1 elements per block", q.block));
   for (const std::string* p : {&q.elements, &q.scales})
     if (!p->ends_with(".npy") && !p->ends_with(".safetensors"))
       throw UsageError(fmt::format("{}: the file name must end in .npy or .safetensors", *p));
@@ -39,6 +44,8 @@ int run_quantize(const QuantizeArgs& q) {
   const FormatSpec& from = format_named(q.in);
   RoundOptions o;
   o.rounding = rounding_named(q.rounding, "--rounding");
+  if (o.rounding == Rounding::stochastic)  // no stream to name: a quantisation is to be reproducible
+    throw UsageError("--rounding stochastic: quantize rounds deterministically (rne, rtz, rup, rdn or rna)");
   const TensorData x = load_operand(q.x, from, "--x");
   if (x.shape.size() != 2) throw UsageError(fmt::format("--x {}: a matrix (2 dimensions) is needed", q.x));
   const bool b = q.operand == "b";

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "formats/convert.h"
+#include "io/error.h"
 #include "numerics/probe_detail.h"
 #include "numerics/tensor_core_presets.h"
 
@@ -455,6 +456,14 @@ bool reproduces(const ProbeModel& m, const ProbeEvidence& calls, std::int64_t* m
 
 }  // namespace detail
 
+std::string probe_name_problem(std::string_view name) {
+  const bool usable = !name.empty() && name.front() != '.' && std::all_of(name.begin(), name.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+           ch == '.';
+  });
+  return usable ? std::string() : "a profile name is letters, digits, '-', '_' or '.', not starting with '.'";
+}
+
 ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
   if (o.k < 2 || o.k > 4096) throw std::invalid_argument(fmt::format("probe: K = {} is outside 2..4096", o.k));
   if (o.in->kind != FormatKind::binary_float || o.out->kind != FormatKind::binary_float)
@@ -467,6 +476,8 @@ ProbeResult probe(const BlackBox& box, const ProbeOptions& o) {
     throw std::invalid_argument("probe: the input and output formats must be signed float formats (the probes send "
                                 "signed values and 0)");
   if (o.budget < 0) throw std::invalid_argument(fmt::format("probe: budget {}: must be >= 0 (0: no limit)", o.budget));
+  if (const std::string why = probe_name_problem(o.name); !why.empty())
+    throw std::invalid_argument(fmt::format("probe: name '{}': {}", printable(o.name), why));
   if (o.validation_elements > max_validation_elements)
     throw std::invalid_argument(fmt::format("probe: validation of {} elements: at most {} (the validation set is held in "
                                             "memory, elements × K inputs per operand)",

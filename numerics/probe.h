@@ -150,6 +150,11 @@ struct ProbeSettings {
 /// probed, or empty: the one check of probe.txt's lines and the CLI's options.
 std::string probe_setting_problem(const ProbeSettings& s, std::string_view key);
 
+/// Why `name` cannot name a probed profile (its file NAME.yaml, the `--profile NAME` of a
+/// claim), or empty: letters, digits, '-', '_' and '.', not starting with '.' ("" and ".yaml"'s
+/// stem would be a hidden file `numfid profiles` never lists; a space or ':' needs quoting).
+std::string probe_name_problem(std::string_view name);
+
 /// The text of DIR/probe.txt (what parse_probe_settings reads back to the same settings).
 std::string probe_settings_text(const ProbeSettings& s);
 

@@ -422,6 +422,15 @@ TEST(ProbeOptionsTest, BudgetAndRange) {
   EXPECT_EQ(cut.candidate_count, -1);
   o.k = 1;
   EXPECT_THROW(probe(model_black_box(plan_model("pairwise")), o), std::invalid_argument);
+  // The profile's name must be one `numfid profiles` lists and a claim's --profile states.
+  EXPECT_EQ(probe_name_problem("h100-fp8_v2.1"), "");
+  for (const char* bad : {"", ".yaml", ".hidden", "a b", "a:b", "a\x1b[31m"}) {
+    EXPECT_NE(probe_name_problem(bad), "") << bad;
+    ProbeOptions named;
+    named.k = 8;
+    named.name = bad;
+    EXPECT_THROW(probe(model_black_box(plan_model("pairwise")), named), std::invalid_argument) << bad;
+  }
 }
 
 // A validation set is held in memory: past max_validation_elements the probe refuses before

@@ -60,3 +60,16 @@ def test_a_spent_budget_reports_what_was_sent_and_no_candidates():
     assert r["calls"] == 1 == len(calls)
     assert r["probe_rows"] == calls[0]
     assert r["candidate_count"] is None
+
+
+def test_a_profile_name_the_profiles_list_cannot_show_is_refused_before_any_call():
+    calls = []
+
+    def box(a, b):
+        calls.append(1)
+        return np.sum(a, axis=1, dtype=np.float32)
+
+    for bad in ("", ".yaml", "a b", "a:b"):
+        with pytest.raises(ValueError, match="a profile name is letters, digits"):
+            numfid.probe(box, "sum", k=8, name=bad)
+    assert not calls

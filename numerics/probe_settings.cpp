@@ -112,6 +112,11 @@ ProbeSettings parse_probe_settings(std::string_view text, std::string_view sourc
                                    "budget, validation, output, presets)",
                                    printable(source), line_no, printable(line)));
   }
+  // k has no usable default (0): a file without its line would be read as settings that the
+  // probe refuses, and would not print back as a file this parser reads (`k 0` is refused).
+  bool k_given = false;
+  for (const auto& [k, at] : seen) k_given = k_given || k == "k";
+  if (!k_given) throw InputError(fmt::format("{}: no 'k' line (the terms per output: k N, 2..4096)", printable(source)));
   return p;
 }
 

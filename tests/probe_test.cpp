@@ -225,6 +225,15 @@ TEST(ProbeSettingsFile, RoundTripAndErrors) {
             "op matmul\nk 64\nin fp8_e4m3\nout fp16\nseed 7\nbudget 40\nvalidation 20000\noutput h100.yaml\npresets off\n");
   EXPECT_EQ(parse_probe_settings(probe_settings_text(s), "d/probe.txt"), s);
   EXPECT_EQ(parse_probe_settings("\r\nk\t12\r\n\n", "d/probe.txt").k, 12);  // blank lines, CRLF, tabs
+  // No k line: k's default (0) is no setting; the file would not print back as one this reads.
+  for (const char* text : {"", "op dot\n", "\n\n"}) {
+    try {
+      parse_probe_settings(text, "d/probe.txt");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const InputError& e) {
+      EXPECT_STREQ(e.what(), "d/probe.txt: no 'k' line (the terms per output: k N, 2..4096)");
+    }
+  }
   ProbeSettings empty_output;  // an empty value is left out, not written as a lone key
   empty_output.k = 4;          // (k 0, the default, is no K a probe can use)
   EXPECT_EQ(parse_probe_settings(probe_settings_text(empty_output), "d/probe.txt"), empty_output);

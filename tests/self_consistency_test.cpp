@@ -30,6 +30,7 @@
 #include "formats/value.h"
 #include "numerics/profile.h"
 #include "tolerances/check.h"
+#include "tolerances/check_detail.h"
 #include "tolerances/quant_check.h"
 
 namespace numfid {
@@ -294,6 +295,52 @@ TEST(SelfConsistency, EveryShippedProfilesOwnOutputIsNeverADefect) {
           }
   }
   EXPECT_GT(judged, 100);
+}
+
+/// The same with the operands cast first (--cast: fp32 autocast to the unit's format, the most
+/// common way a kernel reaches the tensor cores) and with B in its own format (--in-b, cast or
+/// converted by a tensor-engine profile's input cast): the bound must count the cast's error (a
+/// block-FMA claim's bound once ignored --cast: its own fp32 -> bf16 output was a "proven defect").
+TEST(SelfConsistency, EveryShippedProfileWithACastOrAnotherBFormatJudgesItsOwnOutputLegal) {
+  g_failures = 0;
+  std::mt19937_64 g(seed(20261206));
+  int judged = 0;
+  for (const std::string& name : list_profiles()) {
+    const Profile p = find_profile(name);
+    if (p.model == ProfileModel::scaled_gemm) continue;
+    SCOPED_TRACE(name);
+    for (const char* operands : {"--in fp32 --cast bf16", "--in fp32 --cast fp16", "--in fp32 --cast tf32",
+                                 "--in fp32 --cast fp8_e4m3", "--in fp32 --cast bf16 --cast-rounding rtz",
+                                 "--in bf16 --in-b fp32", "--in fp32 --in-b bf16", "--in bf16 --in-b fp16 --cast bf16",
+                                 "--in fp16 --in-b fp32 --cast fp16"})
+      for (const Data d : kData)
+        for (const std::int64_t k : {std::int64_t{1}, std::int64_t{33}, std::int64_t{256}}) {
+          ClaimSpec claim;
+          try {
+            claim = parse_claim(fmt::format("{} --profile {} --out fp32", operands, name));
+          } catch (const InputError&) {
+            continue;  // a claim the profile refuses (a tensor-core unit with two operand formats)
+          }
+          const TensorData a = make(*claim.in, 4, k, true, d, g, "A");
+          const TensorData b = make(claim.in_b ? *claim.in_b : *claim.in, k, 4, false, d, g, "B");
+          SCOPED_TRACE(fmt::format("{}, {}, K = {}", operands, data_name(d), k));
+          judged += expect_own_output_passes(a, b, std::nullopt, claim,
+                                             fmt::format("profile {}: {}, {}, K = {}", name, operands, data_name(d), k));
+        }
+  }
+  EXPECT_GT(judged, 100);
+}
+
+/// A tensor-core unit takes A and B in one format: a claim with two operand formats and no cast
+/// is refused by every entry point (tol's bound as well as check's prediction), naming both.
+TEST(SelfConsistency, ATensorCoreProfileRefusesTwoOperandFormatsWithoutACast) {
+  const ClaimSpec claim = parse_claim("--in bf16 --in-b fp16 --profile nvidia-h100-tc --out fp32");
+  try {
+    (void)detail::make_claim(claim, 64, false, true);
+    ADD_FAILURE() << "make_claim accepted bf16 x fp16 on a tensor-core profile";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("takes A and B of one format (--in bf16, --in-b fp16)"));
+  }
 }
 
 /// Cross-platform: C under `target` judged against R under `other` (both the models' own outputs

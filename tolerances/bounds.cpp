@@ -107,6 +107,18 @@ ReductionBound block_fma_bound(const Claim& claim, std::int64_t k, bool has_adde
     d.push_back(fmt::format("addend added after the blocks with {} into {}: + u·(1 + coef) = {:.6g}",
                             rounding_name(m.addend_rounding), m.output->name, b.deterministic));
   }
+  if (claim.compute_input) {
+    // The kernel casts the operands first (--cast, e.g. fp32 -> bf16 autocast before the tensor
+    // cores): the unit sums a'b' = ab(1+δa)(1+δb) exactly as above, |δ| <= u', so the cast adds
+    // (2u' + u'^2) per unit of Σ|ab| and Σ|a'b'| <= (1 + that)·Σ|ab|, as in the scalar bound.
+    const double ui = unit_roundoff(*claim.compute_input, claim.input_rounding);
+    b.input_cast = 2 * ui + ui * ui;
+    b.deterministic = b.deterministic * (1 + b.input_cast) + b.input_cast;
+    d.push_back(fmt::format("input cast {}{} -> {}: each product a'b' = ab(1+δa)(1+δb), |δ| <= {:.6g}: coefficient "
+                            "·(1 + 2u' + u'^2) + (2u' + u'^2) = {:.6g}·Σ|terms|",
+                            claim.input->name, claim.input_b ? fmt::format(" (B {})", claim.input_b->name) : std::string(),
+                            claim.compute_input->name, ui, b.deterministic));
+  }
   // Absolute allowances: the alignment floor and flushed subnormal results.
   const double floor_cut = static_cast<double>(n + 1) * std::ldexp(1.0, m.min_alignment_exponent - w);
   const double flush = m.output_subnormals ? 0.0 : min_normal(*m.output);

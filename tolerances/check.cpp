@@ -64,6 +64,12 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
                                    "--scale-a/--scale-b (check, emulate, tol matmul)",
                                    p.name));
     if (p.model == ProfileModel::block_fma) {
+      // A tensor-core instruction takes A and B in one format (the model is chosen by it): a
+      // kernel with two formats converts one or both first, which --cast states.
+      if (c.input_b && !c.compute_input)
+        throw InputError(fmt::format("profile {}: a tensor-core profile takes A and B of one format (--in {}, --in-b "
+                                     "{}); --cast F states a kernel that converts both to F first",
+                                     p.name, c.input->name, c.input_b->name));
       const FormatSpec& in = c.compute_input ? *c.compute_input : *c.input;
       c.block_fma = block_fma_for(p, in, *c.output);
       if (!c.block_fma) c.block_fma = block_fma_for(p, in, fp32);
@@ -77,7 +83,9 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
     c.acc = {p.reduction.acc.format, p.reduction.acc.rounding.rounding, p.reduction.acc.products_rounded,
              p.reduction.acc.rounding.ftz, p.reduction.acc.rounding.daz};
     c.output_ftz = p.reduction.output_rounding.ftz;
-    if (p.input_cast && p.input_cast != c.input) {
+    // The profile's cast converts each operand that is not already in its format: B's too where
+    // --in-b differs (the bound then counts a cast error on every product, the safe side).
+    if (p.input_cast && (p.input_cast != c.input || (c.input_b && p.input_cast != c.input_b))) {
       c.compute_input = p.input_cast;
       c.input_rounding = p.input_cast_rounding;
     }

@@ -80,7 +80,7 @@ std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optio
   if (c) cv = MatrixView{c->format, c->values, M, N};
   const Profile* p = claim.profile.get();
   if (p && p->model == ProfileModel::block_fma) {
-    if (fa != fb) throw InputError("a tensor-core profile takes A and B of one format");
+    if (!claim.cast && fa != fb) throw InputError("a tensor-core profile takes A and B of one format");
     // The unit's input: the operands' format, or the claim's --cast (applied first).
     const FormatSpec& in = claim.cast ? *claim.cast : fa;
     const BlockFmaModel& m = block_model(*p, in, fout);

@@ -173,6 +173,9 @@ int run_folder(const ProbeArgs& given, bool make) {
   ProbeArgs p = given;
   const fs::path conf = dir / "probe.txt";
   if (make) {
+    // Options first: a refused make leaves no folder behind.
+    profile_name(p);
+    options(p);
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw UsageError(fmt::format("{}: cannot create the folder: {}", dir.string(), ec.message()));
@@ -194,8 +197,6 @@ int run_folder(const ProbeArgs& given, bool make) {
                                    earlier.size() > shown ? fmt::format(" and {} more", earlier.size() - shown) : "",
                                    printable(dir.string())));
     }
-    profile_name(p);
-    options(p);
     p.presets = !p.no_presets;
     write_text_output(conf.string(), probe_settings_text(p), "DIR/probe.txt");
   } else {

@@ -606,55 +606,6 @@ TensorData row_input(const RowCase& c, const ClaimSpec& claim) {
   return tensor(f, {c.rows, c.cols}, std::move(bits), "X");
 }
 
-namespace {
-
-/// An element of a row: its exact result and its bound under the claim (absent: none, the
-/// oracle's special value decides).
-struct RowElementBound {
-  double exact = 0;
-  std::optional<double> bound;
-};
-
-/// Row `r` of X: each element's exact result (MPFR oracle) and its bound under the claim — the
-/// derived bound (row_element_bounds) for a --compute claim, else N ulps of the output at the
-/// exact value — the bounds check_rows judges by (tolerances/row_bounds.h).
-std::vector<RowElementBound> row_bounds_under_claim(RowOp op, const ClaimSpec& claim, const RowCheckOptions& opt,
-                                                    const TensorData& x, std::size_t r) {
-  const FormatSpec& fin = *x.format;
-  const FormatSpec& fo = *claim.out;
-  const auto C = static_cast<std::size_t>(x.shape.back());
-  const std::span<const Bits> row = std::span<const Bits>(x.values).subspan(r * C, C);
-  const MatrixRef m{&fin, row, 1, C};
-  std::vector<OracleValue> o;
-  switch (op) {
-    case RowOp::softmax: o = oracle_softmax(m, fo); break;
-    case RowOp::log_softmax: o = oracle_log_softmax(m, fo); break;
-    case RowOp::layernorm: o = oracle_layernorm(m, opt.eps, std::nullopt, std::nullopt, fo); break;
-    case RowOp::rmsnorm: o = oracle_rmsnorm(m, opt.eps, std::nullopt, fo); break;
-    default: {
-      const UnaryFn fn = *parse_unary_fn(row_op_name(op));
-      for (const Bits b : row) o.push_back(oracle_unary(fn, fin, b, fo));
-    }
-  }
-  std::vector<RowElementBound> out(C);
-  std::vector<double> xd(C), yd(C);
-  for (std::size_t j = 0; j < C; ++j) {
-    const ExactValue& e = o[j].exact;
-    out[j].exact = e.kind == ExactValue::Kind::finite ? e.as_double : NAN;
-    xd[j] = to_double(fin, row[j]);
-    yd[j] = out[j].exact;
-  }
-  if (!claim.ulps && claim.compute) {
-    const auto eb = row_element_bounds(op, row_claim(claim, opt), xd, yd);
-    for (std::size_t j = 0; j < C; ++j) out[j].bound = eb[j];
-  } else if (claim.ulps) {
-    for (std::size_t j = 0; j < C; ++j)
-      if (std::isfinite(out[j].exact)) out[j].bound = *claim.ulps * ulp_at(fo, out[j].exact);
-  }
-  return out;
-}
-
-}  // namespace
 
 ConformanceReport evaluate_row_case(const RowKernel& kernel, std::string_view claim_text, const RowCase& c) {
   const ClaimSpec claim = parse_claim(claim_text);

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "formats/convert.h"
+#include "formats/value.h"
 #include "formats/error.h"
 #include "tests/row_kernels.h"
 #include "tolerances/check.h"
@@ -395,6 +397,59 @@ TEST(RowBounds, NotVacuous) {
     for (std::uint64_t seed = 1; seed <= 4; ++seed) worst = std::max(worst, worst_ratio(run(c, seed).derived));
     EXPECT_GT(worst, 0.01);
   }
+}
+
+/// The next value of `f` above x (x finite, below the largest).
+Bits value_above(const FormatSpec& f, Bits x) {
+  RoundOptions up;
+  up.rounding = Rounding::rup;
+  return convert_double(f, std::nextafter(to_double(f, x), INFINITY), up).bits;
+}
+
+// row_bounds_under_claim (what the conformance suites measure their mutants by) gives the bound
+// check_rows judges by, under derived and --ulps claims alike: the farthest output value above the
+// exact result inside the bound is not outside it for check_rows, the next one above is.
+TEST(RowBounds, RowBoundsUnderClaimAreTheBoundsCheckRowsJudgesBy) {
+  std::mt19937_64 g(20261203);
+  std::normal_distribution<double> nd(0, 1);
+  for (const char* claim_text : {"--in fp32 --out bf16 --compute fp32", "--in fp32 --out fp32 --compute fp32 --fn-ulps 2",
+                                 "--in bf16 --out bf16 --ulps 2", "--in fp32 --out fp16 --ulps 0.5"})
+    for (const RowOp op : {RowOp::softmax, RowOp::log_softmax, RowOp::layernorm, RowOp::rmsnorm, RowOp::exp,
+                           RowOp::gelu_erf, RowOp::silu}) {
+      SCOPED_TRACE(fmt::format("{}, {}", row_op_name(op), claim_text));
+      const ClaimSpec claim = parse_claim(claim_text);
+      TensorData x;
+      x.name = "X";
+      x.format = claim.in;
+      x.shape = {2, 16};
+      for (int i = 0; i < 32; ++i) x.values.push_back(convert_double(*claim.in, nd(g), {}).bits);
+      RowCheckOptions opt;
+      const std::vector<RowElementBound> b = row_bounds_under_claim(op, claim, opt, x, 1);
+      ASSERT_EQ(b.size(), 16u);
+      TensorData c = x;
+      c.name = "C";
+      c.format = claim.out;
+      std::vector<RowElementBound> all = row_bounds_under_claim(op, claim, opt, x, 0);
+      all.insert(all.end(), b.begin(), b.end());
+      for (std::size_t e = 0; e < 32; ++e) c.values[e] = convert_double(*claim.out, all[e].exact, {}).bits;
+      for (const std::size_t j : {std::size_t{0}, std::size_t{7}, std::size_t{15}}) {
+        SCOPED_TRACE(fmt::format("element [1, {}]: exact {:a}, bound {:a}", j, b[j].exact, b[j].bound.value_or(-1)));
+        ASSERT_TRUE(b[j].bound && std::isfinite(b[j].exact));
+        Bits inside = c.values[16 + j];
+        ASSERT_LE(std::fabs(to_double(*claim.out, inside) - b[j].exact), *b[j].bound);
+        for (int step = 0; step < 100000; ++step) {
+          const Bits next = value_above(*claim.out, inside);
+          if (std::fabs(to_double(*claim.out, next) - b[j].exact) > *b[j].bound) break;
+          inside = next;
+        }
+        TensorData in = c, out = c;
+        in.values[16 + j] = inside;
+        out.values[16 + j] = value_above(*claim.out, inside);
+        EXPECT_EQ(check_rows(op, x, in, claim, opt).verdict.counts[3], 0) << "inside: " << to_hex(*claim.out, inside);
+        EXPECT_EQ(check_rows(op, x, out, claim, opt).verdict.counts[3], 1)
+            << "outside: " << to_hex(*claim.out, out.values[16 + j]);
+      }
+    }
 }
 
 TEST(RowBounds, FullyMaskedSoftmaxRowMustBeNaN) {

@@ -961,7 +961,59 @@ std::optional<Signature> function_accuracy_signature(RowOp op, const TensorData&
                   outside.size() == 1 ? "is" : "are", rungs[hi], claim.compute->name, rungs[hi], claim.fn_ulps)};
 }
 
+/// The MPFR oracle of `op` on `part` (whole rows of a row op; any run of elements of an
+/// elementwise one): check_rows and row_bounds_under_claim alike.
+std::vector<OracleValue> row_oracle(RowOp op, const MatrixRef& part, const RowCheckOptions& opt,
+                                    const std::optional<VectorRef>& gv, const std::optional<VectorRef>& bv,
+                                    const FormatSpec& fout) {
+  switch (op) {
+    case RowOp::softmax: return oracle_softmax(part, fout);
+    case RowOp::log_softmax: return oracle_log_softmax(part, fout);
+    case RowOp::layernorm: return oracle_layernorm(part, opt.eps, gv, bv, fout);
+    case RowOp::rmsnorm: return oracle_rmsnorm(part, opt.eps, gv, fout);
+    default: return oracle_unary(*parse_unary_fn(row_op_name(op)), *part.format, part.data, fout);
+  }
+}
+
 }  // namespace
+
+std::vector<RowElementBound> row_bounds_under_claim(RowOp op, const ClaimSpec& claim, const RowCheckOptions& opt,
+                                                    const TensorData& x, std::size_t r) {
+  detail::require_formats(claim, "row bounds");
+  if (x.shape.empty()) throw InputError("row bounds: X is 0-d");
+  const FormatSpec& fin = *x.format;
+  const FormatSpec& fo = *claim.out;
+  const FormatSpec& fparam = opt.param_format ? *opt.param_format : *claim.in;
+  const auto cols = static_cast<std::size_t>(x.shape.back());
+  if (cols == 0 || (r + 1) * cols > x.values.size())
+    throw InputError(fmt::format("row bounds: X {} has no row {}", shape_text(x.shape), r));
+  const std::span<const Bits> row = std::span<const Bits>(x.values).subspan(r * cols, cols);
+  std::optional<VectorRef> gv, bv;
+  if (opt.gamma) gv = VectorRef{&fparam, opt.gamma->values};
+  if (opt.beta) bv = VectorRef{&fparam, opt.beta->values};
+  const std::vector<OracleValue> o = row_oracle(op, MatrixRef{&fin, row, 1, cols}, opt, gv, bv, fo);
+  std::vector<RowElementBound> out(cols);
+  std::vector<double> xd(cols), yd(cols);
+  for (std::size_t j = 0; j < cols; ++j) {
+    out[j].exact = reference(o[j]).exact;
+    xd[j] = to_double(fin, row[j]);
+    yd[j] = out[j].exact;
+  }
+  if (!claim.ulps && claim.compute) {
+    std::vector<double> gd(gv ? cols : 0), bd(bv ? cols : 0);
+    for (std::size_t j = 0; j < gd.size(); ++j) gd[j] = to_double(fparam, gv->data[j]);
+    for (std::size_t j = 0; j < bd.size(); ++j) bd[j] = to_double(fparam, bv->data[j]);
+    const auto eb = row_element_bounds(op, row_claim(claim, opt), xd, yd, gd, bd);
+    for (std::size_t j = 0; j < cols; ++j) out[j].bound = eb[j];
+  } else if (claim.ulps) {
+    // check_rows' --ulps claim: judge() asks element_bound for each finite exact value.
+    const detail::ClaimSetup s = detail::make_claim(claim, 0, false, false);
+    const ReductionBound b = ulps_bound(s.claim);
+    for (std::size_t j = 0; j < cols; ++j)
+      if (std::isfinite(out[j].exact)) out[j].bound = element_bound(b, s.claim, out[j].exact, 0).deterministic;
+  }
+  return out;
+}
 
 CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const ClaimSpec& claim,
                        const RowCheckOptions& opt) {
@@ -1045,14 +1097,7 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
   const std::size_t units = width == 0 ? 0 : X.values.size() / width;
   const auto oracle = [&](std::size_t u0, std::size_t u1) {
     const std::span<const Bits> data = xr.data.subspan(u0 * width, (u1 - u0) * width);
-    const MatrixRef part{&fin, data, u1 - u0, cols};
-    switch (op) {
-      case RowOp::softmax: return oracle_softmax(part, fout);
-      case RowOp::log_softmax: return oracle_log_softmax(part, fout);
-      case RowOp::layernorm: return oracle_layernorm(part, opt.eps, gv, bv, fout);
-      case RowOp::rmsnorm: return oracle_rmsnorm(part, opt.eps, gv, fout);
-      default: return oracle_unary(*parse_unary_fn(name), fin, data, fout);
-    }
+    return row_oracle(op, MatrixRef{&fin, data, u1 - u0, cols}, opt, gv, bv, fout);
   };
   std::vector<ReferenceElement> ref(X.values.size());
   try {

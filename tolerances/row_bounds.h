@@ -77,6 +77,21 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::
 /// without claim.compute.
 ToleranceResult row_tolerance(RowOp op, const ClaimSpec& claim, std::size_t n, const RowCheckOptions& opt = {});
 
+/// An element of a row: its exact result (the MPFR oracle's, NaN/±inf where it is not finite)
+/// and its bound |output - exact| under a claim (absent: none, the oracle's special value decides).
+struct RowElementBound {
+  double exact = 0;
+  std::optional<double> bound;
+};
+
+/// Row `r` of X (an elementwise op: its elements, each on its own) under `claim`: each element's
+/// exact result and the bound check_rows judges it by — the derived bound (row_element_bounds)
+/// under --compute, else element_bound of the --ulps claim — from the same oracle and bound code
+/// (the conformance suites measure their mutants with it). gamma/beta from opt. InputError for a
+/// 0-d X or a row past its end.
+std::vector<RowElementBound> row_bounds_under_claim(RowOp op, const ClaimSpec& claim, const RowCheckOptions& opt,
+                                                    const TensorData& x, std::size_t r);
+
 /// The claim in words for reports: "layernorm in fp32 (variance: any of two-pass, welford,
 /// sumsq), functions within 1 ulps".
 std::string row_claim_order(RowOp op, const RowClaim& c);

@@ -5,6 +5,7 @@
 // (DeepGEMM's `final_accum += scale * accum`, contracted); exact values in long double where
 // they are exact. Legal outputs consistent and predicted bit for bit; wrong-block scales and a
 // missing promotion under a narrow accumulator judged defects.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -590,6 +591,60 @@ TEST(ScaledGemm, ScaleBugSignatures) {
   EXPECT_TRUE(std::any_of(r.verdict.signatures.begin(), r.verdict.signatures.end(),
                           [](const Signature& g) { return g.name == "missing-promotion"; }))
       << r.text();
+}
+
+// A layout bug that reproduces the output names the cause alone: the generic readings that name
+// another (narrow-accumulator: "partial sums held in fewer bits"; lone-outlier) are dropped.
+// MXFP8 on B200 with B's 8x8 E8M0 scale tensor read transposed printed narrow-accumulator too.
+TEST(ScaledGemm, AScaleLayoutSignatureIsNotJoinedByANarrowAccumulator) {
+  const Problem p = make(16, 256, 8, 32, 21);
+  ClaimSpec claim = parse_claim("--in fp8_e4m3 --out bf16 --profile nvidia-b200-mxfp8 --scale-a a.npy --scale-b b.npy");
+  std::mt19937 gen(22);
+  std::vector<double> sa(16 * 8), sb(8 * 8), sbt(8 * 8);
+  for (double& x : sa) x = std::ldexp(1.0, static_cast<int>(gen() % 14) - 7);
+  for (double& x : sb) x = std::ldexp(1.0, static_cast<int>(gen() % 14) - 7);
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c < 8; ++c) sbt[static_cast<std::size_t>(r * 8 + c)] = sb[static_cast<std::size_t>(c * 8 + r)];
+  claim.quant.scale_a = sa;
+  claim.quant.scale_b = sbt;
+  const TensorData out = emulate_matmul(A_of(p), B_of(p), std::nullopt, claim);
+  claim.quant.scale_b = sb;
+  const CheckResult r = check_matmul(A_of(p), B_of(p), out, claim);
+  ASSERT_FALSE(r.verdict.signatures.empty()) << r.text();
+  EXPECT_EQ(r.verdict.signatures.front().name, "scale-transposed") << r.text();
+  for (const Signature& g : r.verdict.signatures) {
+    EXPECT_NE(g.name, "narrow-accumulator") << r.text();
+    EXPECT_NE(g.name, "lone-outlier") << r.text();
+  }
+}
+
+// A tensor-core unit takes A and B in one format: a scaled claim with two operand formats on a
+// block-FMA profile is refused (it converted B to A's format: emulate's own output was then a
+// proven defect of check); and the options that qualify scales need both operands' scales.
+TEST(ScaledGemm, ClaimsThatStateAnotherGemmAreRefused) {
+  const Problem p = make(4, 256, 4, 128, 5);
+  ClaimSpec mixed = parse_claim("--in fp8_e4m3 --in-b fp8_e5m2 --out fp32 --scale-a 1 --scale-b 1 --profile nvidia-h100-tc");
+  const TensorData b5 = view(std::span<const std::uint8_t>(p.b), {p.k, p.n}, "fp8_e5m2", "B");
+  try {
+    (void)emulate_matmul(A_of(p), b5, std::nullopt, mixed);
+    ADD_FAILURE() << "emulate accepted e4m3 x e5m2 on a tensor-core profile";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("takes A and B of one format (--in fp8_e4m3, --in-b fp8_e5m2)"));
+  }
+  EXPECT_THROW((void)tolerance("matmul", 256,
+                               parse_claim("--in fp8_e4m3 --in-b fp8_e5m2 --out fp32 --scale-a 1 --scale-b 1 "
+                                           "--profile nvidia-h100-tc")),
+               InputError);
+  for (const char* claim : {"--in fp8_e4m3 --out fp32 --promote-every 4", "--in fp8_e4m3 --out fp32 --scale-format e8m0",
+                            "--in fp8_e4m3 --out fp32 --scale-a 2", "--in fp8_e4m3 --out fp32 --scale-b 2"}) {
+    SCOPED_TRACE(claim);
+    try {
+      (void)check_matmul(A_of(p), B_of(p), C_of(p, naive(p, 128)), parse_claim(claim));
+      ADD_FAILURE() << "accepted";
+    } catch (const InputError& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("a scaled GEMM takes both operands' scales"));
+    }
+  }
 }
 
 TEST(ScaledGemm, ShapesOfScalesAreChecked) {

@@ -253,6 +253,17 @@ void validate_quant_claim(const ClaimSpec& c) {
                                    c.acc->name, rounding_name(c.acc_rounding)));
     if (q.scale_block_a && (q.scale_a_text.empty() || q.scale_b_text.empty()))
       throw InputError("--scale-block needs --scale-a and --scale-b (the scale tensors it lays out)");
+    // --promote-every / --scale-format qualify the scales; one operand's scale alone would leave
+    // the other's silently 1 (per tensor scales of 1 are --scale-a 1 --scale-b 1).
+    const bool has_a = !q.scale_a_text.empty() || !q.scale_a.empty(), has_b = !q.scale_b_text.empty() || !q.scale_b.empty();
+    if (!has_a || !has_b)
+      throw InputError(fmt::format("scaled GEMM: {} without {}: a scaled GEMM takes both operands' scales (per-tensor "
+                                   "scales of 1 are --scale-a 1 --scale-b 1)",
+                                   has_a   ? "--scale-a"
+                                   : has_b ? "--scale-b"
+                                   : q.promote_every ? "--promote-every"
+                                                     : "--scale-format",
+                                   has_a ? "--scale-b" : has_b ? "--scale-a" : "--scale-a and --scale-b"));
     if (c.ulps || c.compute) throw InputError("scaled GEMM: --ulps and --compute do not apply");
     return;
   }

@@ -114,6 +114,12 @@ Scaled scaled_of(const ClaimSpec& c, std::int64_t M, std::int64_t K, std::int64_
       throw InputError(fmt::format("scaled GEMM: profile {} is not a tensor-core (block-FMA) profile; give --acc F or a "
                                    "block-FMA profile for the partial sums",
                                    c.profile->name));
+    // The unit takes A and B in one format (its model is chosen by it; an H100's e4m3 and e5m2
+    // units differ in their alignment window): B converted to A's format would be another GEMM.
+    if (c.in_b && *c.in_b != in)
+      throw InputError(fmt::format("scaled GEMM: profile {}: a tensor-core profile takes A and B of one format (--in "
+                                   "{}, --in-b {}); give --acc F for partial sums of exact products instead",
+                                   c.profile->name, in.name, c.in_b->name));
     s.block_fma = block_fma_for(*c.profile, in, fp32);
     if (!s.block_fma)
       throw InputError(fmt::format("profile {} has no tensor-core model for {} inputs (it has {})", c.profile->name,
@@ -294,6 +300,17 @@ void scale_signatures(Verdict& v, const Scaled& s, const ClaimSpec& claim, const
     whole.chunk = d.k;
     report(equal({s.sa, s.ba}, {s.sb, s.bb}, whole), "missing-promotion",
            fmt::format("one partial sum over all K = {} instead of promotions every {}", d.k, s.chunk));
+  }
+  // A layout bug that reproduces the output explains its errors: the generic readings that name
+  // another cause (partial sums held in fewer bits, a race or indexing fault) are dropped, and
+  // the layout's evidence comes first.
+  const auto layout = [](const Signature& g) {
+    return g.name == "scale-transposed" || g.name == "scale-missing" || g.name == "missing-promotion";
+  };
+  if (std::any_of(v.signatures.begin(), v.signatures.end(), layout)) {
+    std::erase_if(v.signatures,
+                  [](const Signature& g) { return g.name == "narrow-accumulator" || g.name == "lone-outlier"; });
+    std::stable_partition(v.signatures.begin(), v.signatures.end(), layout);
   }
 }
 

@@ -146,6 +146,28 @@ ErrorField field_from_json(const nlohmann::json& j, const JsonReader& r, bool ma
   return f;
 }
 
+std::string md_text(std::string_view s) {
+  std::string o;
+  for (const char ch : s) {
+    if ((static_cast<unsigned char>(ch) < 0x20 && ch != '\n') || ch == 0x7f) {  // callers pass printable() text
+      o += "\xef\xbf\xbd";
+      continue;
+    }
+    switch (ch) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '\n': o += ' '; break;
+      case '\\': case '`': case '*': case '[': case ']': case '~': case '|':
+        o += '\\';
+        o += ch;
+        break;
+      default: o += ch;
+    }
+  }
+  return o;
+}
+
 std::string xml_escape(std::string_view s) {
   std::string o;
   for (const char ch : s) {

@@ -64,7 +64,7 @@ struct GateLoader {
 
   /// A yes/no value (YAML's true/false).
   bool flag(const YAML::Node& n, const std::string& what) const {
-    const std::string v = text(n, what);
+    const std::string v = detail::strict_yaml_plain(rules, n, what, "true or false");
     if (v == "true") return true;
     if (v == "false") return false;
     fail(n, fmt::format("{} must be true or false, not '{}'", what, printable(v)));
@@ -148,7 +148,7 @@ struct GateLoader {
     c.baseline = n["baseline"] ? flag(n["baseline"], fmt::format("{}: baseline", where)) : default_baseline;
     if (n["axis"]) {
       const std::string what = fmt::format("{}: axis", where);
-      text(n["axis"], what);
+      detail::strict_yaml_plain(rules, n["axis"], what, "an integer");
       try {
         c.axis = n["axis"].as<int>();
       } catch (const YAML::Exception&) {
@@ -157,7 +157,7 @@ struct GateLoader {
     }
     if (n["eps"]) {
       const std::string what = fmt::format("{}: eps", where);
-      text(n["eps"], what);
+      detail::strict_yaml_plain(rules, n["eps"], what, "a number");
       try {
         c.eps = n["eps"].as<double>();
       } catch (const YAML::Exception&) {
@@ -167,7 +167,7 @@ struct GateLoader {
     }
     if (n["worst"]) {
       const std::string what = fmt::format("{}: worst", where);
-      const std::string v = text(n["worst"], what);
+      const std::string v = detail::strict_yaml_plain(rules, n["worst"], what, "an integer");
       long long w = -1;
       const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), w);
       if (ec != std::errc{} || end != v.data() + v.size() || w < 0 || w > max_worst)
@@ -188,7 +188,7 @@ struct GateLoader {
     Gate g;
     g.path = path;
     if (!root["version"]) fail(root, "missing 'version' (write version: 1)");
-    const std::string v = text(root["version"], "version");
+    const std::string v = detail::strict_yaml_plain(rules, root["version"], "version", "1");
     if (v != "1") fail(root["version"], fmt::format("version must be 1 (the only gate-file version), not '{}'", printable(v)));
     std::optional<std::pair<std::string, int>> default_claim;
     bool default_baseline = false;

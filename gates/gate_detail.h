@@ -38,6 +38,14 @@ ErrorField field_from_json(const nlohmann::json& j, const JsonReader& r, bool ma
 /// newline (not allowed in XML 1.0) become U+FFFD.
 std::string xml_escape(std::string_view s);
 
+/// `s` as text in a Markdown table cell or line (GitHub-flavoured: the summary CI posts): HTML's
+/// `<`, `>`, `&` as entities (a name is shown, never rendered as a tag), the characters that
+/// start Markdown markup (\ ` * [ ] ~ |) backslash-escaped (not `_`: GitHub does not emphasise
+/// inside a word, and snake_case names stay readable in the source), a newline as a space. A name
+/// from a file goes through printable() first (its control bytes as \xNN); any control byte
+/// left becomes U+FFFD.
+std::string md_text(std::string_view s);
+
 /// `s` as one POSIX shell word (single-quoted when it holds anything but [A-Za-z0-9_./:=@%+-]).
 std::string shell_word(std::string_view s);
 

@@ -166,10 +166,8 @@ std::string migration_markdown(const GateResult& r) {
     if (s.empty()) s = "### Migration report\n\n| case | section | grade | evidence |\n|---|---|---|---|\n";
     for (const MigrationSection& x : sections) {
       std::string ev;
-      for (const std::string& e : x.evidence) ev += ev.empty() ? e : fmt::format("<br>{}", e);
-      for (char& ch : ev)
-        if (ch == '|' || ch == '\n') ch = ' ';
-      s += fmt::format("| {} | {} | {} | {} |\n", c.name, x.title, x.grade, ev);
+      for (const std::string& e : x.evidence) ev += ev.empty() ? detail::md_text(e) : fmt::format("<br>{}", detail::md_text(e));
+      s += fmt::format("| {} | {} | {} | {} |\n", detail::md_text(printable(c.name)), x.title, x.grade, ev);
     }
   }
   return s;

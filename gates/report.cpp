@@ -17,17 +17,8 @@ namespace numfid {
 namespace {
 
 using detail::short_number;
+using detail::md_text;
 using detail::xml_escape;
-
-std::string md_cell(std::string_view s) {
-  std::string o;
-  for (const char c : s) {
-    if (c == '|') o += "\\|";
-    else if (c == '\n') o += ' ';
-    else o += c;
-  }
-  return o;
-}
 
 /// The heatmap as a canvas drawn by the page's script from one byte per cell (hex): |error| /
 /// bound in [0, 1] as 0..254, beyond the bound (or not finite) as 255. A canvas and 2 hex
@@ -161,20 +152,20 @@ std::string sort_number(double x) { return std::isfinite(x) ? fmt::format("{}", 
 }  // namespace
 
 std::string GateResult::markdown() const {
-  std::string s = fmt::format("## numfid gate `{}`\n\n", md_cell(path));
+  std::string s = fmt::format("## numfid gate {}\n\n", md_text(printable(path)));
   s += fmt::format("**{}** cases: {} consistent, {} suspicious, {} defect, {} regressed, {} error — exit {}\n\n", cases.size(),
                    count("consistent"), count("suspicious"), count("defect"), count("regressed"), count("error"), exit_code());
   s += "| case | op | verdict | max error (ulps) | p99 (ulps) | fraction of bound | reason |\n|---|---|---|---|---|---|---|\n";
   for (const GateCaseResult& c : cases) {
     const bool f = c.figures.has_value();
-    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", md_cell(printable(c.name)), c.op, c.status(),
+    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", md_text(printable(c.name)), c.op, c.status(),
                      f ? short_number(c.figures->max_error_ulps) : "", f ? short_number(c.figures->field.p99_ulps) : "",
-                     f ? ratio_text(c.figures->field) : "", md_cell(c.reason()));
+                     f ? ratio_text(c.figures->field) : "", md_text(c.reason()));
   }
   std::string extra;
   for (const GateCaseResult& c : cases)
-    for (const std::string& i : c.comparison.improvements) extra += fmt::format("- `{}` improved: {}\n", md_cell(c.name), i);
-  for (const std::string& o : orphan_baselines) extra += fmt::format("- orphan baseline `{}`: no case of the gate\n", o);
+    for (const std::string& i : c.comparison.improvements) extra += fmt::format("- {} improved: {}\n", md_text(printable(c.name)), md_text(i));
+  for (const std::string& o : orphan_baselines) extra += fmt::format("- orphan baseline {}: no case of the gate\n", md_text(printable(o)));
   if (!extra.empty()) s += fmt::format("\n{}", extra);
   const std::string migration = migration_markdown(*this);
   if (!migration.empty()) s += fmt::format("\n{}", migration);

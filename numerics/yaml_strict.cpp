@@ -2,6 +2,8 @@
 // loader so that gate files get the same rules and messages.
 #include "numerics/yaml_strict_detail.h"
 
+#include "io/error.h"
+
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
@@ -27,6 +29,16 @@ std::string join_names(const std::vector<std::string>& names) {
 std::string strict_yaml_text(const StrictYamlRules& rules, const YAML::Node& n, const std::string& what) {
   if (!n.IsScalar()) strict_yaml_fail(rules, n.Mark(), fmt::format("{} must be a single value", what));
   return n.Scalar();
+}
+
+std::string strict_yaml_plain(const StrictYamlRules& rules, const YAML::Node& n, const std::string& what,
+                              std::string_view kind) {
+  std::string v = strict_yaml_text(rules, n, what);
+  // yaml-cpp tags a quoted scalar "!" (non-specific, a string) and a plain one "?".
+  if (n.Tag() == "!")
+    strict_yaml_fail(rules, n.Mark(), fmt::format("{} must be {}, not the quoted text '{}' (write it without quotes)",
+                                                  what, kind, printable(v)));
+  return v;
 }
 
 void strict_yaml_check_keys(const StrictYamlRules& rules, const YAML::Node& map, const std::vector<std::string>& allowed,

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -36,6 +37,11 @@ std::string join_names(const std::vector<std::string>& names);
 /// The text of a scalar node; anything else (a mapping, a list, null) is rules.fail "{what}
 /// must be a single value" (instead of yaml-cpp's "bad conversion").
 std::string strict_yaml_text(const StrictYamlRules& rules, const YAML::Node& n, const std::string& what);
+
+/// The text of a plain (unquoted) scalar: a boolean or a number. A quoted one ('true', "1") is a
+/// string in YAML, and rules.fail says "{what} must be {kind}, not the quoted text '...'".
+std::string strict_yaml_plain(const StrictYamlRules& rules, const YAML::Node& n, const std::string& what,
+                              std::string_view kind);
 
 /// rules.fail unless `map` is a mapping whose every key is one of `allowed` ("unknown key 'K' in
 /// {where} (valid: ...)").

@@ -287,8 +287,24 @@ TEST_F(GateTest, ControlBytesInANameAreEscapedOnce) {
   EXPECT_EQ(text.find("x5c"), std::string::npos) << text;
   const std::string md = r.markdown();
   EXPECT_EQ(md.find('\x01'), std::string::npos) << md;
-  EXPECT_NE(md.find("| a\\x01b | matmul | error |"), std::string::npos) << md;
+  // Markdown source: the backslash of \x01 is itself escaped (rendered: a\x01b).
+  EXPECT_NE(md.find(R"(| a\\x01b | matmul | error |)"), std::string::npos) << md;
   EXPECT_EQ(md.find("x5c"), std::string::npos) << md;
+}
+
+// The Markdown summary (posted by CI as a PR comment) shows a name as text: HTML tags as
+// entities, Markdown markup and the table's '|' escaped, on one line.
+TEST_F(GateTest, MarkdownShowsNamesAsText) {
+  const GateResult r =
+      run_gate(load_gate(write(gate_with(matmul_case("\"a|b\\nc</script><img src=x>*em*_u_ `code` [l](u) &amp;\"", "nope.npy")))));
+  ASSERT_EQ(r.cases.size(), 1u);
+  const std::string md = r.markdown();
+  EXPECT_EQ(md.find("<script"), std::string::npos) << md;
+  EXPECT_EQ(md.find("</script"), std::string::npos) << md;
+  EXPECT_EQ(md.find("<img"), std::string::npos) << md;
+  EXPECT_NE(md.find(R"(| a\|b\\x0ac&lt;/script&gt;&lt;img src=x&gt;\*em\*_u_ \`code\` \[l\](u) &amp;amp; | matmul | error |)"),
+            std::string::npos)
+      << md;
 }
 
 TEST_F(GateTest, JUnitEscapesNames) {
@@ -360,6 +376,13 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
        p + ":10: case 'legal': 'ref' needs 'ref_claim' (the claim of the platform that produced it)"},
       {"second document", gate_with(legal) + "---\nversion: 1\n", p + ":11: a second YAML document (a gate file is one document)"},
       {"version 2", "version: 2\ncases:\n" + legal, p + ":1: version must be 1 (the only gate-file version), not '2'"},
+      // Quoted scalars are strings in YAML, refused where a boolean or a number is meant.
+      {"version quoted", "version: '1'\ncases:\n" + legal,
+       p + ":1: version must be 1, not the quoted text '1' (write it without quotes)"},
+      {"baseline quoted", gate_with(legal + "    baseline: 'true'\n"),
+       p + ":10: case 'legal': baseline must be true or false, not the quoted text 'true' (write it without quotes)"},
+      {"worst quoted", gate_with(legal + "    worst: \"3\"\n"),
+       p + ":10: case 'legal': worst must be an integer, not the quoted text '3' (write it without quotes)"},
       {"no version", "cases:\n" + legal, p + ":1: missing 'version' (write version: 1)"},
       {"cases not a list", "version: 1\ncases: {}\n", p + ":2: cases must be a non-empty list"},
       {"case not a mapping", gate_with("  - matmul\n"), p + ":5: a case must be a mapping"},

@@ -403,7 +403,22 @@ py::dict probe_callable(py::object fn, const std::string& op, std::int64_t k, co
     py::object b = py::none();
     if (c.op == ProbeOp::dot) b = values(c.b, c.rows, c.k);
     if (c.op == ProbeOp::matmul) b = values(c.b, c.k, c.cols);
-    const py::array_t<double, py::array::c_style | py::array::forcecast> out = fn(values(c.a, c.rows, c.k), b);
+    // What fn returned, checked here (the Python caller's error, in Python's terms): not an
+    // array of numbers (None, a str) is a TypeError, the wrong number of values a ValueError.
+    const py::object got = fn(values(c.a, c.rows, c.k), b);
+    const std::int64_t want = c.op == ProbeOp::matmul ? c.rows * c.cols : c.rows;
+    const std::string needs = c.op == ProbeOp::matmul
+                                  ? fmt::format("{} values ({} rows × {} columns)", want, c.rows, c.cols)
+                                  : fmt::format("{} values (one per row of a)", want);
+    if (got.is_none())
+      throw py::type_error(fmt::format("numfid.probe: fn returned None; it must return an array of {}", needs));
+    const auto out = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(got);
+    if (!out)
+      throw py::type_error(fmt::format("numfid.probe: fn returned a {}, not an array of numbers; it must return an array of {}",
+                                       Py_TYPE(got.ptr())->tp_name, needs));
+    if (static_cast<std::int64_t>(out.size()) != want)
+      throw py::value_error(fmt::format("numfid.probe: fn returned {} values (shape {}) for a call that needs {}", out.size(),
+                                        py::repr(out.attr("shape")).cast<std::string>(), needs));
     std::vector<Bits> r;
     r.reserve(static_cast<std::size_t>(out.size()));
     for (py::ssize_t i = 0; i < out.size(); ++i) {

@@ -20,6 +20,8 @@ import os as _os
 import numpy as _np
 
 from . import _numfid
+from ._args import INT32 as _INT32, UINT64 as _UINT64
+from ._args import bool_arg as _bool_arg, float_arg as _float_arg, int_arg as _int_arg, str_arg as _str_arg
 from ._arrays import as_operand as _as_operand
 from ._arrays import operand as _operand
 from ._result import CheckResult, Tolerance
@@ -109,8 +111,13 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=None
             takes = _numfid.check_options_list(op)
             raise TypeError(f"numfid.check('{op}'): option {name}= does not apply to it"
                             + (f" (it takes {takes})" if takes else ""))
-    if isinstance(worst, bool) or not isinstance(worst, _numbers.Integral) or not 0 <= worst <= _numfid.max_worst:
+    for name in ("addend_format", "ref_profile", "variance", "softmax", "param_format", "norm_form"):
+        options[name] = _str_arg("check", name, options[name], optional=True)
+    options["axis"] = _int_arg("check", "axis", axis, _INT32, optional=True)
+    options["eps"] = _float_arg("check", "eps", eps, optional=True)
+    if isinstance(worst, (bool, _np.bool_)) or not isinstance(worst, _numbers.Integral) or not 0 <= worst <= _numfid.max_worst:
         raise ValueError(f"worst={worst!r}: the number of elements to list is an integer from 0 to {_numfid.max_worst} (the CLI's --worst range)")
+    worst = int(worst)
     args = {name: _operand(value, name) for name, value in operands.items()}
     native = _numfid.check(op, claim, worst=worst, **options, **args)
     # C's shape as read (a list or tuple has no .shape: the array made of it has); the model's
@@ -132,10 +139,23 @@ def tol(op, claim, k, *, addend=False, ref_profile=None, target_profile=None, ep
     op ("softmax", "layernorm", "gelu_erf", ...: a claim with --compute) each element's bound
     depends on its row's values: the derivation for rows of k elements (`per_element` is True,
     no rtol/atol). Returns a Tolerance."""
-    if not isinstance(k, int) or isinstance(k, bool):
-        raise TypeError(f"numfid.tol: k must be an int, not {type(k).__name__}")
-    return Tolerance(_numfid.tol(op, claim, k, addend, ref_profile, target_profile,
-                                 None if eps is None else float(eps), variance, softmax, norm_form))
+    op = _str_arg("tol", "op", op)
+    claim = _str_arg("tol", "claim", claim)
+    k = _int_arg("tol", "k", k)
+    addend = _bool_arg("tol", "addend", addend)
+    ref_profile, target_profile, variance, softmax, norm_form = (
+        _str_arg("tol", name, value, optional=True)
+        for name, value in (("ref_profile", ref_profile), ("target_profile", target_profile), ("variance", variance),
+                            ("softmax", softmax), ("norm_form", norm_form)))
+    eps = _float_arg("tol", "eps", eps, optional=True)
+    try:
+        native = _numfid.tol(op, claim, k, addend, ref_profile, target_profile, eps, variance, softmax, norm_form)
+    except ValueError as e:
+        # The library names the CLI's --k ("--k: the reduction length K must be ..."); here k=.
+        if not str(e).startswith("--k:"):
+            raise
+        raise ValueError(f"k={k}:{str(e)[len('--k:'):]}") from None
+    return Tolerance(native)
 
 
 def _profile_claim(claim_or_profile, fmt_a):
@@ -164,8 +184,9 @@ def emulate(op, claim_or_profile, *, a=None, b=None, c=None, x=None, axis=-1, c_
         raise TypeError(f"numfid.emulate: op must be a str ('matmul', 'dot' or 'sum'), not {type(op).__name__}")
     if not isinstance(claim_or_profile, str):
         raise TypeError(f"numfid.emulate: the claim is its text form (a str), not {type(claim_or_profile).__name__}")
-    if not isinstance(bits, (bool, _np.bool_)):
-        raise TypeError(f"numfid.emulate: bits must be True or False, not {bits!r}")
+    bits = _bool_arg("emulate", "bits", bits)
+    axis = _int_arg("emulate", "axis", axis, _INT32)
+    c_format = _str_arg("emulate", "c_format", c_format, optional=True)
     if op == "sum":
         # Options of the other ops are refused, never ignored (as check() refuses them).
         if a is not None or b is not None or c is not None or c_format is not None:
@@ -197,6 +218,11 @@ def convert(array, to, rounding="rne", saturate=False, seed=None, *, from_=None,
     Returns float32 values of `to` (float64 for int32), or its bit patterns (uint8 / uint16 /
     uint32; int8 and int32 as int8 / int32 arrays, whose values are the patterns) with bits=True.
     """
+    to = _str_arg("convert", "to", to)
+    rounding = _str_arg("convert", "rounding", rounding)
+    saturate = _bool_arg("convert", "saturate", saturate)
+    from_ = _str_arg("convert", "from_", from_, optional=True)
+    bits = _bool_arg("convert", "bits", bits)
     op, fmt = _as_operand(array, "array")
     if seed is not None and rounding not in ("stochastic", "sr"):
         raise ValueError(f"seed={seed}: a seed only matters for rounding='stochastic'")
@@ -209,7 +235,7 @@ def convert(array, to, rounding="rne", saturate=False, seed=None, *, from_=None,
     if from_ is None and container not in ("F16", "F32", "F64", "BF16", "F8_E4M3", "F8_E5M2"):
         raise TypeError(f"numfid.convert: a {op[0].dtype} array holds bit patterns or integers: name their format "
                         f"with from_= (e.g. from_='bf16')")
-    _, out = _numfid.convert(op, from_ or "", to, rounding, saturate, seed or 0, bits)
+    _, out = _numfid.convert(op, from_ or "", to, rounding, saturate, int(seed or 0), bits)
     return out
 
 
@@ -235,6 +261,13 @@ def probe(fn, op, *, k, in_format="fp32", out_format="fp32", seed=1, budget=0, v
     on `validation` fresh outputs), model, tree, candidates, calls, validation_mismatches,
     message.
     """
+    if not callable(fn):
+        raise TypeError(f"numfid.probe: fn must be a callable fn(a, b) -> array, not {type(fn).__name__}")
+    op, in_format, out_format, name = (_str_arg("probe", arg, value) for arg, value in
+                                       (("op", op), ("in_format", in_format), ("out_format", out_format), ("name", name)))
+    k, budget, validation = (_int_arg("probe", arg, value) for arg, value in
+                             (("k", k), ("budget", budget), ("validation", validation)))
+    seed = _int_arg("probe", "seed", seed, _UINT64)
     return _numfid.probe(fn, op, k, in_format, out_format, seed, budget, validation, name)
 
 

@@ -80,6 +80,11 @@ def _torch_array(t, name):
         raise TypeError(f"{name}: torch dtype {dtype} is not supported ({', '.join(_TORCH)})")
     fmt, container = _TORCH[dtype]
     t = t.detach()
+    # A lazily negated or conjugated view (torch's negative/conjugate bit) refuses .numpy():
+    # materialised here (no copy for a tensor without the bit; older torch has neither method).
+    for resolve in ("resolve_conj", "resolve_neg"):
+        if hasattr(t, resolve):
+            t = getattr(t, resolve)()
     if t.device.type != "cpu":
         t = t.cpu()  # one copy off the device: the check runs on the CPU
     t = t.contiguous()  # no copy when already contiguous

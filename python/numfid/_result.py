@@ -6,6 +6,8 @@ Every attribute is read from the library's own JSON document (CheckResult::json(
 
 import json
 
+from ._args import bool_arg
+
 
 class CheckResult:
     """The verdict of one check (tolerances/check.h CheckResult).
@@ -64,7 +66,7 @@ class CheckResult:
     def predicted(self, bits=False):
         """The output the claim's model predicts bit for bit (float32 values, or bit patterns
         with bits=True), where the check ran a model; else None."""
-        return self._native.predicted(list(self._shape or []), bits)
+        return self._native.predicted(list(self._shape or []), bool_arg("CheckResult.predicted", "bits", bits))
 
     def __bool__(self):
         return self.consistent

@@ -102,9 +102,14 @@ def test_unknown_op_rounding_format_and_k(cli):
         numfid.convert(np.zeros(2, np.float32), "bf16", rounding="sideways")
     with pytest.raises(ValueError, match="unknown format 'bf17'"):
         numfid.convert(np.zeros(2, np.float32), "bf17")
+    # The CLI's message, naming the Python argument k= where the CLI names --k.
     with pytest.raises(ValueError) as e:
         numfid.tol("matmul", "--in bf16 --out bf16", k=0)
-    assert str(e.value) == error_text(cli("tol", "matmul", "--k", 0, "--in", "bf16", "--out", "bf16"))
+    want = error_text(cli("tol", "matmul", "--k", 0, "--in", "bf16", "--out", "bf16"))
+    assert want.startswith("--k: ")
+    assert str(e.value) == "k=0: " + want[len("--k: "):]
+    with pytest.raises(ValueError, match="^k=-3: the row length must be a positive integer"):
+        numfid.tol("layernorm", "--in bf16 --compute fp32 --out bf16", -3)
     with pytest.raises(ValueError, match="give exactly one of --plan P or --profile NAME"):
         numfid.emulate("matmul", "--in bf16 --out bf16", a=np.zeros((2, 2), np.float32), b=np.zeros((2, 2), np.float32))
 
@@ -250,3 +255,82 @@ def test_messages_name_the_python_arguments():
     with pytest.raises(ValueError) as e:  # claim-text options stay as the caller wrote them
         numfid.check("exp", "--in fp32 --acc fp16 --compute fp32 --out fp32", x=x, c=x)
     assert "--acc belongs to a reduction's claim" in str(e.value)
+
+
+X = np.ones((4, 8), np.float32)
+SUM = "--in fp32 --acc fp32 --out fp32 --plan sequential"
+ROW = "--in bf16 --out bf16 --compute fp32"
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: numfid.check("sum", SUM, x=X, c=X.sum(0), axis=0.0), "numfid.check: axis must be an int or None, not float"),
+    (lambda: numfid.check("layernorm", ROW, x=X, c=X, eps="1e-3"), "numfid.check: eps must be a float or None, not str"),
+    (lambda: numfid.check("layernorm", ROW, x=X, c=X, variance=2), "numfid.check: variance must be a str or None, not int"),
+    (lambda: numfid.convert(X, None), "numfid.convert: to must be a str, not NoneType"),
+    (lambda: numfid.convert(X, "fp8_e4m3", saturate="no"), "numfid.convert: saturate must be True or False, not 'no'"),
+    (lambda: numfid.convert(X, "bf16", rounding=None), "numfid.convert: rounding must be a str, not NoneType"),
+    (lambda: numfid.convert(X, "bf16", bits=1), "numfid.convert: bits must be True or False, not 1"),
+    (lambda: numfid.convert(np.zeros(2, np.uint16), "fp32", from_=16), "numfid.convert: from_ must be a str or None, not int"),
+    (lambda: numfid.emulate("sum", SUM, x=X, axis=0.0), "numfid.emulate: axis must be an int, not float"),
+    (lambda: numfid.emulate("matmul", SUM, a=X, b=X.T, c_format=1), "numfid.emulate: c_format must be a str or None, not int"),
+    (lambda: numfid.tol(None, "--in bf16 --acc fp32 --out bf16", 4), "numfid.tol: op must be a str, not NoneType"),
+    (lambda: numfid.tol("matmul", None, 4), "numfid.tol: claim must be a str, not NoneType"),
+    (lambda: numfid.tol("matmul", "--in bf16 --acc fp32 --out bf16", 4, addend=None), "numfid.tol: addend must be True or False, not None"),
+    (lambda: numfid.tol("layernorm", ROW, 64, eps="1e-3"), "numfid.tol: eps must be a float or None, not str"),
+    (lambda: numfid.tol("layernorm", ROW, 64, eps="abc"), "numfid.tol: eps must be a float or None, not str"),
+    (lambda: numfid.tol("matmul", "--in bf16 --out bf16", 4, target_profile=1), "numfid.tol: target_profile must be a str or None, not int"),
+    (lambda: numfid.probe(None, "sum", k=8), "numfid.probe: fn must be a callable fn(a, b) -> array, not NoneType"),
+    (lambda: numfid.probe(np.sum, "sum", k=8.0), "numfid.probe: k must be an int, not float"),
+    (lambda: numfid.probe(np.sum, "sum", k=8, in_format=None), "numfid.probe: in_format must be a str, not NoneType"),
+    (lambda: numfid.probe(np.sum, "sum", k=8, seed="1"), "numfid.probe: seed must be an int, not str"),
+    (lambda: numfid.check_matmul(X, X.T, X @ X.T, "--in fp32 --out fp32").predicted(bits=None),
+     "numfid.CheckResult.predicted: bits must be True or False, not None"),
+])
+def test_a_wrong_kind_of_argument_is_a_type_error_naming_it(call, message):
+    """Not pybind11's "incompatible function arguments" listing of the private signatures: the
+    argument is named (docs/python.md, Errors), and tol and check agree (eps='1e-3' is refused
+    by both, not parsed by one)."""
+    with pytest.raises(TypeError) as e:
+        call()
+    assert str(e.value) == message
+    assert "incompatible function arguments" not in str(e.value)
+
+
+def test_a_bool_is_not_an_integer_argument():
+    """axis=True once ran as axis 1 (worst=True was refused): a bool is refused for every integer
+    argument, as a gate file's `axis: false` is."""
+    x = numfid.convert(np.random.default_rng(0).standard_normal((3, 4, 50)), "fp32")
+    c = numfid.emulate("sum", SUM, x=x, axis=1)
+    for flag in (True, False, np.bool_(True)):
+        with pytest.raises(TypeError, match="numfid.check: axis must be an int or None, not bool"):
+            numfid.check("sum", SUM, x=x, c=c, axis=flag)
+        with pytest.raises(TypeError, match="numfid.check: axis must be an int or None, not bool"):
+            numfid.check("softmax", ROW, x=X, c=X, axis=flag)
+        with pytest.raises(TypeError, match="numfid.emulate: axis must be an int, not bool"):
+            numfid.emulate("sum", SUM, x=x, axis=flag)
+        with pytest.raises(TypeError, match="numfid.tol: k must be an int, not bool"):
+            numfid.tol("matmul", "--in bf16 --acc fp32 --out bf16", flag)
+        with pytest.raises(TypeError, match="numfid.probe: k must be an int, not bool"):
+            numfid.probe(np.sum, "sum", k=flag)
+
+
+def test_numpy_integers_and_floats_are_ints_and_floats():
+    """k=np.int64(64) was refused while worst= and axis= took NumPy integers."""
+    claim = "--in bf16 --acc fp32 --out bf16"
+    assert numfid.tol("matmul", claim, np.int64(64)).report == numfid.tol("matmul", claim, 64).report
+    assert numfid.tol("layernorm", ROW, np.int32(64), eps=np.float32(0.0)).report == \
+        numfid.tol("layernorm", ROW, 64, eps=0).report
+    x = numfid.convert(np.random.default_rng(0).standard_normal((3, 4, 50)), "fp32")
+    c = numfid.emulate("sum", SUM, x=x, axis=np.int64(1))
+    assert numfid.check("sum", SUM, x=x, c=c, axis=np.int16(1), worst=np.int64(2)).verdict == "consistent"
+
+
+def test_an_integer_beyond_the_cpp_type_is_a_value_error_naming_it():
+    with pytest.raises(ValueError, match=r"^numfid.tol: k=1180591620717411303424 is out of range"):
+        numfid.tol("matmul", "--in bf16 --acc fp32 --out bf16", 2**70)
+    with pytest.raises(ValueError, match=r"^numfid.check: axis=4294967296 is out of range"):
+        numfid.check("sum", SUM, x=X, c=X.sum(0), axis=2**32)
+    with pytest.raises(ValueError, match=r"^numfid.emulate: axis=-4294967296 is out of range"):
+        numfid.emulate("sum", SUM, x=X, axis=-2**32)
+    with pytest.raises(ValueError, match=r"^numfid.probe: seed=-1 is out of range"):
+        numfid.probe(np.sum, "sum", k=8, seed=-1)

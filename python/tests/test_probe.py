@@ -73,3 +73,23 @@ def test_a_profile_name_the_profiles_list_cannot_show_is_refused_before_any_call
         with pytest.raises(ValueError, match="a profile name is letters, digits"):
             numfid.probe(box, "sum", k=8, name=bad)
     assert not calls
+
+
+def test_what_the_callable_returned_is_named_with_what_was_needed():
+    """A wrong answer from fn was a RuntimeError ("answered 1 values" for None): now a TypeError
+    for something that is not an array of numbers, a ValueError for the wrong number of values,
+    each saying what fn returned and what the call needed (docs/python.md)."""
+    with pytest.raises(TypeError, match=r"^numfid.probe: fn returned None; it must return an array of 15 values "
+                                        r"\(one per row of a\)$"):
+        numfid.probe(lambda a, b: None, "sum", k=16)
+    with pytest.raises(TypeError, match=r"^numfid.probe: fn returned a str, not an array of numbers"):
+        numfid.probe(lambda a, b: "sums", "sum", k=16)
+    with pytest.raises(ValueError, match=r"^numfid.probe: fn returned 3 values \(shape \(3,\)\) for a call that needs "
+                                         r"15 values \(one per row of a\)$"):
+        numfid.probe(lambda a, b: np.zeros(3, np.float32), "sum", k=16)
+    with pytest.raises(ValueError, match=r"fn returned \d+ values \(shape \(\d+, 1\)\) for a call that needs \d+ values "
+                                         r"\(\d+ rows × \d+ columns\)$"):
+        numfid.probe(lambda a, b: (a @ b)[:, :1], "matmul", k=16)
+    # The values' count is what matters, not the shape: a column of row sums is R values.
+    r = numfid.probe(lambda a, b: np.sum(a, axis=1, dtype=np.float32)[:, None], "sum", k=8)
+    assert r["pinned"], r["message"]

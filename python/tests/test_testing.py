@@ -159,6 +159,25 @@ def test_torch_real():
     assert numfid.check_matmul(a, b, c, CLAIM).verdict == "consistent"
 
 
+def test_torch_negative_and_conjugate_views_are_read_as_their_values():
+    """A tensor with torch's negative bit (a lazily negated view) refuses .numpy() ("Can't call
+    numpy() on Tensor that has negative bit set"): numfid resolves it first, so -(-a) is a."""
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, "_neg_view"):
+        pytest.skip("this torch has no negative bit")
+    a = torch.randn(16, 64).to(torch.bfloat16)
+    b = torch.randn(64, 8).to(torch.bfloat16)
+    c = (a.float() @ b.float()).to(torch.bfloat16)
+    assert torch._neg_view(-a).is_neg()
+    want = numfid.check_matmul(a, b, c, CLAIM).to_json()
+    assert numfid.check_matmul(torch._neg_view(-a), b, c, CLAIM).to_json() == want
+    assert numfid.check_matmul(a.float(), torch._neg_view(-b.float()), c, CLAIM).to_json() == want
+    x = torch._neg_view(-a.float())
+    assert np.array_equal(numfid.convert(x, "bf16"), a.float().numpy())
+    # A conjugate view of a real tensor is the tensor itself; resolve_conj is harmless there.
+    assert numfid.check_matmul(a.conj(), b, c, CLAIM).to_json() == want
+
+
 def test_emulate_sum_is_the_plan_and_check_sum_expects_it_bit_for_bit():
     # A sequential fp32 sum along axis 1 of a rank-3 array, written out as float32 scalar adds
     # (an independent second implementation), against numfid's plan evaluator.

@@ -10,8 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -559,6 +561,68 @@ TEST(RowBounds, ExtremeFiniteInputsGetAFiniteBound) {
   EXPECT_EQ(finite_bounds, checked);
   EXPECT_GT(checked, 1000);
   std::printf("extreme inputs: %d elements with finite legal outputs, each with a finite bound\n", checked);
+}
+
+// Row reductions that may overflow the compute format: summed in index order, 3e38 + 3e38 = inf
+// in fp32, so layernorm's mean is inf, x - mean = -inf, the variance inf and (x - μ)·rsqrt(var) =
+// -inf·0 = NaN — torch's layer_norm gives NaN on this row too. Until 2026-12-04 that NaN was a
+// proven defect; it is legal wherever the row's enclosure reaches ±inf (ReferenceElement::
+// may_overflow, as for a matmul whose partial sums may overflow), and stays a defect where no
+// intermediate can overflow. rmsnorm of 1e20s: Σx² = inf in fp32, x·rsqrt(inf) = 0 — finite,
+// inside a finite bound, so NaN is a defect there.
+TEST(RowBounds, OverflowingRowReductionsMakeNaNLegal) {
+  struct Row {
+    RowOp op;
+    const FormatSpec* f;
+    std::vector<double> x;
+    bool nan_legal;  ///< an intermediate may overflow to inf and meet inf - inf or 0·inf
+  };
+  const double big = max_finite(bf16) * 0.75;
+  const std::vector<Row> rows = {
+      {RowOp::layernorm, &fp32, {3e38, 3e38, -3e38, -3e38}, true},
+      {RowOp::layernorm, &fp32, {3e38, 1, 2, 3e38, -5}, true},
+      {RowOp::layernorm, &bf16, {round_fmt(big, bf16), round_fmt(big, bf16), round_fmt(-big, bf16), 1}, true},
+      {RowOp::layernorm, &fp32, {1, 2, 3, 4}, false},
+      {RowOp::layernorm, &fp32, {1e18, -1e18, 3e17, 0}, false},
+      {RowOp::rmsnorm, &fp32, {1e20, 1e20, -1e20, 1e20}, false},  // x·rsqrt(inf) = 0
+      {RowOp::rmsnorm, &fp32, {1, 2, 3, 4}, false},
+      {RowOp::softmax, &fp32, {3e38, -3e38, 0, 1}, false},
+      {RowOp::log_softmax, &fp32, {3e38, -3e38, 0, 1}, false},  // -inf where x - max overflows
+  };
+  int nan_rows = 0;
+  for (Row row : rows) {
+    for (double& v : row.x) v = round_fmt(v, *row.f);
+    const std::string claim_text = fmt::format("--in {0} --out {0} --compute {0}", row.f->name);
+    SCOPED_TRACE(fmt::format("{} {} [{}]", row_op_name(row.op), claim_text, fmt::join(row.x, ", ")));
+    const ClaimSpec claim = parse_claim(claim_text);
+    const auto n = static_cast<std::int64_t>(row.x.size());
+    const TensorData X = view(std::span<const double>(row.x), {1, n}, row.f->name, "x");
+    // Legal outputs: the naive kernel, every order, variance method and form.
+    bool gave_nan = false;
+    static constexpr Order orders[] = {Order::sequential, Order::reverse, Order::pairwise, Order::blocked16,
+                                       Order::shuffled};
+    for (std::uint64_t seed = 0; seed < 30; ++seed) {
+      NaiveKernel k(row.f, seed);
+      k.set_order(orders[seed % 5]);
+      k.set_variance(std::array{VarianceMethod::two_pass, VarianceMethod::welford, VarianceMethod::sumsq}[seed / 5 % 3]);
+      k.set_rsqrt(seed % 2 == 0);
+      k.set_alt_form(seed / 2 % 2 == 0);
+      const std::vector<double> y = k.row(row.op, row.x, 1e-5);
+      for (const double v : y) gave_nan = gave_nan || std::isnan(v);
+      const CheckResult r = check_rows(row.op, X, view(std::span<const double>(y), {1, n}, row.f->name, "c"), claim);
+      EXPECT_FALSE(outside(r)) << "seed " << seed << ": [" << fmt::format("{}", fmt::join(y, ", ")) << "]\n" << r.text();
+    }
+    if (row.nan_legal) {
+      // The index-order two-pass sum gives NaN, as torch does.
+      EXPECT_TRUE(gave_nan);
+      nan_rows += gave_nan;
+    }
+    // An all-NaN output: legal exactly where an intermediate may overflow.
+    const std::vector<double> nans(row.x.size(), NAN);
+    const CheckResult r = check_rows(row.op, X, view(std::span<const double>(nans), {1, n}, row.f->name, "c"), claim);
+    EXPECT_EQ(r.verdict.kind == TensorKind::defect, !row.nan_legal) << r.text();
+  }
+  EXPECT_EQ(nan_rows, 3);
 }
 
 struct DefectCase {

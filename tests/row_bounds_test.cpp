@@ -10,7 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -484,6 +487,142 @@ TEST(RowBounds, SumOfPositiveTermsStaysBoundedWhenGammaWouldNot) {
   // computed sum is never below its largest term (1): y <= 1.
   EXPECT_LT(*b[0], 1.01);
   EXPECT_GT(*b[0], 1.0 / 4096);
+}
+
+// Elementwise ops at extreme finite inputs (both signs; fp32, bf16 and fp16 inputs; fp32, bf16,
+// fp16 and fp64 compute): where every legal evaluation is finite, the bound is finite (until
+// 2026-12-04 a function value beyond long double's range — exp(11357) inside sigmoid(-11357) —
+// made the enclosure inf - inf = NaN, vacuous, and sigmoid and SiLU accepted any output from
+// x <= -11357), the naive kernel's outputs (both textbook forms, functions rounded either way)
+// pass, and an output outside the bound is a proven defect.
+TEST(RowBounds, ExtremeFiniteInputsGetAFiniteBound) {
+  const RowOp ops[] = {RowOp::exp,  RowOp::log,        RowOp::tanh,       RowOp::sigmoid, RowOp::silu,
+                       RowOp::gelu_erf, RowOp::gelu_tanh, RowOp::reciprocal, RowOp::rsqrt};
+  const FormatSpec* computes[] = {&fp32, &bf16, &fp16, nullptr};
+  int checked = 0, finite_bounds = 0;
+  for (const RowOp op : ops)
+    for (const FormatSpec* in : {&fp32, &bf16, &fp16})
+      for (const FormatSpec* compute : computes) {
+        const std::string claim_text =
+            fmt::format("--in {} --out fp32 --compute {}", in->name, compute ? compute->name : "fp64");
+        SCOPED_TRACE(fmt::format("{} {}", row_op_name(op), claim_text));
+        const ClaimSpec claim = parse_claim(claim_text);
+        std::vector<double> x;
+        for (const double m : {max_finite(*in), 3e38, 1e30, 1e5, 11357.0, 11355.0, 1000.0, 100.0, 89.0, 20.0,
+                               1e-30, 1e-40, static_cast<double>(min_positive(*in))})
+          for (const double s : {1.0, -1.0}) {
+            const double v = round_fmt(s * m, *in);
+            // (Not log or rsqrt of x < 0: a compute format that rounds x to -0 gives -inf, the
+            // oracle NaN — another question than the bound's.)
+            if ((op == RowOp::log || op == RowOp::rsqrt) && v < 0) continue;
+            if (std::isfinite(v) && v != 0 && std::find(x.begin(), x.end(), v) == x.end()) x.push_back(v);
+          }
+        const auto k = static_cast<std::int64_t>(x.size());
+        const TensorData X = view(std::span<const double>(x), {k}, in->name, "x");
+        const std::vector<RowElementBound> b = row_bounds_under_claim(op, claim, RowCheckOptions{}, X, 0);
+        // Legal outputs: the naive kernel, both forms, functions rounded up or down (8 seeds).
+        std::vector<std::vector<double>> legal;
+        for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+          NaiveKernel kern(compute, seed);
+          kern.set_alt_form(seed % 2 == 0);
+          std::vector<double> y = kern.row(op, x, 1e-5);
+          for (double& v : y) v = round_fmt(v, fp32);
+          legal.push_back(y);
+          const TensorData C = view(std::span<const double>(y), {k}, "fp32", "c");
+          const CheckResult r = check_rows(op, X, C, claim);
+          EXPECT_FALSE(outside(r)) << "seed " << seed << "\n" << r.text();
+        }
+        for (std::int64_t j = 0; j < k; ++j) {
+          const auto e = static_cast<std::size_t>(j);
+          if (!std::isfinite(b[e].exact)) continue;  // the oracle's special value decides
+          bool all_finite = true;
+          for (const auto& y : legal) all_finite = all_finite && std::isfinite(y[e]);
+          if (!all_finite) continue;  // a legal evaluation overflows: no finite bound to ask for
+          ++checked;
+          SCOPED_TRACE(fmt::format("x = {:g}, exact {:g}", x[e], b[e].exact));
+          ASSERT_TRUE(b[e].bound.has_value());
+          EXPECT_TRUE(std::isfinite(*b[e].bound)) << *b[e].bound;
+          if (!b[e].bound || !std::isfinite(*b[e].bound)) continue;
+          ++finite_bounds;
+          // A wrong output: the first of these outside the bound.
+          for (const double w0 : {0.75, -0.75, 1e30, -1e30, 3e38, -3e38}) {
+            const double w = round_fmt(w0, fp32);
+            if (!(std::fabs(w - b[e].exact) > *b[e].bound)) continue;
+            std::vector<double> y = legal[0];
+            y[e] = w;
+            const TensorData C = view(std::span<const double>(y), {k}, "fp32", "c");
+            const CheckResult r = check_rows(op, X, C, claim);
+            EXPECT_EQ(r.verdict.kind, TensorKind::defect) << "output " << w << "\n" << r.text();
+            EXPECT_EQ(r.verdict.counts[3], 1) << "output " << w;
+            break;
+          }
+        }
+      }
+  EXPECT_EQ(finite_bounds, checked);
+  EXPECT_GT(checked, 1000);
+  std::printf("extreme inputs: %d elements with finite legal outputs, each with a finite bound\n", checked);
+}
+
+// Row reductions that may overflow the compute format: summed in index order, 3e38 + 3e38 = inf
+// in fp32, so layernorm's mean is inf, x - mean = -inf, the variance inf and (x - μ)·rsqrt(var) =
+// -inf·0 = NaN — torch's layer_norm gives NaN on this row too. Until 2026-12-04 that NaN was a
+// proven defect; it is legal wherever the row's enclosure reaches ±inf (ReferenceElement::
+// may_overflow, as for a matmul whose partial sums may overflow), and stays a defect where no
+// intermediate can overflow. rmsnorm of 1e20s: Σx² = inf in fp32, x·rsqrt(inf) = 0 — finite,
+// inside a finite bound, so NaN is a defect there.
+TEST(RowBounds, OverflowingRowReductionsMakeNaNLegal) {
+  struct Row {
+    RowOp op;
+    const FormatSpec* f;
+    std::vector<double> x;
+    bool nan_legal;  ///< an intermediate may overflow to inf and meet inf - inf or 0·inf
+  };
+  const double big = max_finite(bf16) * 0.75;
+  const std::vector<Row> rows = {
+      {RowOp::layernorm, &fp32, {3e38, 3e38, -3e38, -3e38}, true},
+      {RowOp::layernorm, &fp32, {3e38, 1, 2, 3e38, -5}, true},
+      {RowOp::layernorm, &bf16, {round_fmt(big, bf16), round_fmt(big, bf16), round_fmt(-big, bf16), 1}, true},
+      {RowOp::layernorm, &fp32, {1, 2, 3, 4}, false},
+      {RowOp::layernorm, &fp32, {1e18, -1e18, 3e17, 0}, false},
+      {RowOp::rmsnorm, &fp32, {1e20, 1e20, -1e20, 1e20}, false},  // x·rsqrt(inf) = 0
+      {RowOp::rmsnorm, &fp32, {1, 2, 3, 4}, false},
+      {RowOp::softmax, &fp32, {3e38, -3e38, 0, 1}, false},
+      {RowOp::log_softmax, &fp32, {3e38, -3e38, 0, 1}, false},  // -inf where x - max overflows
+  };
+  int nan_rows = 0;
+  for (Row row : rows) {
+    for (double& v : row.x) v = round_fmt(v, *row.f);
+    const std::string claim_text = fmt::format("--in {0} --out {0} --compute {0}", row.f->name);
+    SCOPED_TRACE(fmt::format("{} {} [{}]", row_op_name(row.op), claim_text, fmt::join(row.x, ", ")));
+    const ClaimSpec claim = parse_claim(claim_text);
+    const auto n = static_cast<std::int64_t>(row.x.size());
+    const TensorData X = view(std::span<const double>(row.x), {1, n}, row.f->name, "x");
+    // Legal outputs: the naive kernel, every order, variance method and form.
+    bool gave_nan = false;
+    static constexpr Order orders[] = {Order::sequential, Order::reverse, Order::pairwise, Order::blocked16,
+                                       Order::shuffled};
+    for (std::uint64_t seed = 0; seed < 30; ++seed) {
+      NaiveKernel k(row.f, seed);
+      k.set_order(orders[seed % 5]);
+      k.set_variance(std::array{VarianceMethod::two_pass, VarianceMethod::welford, VarianceMethod::sumsq}[seed / 5 % 3]);
+      k.set_rsqrt(seed % 2 == 0);
+      k.set_alt_form(seed / 2 % 2 == 0);
+      const std::vector<double> y = k.row(row.op, row.x, 1e-5);
+      for (const double v : y) gave_nan = gave_nan || std::isnan(v);
+      const CheckResult r = check_rows(row.op, X, view(std::span<const double>(y), {1, n}, row.f->name, "c"), claim);
+      EXPECT_FALSE(outside(r)) << "seed " << seed << ": [" << fmt::format("{}", fmt::join(y, ", ")) << "]\n" << r.text();
+    }
+    if (row.nan_legal) {
+      // The index-order two-pass sum gives NaN, as torch does.
+      EXPECT_TRUE(gave_nan);
+      nan_rows += gave_nan;
+    }
+    // An all-NaN output: legal exactly where an intermediate may overflow.
+    const std::vector<double> nans(row.x.size(), NAN);
+    const CheckResult r = check_rows(row.op, X, view(std::span<const double>(nans), {1, n}, row.f->name, "c"), claim);
+    EXPECT_EQ(r.verdict.kind == TensorKind::defect, !row.nan_legal) << r.text();
+  }
+  EXPECT_EQ(nan_rows, 3);
 }
 
 struct DefectCase {

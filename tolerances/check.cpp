@@ -1003,8 +1003,12 @@ std::vector<RowElementBound> row_bounds_under_claim(RowOp op, const ClaimSpec& c
     std::vector<double> gd(gv ? cols : 0), bd(bv ? cols : 0);
     for (std::size_t j = 0; j < gd.size(); ++j) gd[j] = to_double(fparam, gv->data[j]);
     for (std::size_t j = 0; j < bd.size(); ++j) bd[j] = to_double(fparam, bv->data[j]);
-    const auto eb = row_element_bounds(op, row_claim(claim, opt), xd, yd, gd, bd);
-    for (std::size_t j = 0; j < cols; ++j) out[j].bound = eb[j];
+    std::vector<char> ovf;
+    const auto eb = row_element_bounds(op, row_claim(claim, opt), xd, yd, gd, bd, &ovf);
+    for (std::size_t j = 0; j < cols; ++j) {
+      out[j].bound = eb[j];
+      out[j].may_overflow = ovf[j] && std::isfinite(out[j].exact);
+    }
   } else if (claim.ulps) {
     // check_rows' --ulps claim: judge() asks element_bound for each finite exact value.
     const detail::ClaimSetup s = detail::make_claim(claim, 0, false, false);
@@ -1129,15 +1133,20 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
     detail::parallel_for(static_cast<std::int64_t>(rows), static_cast<std::int64_t>(std::max<std::size_t>(1, 4096 / std::max<std::size_t>(cols, 1))),
                          [&](std::int64_t r0, std::int64_t r1) {
                            std::vector<double> xrow(cols), yrow(cols);
+                           std::vector<char> ovf;
                            for (auto r = static_cast<std::size_t>(r0); r < static_cast<std::size_t>(r1); ++r) {
                              for (std::size_t j = 0; j < cols; ++j) {
                                xrow[j] = to_double(fin, X.values[r * cols + j]);
                                yrow[j] = ref[r * cols + j].exact;
                              }
-                             const auto eb = row_element_bounds(op, rc, xrow, yrow, gd, bd);
-                             for (std::size_t j = 0; j < cols; ++j)
+                             const auto eb = row_element_bounds(op, rc, xrow, yrow, gd, bd, &ovf);
+                             for (std::size_t j = 0; j < cols; ++j) {
                                if (eb[j])  // NaN/inf exact results: the oracle's special values decide
                                  ref[r * cols + j].det_bound = ref[r * cols + j].prob_bound = *eb[j];
+                               // An intermediate may overflow: ±inf and NaN are legal (as a matmul's
+                               // partial sums that may overflow, ReferenceElement::may_overflow).
+                               if (ovf[j] && std::isfinite(yrow[j])) ref[r * cols + j].may_overflow = true;
+                             }
                            }
                          });
     double widest = 0;

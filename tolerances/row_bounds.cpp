@@ -6,6 +6,7 @@
 #include <cmath>
 #include <charconv>
 #include <functional>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -49,6 +50,7 @@ class Arith {
         emin_(emin(f)) {}
 
   LD u() const { return u_; }
+  LD max() const { return max_; }
   LD eta() const { return eta_; }
 
   /// One rounding to nearest of a value in `a` (plus the slack of evaluating it in long double).
@@ -93,6 +95,12 @@ class Arith {
     LD lo = f(a.lo), hi = f(a.hi);
     if (!increasing) std::swap(lo, hi);
     if (std::isnan(lo) || std::isnan(hi)) return kAll;
+    // A value beyond long double's range (exp(11357)) is ±inf there: as the enclosure's inner
+    // end it stands for "beyond every finite value", so the largest long double bounds it (else
+    // inf - inf below makes the enclosure NaN, i.e. vacuous: sigmoid(-11357) = 1/(1 + inf)
+    // accepted any output).
+    if (lo == INFINITY) lo = std::numeric_limits<LD>::max();
+    if (hi == -INFINITY) hi = -std::numeric_limits<LD>::max();
     const LD w = 2 * u_ * static_cast<LD>(k_);
     const LD add = static_cast<LD>(k_) * tiny_;
     Iv r{lo - (w + kFnSlack) * std::fabs(lo) - add, hi + (w + kFnSlack) * std::fabs(hi) + add};
@@ -666,13 +674,27 @@ VarianceMethod variance_method_named(std::string_view s) {
 
 std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& c, std::span<const double> x,
                                                       std::span<const double> y, std::span<const double> gamma,
-                                                      std::span<const double> beta) {
+                                                      std::span<const double> beta, std::vector<char>* may_overflow) {
   const std::size_t n = x.size();
   std::vector<std::optional<double>> bound(n);
+  if (may_overflow) may_overflow->assign(n, 0);
   const Arith a(*c.compute, c.fn_ulps, c.fn_abs);
   const bool exact_cast = cast_is_exact(*c.compute, *c.out);
   const auto finish = [&](std::size_t j, Iv v) {
     if (!std::isfinite(y[j])) return;  // the oracle's special value decides
+    v = sane(v);
+    // An infinite end: some intermediate may be ±inf (an overflow, or a division by an enclosure
+    // of 0), and inf - inf, 0·inf or inf/inf may follow: ±inf and NaN are legal results
+    // (ReferenceElement::may_overflow, as for a matmul whose partial sums may overflow). A finite
+    // result is still one of the compute format's finite values: on one infinite side the bound
+    // is the farther end of the enclosure's finite part (clipped at the largest finite value;
+    // [max, max] where the whole enclosure lies beyond it); both sides infinite: none.
+    const bool inf_lo = std::isinf(v.lo), inf_hi = std::isinf(v.hi);
+    if ((inf_lo || inf_hi) && may_overflow) (*may_overflow)[j] = 1;
+    if (inf_lo != inf_hi) {
+      v.lo = std::min(std::max(v.lo, -a.max()), a.max());
+      v.hi = std::max(std::min(v.hi, a.max()), -a.max());
+    }
     const LD yj = y[j];
     const LD d = std::max(yj - v.lo, v.hi - yj);
     if (std::isnan(d)) return;

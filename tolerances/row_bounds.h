@@ -61,10 +61,14 @@ RowClaim row_claim(const ClaimSpec& claim, const RowCheckOptions& opt);
 /// Per-element bounds |output - exact| of one row (X's row `x`, the exact results `y`, both as
 /// doubles; gamma/beta empty or one per column). An element without a bound (absent) is one
 /// whose exact result is not finite, or whose input is: the oracle's special value decides.
-/// Elementwise ops treat each element on its own.
+/// Elementwise ops treat each element on its own. `may_overflow` (if given) is set per element
+/// where the enclosure of the computed value reaches ±inf (an intermediate may overflow, and
+/// inf - inf, 0·inf or inf/inf may follow): ±inf and NaN are legal there
+/// (ReferenceElement::may_overflow), and a finite bound, if any, bounds the finite results.
 std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& c, std::span<const double> x,
                                                       std::span<const double> y, std::span<const double> gamma = {},
-                                                      std::span<const double> beta = {});
+                                                      std::span<const double> beta = {},
+                                                      std::vector<char>* may_overflow = nullptr);
 
 /// The derivation of the bounds of `op` under `c` for rows of n elements, line by line (what
 /// check and tol print).
@@ -82,6 +86,7 @@ ToleranceResult row_tolerance(RowOp op, const ClaimSpec& claim, std::size_t n, c
 struct RowElementBound {
   double exact = 0;
   std::optional<double> bound;
+  bool may_overflow = false;  ///< ±inf and NaN are legal too (row_element_bounds)
 };
 
 /// Row `r` of X (an elementwise op: its elements, each on its own) under `claim`: each element's

@@ -783,6 +783,21 @@ TEST(CheckRows, TextbookValuesAtNonFiniteInputsAreLegal) {
   EXPECT_EQ(check_rows(RowOp::silu, big, nan1, parse_claim("--in fp32 --compute fp16 --out fp32")).verdict.kind,
             TensorKind::consistent);
   EXPECT_EQ(check_rows(RowOp::silu, big, nan1, claim).verdict.kind, TensorKind::defect);
+  // A negative input the compute format rounds to −0 (−1e-30 in fp16): log(−0) = rSqrt(−0) = −inf
+  // in IEEE arithmetic where the exact result is NaN; in fp32 −1e-30 stays negative: only NaN.
+  const TensorData tiny = f32({-1e-30f}, {1}, "X");
+  const TensorData minus_inf = f32({-inf}, {1}, "C");
+  for (const RowOp op : {RowOp::log, RowOp::rsqrt}) {
+    SCOPED_TRACE(row_op_name(op));
+    const CheckResult in16 = check_rows(op, tiny, minus_inf, parse_claim("--in fp32 --compute fp16 --out fp32"));
+    EXPECT_EQ(in16.verdict.kind, TensorKind::consistent) << in16.text();
+    EXPECT_THAT(in16.text(), HasSubstr("negative inputs cast to −0: 1 element equal what the textbook formula gives"));
+    EXPECT_EQ(check_rows(op, tiny, nan1, parse_claim("--in fp32 --compute fp16 --out fp32")).verdict.kind,
+              TensorKind::consistent);
+    EXPECT_EQ(check_rows(op, tiny, f32({0.0f}, {1}, "C"), parse_claim("--in fp32 --compute fp16 --out fp32")).verdict.kind,
+              TensorKind::defect);
+    EXPECT_EQ(check_rows(op, tiny, minus_inf, claim).verdict.kind, TensorKind::defect);
+  }
 }
 
 TEST(CheckRows, GammaBetaAreOneDimensionalInTheirOwnFormat) {

@@ -856,6 +856,12 @@ std::int64_t accept_textbook_specials(RowOp op, const TensorData& X, const Tenso
       const double x = in_compute(e);
       if (std::isinf(x) && x < 0) accept(e, NAN);
     }
+  } else if (op == RowOp::log || op == RowOp::rsqrt) {
+    // A negative input the cast into the compute format rounds to −0 (fp32 −1e-30 in fp16): the
+    // formula then takes −0, and IEEE 754 gives log(−0) = −inf and 1/sqrt(−0) = rSqrt(−0) = −inf
+    // where the exact result (of the negative input) is NaN.
+    for (std::size_t e = 0; e < X.values.size(); ++e)
+      if (to_double(fin, X.values[e]) < 0 && in_compute(e) == 0) accept(e, -INFINITY);
   } else if (op == RowOp::rmsnorm && cols > 0) {
     for (std::size_t r = 0; r < X.values.size() / cols; ++r) {
       bool inf = false, nan = false;
@@ -1164,10 +1170,15 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
       b.derivation.push_back(fmt::format("widest bound relative to its exact value: {:.3g} at element {} (exact {:.6g})",
                                          widest, widest_at, ref[widest_at].exact));
     if (const std::int64_t n = accept_textbook_specials(op, X, C, opt.gamma, &fparam, *claim.compute, cols, ref))
-      b.derivation.push_back(fmt::format("non-finite inputs: {} element{} equal what the textbook formula gives in IEEE "
+      b.derivation.push_back(fmt::format("{}: {} element{} equal what the textbook formula gives in IEEE "
                                          "arithmetic there ({}), not the limit: legal, judged against that value",
+                                         op == RowOp::log || op == RowOp::rsqrt ? "negative inputs cast to −0"
+                                                                                : "non-finite inputs",
                                          n, n == 1 ? "" : "s",
-                                         op == RowOp::rmsnorm ? "x·rsqrt(+inf) = ±0 in a row holding ±inf" : "−inf·0 = NaN at −inf"));
+                                         op == RowOp::rmsnorm ? "x·rsqrt(+inf) = ±0 in a row holding ±inf"
+                                         : op == RowOp::log || op == RowOp::rsqrt
+                                             ? "−inf at a negative input the compute format rounds to −0"
+                                             : "−inf·0 = NaN at −inf"));
     s.order = row_claim_order(op, rc);
     s.row_derived = true;
   } else {

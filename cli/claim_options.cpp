@@ -1,6 +1,8 @@
 // Claim options -> claim text -> numfid::parse_claim (claim_options.h).
 #include "cli/claim_options.h"
 
+#include "tolerances/quant_check.h"
+
 namespace numfid::cli {
 
 CLI::Option* ClaimOptions::declare_option(CLI::App& app, const std::string& name, const std::string& help,
@@ -11,7 +13,7 @@ CLI::Option* ClaimOptions::declare_option(CLI::App& app, const std::string& name
   return o;
 }
 
-void ClaimOptions::declare(CLI::App& app, ClaimKind kind) {
+void ClaimOptions::declare(CLI::App& app, ClaimKind kind, bool one_operand) {
   auto opt = [&](const std::string& name, const std::string& help, const std::string& def = {}) {
     declare_option(app, name, help, def);
   };
@@ -70,6 +72,10 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind) {
       opt("--expect", "bit-exact: the output must equal the model of --plan/--profile bit for bit (else a defect "
                       "listing the differing elements)");
   }
+  if (one_operand)
+    for (const Entry& e : entries_)
+      if (e.name == "--in-b" || numfid::detail::is_quant_option(e.name) || numfid::detail::is_quant_flag(e.name))
+        e.option->group("");
 }
 
 std::string ClaimOptions::text() const {

@@ -24,8 +24,10 @@ enum class ClaimKind : std::uint8_t {
 /// The claim options of one subcommand, as given.
 class ClaimOptions {
  public:
-  /// Declares the options on `app` (`--in` and `--out` required).
-  void declare(CLI::App& app, ClaimKind kind);
+  /// Declares the options on `app` (`--in` and `--out` required). `one_operand` (sum): a GEMM's
+  /// own options (--in-b, integer and block-scaled GEMM options) are declared but left out of
+  /// --help, so that the library refuses them with its message (refuse_gemm_options).
+  void declare(CLI::App& app, ClaimKind kind, bool one_operand = false);
   /// Declares one more option of the claim (e.g. softmax's --compute) with its help text.
   CLI::Option* declare_option(CLI::App& app, const std::string& name, const std::string& help, const std::string& default_text = {});
   /// The claim text of what was given (tol --target-profile: parse_claim_with_profile of it; a

@@ -199,7 +199,7 @@ Command add_check_command(CLI::App& parent) {
     s->add_option("--axis", sum->axis, "axis summed (negative counts from the end)")->capture_default_str();
   s->add_option("--json", sum->json, "also write the verdict as JSON")->check(output_file());
   s->add_option("--worst", sum->worst, "elements to list")->check(CLI::Range(0, max_worst))->capture_default_str();
-  sum->claim.declare(*s, ClaimKind::reduction);
+  sum->claim.declare(*s, ClaimKind::reduction, true);
   std::vector<std::pair<CLI::App*, RowOp>> row_apps;
   for (const RowOp op : row_ops()) {
     const std::string name(row_op_name(op));

@@ -156,7 +156,7 @@ Command add_emulate_command(CLI::App& parent) {
   CLI::App* s = app->add_subcommand("sum", "D = sum of X along an axis (the plan's order), X's shape without that axis");
   s->add_option("--x", sm->x, "X (.npy or FILE.safetensors:NAME)")->required();
   s->add_option("--axis", sm->axis, "axis summed (negative counts from the end)")->capture_default_str();
-  sm->claim.declare(*s, ClaimKind::emulate);
+  sm->claim.declare(*s, ClaimKind::emulate, true);
   s->add_option("--output", sm->output, "where to write the result (.npy or .safetensors)")->check(output_file())->required();
   return {app, [=]() {
             if (s->parsed()) return run_emulate_sum(*sm);

@@ -23,6 +23,7 @@
 #include "formats/error.h"
 #include "numerics/profile.h"
 #include "tolerances/check.h"
+#include "tolerances/check_detail.h"
 
 namespace numfid {
 namespace {
@@ -131,6 +132,18 @@ TEST(CheckMatmul, ValuesThatDoNotFillTheShapeAndClaimsWithoutFormatsAreInputErro
   short_x.values.resize(5);
   EXPECT_THAT(error_of([&] { check_rows(RowOp::exp, short_x, p.a, parse_claim("--in bf16 --out bf16 --ulps 1")); }),
               HasSubstr("5 values for shape [4, 8]"));
+  // One count of a shape's elements for view() and every entry point: an extent product past
+  // 2^63 - 1 is refused (it wrapped to a small count, possibly equal to the values given), a
+  // zero extent anywhere holds no element.
+  TensorData huge = c;
+  huge.shape = {std::int64_t{1} << 40, std::int64_t{1} << 40, 16};
+  EXPECT_EQ(error_of([&] { check_matmul(p.a, p.b, huge, claim); }),
+            "C D: shape [1099511627776, 1099511627776, 16] has more than 2^63 - 1 elements");
+  EXPECT_EQ(detail::element_count_of(std::vector<std::int64_t>{std::int64_t{1} << 40, std::int64_t{1} << 40, 0}, "X"), 0);
+  const std::vector<float> none;
+  EXPECT_EQ(error_of([&] { view(std::span<const float>(none), {2, -1}, "fp32", "X"); }), "X: shape [2, -1] has a negative extent");
+  EXPECT_EQ(error_of([&] { view(std::span<const float>(none), {std::int64_t{1} << 62, 4}, "fp32", "X"); }),
+            "X: shape [4611686018427387904, 4] has more than 2^63 - 1 elements");
 }
 
 TEST(CheckMatmul, Bf16AccumulatorIsADefect) {

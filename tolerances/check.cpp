@@ -133,16 +133,10 @@ CheckResult finish(std::string op, const ClaimSetup& s, const ClaimSpec& spec, R
 
 void expect_whole(const TensorData& t, std::string_view what) {
   if (t.format == nullptr) throw InputError(fmt::format("{} {}: no format", what, t.name));
-  std::uint64_t n = 1;
-  bool overflow = false;
-  for (const std::int64_t d : t.shape) {
-    if (d < 0) throw InputError(fmt::format("{} {}: shape {} has a negative extent", what, t.name, shape_text(t.shape)));
-    overflow = overflow || (d != 0 && n > std::numeric_limits<std::uint64_t>::max() / static_cast<std::uint64_t>(d));
-    n *= static_cast<std::uint64_t>(d);
-  }
-  if (overflow || n != t.values.size())
+  const std::int64_t n = element_count_of(t.shape, fmt::format("{} {}", what, t.name));
+  if (static_cast<std::uint64_t>(n) != t.values.size())
     throw InputError(fmt::format("{} {}: {} values for shape {} ({} elements)", what, t.name, t.values.size(),
-                                 shape_text(t.shape), overflow ? std::string("more than 2^64") : std::to_string(n)));
+                                 shape_text(t.shape), n));
 }
 
 void require_formats(const ClaimSpec& claim, std::string_view command) {

@@ -67,6 +67,10 @@ CheckResult finish(std::string op, const ClaimSetup& s, const ClaimSpec& spec, R
 /// as many values as its shape has elements (expect_whole).
 void expect_format(const TensorData& t, const FormatSpec& f, std::string_view what);
 
+/// The number of elements of `shape`; InputError "{what}: shape [..] has a negative extent" or
+/// "... has more than 2^63 - 1 elements" (numfid::view and expect_whole alike).
+std::int64_t element_count_of(std::span<const std::int64_t> shape, std::string_view what);
+
 /// InputError unless `t` has a format and exactly as many values as its shape has elements
 /// (no negative extent): a TensorData built in code is a public aggregate, and a short one
 /// would be read past its end.

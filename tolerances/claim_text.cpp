@@ -441,21 +441,32 @@ std::int64_t TensorData::element_count() const {
   return n;
 }
 
-namespace {
+namespace detail {
 
+std::int64_t element_count_of(std::span<const std::int64_t> shape, std::string_view what) {
+  std::int64_t n = 1;
+  bool overflow = false;
+  for (const std::int64_t d : shape) {
+    if (d < 0) throw InputError(fmt::format("{}: shape {} has a negative extent", what, shape_text(shape)));
+    overflow = overflow || (d != 0 && n > std::numeric_limits<std::int64_t>::max() / d);
+    if (!overflow) n *= d;
+  }
+  // A zero extent after an overflowing prefix still holds no element.
+  if (overflow && std::find(shape.begin(), shape.end(), 0) == shape.end())
+    throw InputError(fmt::format("{}: shape {} has more than 2^63 - 1 elements", what, shape_text(shape)));
+  return overflow ? 0 : n;
+}
+
+}  // namespace detail
+
+namespace {
 
 using detail::shape_text;
 
 TensorData start(std::vector<std::int64_t> shape, std::string_view format, std::string name, std::size_t size) {
   TensorData t;
   t.format = &format_named(format);
-  std::int64_t n = 1;
-  for (const std::int64_t d : shape) {
-    if (d < 0) throw InputError(fmt::format("{}: negative dimension in shape {}", name, shape_text(shape)));
-    if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / d)
-      throw InputError(fmt::format("{}: shape {} overflows", name, shape_text(shape)));
-    n *= d;
-  }
+  const std::int64_t n = detail::element_count_of(shape, name);
   if (static_cast<std::uint64_t>(n) != size)
     throw InputError(fmt::format("{}: shape {} holds {} elements, the data has {}", name, shape_text(shape), n, size));
   t.shape = std::move(shape);

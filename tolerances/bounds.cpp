@@ -16,6 +16,23 @@ double unit_roundoff(const FormatSpec& f, Rounding r) {
   return std::ldexp(1.0, (r == Rounding::rne || r == Rounding::rna) ? -p : 1 - p);
 }
 
+namespace {
+
+/// Whether a term enters the accumulator exactly: a product's significand fits (p_A + p_B <=
+/// p_acc, e.g. bf16·bf16 in fp32, 8 + 8 <= 24; not bf16·fp32, 8 + 24 > 24, nor fp8_e4m3·fp16 in
+/// fp16, 4 + 11 > 11), or a term of a sum fits; otherwise the first rounding of a fused product
+/// (fl(0 + a·b)) errs relatively too. A cast (--cast) applies to both operands; B's format is
+/// A's unless the claim states --in-b.
+bool term_fits_accumulator(const Claim& claim) {
+  const FormatSpec& in = claim.compute_input ? *claim.compute_input : *claim.input;
+  const FormatSpec& in_b = claim.compute_input ? *claim.compute_input : claim.input_b ? *claim.input_b : *claim.input;
+  const int term_bits = claim.terms_are_products ? in.precision + in_b.precision : in.precision;
+  return in.kind == FormatKind::binary_float && (!claim.terms_are_products || in_b.kind == FormatKind::binary_float) &&
+         term_bits <= claim.acc.format->precision;
+}
+
+}  // namespace
+
 std::string describe(const Claim& c) {
   std::string s = fmt::format("in {}", c.input->name);
   if (c.input_b) s += fmt::format(", in-b {}", c.input_b->name);
@@ -26,7 +43,11 @@ std::string describe(const Claim& c) {
                            c.block_fma->output->name, c.block_fma->block_size, c.output->name,
                            rounding_name(c.output_rounding));
   s += fmt::format(", acc {} {}{}{} (products {}), out {} {}{}", c.acc.format->name, rounding_name(c.acc.rounding),
-                   c.acc.ftz ? " ftz" : "", c.acc.daz ? " daz" : "", c.acc.products_rounded ? "rounded" : "exact",
+                   c.acc.ftz ? " ftz" : "", c.acc.daz ? " daz" : "",
+                   c.acc.products_rounded ? std::string("rounded")
+                   : !c.terms_are_products || term_fits_accumulator(c)
+                       ? std::string("exact")
+                       : fmt::format("fused, not exact in {}", c.acc.format->name),
                    c.output->name, rounding_name(c.output_rounding), c.output_ftz ? " ftz" : "");
   if (c.roundings_per_term) s += fmt::format(", {} roundings per term (plan)", *c.roundings_per_term);
   return s;
@@ -150,16 +171,9 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
   d.push_back(fmt::format("claim: {}", describe(claim)));
   d.push_back(fmt::format("u = unit roundoff of {} under {} = 2^{} = {:.6g}", acc.name,
                           rounding_name(claim.acc.rounding), std::ilogb(b.u_acc), b.u_acc));
-  // A product is exact in the accumulator when its significand fits (p_A + p_B <= p_acc, e.g.
-  // bf16·bf16 in fp32, 8 + 8 <= 24; not bf16·fp32, 8 + 24 > 24, nor fp8_e4m3·fp16 in fp16,
-  // 4 + 11 > 11); otherwise the first rounding of a fused product (fl(0 + a·b)) or the rounding
-  // of a rounded product errs relatively too: one more rounding on its path. A cast (--cast)
-  // applies to both operands; B's format is A's unless the claim states --in-b.
-  const FormatSpec& in = claim.compute_input ? *claim.compute_input : *claim.input;
-  const FormatSpec& in_b = claim.compute_input ? *claim.compute_input : claim.input_b ? *claim.input_b : *claim.input;
-  const int term_bits = claim.terms_are_products ? in.precision + in_b.precision : in.precision;
-  const bool fits = in.kind == FormatKind::binary_float &&
-                    (!claim.terms_are_products || in_b.kind == FormatKind::binary_float) && term_bits <= acc.precision;
+  // A term that does not fit the accumulator (term_fits_accumulator) or a rounded product errs
+  // relatively on its entry too: one more rounding on its path.
+  const bool fits = term_fits_accumulator(claim);
   const std::int64_t extra = (claim.acc.products_rounded || !fits) ? 1 : 0;
   const char* extra_why = claim.acc.products_rounded ? " + 1 (products rounded to the accumulator)"
                           : !fits ? (claim.terms_are_products ? " + 1 (a product does not fit the accumulator: its first rounding)"

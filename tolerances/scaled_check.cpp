@@ -656,7 +656,9 @@ std::vector<ReferenceElement> fixed_point_reference(const TensorData& A, const T
             acc.add(fp32, opt.addend->values[e]);
             if (blocks) abs_acc.add(fp32, Bits{opt.addend->values[e].raw & 0x7fffffffu});
           }
-          ref[e] = {acc.round(out).bits, acc.to_double(), blocks ? abs_acc.abs_sum_upper() : acc.abs_sum_upper()};
+          // Without blocks the accumulator holds the terms themselves (and every special value).
+          ref[e] = blocks ? ReferenceElement{acc.round(out).bits, acc.to_double(), abs_acc.abs_sum_upper()}
+                          : reference_element(acc, out);
         }
   });
   return ref;
@@ -758,8 +760,10 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
         matmul_elements(*fa, *fb, addend, d, exact);
       ref.resize(exact.size());
       parallel_for(static_cast<std::int64_t>(ref.size()), 16384, [&](std::int64_t e0, std::int64_t e1) {
-        for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
+        for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e) {
           ref[e] = {exact[e].rounded(out), exact[e].exact, exact[e].sum_abs};
+          ref[e].finite_opposite = exact[e].opposite;
+        }
       });
     }
   }
@@ -791,6 +795,9 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
     const Claim rjc = judge_claim(rc, *A.format);
     sides.resize(ref.size());  // each element's exact result and own bounds, for the attribution below
     for (std::size_t e = 0; e < ref.size(); ++e) {
+      // A NaN or infinite exact result: R says nothing more; C against it under its own claim
+      // (the overflow rule's, element_bound from the claim).
+      if (!std::isfinite(ref[e].exact)) continue;
       const ElementBound x = element_bound(b, jc, ref[e].exact, ref[e].sum_abs);
       const ElementBound y = element_bound(rb, rjc, ref[e].exact, ref[e].sum_abs);
       sides[e] = {ref[e].exact, x.deterministic, y.deterministic};

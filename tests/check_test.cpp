@@ -366,6 +366,34 @@ TEST(CheckMatmul, AnInfiniteTermMeetingAnOverflowedPartialSumMayGiveNaN) {
             TensorKind::defect);
 }
 
+// --expect bit-exact compares NaN as NaN (NanPolicy::any_nan): IEEE 754 leaves the sign of an
+// invalid operation's NaN to the platform (x86's default NaN is 0xffc00000, the model's
+// 0x7fc00000), so a NaN of the other sign or payload matches the model's NaN; a number does not.
+TEST(CheckMatmul, ExpectBitExactTakesAnyNaNForTheModelsNaN) {
+  const std::vector<float> av{2.0f, 2.0f, -INFINITY}, bv{3e38f, 3e38f, 1.0f};
+  const TensorData a = view(std::span<const float>(av), {1, 3}, "fp32", "A");
+  const TensorData b = view(std::span<const float>(bv), {3, 1}, "fp32", "B");
+  const ClaimSpec claim = parse_claim("--in fp32 --out fp32 --plan sequential --expect bit-exact");
+  const TensorData model = emulate_matmul(a, b, std::nullopt, claim);
+  ASSERT_TRUE(std::isnan(to_double(fp32, model.values[0])));
+  for (const std::uint32_t bits : {model.values[0].raw, model.values[0].raw ^ 0x80000000u, 0xffc00000u, 0x7fc00001u}) {
+    const TensorData c{&fp32, {1, 1}, {Bits{bits}}, "C"};
+    const CheckResult r = check_matmul(a, b, c, claim);
+    EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << fmt::format("{:#010x}\n", bits) << r.text();
+    EXPECT_THAT(r.verdict.reason, HasSubstr("matches the model bit for bit"));
+  }
+  const TensorData minf{&fp32, {1, 1}, {Bits{0xff800000u}}, "C"};
+  EXPECT_EQ(check_matmul(a, b, minf, claim).verdict.kind, TensorKind::defect);
+  // A row-wise dot and a sum of the same terms, the same policy.
+  const TensorData ad = view(std::span<const float>(av), {1, 3}, "fp32", "A");
+  const TensorData bd = view(std::span<const float>(bv), {1, 3}, "fp32", "B");
+  const TensorData neg_nan{&fp32, {1}, {Bits{0xffc00000u}}, "C"};
+  EXPECT_EQ(check_dot(ad, bd, neg_nan, claim).verdict.kind, TensorKind::consistent);
+  const std::vector<float> xv{3e38f, 3e38f, -INFINITY};
+  EXPECT_EQ(check_sum(view(std::span<const float>(xv), {1, 3}, "fp32", "X"), neg_nan, 1, claim).verdict.kind,
+            TensorKind::consistent);
+}
+
 // An accumulator without inf (OCP E4M3: an overflow under round to nearest is NaN) gives NaN
 // where a partial sum overflows, never ±inf; every plan's own output is legal, an infinity is not.
 TEST(CheckMatmul, AnAccumulatorWithoutInfinityOverflowsToNaN) {

@@ -566,7 +566,7 @@ void attach_prediction(CheckResult& r, TensorData predicted, const TensorData& C
   ModelMatch mm;
   mm.elements = static_cast<std::int64_t>(predicted.values.size());
   for (std::size_t e = 0; e < predicted.values.size() && e < C.values.size(); ++e)
-    mm.equal += predicted.values[e] == C.values[e] ? 1 : 0;
+    mm.equal += equivalent_bits(*C.format, predicted.values[e], C.values[e], NanPolicy::any_nan) ? 1 : 0;
   mm.model = order;
   if (claim.output_rounding() == Rounding::stochastic || claim.acc_rounding == Rounding::stochastic)
     mm.note = fmt::format(" (stochastic rounding: seed {}, stream = element index)", claim.seed);

@@ -829,7 +829,8 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
   if (!opt.ref && (claim.expect_bit_exact || (opt.predict && d.m * d.n * d.k <= (std::int64_t{1} << predict_log2)))) {
     TensorData predicted = emulate_scaled_gemm(A, B, opt.addend, claim, rowwise);
     std::int64_t same = 0;
-    for (std::size_t e = 0; e < predicted.values.size(); ++e) same += predicted.values[e] == C.values[e] ? 1 : 0;
+    for (std::size_t e = 0; e < predicted.values.size(); ++e)
+      same += equivalent_bits(out, predicted.values[e], C.values[e], NanPolicy::any_nan) ? 1 : 0;
     // Where the model misses, which one scale-layout bug would reproduce C (evidence).
     if (same < r.verdict.elements) scale_signatures(r.verdict, s, claim, A, B, opt.addend, C, d, rowwise);
     ModelMatch mm;

@@ -44,7 +44,7 @@ namespace {
 
 bool same_nonfinite(const FormatSpec& f, Bits a, Bits b) {
   const Decoded x = decode(f, a), y = decode(f, b);
-  if (x.cls == FpClass::nan || y.cls == FpClass::nan) return x.cls == y.cls;  // NaN policy: any NaN
+  if (x.cls == FpClass::nan || y.cls == FpClass::nan) return equivalent_bits(f, a, b, NanPolicy::any_nan);
   return x.cls == y.cls && x.negative == y.negative;
 }
 

@@ -16,6 +16,13 @@ constexpr std::uint32_t sign_bit(const FormatSpec& f) {
 }
 }  // namespace
 
+bool equivalent_bits(const FormatSpec& f, Bits a, Bits b, NanPolicy policy) {
+  if (a == b) return true;
+  const Decoded x = decode(f, a), y = decode(f, b);
+  if (x.cls != FpClass::nan || y.cls != FpClass::nan) return false;
+  return policy == NanPolicy::any_nan || !f.has_sign || x.negative == y.negative;
+}
+
 Decoded decode(const FormatSpec& f, Bits b) {
   Decoded d;
   const std::uint32_t raw = b.raw & storage_mask(f);

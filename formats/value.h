@@ -62,6 +62,19 @@ inline FpClass classify(const FormatSpec& f, Bits b) { return decode(f, b).cls; 
 /// True if the value is a NaN.
 inline bool is_nan(const FormatSpec& f, Bits b) { return classify(f, b) == FpClass::nan; }
 
+/// NaN-equivalence policies: what counts as the same result where both are NaN. `any_nan`:
+/// payload and sign not compared — IEEE 754-2019 §6.3 leaves the sign of a NaN an operation
+/// produces unspecified (x86 gives 0xffc00000 for an invalid fp32 operation, Arm 0x7fc00000),
+/// so arithmetic results, and `--expect bit-exact`'s model, compare so (docs/verdict.md §4.3,
+/// §4.4). `same_sign`: where the format encodes a NaN sign, the signs agree (conversions, which
+/// keep it: formats/convert.h). The conformance tests' same_bits (tests/support) reads the same
+/// policy through its own decoder.
+enum class NanPolicy : std::uint8_t { any_nan, same_sign };
+
+/// True if `a` and `b` are the same result under `policy`: the same bits, or both NaN (any
+/// payload; the same sign where the policy asks for it and the format encodes one).
+bool equivalent_bits(const FormatSpec& f, Bits a, Bits b, NanPolicy policy);
+
 /// The canonical NaN of a format with the given sign (where the encoding has one).
 /// Formats without NaN have no canonical NaN: returns their +max finite pattern, which is
 /// what conversions and operations produce for an invalid result there (see rounding.h).

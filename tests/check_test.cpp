@@ -332,6 +332,81 @@ TEST(CheckMatmul, AnOverflowingSumIsTheInfinityOfItsSign) {
             TensorKind::defect);
 }
 
+// An infinite term meeting a partial sum of the finite ones overflowed to the other infinity:
+// [2, 2, -inf]·[3e38, 3e38, 1] is exactly -inf, but summed in order 6e38 overflows to +inf and
+// +inf + (-inf) = NaN (numpy's, torch's and `emulate --plan sequential`'s fp32 result). NaN is
+// legal there, under any order and under the plan; -inf too; +inf never. With small finite terms
+// ([2, 2, -inf]·[3, 3, 1]) no partial sum can overflow: NaN is a defect, -inf legal.
+TEST(CheckMatmul, AnInfiniteTermMeetingAnOverflowedPartialSumMayGiveNaN) {
+  const std::vector<float> av{2.0f, 2.0f, -INFINITY}, big{3e38f, 3e38f, 1.0f}, small{3.0f, 3.0f, 1.0f};
+  const TensorData a = view(std::span<const float>(av), {1, 3}, "fp32", "A");
+  const auto judge_one = [&](const std::vector<float>& bv, float c, const char* claim) {
+    const std::vector<float> cv{c};
+    return check_matmul(a, view(std::span<const float>(bv), {3, 1}, "fp32", "B"),
+                        view(std::span<const float>(cv), {1, 1}, "fp32", "C"), parse_claim(claim));
+  };
+  for (const char* claim : {"--in fp32 --out fp32", "--in fp32 --out fp32 --plan sequential",
+                            "--in fp32 --out fp32 --plan pairwise", "--in fp32 --out fp32 --plan reverse"}) {
+    SCOPED_TRACE(claim);
+    for (const float c : {NAN, -NAN, -INFINITY})
+      EXPECT_EQ(judge_one(big, c, claim).verdict.kind, TensorKind::consistent) << judge_one(big, c, claim).text();
+    EXPECT_EQ(judge_one(big, INFINITY, claim).verdict.kind, TensorKind::defect);
+    EXPECT_EQ(judge_one(small, NAN, claim).verdict.kind, TensorKind::defect) << judge_one(small, NAN, claim).text();
+    EXPECT_EQ(judge_one(small, -INFINITY, claim).verdict.kind, TensorKind::consistent);
+  }
+  // The plan's own output is that NaN.
+  const ClaimSpec seq = parse_claim("--in fp32 --out fp32 --plan sequential");
+  const TensorData c = emulate_matmul(a, view(std::span<const float>(big), {3, 1}, "fp32", "B"), std::nullopt, seq);
+  EXPECT_TRUE(std::isnan(to_double(fp32, c.values[0])));
+  // Finite terms of the infinity's own sign cannot meet it as the other infinity: NaN is a
+  // defect for [-2, -2, -inf]·[3e38, 3e38, 1], where every partial sum is negative.
+  const std::vector<float> an{-2.0f, -2.0f, -INFINITY}, nan_c{NAN};
+  EXPECT_EQ(check_matmul(view(std::span<const float>(an), {1, 3}, "fp32", "A"),
+                         view(std::span<const float>(big), {3, 1}, "fp32", "B"),
+                         view(std::span<const float>(nan_c), {1, 1}, "fp32", "C"), parse_claim("--in fp32 --out fp32"))
+                .verdict.kind,
+            TensorKind::defect);
+  // The same rule in a sum along a row: [3e38, 3e38, -inf].
+  const std::vector<float> xv{3e38f, 3e38f, -INFINITY}, xs{3.0f, 3.0f, -INFINITY};
+  const ClaimSpec sum_claim = parse_claim("--in fp32 --out fp32");
+  EXPECT_EQ(check_sum(view(std::span<const float>(xv), {1, 3}, "fp32", "X"),
+                      view(std::span<const float>(nan_c), {1}, "fp32", "C"), 1, sum_claim)
+                .verdict.kind,
+            TensorKind::consistent);
+  EXPECT_EQ(check_sum(view(std::span<const float>(xs), {1, 3}, "fp32", "X"),
+                      view(std::span<const float>(nan_c), {1}, "fp32", "C"), 1, sum_claim)
+                .verdict.kind,
+            TensorKind::defect);
+}
+
+// --expect bit-exact compares NaN as NaN (NanPolicy::any_nan): IEEE 754 leaves the sign of an
+// invalid operation's NaN to the platform (x86's default NaN is 0xffc00000, the model's
+// 0x7fc00000), so a NaN of the other sign or payload matches the model's NaN; a number does not.
+TEST(CheckMatmul, ExpectBitExactTakesAnyNaNForTheModelsNaN) {
+  const std::vector<float> av{2.0f, 2.0f, -INFINITY}, bv{3e38f, 3e38f, 1.0f};
+  const TensorData a = view(std::span<const float>(av), {1, 3}, "fp32", "A");
+  const TensorData b = view(std::span<const float>(bv), {3, 1}, "fp32", "B");
+  const ClaimSpec claim = parse_claim("--in fp32 --out fp32 --plan sequential --expect bit-exact");
+  const TensorData model = emulate_matmul(a, b, std::nullopt, claim);
+  ASSERT_TRUE(std::isnan(to_double(fp32, model.values[0])));
+  for (const std::uint32_t bits : {model.values[0].raw, model.values[0].raw ^ 0x80000000u, 0xffc00000u, 0x7fc00001u}) {
+    const TensorData c{&fp32, {1, 1}, {Bits{bits}}, "C"};
+    const CheckResult r = check_matmul(a, b, c, claim);
+    EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << fmt::format("{:#010x}\n", bits) << r.text();
+    EXPECT_THAT(r.verdict.reason, HasSubstr("matches the model bit for bit"));
+  }
+  const TensorData minf{&fp32, {1, 1}, {Bits{0xff800000u}}, "C"};
+  EXPECT_EQ(check_matmul(a, b, minf, claim).verdict.kind, TensorKind::defect);
+  // A row-wise dot and a sum of the same terms, the same policy.
+  const TensorData ad = view(std::span<const float>(av), {1, 3}, "fp32", "A");
+  const TensorData bd = view(std::span<const float>(bv), {1, 3}, "fp32", "B");
+  const TensorData neg_nan{&fp32, {1}, {Bits{0xffc00000u}}, "C"};
+  EXPECT_EQ(check_dot(ad, bd, neg_nan, claim).verdict.kind, TensorKind::consistent);
+  const std::vector<float> xv{3e38f, 3e38f, -INFINITY};
+  EXPECT_EQ(check_sum(view(std::span<const float>(xv), {1, 3}, "fp32", "X"), neg_nan, 1, claim).verdict.kind,
+            TensorKind::consistent);
+}
+
 // An accumulator without inf (OCP E4M3: an overflow under round to nearest is NaN) gives NaN
 // where a partial sum overflows, never ±inf; every plan's own output is legal, an infinity is not.
 TEST(CheckMatmul, AnAccumulatorWithoutInfinityOverflowsToNaN) {

@@ -76,6 +76,7 @@ TEST(LargeMemory, ZeroBytesAreTheDefaultExactElement) {
   EXPECT_EQ(z.invalid, d.invalid);
   EXPECT_EQ(std::bit_cast<std::uint64_t>(z.exact), std::bit_cast<std::uint64_t>(d.exact));
   EXPECT_EQ(std::bit_cast<std::uint64_t>(z.sum_abs), std::bit_cast<std::uint64_t>(d.sum_abs));
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(z.opposite), std::bit_cast<std::uint32_t>(d.opposite));
   static_assert(sizeof(ExactElement) == 24, "a field was added: test it here");
 }
 

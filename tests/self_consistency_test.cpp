@@ -230,6 +230,115 @@ TEST(SelfConsistency, OverflowingPartialSumsOfThePlanModelsAreNeverADefect) {
   EXPECT_GT(nonfinite, 2000);  // the overflow is exercised, not only approached
 }
 
+/// ±inf operands beside finite ones whose products near the accumulator's largest value: the
+/// exact result is the infinity, but a legal order may overflow the finite terms' partial sum to
+/// the other infinity first, and inf - inf = NaN (numpy's own fp32 matmul of [2, 2, -inf] and
+/// [3e38, 3e38, 1] is NaN). The overflow rule covers an infinite term meeting such a partial sum
+/// (docs/verdict.md §2): every plan's and profile's own output — the infinity or NaN — passes, in
+/// matmuls (with infinite addends too), row-wise dots, sums and cross-platform checks.
+TEST(SelfConsistency, InfiniteOperandsBesideOverflowingPartialSumsAreNeverADefect) {
+  g_failures = 0;
+  const std::vector<std::string> plans = {"sequential", "reverse", "pairwise", "'blocked(8)'", "'splitk(2)'", "numpy"};
+  const std::vector<std::pair<std::string, std::string>> in_acc = {
+      {"fp32", "fp32"}, {"fp32", "fp32"}, {"bf16", "fp32"}, {"bf16", "bf16"}, {"fp16", "fp16"}, {"fp8_e5m2", "fp16"},
+      {"fp16", "fp8_e4m3"}};  // the last: an accumulator without inf (an infinite term is NaN there)
+  const std::vector<std::string> roundings = {"rne", "rne", "rna", "rtz", "stochastic", "rup"};
+  const std::vector<std::string> outs = {"fp32", "bf16", "fp16"};
+  std::mt19937_64 g(seed(20261209));
+  auto pick = [&](const auto& v) { return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(g)]; };
+  std::bernoulli_distribution coin(0.4);
+  std::normal_distribution<double> nd(0, 1);
+  std::uniform_real_distribution<double> scale(0.5, 3);
+  // rows × cols of `f`: magnitudes about s (some partial sums of K of them overflow max), signs
+  // mixed, and `infs` entries ±inf at random places.
+  const auto fill = [&](const FormatSpec& f, std::int64_t rows, std::int64_t cols, double s, int infs, const char* name) {
+    TensorData t{&f, {rows, cols}, {}, name};
+    for (std::int64_t i = 0; i < rows * cols; ++i) {
+      const double x = s * (0.5 + std::fabs(nd(g)));
+      t.values.push_back(value_of(f, coin(g) ? x : -x));
+    }
+    for (int i = 0; i < infs; ++i)
+      t.values[std::uniform_int_distribution<std::size_t>(0, t.values.size() - 1)(g)] = infinity(f, coin(g));
+    return t;
+  };
+  // The exact results ±inf where the model gave NaN: the case the rule is about, exercised.
+  std::int64_t nan_of_inf = 0;
+  const auto count = [&](const TensorData& c, const MatmulReference& ref) {
+    for (std::size_t e = 0; e < c.values.size(); ++e)
+      nan_of_inf += std::isnan(to_double(*c.format, c.values[e])) && std::isinf(ref.elements[e].exact) ? 1 : 0;
+  };
+  const auto report = [&](const CheckResult& r, const std::string& what) {
+    if (r.verdict.kind == TensorKind::defect && ++g_failures <= 5)
+      ADD_FAILURE() << what << ": the model's own output is judged a defect\n" << r.text();
+  };
+  int judged = 0;
+  for (int trial = 0; trial < 800 && g_failures < 5; ++trial) {
+    const auto [in, acc] = pick(in_acc);
+    const ClaimSpec claim = parse_claim(seeded(fmt::format("--in {} --acc {} --acc-rounding {} --plan {} --out {} --seed {}",
+                                                           in, acc, pick(roundings), pick(plans), pick(outs), trial)));
+    const std::int64_t k = pick(std::vector<std::int64_t>{3, 8, 40});
+    const double s = std::sqrt(std::min(max_finite(*claim.acc), max_finite(*claim.in)) / static_cast<double>(k)) * scale(g);
+    const std::string what = fmt::format("trial {}: {}, K = {}", trial, claim.text(), k);
+    SCOPED_TRACE(what);
+    // A matmul (6 × K × 5, a few ±inf in each operand; an addend with ±inf every other trial).
+    const TensorData a = fill(*claim.in, 6, k, s, 2, "A"), b = fill(*claim.in, k, 5, s, 2, "B");
+    std::optional<TensorData> addend;
+    if (trial % 2 == 0) {
+      addend = fill(*claim.acc, 6, 5, std::min(max_finite(*claim.acc) / 4, s * s), 3, "addend");
+      for (Bits& v : addend->values)  // an accumulator without inf: its NaN in place of ±inf
+        if (claim.acc->non_finite != NonFinite::ieee && is_nan(*claim.acc, v)) v = value_of(*claim.acc, 0);
+    }
+    const TensorData c = emulate_matmul(a, b, addend, claim);
+    MatmulCheckOptions o;
+    o.addend = addend;
+    o.predict = false;
+    report(check_matmul(a, b, c, claim, o), what + " (matmul)");
+    count(c, matmul_reference(a, b, addend));
+    // A row-wise dot and a sum of the same rows.
+    const TensorData bd = fill(*claim.in, 6, k, s, 2, "B");
+    const TensorData d = emulate_dot(a, bd, std::nullopt, claim);
+    o.addend = std::nullopt;
+    report(check_dot(a, bd, d, claim, o), what + " (row-wise dot)");
+    count(d, dot_reference(a, bd));
+    const TensorData xs = fill(*claim.in, 6, k, std::min(max_finite(*claim.acc), max_finite(*claim.in)) / 2, 2, "X");
+    report(check_sum(xs, emulate_sum(xs, 1, claim), 1, claim), what + " (sum)");
+    ++judged;
+  }
+  // Every shipped profile (tensor cores: block FMA with overflow_to_infinity), and each against
+  // the sequential plan's output (--ref), on bf16 and fp16 operands into fp16 and fp32.
+  for (const std::string& name : list_profiles()) {
+    if (find_profile(name).model == ProfileModel::scaled_gemm) continue;
+    for (const char* in : {"bf16", "fp16"})
+      for (const char* out : {"fp16", "fp32"})
+        for (const std::int64_t k : {std::int64_t{8}, std::int64_t{40}}) {
+          if (g_failures >= 5) break;
+          const ClaimSpec claim = parse_claim(fmt::format("--in {} --profile {} --out {}", in, name, out));
+          const FormatSpec& f = *claim.in;
+          const double s = std::sqrt(std::min(max_finite(fp16), max_finite(f)) / static_cast<double>(k)) * scale(g);
+          const TensorData a = fill(f, 6, k, s, 2, "A"), b = fill(f, k, 5, s, 2, "B");
+          const std::string what = fmt::format("profile {}: {} -> {}, K = {}", name, in, out, k);
+          SCOPED_TRACE(what);
+          TensorData c;
+          try {
+            c = emulate_matmul(a, b, std::nullopt, claim);
+          } catch (const InputError&) {
+            continue;  // no unit for these formats
+          }
+          MatmulCheckOptions o;
+          o.predict = false;
+          report(check_matmul(a, b, c, claim, o), what);
+          count(c, matmul_reference(a, b));
+          const ClaimSpec other = parse_claim(fmt::format("--in {} --plan sequential --acc fp32 --out {}", in, out));
+          o.ref = emulate_matmul(a, b, std::nullopt, other);
+          o.ref_claim = other;
+          report(check_matmul(a, b, c, claim, o), what + " against the sequential plan's output (--ref)");
+          ++judged;
+        }
+  }
+  EXPECT_GT(judged, 800);
+  EXPECT_GT(nan_of_inf, 500);  // NaN where the exact result is ±inf: the rule is exercised
+}
+
 TEST(SelfConsistency, RowwiseDotsAndSumsOfThePlanModelsAreNeverADefect) {
   g_failures = 0;
   const std::vector<std::string> plans = {"sequential", "pairwise", "'blocked(16)'", "'splitk(4)'", "'strided(8)'", "numpy"};

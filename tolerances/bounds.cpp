@@ -289,7 +289,8 @@ ReductionBound ulps_bound(const Claim& claim) {
   return b;
 }
 
-ElementBound element_bound(const ReductionBound& b, const Claim& claim, double exact, double sum_abs) {
+ElementBound element_bound(const ReductionBound& b, const Claim& claim, double exact, double sum_abs,
+                           double finite_opposite) {
   ElementBound e;
   if (claim.ulps) {
     const double bound = *claim.ulps * ulp_at(*claim.output, exact) + std::fabs(exact) * 0x1p-52;
@@ -298,6 +299,21 @@ ElementBound element_bound(const ReductionBound& b, const Claim& claim, double e
     return e;
   }
   const double det_red = b.deterministic * sum_abs + b.absolute;
+  if (std::isinf(exact)) {
+    // An infinite term: every result is that infinity, or NaN where a partial sum of the finite
+    // terms meets it as the other infinity (inf - inf). Such a partial sum is at most the finite
+    // terms of the other sign (finite_opposite) plus the bound's error on the finite terms; it
+    // can overflow only where that reaches the largest finite value — under round to nearest to
+    // ±inf, under directed roundings to ±inf or the largest finite value (any order, any plan:
+    // the one infinite term may come last). No finite result is legal: the bounds are +inf.
+    e.deterministic = e.probabilistic = e.output_rounding = INFINITY;
+    const double slack = 1 + 0x1p-50;
+    e.may_overflow = sum_abs + det_red >= b.overflow_at;
+    const bool other = finite_opposite * slack + det_red >= b.overflow_at;
+    e.overflow_pos = exact > 0 || other;
+    e.overflow_neg = exact < 0 || other;
+    return e;
+  }
   const double prob_red = b.probabilistic * sum_abs + b.absolute;
   if (sum_abs + det_red >= b.overflow_at) {  // a partial sum may overflow the accumulator
     e.may_overflow = true;
@@ -322,6 +338,18 @@ ElementBound element_bound(const ReductionBound& b, const Claim& claim, double e
   e.deterministic = det_red + e.output_rounding + repr;
   e.probabilistic = prob_red + e.output_rounding + repr;
   return e;
+}
+
+bool overflow_allows(const ElementBound& eb, const FormatSpec& acc, const FormatSpec& out, double exact, double value) {
+  if (std::isfinite(value) || std::isnan(exact)) return false;
+  const bool acc_inf = acc.non_finite == NonFinite::ieee;
+  const bool no_inf = !acc_inf || out.non_finite != NonFinite::ieee;
+  const bool both = eb.overflow_pos && eb.overflow_neg;
+  // An infinite term meets a finite partial sum overflowed to the other infinity; or the
+  // accumulator has no inf, and the infinite term is NaN in it.
+  if (std::isinf(exact)) return std::isnan(value) && (both || !acc_inf);
+  if (std::isnan(value)) return both || (no_inf && (eb.overflow_pos || eb.overflow_neg));
+  return acc_inf && (value > 0 ? eb.overflow_pos : eb.overflow_neg);
 }
 
 // softmax_element_bounds: tolerances/row_bounds.cpp (one case of the derived row bounds).

@@ -76,12 +76,29 @@ struct ElementBound {
   /// Where the overflow is sticky: which infinities a partial sum can reach — +inf only if the
   /// positive terms, (Σ|terms| + exact)/2, can reach the largest finite value with the bound's
   /// error; -inf likewise for the negative ones; NaN (inf - inf) only if both can.
+  /// Where the exact result is ±inf (an infinite term), in every rounding: that infinity (the
+  /// term is one), and the other one where the finite terms of the other sign can reach the
+  /// largest finite value with the bound's error (then inf - inf = NaN is legal).
   bool overflow_pos = false, overflow_neg = false;
 };
 
 /// The element's bound given its exact value and Σ|terms|. Includes the double-precision
 /// representation error of `exact` (|exact|·2^-52) so that comparisons in double are sound.
-ElementBound element_bound(const ReductionBound& b, const Claim& claim, double exact, double sum_abs);
+/// Where `exact` is ±inf, `sum_abs` is Σ|t| of the finite terms and `finite_opposite` the
+/// magnitude of the sum of the finite terms of the other sign (ExactElement::opposite): the
+/// bounds are +inf (no finite result is legal), overflow_pos / overflow_neg as above.
+ElementBound element_bound(const ReductionBound& b, const Claim& claim, double exact, double sum_abs,
+                           double finite_opposite = 0);
+
+/// The overflow rule (docs/verdict.md §2, Overflow), for every check that derives its bounds
+/// from a reduction claim: is the non-finite `value` a result some partial sum's overflow can
+/// give, for an element whose exact result is `exact` and whose bound is `eb`? Under a sticky
+/// overflow with a finite exact result: the infinity of a sign a partial sum can reach, NaN
+/// (inf - inf) where both can. Where the exact result is ±inf: NaN where a partial sum of the
+/// finite terms can overflow to the other infinity (in any rounding), or where the accumulator
+/// has no inf (an infinite term is NaN there). Where the accumulator (`acc`) or the output `out`
+/// has no inf, an overflow is NaN: NaN where either infinity is reachable, never ±inf.
+bool overflow_allows(const ElementBound& eb, const FormatSpec& acc, const FormatSpec& out, double exact, double value);
 
 /// How a softmax claims to compute y_i = exp(x_i - m) / Σ_j exp(x_j - m), m = the row's max:
 /// every operation in `compute` with round-to-nearest, exp accurate to `exp_ulps` ulps of

@@ -548,9 +548,11 @@ void apply_bit_exact_expectation(CheckResult& r, const TensorData& c) {
   Verdict& v = r.verdict;
   const FormatSpec& f = *c.format;
   const std::int64_t cols = r.matrix && !c.shape.empty() ? c.shape.back() : 0;
+  // The same result bit for bit, NaN of any payload and sign for a NaN (NanPolicy::any_nan:
+  // IEEE 754 leaves an invalid operation's NaN sign to the platform; docs/verdict.md §4.4).
   std::vector<std::size_t> differ;
   for (std::size_t e = 0; e < c.values.size(); ++e)
-    if (c.values[e] != r.predicted[e]) differ.push_back(e);
+    if (!equivalent_bits(f, c.values[e], r.predicted[e], NanPolicy::any_nan)) differ.push_back(e);
   v.probable = false;
   v.false_alarm_probability = 0;
   if (differ.empty()) {

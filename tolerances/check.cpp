@@ -156,6 +156,13 @@ std::string shape_text(std::span<const std::int64_t> shape) {
   return s + "]";
 }
 
+ReferenceElement reference_element(const LongAccumulator& acc, const FormatSpec& out) {
+  const ExactElement x = exact_element(acc);
+  ReferenceElement r{acc.round(out).bits, x.exact, x.sum_abs};
+  r.finite_opposite = x.opposite;
+  return r;
+}
+
 SumAxes sum_axes(const TensorData& x, int axis_in) {
   const auto& shape = x.shape;
   if (shape.empty()) throw InputError(fmt::format("--x {}: a scalar has nothing to sum", x.name));
@@ -182,9 +189,7 @@ using detail::shape_text;
 
 namespace {
 
-ReferenceElement reference(const LongAccumulator& acc, const FormatSpec& out) {
-  return {acc.round(out).bits, acc.to_double(), acc.abs_sum_upper()};
-}
+ReferenceElement reference(const LongAccumulator& acc, const FormatSpec& out) { return detail::reference_element(acc, out); }
 
 ReferenceElement reference(const OracleValue& v) {
   double exact = v.exact.as_double;
@@ -555,7 +560,7 @@ void attach_prediction(CheckResult& r, TensorData predicted, const TensorData& C
   ModelMatch mm;
   mm.elements = static_cast<std::int64_t>(predicted.values.size());
   for (std::size_t e = 0; e < predicted.values.size() && e < C.values.size(); ++e)
-    mm.equal += predicted.values[e] == C.values[e] ? 1 : 0;
+    mm.equal += equivalent_bits(*C.format, predicted.values[e], C.values[e], NanPolicy::any_nan) ? 1 : 0;
   mm.model = order;
   if (claim.output_rounding() == Rounding::stochastic || claim.acc_rounding == Rounding::stochastic)
     mm.note = fmt::format(" (stochastic rounding: seed {}, stream = element index)", claim.seed);
@@ -624,8 +629,10 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
   } else {
     detail::ParallelArray<ReferenceElement> ref(static_cast<std::int64_t>(mr.elements.size()));  // first touched on every core
     detail::parallel_for(static_cast<std::int64_t>(ref.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
-      for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
+      for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e) {
         ref[e] = {rounded[e], mr.elements[e].exact, mr.elements[e].sum_abs};
+        ref[e].finite_opposite = mr.elements[e].opposite;
+      }
     });
     // Cross-platform: C (from the platform of the claim) against a reference output R from
     // another platform (ref_claim): |C - R| <= bound_A + bound_B.
@@ -639,6 +646,10 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
     const std::vector<char> ref_cast_overflow = cast_overflow_elements(rs.claim, A, B, mr.dims, mr.rowwise_dot);
     std::int64_t overflowed = 0;
     for (std::size_t e = 0; e < ref.size(); ++e) {
+      // A NaN or infinite exact result: R, whatever it is, says nothing more about it; C is
+      // judged against it under its own claim, the bounds (and the overflow rule's reach of the
+      // finite terms) derived by judge() from that claim.
+      if (!std::isfinite(ref[e].exact)) continue;
       const ElementBound x = element_bound(b, s.claim, ref[e].exact, ref[e].sum_abs);
       const ElementBound y = element_bound(rb, rs.claim, ref[e].exact, ref[e].sum_abs);
       const double r = to_double(fout, R.values[e]);

@@ -241,11 +241,16 @@ const FormatSpec& addend_format(const ClaimSpec& claim, bool has_addend, const s
 struct ExactElement {
   double exact = 0;          ///< the exact value rounded to nearest double, ties to even (±inf / NaN as the sum is;
                              ///< ±inf also for a finite sum beyond double's range); zero sign as under rne
-  double sum_abs = 0;        ///< Σ|terms|, rounded up
+  double sum_abs = 0;        ///< Σ|terms|, rounded up (where the sum is ±inf: of the finite terms)
   std::int8_t infinite = 0;  ///< +1 / -1: the sum is ±inf
   std::int8_t residual = 0;  ///< sign of (exact value − `exact`): 0 when `exact` is the exact value
   bool nan = false;          ///< the sum is NaN
   bool invalid = false;      ///< ... from an invalid operation (0·inf, inf - inf)
+  /// Where the sum is ±inf (an infinite term): |Σ| of the finite terms of the other sign, rounded
+  /// up (+inf beyond float's range, past the largest value of every format numfid accumulates
+  /// in); 0 otherwise. Whether a partial sum of them can overflow to the other infinity, and
+  /// inf - inf give NaN, is the overflow rule's (element_bound). In the padding: 24 bytes still.
+  float opposite = 0;
 
   /// The finite part as a value that rounds exactly as the exact value does into every format
   /// whose finite values and midpoints are doubles (every float format of at most 53 bits and

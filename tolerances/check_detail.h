@@ -10,7 +10,16 @@
 
 #include "tolerances/check.h"
 
+namespace numfid {
+class LongAccumulator;
+}
+
 namespace numfid::detail {
+
+/// The long accumulator's sum as judge() reads it: correctly rounded into `out`, its nearest
+/// double, Σ|terms| and, where the sum is ±inf, what the overflow rule reads of the finite terms
+/// (exact_element's fields: ReferenceElement::finite_opposite).
+ReferenceElement reference_element(const LongAccumulator& acc, const FormatSpec& out);
 
 /// The claim as the bounds see it, with the summation order's own count and name.
 struct ClaimSetup {

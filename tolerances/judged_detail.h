@@ -53,6 +53,7 @@ struct ReferenceElements {
   Bits rounded(std::size_t i) const { return ref[i].rounded; }
   double exact(std::size_t i) const { return ref[i].exact; }
   double sum_abs(std::size_t i) const { return ref[i].sum_abs; }
+  double finite_opposite(std::size_t i) const { return ref[i].finite_opposite; }
   std::optional<double> det_bound(std::size_t i) const { return ref[i].det_bound; }
   std::optional<double> prob_bound(std::size_t i) const { return ref[i].prob_bound; }
   bool may_overflow(std::size_t i) const { return ref[i].may_overflow; }
@@ -71,6 +72,7 @@ struct ExactReference {
   Bits rounded(std::size_t i) const { return rounded_bits[i]; }
   double exact(std::size_t i) const { return elements[i].exact; }
   double sum_abs(std::size_t i) const { return elements[i].sum_abs; }
+  double finite_opposite(std::size_t i) const { return elements[i].opposite; }
   bool may_overflow(std::size_t i) const { return !cast_overflow.empty() && cast_overflow[i] != 0; }
   std::optional<double> det_bound(std::size_t i) const {
     return may_overflow(i) ? std::optional<double>(INFINITY) : std::nullopt;

@@ -44,6 +44,7 @@
 #include <atomic>
 #include <bit>
 #include <climits>
+#include <limits>
 #include <cmath>
 #include <mutex>
 #include <span>
@@ -91,6 +92,18 @@ ExactElement exact_element(const LongAccumulator& acc) {
   e.invalid = acc.is_invalid();
   e.infinite = static_cast<std::int8_t>(acc.infinity_sign());
   e.sum_abs = acc.abs_sum_upper();
+  if (e.infinite != 0) {
+    // An infinite term: what the overflow rule reads of the finite ones (element_bound), Σ|t|
+    // and the sum of those of the other sign, (Σ|t| ∓ s)/2, rounded up (2^-50 covers the
+    // rounding of s and of the halves).
+    const Unrounded abs = acc.abs_sum();
+    e.sum_abs = abs.significand == 0 ? 0.0 : to_double_rounded(abs, true);
+    const Unrounded v = acc.value();
+    const double s = v.significand == 0 ? 0.0 : to_double_rounded(v, false);
+    const double other = std::max(0.0, (e.sum_abs - e.infinite * s) / 2 * (1 + 0x1p-50));
+    e.opposite = other > std::numeric_limits<float>::max() ? INFINITY : static_cast<float>(other);
+    if (static_cast<double>(e.opposite) < other) e.opposite = std::nextafter(e.opposite, INFINITY);
+  }
   // The nearest double and the side the exact value lies on, from one reading of the register.
   // Every finite sum of products of formats of at most 32 bits is zero or a normal double in
   // magnitude (a multiple of 2^-298 below 2^320), where the accumulator rounds correctly.

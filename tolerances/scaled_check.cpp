@@ -673,7 +673,9 @@ std::vector<ReferenceElement> fixed_point_reference(const TensorData& A, const T
             acc.add(fp32, opt.addend->values[e]);
             if (blocks) abs_acc.add(fp32, Bits{opt.addend->values[e].raw & 0x7fffffffu});
           }
-          ref[e] = {acc.round(out).bits, acc.to_double(), blocks ? abs_acc.abs_sum_upper() : acc.abs_sum_upper()};
+          // Without blocks the accumulator holds the terms themselves (and every special value).
+          ref[e] = blocks ? ReferenceElement{acc.round(out).bits, acc.to_double(), abs_acc.abs_sum_upper()}
+                          : reference_element(acc, out);
         }
   });
   return ref;
@@ -775,8 +777,10 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
         matmul_elements(*fa, *fb, addend, d, exact);
       ref.resize(exact.size());
       parallel_for(static_cast<std::int64_t>(ref.size()), 16384, [&](std::int64_t e0, std::int64_t e1) {
-        for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
+        for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e) {
           ref[e] = {exact[e].rounded(out), exact[e].exact, exact[e].sum_abs};
+          ref[e].finite_opposite = exact[e].opposite;
+        }
       });
     }
   }
@@ -808,6 +812,9 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
     const Claim rjc = judge_claim(rc, *A.format);
     sides.resize(ref.size());  // each element's exact result and own bounds, for the attribution below
     for (std::size_t e = 0; e < ref.size(); ++e) {
+      // A NaN or infinite exact result: R says nothing more; C against it under its own claim
+      // (the overflow rule's, element_bound from the claim).
+      if (!std::isfinite(ref[e].exact)) continue;
       const ElementBound x = element_bound(b, jc, ref[e].exact, ref[e].sum_abs);
       const ElementBound y = element_bound(rb, rjc, ref[e].exact, ref[e].sum_abs);
       sides[e] = {ref[e].exact, x.deterministic, y.deterministic};
@@ -839,7 +846,8 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
   if (!opt.ref && (claim.expect_bit_exact || (opt.predict && d.m * d.n * d.k <= (std::int64_t{1} << predict_log2)))) {
     TensorData predicted = emulate_scaled_gemm(A, B, opt.addend, claim, rowwise);
     std::int64_t same = 0;
-    for (std::size_t e = 0; e < predicted.values.size(); ++e) same += predicted.values[e] == C.values[e] ? 1 : 0;
+    for (std::size_t e = 0; e < predicted.values.size(); ++e)
+      same += equivalent_bits(out, predicted.values[e], C.values[e], NanPolicy::any_nan) ? 1 : 0;
     // Where the model misses, which one scale-layout bug would reproduce C (evidence).
     if (same < r.verdict.elements) scale_signatures(r.verdict, s, claim, A, B, opt.addend, C, d, rowwise);
     ModelMatch mm;

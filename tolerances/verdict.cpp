@@ -44,7 +44,7 @@ namespace {
 
 bool same_nonfinite(const FormatSpec& f, Bits a, Bits b) {
   const Decoded x = decode(f, a), y = decode(f, b);
-  if (x.cls == FpClass::nan || y.cls == FpClass::nan) return x.cls == y.cls;  // NaN policy: any NaN
+  if (x.cls == FpClass::nan || y.cls == FpClass::nan) return equivalent_bits(f, a, b, NanPolicy::any_nan);
   return x.cls == y.cls && x.negative == y.negative;
 }
 
@@ -367,20 +367,22 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
       } e{to_double(f, out[i]), ref.exact(i)};
       bool sticky = false;
       bool may_overflow = ref.may_overflow(i);  // a step may overflow: ±inf and NaN are legal too
-      bool pos_inf = false, neg_inf = false;    // a sticky overflow: only these (and NaN if both)
+      // The infinities a partial sum can reach (a sticky overflow, or an infinite term): what
+      // overflow_allows reads. None where the caller gives the bounds.
+      ElementBound reach;
       if (const std::optional<double> given = ref.det_bound(i)) {
         e.det_bound = *given;
         e.prob_bound = ref.prob_bound(i).value_or(*given);
       } else {
-        const ElementBound eb = element_bound(b, claim, ref.exact(i), ref.sum_abs(i));
+        const ElementBound eb = element_bound(b, claim, ref.exact(i), ref.sum_abs(i), ref.finite_opposite(i));
         e.det_bound = eb.deterministic;
         e.prob_bound = eb.probabilistic;
         const bool eb_sticky = eb.may_overflow && std::isfinite(eb.deterministic);
-        may_overflow = may_overflow || (eb.may_overflow && !eb_sticky);
-        if (eb_sticky) {
-          pos_inf = eb.overflow_pos;
-          neg_inf = eb.overflow_neg;
-        }
+        // (Where the exact result is ±inf, eb.may_overflow says only that a finite partial sum
+        // may overflow, of either sign: which NaN needs is overflow_allows' to say.)
+        if (std::isfinite(ref.exact(i))) may_overflow = may_overflow || (eb.may_overflow && !eb_sticky);
+        reach.overflow_pos = eb.overflow_pos;
+        reach.overflow_neg = eb.overflow_neg;
         sticky = eb_sticky && std::isfinite(ref.exact(i));
       }
       // NaN where the exact result is NaN, or the same infinity, is the exact result (NaN payloads
@@ -402,19 +404,20 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
         };
         // A sticky overflow gives the infinity of the partial sum's sign, NaN from inf - inf, or
         // NaN for either where the accumulator or the output has no infinity (OCP E4M3, FNUZ: an
-        // overflow is NaN there, so an accumulator without inf never gives ±inf).
+        // overflow is NaN there, so an accumulator without inf never gives ±inf); an infinite
+        // term meeting a partial sum overflowed to the other infinity gives NaN: the one rule of
+        // overflow_allows (tolerances/bounds.h).
         const FormatSpec& acc = claim.block_fma ? *claim.block_fma->output : *claim.acc.format;
-        const bool acc_inf = acc.non_finite == NonFinite::ieee;
-        const bool no_inf = !acc_inf || f.non_finite != NonFinite::ieee;
-        const bool sticky_legal =
-            std::isfinite(e.exact) &&
-            (std::isnan(e.value) ? (pos_inf && neg_inf) || (no_inf && (pos_inf || neg_inf))
-                                 : acc_inf && std::isinf(e.value) && (e.value > 0 ? pos_inf : neg_inf));
-        const bool legal = same_nonfinite(f, out[i], ref.rounded(i)) || overflows_to(e.det_bound) ||
-                           (may_overflow && std::isfinite(e.exact)) || sticky_legal;
+        const bool sticky_legal = overflow_allows(reach, acc, f, e.exact, e.value);
+        // A step that may overflow (an operand's cast) makes ±inf and NaN legal; where the exact
+        // result is ±inf (an infinite term), NaN: the step's infinity may be the other one.
+        const bool step_legal =
+            may_overflow && (std::isfinite(e.exact) || (std::isinf(e.exact) && std::isnan(e.value)));
+        const bool legal = same_nonfinite(f, out[i], ref.rounded(i)) || overflows_to(e.det_bound) || step_legal ||
+                           sticky_legal;
         // A legal non-finite result is within the probabilistic bound where that bound reaches the
         // overflow too (or is vacuous: the accumulator may overflow), else within the deterministic only.
-        const bool prob_legal = legal && (may_overflow || sticky_legal || overflows_to(e.prob_bound));
+        const bool prob_legal = legal && (step_legal || sticky_legal || overflows_to(e.prob_bound));
         e.cls = prob_legal ? ElementClass::within_probabilistic
                 : legal    ? ElementClass::within_deterministic
                            : ElementClass::outside_deterministic;

@@ -19,7 +19,7 @@ namespace numfid {
 struct ReferenceElement {
   Bits rounded;        ///< the exact result correctly rounded into the output format
   double exact = 0;    ///< the exact result rounded to double (±inf / NaN where the exact result is)
-  double sum_abs = 0;  ///< Σ|terms| (rounded up)
+  double sum_abs = 0;  ///< Σ|terms| (rounded up); where the exact result is ±inf, of the finite terms
   /// Bounds given by the caller instead of derived from the claim: a cross-platform check
   /// judges against another platform's output with the sum of both platforms' bounds; a
   /// softmax gives each element the bound of its own arithmetic. Absent: derived from the claim.
@@ -27,6 +27,9 @@ struct ReferenceElement {
   /// A step of the claimed computation may overflow here (an operand beyond a cast's range, a
   /// partial sum beyond the accumulator's): ±inf and NaN are legal results too.
   bool may_overflow = false;
+  /// Where the exact result is ±inf: |Σ| of the finite terms of the other sign, rounded up
+  /// (ExactElement::opposite); 0 otherwise. What the overflow rule reads (element_bound).
+  double finite_opposite = 0;
 };
 
 /// Element classes, from best to worst.

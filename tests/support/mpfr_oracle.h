@@ -81,11 +81,12 @@ double oracle_operand(const FormatSpec& f, Bits x, bool daz);
 /// what an exact infinity or a NaN raises beyond invalid is not specified anywhere.
 Status checked_flags(const FormatSpec& to, const Rounded& rd);
 
-/// NaN-equivalence policies. `any_nan`: both results are NaN, payload and sign not compared
-/// (IEEE 754 §6.3 leaves the sign of a NaN result unspecified: arithmetic). `same_sign`:
-/// both NaN and, where the format encodes a NaN sign, the signs agree (conversions:
-/// formats/convert.h documents that the sign is kept).
-enum class NanPolicy : std::uint8_t { any_nan, same_sign };
+/// NaN-equivalence policies: the library's (formats/value.h). `any_nan`: both results are
+/// NaN, payload and sign not compared (IEEE 754 §6.3 leaves the sign of a NaN result
+/// unspecified: arithmetic). `same_sign`: both NaN and, where the format encodes a NaN sign,
+/// the signs agree (conversions: formats/convert.h documents that the sign is kept). same_bits
+/// below reads it through its own decoder, independent of the library's equivalent_bits.
+using NanPolicy = numfid::NanPolicy;
 
 /// True if `actual` is the expected pattern (bitwise, or NaN-equivalent under `policy`).
 bool same_bits(const FormatSpec& f, Bits expected, Bits actual, NanPolicy policy);

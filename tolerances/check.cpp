@@ -156,11 +156,14 @@ std::string shape_text(std::span<const std::int64_t> shape) {
   return s + "]";
 }
 
-ReferenceElement reference_element(const LongAccumulator& acc, const FormatSpec& out) {
-  const ExactElement x = exact_element(acc);
-  ReferenceElement r{acc.round(out).bits, x.exact, x.sum_abs};
+ReferenceElement reference_element(const ExactElement& x, Bits rounded) {
+  ReferenceElement r{rounded, x.exact, x.sum_abs};
   r.finite_opposite = x.opposite;
   return r;
+}
+
+ReferenceElement reference_element(const LongAccumulator& acc, const FormatSpec& out) {
+  return reference_element(exact_element(acc), acc.round(out).bits);
 }
 
 SumAxes sum_axes(const TensorData& x, int axis_in) {
@@ -629,10 +632,8 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
   } else {
     detail::ParallelArray<ReferenceElement> ref(static_cast<std::int64_t>(mr.elements.size()));  // first touched on every core
     detail::parallel_for(static_cast<std::int64_t>(ref.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
-      for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e) {
-        ref[e] = {rounded[e], mr.elements[e].exact, mr.elements[e].sum_abs};
-        ref[e].finite_opposite = mr.elements[e].opposite;
-      }
+      for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
+        ref[e] = detail::reference_element(mr.elements[e], rounded[e]);
     });
     // Cross-platform: C (from the platform of the claim) against a reference output R from
     // another platform (ref_claim): |C - R| <= bound_A + bound_B.
@@ -1174,16 +1175,16 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
     if (widest > 0)
       b.derivation.push_back(fmt::format("widest bound relative to its exact value: {:.3g} at element {} (exact {:.6g})",
                                          widest, widest_at, ref[widest_at].exact));
-    if (const std::int64_t n = accept_textbook_specials(op, X, C, opt.gamma, &fparam, *claim.compute, cols, ref))
+    if (const std::int64_t n = accept_textbook_specials(op, X, C, opt.gamma, &fparam, *claim.compute, cols, ref)) {
+      const bool minus_zero = op == RowOp::log || op == RowOp::rsqrt;  // the specials' cause: −0, not ±inf
       b.derivation.push_back(fmt::format("{}: {} element{} equal what the textbook formula gives in IEEE "
                                          "arithmetic there ({}), not the limit: legal, judged against that value",
-                                         op == RowOp::log || op == RowOp::rsqrt ? "negative inputs cast to −0"
-                                                                                : "non-finite inputs",
-                                         n, n == 1 ? "" : "s",
+                                         minus_zero ? "negative inputs cast to −0" : "non-finite inputs", n,
+                                         n == 1 ? "" : "s",
                                          op == RowOp::rmsnorm ? "x·rsqrt(+inf) = ±0 in a row holding ±inf"
-                                         : op == RowOp::log || op == RowOp::rsqrt
-                                             ? "−inf at a negative input the compute format rounds to −0"
-                                             : "−inf·0 = NaN at −inf"));
+                                         : minus_zero         ? "−inf at a negative input the compute format rounds to −0"
+                                                              : "−inf·0 = NaN at −inf"));
+    }
     s.order = row_claim_order(op, rc);
     s.row_derived = true;
   } else {

@@ -21,6 +21,10 @@ namespace numfid::detail {
 /// (exact_element's fields: ReferenceElement::finite_opposite).
 ReferenceElement reference_element(const LongAccumulator& acc, const FormatSpec& out);
 
+/// The same from an exact element and its rounding into the output (check_against, the scaled
+/// GEMM's certified path): the one place an ExactElement's fields become a ReferenceElement's.
+ReferenceElement reference_element(const ExactElement& x, Bits rounded);
+
 /// The claim as the bounds see it, with the summation order's own count and name.
 struct ClaimSetup {
   Claim claim;

@@ -777,10 +777,8 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
         matmul_elements(*fa, *fb, addend, d, exact);
       ref.resize(exact.size());
       parallel_for(static_cast<std::int64_t>(ref.size()), 16384, [&](std::int64_t e0, std::int64_t e1) {
-        for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e) {
-          ref[e] = {exact[e].rounded(out), exact[e].exact, exact[e].sum_abs};
-          ref[e].finite_opposite = exact[e].opposite;
-        }
+        for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
+          ref[e] = reference_element(exact[e], exact[e].rounded(out));
       });
     }
   }

@@ -455,6 +455,48 @@ TEST(RowBounds, RowBoundsUnderClaimAreTheBoundsCheckRowsJudgesBy) {
     }
 }
 
+// gamma/beta go through the same checks as check_rows' (format, one per column): a gamma shorter
+// than the row was read past its end by row_bounds_under_claim, one in another format read as
+// the parameter format's patterns.
+TEST(RowBounds, RowBoundsUnderClaimRefusesGammaAndBetaCheckRowsRefuses) {
+  const ClaimSpec claim = parse_claim("--in fp32 --out fp32 --compute fp32");
+  TensorData x;
+  x.name = "X";
+  x.format = claim.in;
+  x.shape = {1, 8};
+  for (int i = 0; i < 8; ++i) x.values.push_back(convert_double(*claim.in, 0.25 * i - 1, {}).bits);
+  const auto param = [&](const FormatSpec& f, std::int64_t n) {
+    TensorData t;
+    t.name = "G";
+    t.format = &f;
+    t.shape = {n};
+    for (std::int64_t j = 0; j < n; ++j) t.values.push_back(convert_double(f, 1.5, {}).bits);
+    return t;
+  };
+  TensorData c = x;
+  c.name = "C";
+  for (const RowOp op : {RowOp::layernorm, RowOp::rmsnorm}) {
+    SCOPED_TRACE(row_op_name(op));
+    RowCheckOptions ok;
+    ok.gamma = param(*claim.in, 8);
+    if (op == RowOp::layernorm) ok.beta = param(*claim.in, 8);
+    EXPECT_EQ(row_bounds_under_claim(op, claim, ok, x, 0).size(), 8u);
+    for (const int which : op == RowOp::layernorm ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0, 2}) {
+      SCOPED_TRACE(fmt::format("{} {}", which % 2 == 0 ? "gamma" : "beta", which < 2 ? "of 3 elements" : "in bf16"));
+      RowCheckOptions bad = ok;
+      std::optional<TensorData>& t = which % 2 == 0 ? bad.gamma : bad.beta;
+      t = which < 2 ? param(*claim.in, 3) : param(*find_format("bf16"), 8);
+      try {
+        (void)row_bounds_under_claim(op, claim, bad, x, 0);
+        ADD_FAILURE() << "row_bounds_under_claim accepted it";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find(which % 2 == 0 ? "--gamma" : "--beta"), std::string::npos) << e.what();
+      }
+      EXPECT_THROW((void)check_rows(op, x, c, claim, bad), InputError);  // the same rule
+    }
+  }
+}
+
 TEST(RowBounds, FullyMaskedSoftmaxRowMustBeNaN) {
   const std::vector<double> x{-INFINITY, -INFINITY, 0.0, -INFINITY};
   const TensorData X = view(std::span<const double>(x), {2, 2}, "fp32", "x");

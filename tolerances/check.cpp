@@ -973,6 +973,32 @@ std::optional<Signature> function_accuracy_signature(RowOp op, const TensorData&
                   outside.size() == 1 ? "is" : "are", rungs[hi], claim.compute->name, rungs[hi], claim.fn_ulps)};
 }
 
+/// A row op's --gamma/--beta: each in the parameter format and of shape [cols] (one per column of
+/// X), as the oracle's VectorRefs and as the doubles the derived bounds take: check_rows and
+/// row_bounds_under_claim alike (a short gamma was read past its end by the latter).
+struct RowParams {
+  std::optional<VectorRef> gamma, beta;
+  std::vector<double> gamma_d, beta_d;
+};
+
+RowParams row_params(const RowCheckOptions& opt, const FormatSpec& fparam, std::size_t cols) {
+  RowParams p;
+  const auto one = [&](const std::optional<TensorData>& t, std::string_view what, std::optional<VectorRef>& ref,
+                       std::vector<double>& d) {
+    if (!t) return;
+    expect_format(*t, fparam, what);
+    if (t->shape.size() != 1 || t->values.size() != cols)
+      throw InputError(fmt::format("{} {}: shape {}, but rows have {} columns: it needs shape [{}] (one per column)",
+                                   what, t->name, shape_text(t->shape), cols, cols));
+    ref = VectorRef{&fparam, t->values};
+    d.resize(cols);
+    for (std::size_t j = 0; j < cols; ++j) d[j] = to_double(fparam, t->values[j]);
+  };
+  one(opt.gamma, "--gamma", p.gamma, p.gamma_d);
+  one(opt.beta, "--beta", p.beta, p.beta_d);
+  return p;
+}
+
 /// The MPFR oracle of `op` on `part` (whole rows of a row op; any run of elements of an
 /// elementwise one): check_rows and row_bounds_under_claim alike.
 std::vector<OracleValue> row_oracle(RowOp op, const MatrixRef& part, const RowCheckOptions& opt,
@@ -1000,10 +1026,8 @@ std::vector<RowElementBound> row_bounds_under_claim(RowOp op, const ClaimSpec& c
   if (cols == 0 || (r + 1) * cols > x.values.size())
     throw InputError(fmt::format("row bounds: X {} has no row {}", shape_text(x.shape), r));
   const std::span<const Bits> row = std::span<const Bits>(x.values).subspan(r * cols, cols);
-  std::optional<VectorRef> gv, bv;
-  if (opt.gamma) gv = VectorRef{&fparam, opt.gamma->values};
-  if (opt.beta) bv = VectorRef{&fparam, opt.beta->values};
-  const std::vector<OracleValue> o = row_oracle(op, MatrixRef{&fin, row, 1, cols}, opt, gv, bv, fo);
+  const RowParams params = row_params(opt, fparam, cols);
+  const std::vector<OracleValue> o = row_oracle(op, MatrixRef{&fin, row, 1, cols}, opt, params.gamma, params.beta, fo);
   std::vector<RowElementBound> out(cols);
   std::vector<double> xd(cols), yd(cols);
   for (std::size_t j = 0; j < cols; ++j) {
@@ -1012,11 +1036,8 @@ std::vector<RowElementBound> row_bounds_under_claim(RowOp op, const ClaimSpec& c
     yd[j] = out[j].exact;
   }
   if (!claim.ulps && claim.compute) {
-    std::vector<double> gd(gv ? cols : 0), bd(bv ? cols : 0);
-    for (std::size_t j = 0; j < gd.size(); ++j) gd[j] = to_double(fparam, gv->data[j]);
-    for (std::size_t j = 0; j < bd.size(); ++j) bd[j] = to_double(fparam, bv->data[j]);
     std::vector<char> ovf;
-    const auto eb = row_element_bounds(op, row_claim(claim, opt), xd, yd, gd, bd, &ovf);
+    const auto eb = row_element_bounds(op, row_claim(claim, opt), xd, yd, params.gamma_d, params.beta_d, &ovf);
     for (std::size_t j = 0; j < cols; ++j) {
       out[j].bound = eb[j];
       out[j].may_overflow = ovf[j] && std::isfinite(out[j].exact);
@@ -1092,17 +1113,9 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
   const std::size_t cols = shape.empty() ? 1 : static_cast<std::size_t>(shape.back());
   const std::size_t rows = cols == 0 ? 0 : X.values.size() / cols;
   const MatrixRef xr{&fin, X.values, rows, cols};
-  std::optional<VectorRef> gv, bv;
-  const auto param = [&](const std::optional<TensorData>& t, std::string_view what) -> std::optional<VectorRef> {
-    if (!t) return std::nullopt;
-    expect_format(*t, fparam, what);
-    if (t->shape.size() != 1 || t->values.size() != cols)
-      throw InputError(fmt::format("{} {}: shape {}, but rows have {} columns: it needs shape [{}] (one per column)",
-                                   what, t->name, shape_text(t->shape), cols, cols));
-    return VectorRef{&fparam, t->values};
-  };
-  gv = param(opt.gamma, "--gamma");
-  bv = param(opt.beta, "--beta");
+  const RowParams params = row_params(opt, fparam, cols);
+  const std::optional<VectorRef>& gv = params.gamma;
+  const std::optional<VectorRef>& bv = params.beta;
   check_cancelled();
   // The oracle on chunks of rows (an elementwise op: of elements), on every core; each row's
   // result depends on the row only, and the oracles' argument errors name no row, so results
@@ -1138,9 +1151,8 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
     b.probabilistic_applies = false;
     b.confidence = 1;
     b.derivation = row_bound_derivation(op, rc, cols, gv.has_value(), bv.has_value());
-    std::vector<double> gd(gv ? cols : 0), bd(bv ? cols : 0);
-    for (std::size_t j = 0; j < gd.size(); ++j) gd[j] = to_double(fparam, gv->data[j]);
-    for (std::size_t j = 0; j < bd.size(); ++j) bd[j] = to_double(fparam, bv->data[j]);
+    const std::vector<double>& gd = params.gamma_d;
+    const std::vector<double>& bd = params.beta_d;
     // Each row's bounds on their own, on every core; the widest is found afterwards in order.
     detail::parallel_for(static_cast<std::int64_t>(rows), static_cast<std::int64_t>(std::max<std::size_t>(1, 4096 / std::max<std::size_t>(cols, 1))),
                          [&](std::int64_t r0, std::int64_t r1) {

@@ -850,8 +850,10 @@ TEST(CheckRows, TextbookValuesAtNonFiniteInputsAreLegal) {
   const CheckResult r = check_rows(RowOp::rmsnorm, xr, c, claim);
   EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
   TensorData sign = c;
-  sign.values[1] = Bits{std::bit_cast<std::uint32_t>(0.0f)};  // −2·0 is −0
-  EXPECT_EQ(check_rows(RowOp::rmsnorm, xr, sign, claim).verdict.kind, TensorKind::defect);
+  sign.values[1] = Bits{std::bit_cast<std::uint32_t>(0.0f)};  // −2·0 is −0: +0 is within the bound, not bit-exact
+  const Verdict signed_zero = check_rows(RowOp::rmsnorm, xr, sign, claim).verdict;  // (as a matmul's, an --ulps claim's)
+  EXPECT_EQ(signed_zero.kind, TensorKind::consistent) << signed_zero.reason;
+  EXPECT_EQ(signed_zero.counts[0], r.verdict.counts[0] - 1);
   TensorData all_nan = c;  // the oracle's own: NaN for the whole row
   for (int j = 0; j < 4; ++j) all_nan.values[static_cast<std::size_t>(j)] = Bits{0x7fc00000};
   EXPECT_EQ(check_rows(RowOp::rmsnorm, xr, all_nan, claim).verdict.kind, TensorKind::consistent);
@@ -1114,6 +1116,35 @@ TEST(CheckEnvironment, DazFtzAndRoundingModeOfTheCallerChangeNothing) {
   EXPECT_EQ(got.second, want.second);
 }
 #endif
+
+// The worst elements list every element outside the deterministic bound before the others: an
+// element whose bound is not a number (a caller's, or a derivation that gave none) is classed
+// outside with |error| / bound = 0, and was left off the list although the verdict counted it.
+TEST(Judge, WorstElementsListEveryElementOutsideTheBoundFirst) {
+  const ClaimSpec spec = parse_claim("--in fp32 --out fp32");
+  const detail::ClaimSetup setup = detail::make_claim(spec, 4, false, false);
+  const ReductionBound bound = reduction_bound(setup.claim, 4, false, spec.confidence);
+  std::vector<Bits> out;
+  std::vector<ReferenceElement> ref;
+  for (int i = 0; i < 10; ++i) {
+    const double exact = 1 + i;
+    const Bits rounded = convert_double(fp32, exact).bits;
+    ref.push_back({rounded, exact, exact});
+    // Off by one ulp each (within the bound of a sum of 4 terms): ratios between 0 and 1.
+    out.push_back(convert_double(fp32, std::nextafter(static_cast<float>(exact), 100.0f)).bits);
+  }
+  // Element 7: a zero of the other sign against a bound that is not a number.
+  ref[7] = {convert_double(fp32, -0.0).bits, -0.0, 0.0, NAN, NAN};
+  out[7] = convert_double(fp32, 0.0).bits;
+  JudgeOptions opt;
+  opt.worst = 3;
+  const Verdict v = judge(setup.claim, bound, out, ref, {2, 5}, opt);
+  ASSERT_EQ(v.counts[3], 1) << v.reason;
+  ASSERT_EQ(v.worst.size(), 3u);
+  EXPECT_EQ(v.worst[0].index, 7) << "the element outside the bound is not listed first";
+  EXPECT_EQ(v.worst[0].cls, ElementClass::outside_deterministic);
+  for (std::size_t k = 1; k < v.worst.size(); ++k) EXPECT_NE(v.worst[k].cls, ElementClass::outside_deterministic);
+}
 
 }  // namespace
 }  // namespace numfid

@@ -497,6 +497,76 @@ TEST(RowBounds, RowBoundsUnderClaimRefusesGammaAndBetaCheckRowsRefuses) {
   }
 }
 
+// An infinite input of an elementwise op whose exact result is finite (exp(-inf) = 0, tanh(±inf)
+// = ±1, 1/±inf = ±0, sigmoid(±inf), rsqrt(+inf) = 0, silu/GELU at -inf: -0) has the function
+// claim's allowance around that limit: a zero of either sign (a clamped kernel's silu(-inf) =
+// +0) is within it, as under --ulps 0.5 and in a matmul — it was a proven defect under
+// --compute, and unlisted among the worst elements —; a value off the limit is outside it.
+TEST(RowBounds, InfiniteInputsOfElementwiseOpsAreJudgedAgainstTheirLimits) {
+  for (const char* claim_text : {"--in fp32 --out fp32 --compute fp32", "--in fp32 --out bf16 --compute fp32 --fn-ulps 4",
+                                 "--in bf16 --out bf16 --compute bf16"}) {
+    const ClaimSpec claim = parse_claim(claim_text);
+    for (const RowOp op : {RowOp::exp, RowOp::log, RowOp::tanh, RowOp::sigmoid, RowOp::silu, RowOp::gelu_erf,
+                           RowOp::gelu_tanh, RowOp::reciprocal, RowOp::rsqrt}) {
+      SCOPED_TRACE(fmt::format("{}, {}", row_op_name(op), claim_text));
+      TensorData x;
+      x.name = "X";
+      x.format = claim.in;
+      x.shape = {3};
+      for (const double v : {-double(INFINITY), double(INFINITY), 0.75}) x.values.push_back(convert_double(*claim.in, v).bits);
+      const std::vector<RowElementBound> b = row_bounds_under_claim(op, claim, RowCheckOptions{}, x, 0);
+      TensorData c = x;
+      c.name = "C";
+      c.format = claim.out;
+      for (std::size_t j = 0; j < 3; ++j) c.values[j] = convert_double(*claim.out, b[j].exact).bits;
+      const CheckResult exact = check_rows(op, x, c, claim, RowCheckOptions{});
+      EXPECT_EQ(exact.verdict.counts[3], 0) << exact.verdict.reason;
+      for (std::size_t j = 0; j < 2; ++j) {
+        if (!std::isfinite(b[j].exact)) continue;
+        SCOPED_TRACE(fmt::format("x = {}, exact {:a}", j == 0 ? "-inf" : "+inf", b[j].exact));
+        ASSERT_TRUE(b[j].bound.has_value()) << "no bound for a finite limit";
+        EXPECT_LT(*b[j].bound, 0.125);  // a few units of the compute format at most (the limits are 0 and ±1)
+        TensorData other = c;
+        if (b[j].exact == 0) {
+          other.values[j] = convert_double(*claim.out, std::signbit(b[j].exact) ? 0.0 : -0.0).bits;
+          const CheckResult r = check_rows(op, x, other, claim, RowCheckOptions{});
+          EXPECT_EQ(r.verdict.counts[3], 0) << "a zero of the other sign: " << r.verdict.reason;
+          EXPECT_EQ(r.verdict.counts[0], 2) << "a zero of the other sign is not bit-exact";
+        }
+        other.values[j] = convert_double(*claim.out, b[j].exact + 0.25).bits;
+        const CheckResult off = check_rows(op, x, other, claim, RowCheckOptions{});
+        ASSERT_EQ(off.verdict.counts[3], 1) << "a value off the limit: " << off.verdict.reason;
+        ASSERT_FALSE(off.verdict.worst.empty());
+        EXPECT_EQ(off.verdict.worst[0].index, static_cast<std::int64_t>(j)) << "the element outside is not listed first";
+      }
+    }
+  }
+}
+
+// rmsnorm of a row holding +inf: the textbook x·rsqrt(+inf) is ±0 with x's sign (the oracle's
+// row is NaN): a zero of the other sign is within the bound, not bit-exact, as above.
+TEST(RowBounds, RmsnormZerosOfAnInfiniteRowMayHaveEitherSign) {
+  const ClaimSpec claim = parse_claim("--in fp32 --out fp32 --compute fp32");
+  TensorData x;
+  x.name = "X";
+  x.format = claim.in;
+  x.shape = {1, 4};
+  for (const double v : {double(INFINITY), 1.0, -2.0, 3.0}) x.values.push_back(convert_double(fp32, v).bits);
+  TensorData c = x;
+  c.name = "C";
+  const auto with = [&](std::array<double, 4> v) {
+    for (std::size_t j = 0; j < 4; ++j) c.values[j] = convert_double(fp32, v[j]).bits;
+    return check_rows(RowOp::rmsnorm, x, c, claim, RowCheckOptions{}).verdict;
+  };
+  const Verdict same = with({NAN, 0.0, -0.0, 0.0});
+  EXPECT_EQ(same.counts[0], 4) << same.reason;
+  const Verdict flipped = with({NAN, -0.0, 0.0, -0.0});
+  EXPECT_EQ(flipped.counts[3], 0) << flipped.reason;
+  EXPECT_EQ(flipped.counts[0], 1) << "zeros of the other sign are not bit-exact";
+  const Verdict off = with({NAN, 1e-30, 0.0, 0.0});
+  EXPECT_EQ(off.counts[3], 1) << off.reason;
+}
+
 TEST(RowBounds, FullyMaskedSoftmaxRowMustBeNaN) {
   const std::vector<double> x{-INFINITY, -INFINITY, 0.0, -INFINITY};
   const TensorData X = view(std::span<const double>(x), {2, 2}, "fp32", "x");

@@ -175,6 +175,7 @@ class Arith {
 
 LD rsqrt_ld(LD x) { return 1 / std::sqrt(x); }
 LD recip_ld(LD x) { return 1 / x; }
+LD identity_ld(LD x) { return x; }
 LD exp_ld(LD x) { return std::exp(x); }
 LD log_ld(LD x) { return std::log(x); }
 LD tanh_ld(LD x) { return std::tanh(x); }
@@ -714,8 +715,19 @@ std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& 
     xc[j] = masked[j] ? point(x[j]) : a.cast(x[j]);
   }
   if (!is_row_op(op)) {
-    for (std::size_t j = 0; j < n; ++j)
-      if (std::isfinite(x[j])) finish(j, unary(a, op, xc[j]));
+    for (std::size_t j = 0; j < n; ++j) {
+      if (std::isfinite(x[j])) {
+        finish(j, unary(a, op, xc[j]));
+      } else if (std::isinf(x[j]) && std::isfinite(y[j])) {
+        // An infinite input with a finite result (exp(-inf) = 0, tanh(±inf) = ±1, 1/±inf = ±0,
+        // sigmoid(±inf), rsqrt(+inf) = 0, silu/GELU's -0 at -inf): the formula's functions at
+        // their limits, each within the function claim, and at most one rounding after
+        // (sigmoid's 1/(1 + exp(-x)) at +inf): the claim's allowance of one function and one
+        // rounding around the exact limit. (Formerly no bound: a zero of the other sign, as a
+        // clamped kernel's silu(-inf) = +0, was a proven defect, stricter than --ulps 0.5.)
+        finish(j, a.round(a.fn(identity_ld, point(y[j]), true)));
+      }
+    }
     return bound;
   }
   if (n == 0) return bound;

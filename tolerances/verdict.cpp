@@ -314,10 +314,13 @@ void degenerate_note(Verdict& v, const ReductionBound& b, const Claim& claim, st
     v.reason += "; the claim leaves no rounding to the reduction (n = 0): only the output rounding was tested";
 }
 
-/// The positions of the `count` elements of largest |error| / bound, largest first: positions
-/// sorted (4 bytes each where they fit), not records; partial_sort moves positions of either
-/// width exactly as it would move the records, since it makes the same comparisons, so ties
-/// come out in the same order as they always have.
+/// The positions of the `count` elements of largest |error| / bound, largest first, every element
+/// outside the deterministic bound before the others (an outside element's ratio exceeds 1 and
+/// every other's does not, save where its bound is not a number: such an element, classed
+/// outside with error 0, was left off the list): positions sorted (4 bytes each where they
+/// fit), not records; partial_sort moves positions of either width exactly as it would move the
+/// records, since it makes the same comparisons, so ties come out in the same order as they
+/// always have.
 template <class Position>
 std::vector<std::size_t> worst_positions(const detail::JudgedElements& all, int count) {
   detail::ParallelArray<Position> sorted(static_cast<std::int64_t>(all.size()));
@@ -326,7 +329,11 @@ std::vector<std::size_t> worst_positions(const detail::JudgedElements& all, int 
   });
   const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(count), sorted.size());
   std::partial_sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end(),
-                    [&all](Position x, Position y) { return all.ratio(x) > all.ratio(y); });
+                    [&all](Position x, Position y) {
+                      const bool ox = all.cls(x) == ElementClass::outside_deterministic;
+                      const bool oy = all.cls(y) == ElementClass::outside_deterministic;
+                      return ox != oy ? ox : all.ratio(x) > all.ratio(y);
+                    });
   return {sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k)};
 }
 

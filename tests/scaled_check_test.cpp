@@ -666,5 +666,93 @@ TEST(ScaledGemm, ToleranceDerivation) {
   EXPECT_NE(t.text().find("32 promotions"), std::string::npos) << t.text();
 }
 
+// An infinite term meeting a partial sum overflowed to the other infinity (the plain matmul's
+// rule: CheckMatmul.AnInfiniteTermMeetingAnOverflowedPartialSumMayGiveNaN). A = [57344, -inf],
+// B = [57344, 1] in fp8 E5M2 is exactly -inf; with scales 2^100 · 2^10 promoted every product,
+// the first promotion o = fma(2^110, 57344², 0) ≈ 4.3e42 overflows fp32 to +inf and the second
+// gives +inf + (-inf) = NaN (numpy float32: 2^110 · 57344² = inf, inf - inf = nan; the model's
+// own output). NaN and -inf are legal; +inf never; with scales of 1 (no partial sum near
+// 3.4e38) NaN is a defect. The same rule where the inner fp32 partial overflows (bf16 2^100 ·
+// 2^100), where the scales are not powers of two (the term-by-term reference), and in a dot.
+TEST(ScaledGemm, AnInfiniteTermMeetingAnOverflowedPartialSumMayGiveNaN) {
+  struct Case {
+    const char* claim;
+    const char* format;
+    std::vector<float> a, b;
+    bool overflows;
+  };
+  const float e5max = 57344.0f, big = 0x1p100f;
+  const std::vector<Case> cases{
+      {"--in fp8_e5m2 --out fp32 --scale-a 0x1p100 --scale-b 1024 --promote-every 1", "fp8_e5m2", {e5max, -INFINITY}, {e5max, 1}, true},
+      {"--in fp8_e5m2 --out fp32 --scale-a 0x1.8p100 --scale-b 1024 --promote-every 1", "fp8_e5m2", {e5max, -INFINITY}, {e5max, 1}, true},
+      {"--in fp8_e5m2 --out fp32 --scale-a 1 --scale-b 1 --promote-every 1", "fp8_e5m2", {e5max, -INFINITY}, {e5max, 1}, false},
+      {"--in bf16 --out fp32 --scale-a 1 --scale-b 1", "bf16", {big, -INFINITY}, {big, 1}, true},
+      {"--in bf16 --out fp32 --scale-a 1.5 --scale-b 1", "bf16", {big, -INFINITY}, {big, 1}, true},
+      {"--in bf16 --out fp32 --scale-a 1 --scale-b 1", "bf16", {0x1p50f, -INFINITY}, {0x1p50f, 1}, false},
+      // fp16 partials: 57344 + 57344 = 114688 overflows fp16 (max 65504) long before fp32.
+      {"--in fp8_e5m2 --out fp32 --acc fp16 --scale-a 1 --scale-b 1", "fp8_e5m2", {e5max, e5max, -INFINITY}, {1, 1, 1}, true},
+      {"--in fp8_e5m2 --out fp32 --acc fp16 --scale-a 0.25 --scale-b 0.75", "fp8_e5m2", {e5max, e5max, -INFINITY}, {1, 1, 1}, true},
+      {"--in fp8_e5m2 --out fp32 --acc fp16 --scale-a 1 --scale-b 1", "fp8_e5m2", {1024, 1024, -INFINITY}, {1, 1, 1}, false},
+  };
+  for (const Case& t : cases) {
+    SCOPED_TRACE(t.claim);
+    const ClaimSpec claim = parse_claim(t.claim);
+    const auto K = static_cast<std::int64_t>(t.a.size());
+    const TensorData a = view(std::span<const float>(t.a), {1, K}, t.format, "A");
+    const TensorData b = view(std::span<const float>(t.b), {K, 1}, t.format, "B");
+    const TensorData model = emulate_matmul(a, b, std::nullopt, claim);
+    EXPECT_EQ(std::isnan(to_double(fp32, model.values[0])), t.overflows) << to_double(fp32, model.values[0]);
+    const auto judge_one = [&](std::uint32_t c) {
+      return check_matmul(a, b, TensorData{&fp32, {1, 1}, {Bits{c}}, "C"}, claim);
+    };
+    for (const std::uint32_t c : {0x7fc00000u, 0xffc00000u}) {
+      const CheckResult r = judge_one(c);
+      EXPECT_EQ(r.verdict.kind, t.overflows ? TensorKind::consistent : TensorKind::defect) << r.text();
+    }
+    EXPECT_EQ(judge_one(0xff800000u).verdict.kind, TensorKind::consistent) << judge_one(0xff800000u).text();
+    EXPECT_EQ(judge_one(0x7f800000u).verdict.kind, TensorKind::defect) << judge_one(0x7f800000u).text();
+    // A row-wise dot of the same terms.
+    const TensorData bd = view(std::span<const float>(t.b), {1, K}, t.format, "B");
+    const CheckResult d = check_dot(a, bd, TensorData{&fp32, {1}, {Bits{0xffc00000u}}, "C"}, claim);
+    EXPECT_EQ(d.verdict.kind, t.overflows ? TensorKind::consistent : TensorKind::defect) << d.text();
+  }
+}
+
+// A partial sum that overflows where the exact result is finite: the sticky overflow rule
+// (tolerances/bounds.h, ReductionBound::overflow_sticky) of the plain matmul. [57344, -57344] ·
+// [57344, 57344] with scales 2^110 promoted every product is exactly 0, but the first promotion
+// overflows fp32 to +inf and fma(2^110, -57344², +inf) stays +inf (the model's output; numpy's
+// separate multiply gives inf - inf = nan). In fp16 partials, 57344 + 57344 overflows before
+// the -57344s arrive. ±inf and NaN are legal there, and 0; with small terms they are not.
+TEST(ScaledGemm, APartialSumOverflowingOnTheWayIsLegalWhereTheExactResultIsFinite) {
+  struct Case {
+    const char* claim;
+    std::vector<float> a, b;
+    bool overflows;
+  };
+  const float e5max = 57344.0f;
+  const std::vector<Case> cases{
+      {"--in fp8_e5m2 --out fp32 --scale-a 0x1p100 --scale-b 1024 --promote-every 1", {e5max, -e5max}, {e5max, e5max}, true},
+      {"--in fp8_e5m2 --out fp32 --scale-a 1 --scale-b 1 --promote-every 1", {e5max, -e5max}, {e5max, e5max}, false},
+      {"--in fp8_e5m2 --out fp32 --acc fp16 --scale-a 1 --scale-b 1", {e5max, e5max, -e5max, -e5max}, {1, 1, 1, 1}, true},
+      {"--in fp8_e5m2 --out fp32 --acc fp16 --scale-a 1.5 --scale-b 1", {e5max, e5max, -e5max, -e5max}, {1, 1, 1, 1}, true},
+      {"--in fp8_e5m2 --out fp32 --acc fp16 --scale-a 1 --scale-b 1", {1024, 1024, -1024, -1024}, {1, 1, 1, 1}, false},
+  };
+  for (const Case& t : cases) {
+    SCOPED_TRACE(t.claim);
+    const ClaimSpec claim = parse_claim(t.claim);
+    const auto K = static_cast<std::int64_t>(t.a.size());
+    const TensorData a = view(std::span<const float>(t.a), {1, K}, "fp8_e5m2", "A");
+    const TensorData b = view(std::span<const float>(t.b), {K, 1}, "fp8_e5m2", "B");
+    const TensorData model = emulate_matmul(a, b, std::nullopt, claim);
+    EXPECT_EQ(to_double(fp32, model.values[0]) == INFINITY, t.overflows) << to_double(fp32, model.values[0]);
+    for (const std::uint32_t c : {0x7f800000u, 0xff800000u, 0x7fc00000u}) {
+      const CheckResult r = check_matmul(a, b, TensorData{&fp32, {1, 1}, {Bits{c}}, "C"}, claim);
+      EXPECT_EQ(r.verdict.kind, t.overflows ? TensorKind::consistent : TensorKind::defect) << fmt::format("{:#x}\n", c) << r.text();
+    }
+    EXPECT_EQ(check_matmul(a, b, TensorData{&fp32, {1, 1}, {Bits{0}}, "C"}, claim).verdict.kind, TensorKind::consistent);
+  }
+}
+
 }  // namespace
 }  // namespace numfid

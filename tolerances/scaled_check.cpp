@@ -187,6 +187,10 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
                           "fma_fp32(fp32(sa·sb), partial, o) ({} promotions per element{})",
                           in.name, layout_text(s), L, s.inner, B, s.promoted ? ", --promote-every" : ": one per scale block"));
   double c_in = 0, abs_in = 0, u_in = 0;
+  // Where a partial sum may overflow (in its own units: the inner accumulator's largest finite
+  // value) and whether that overflow is sticky (±inf or NaN that every later step keeps).
+  double inner_at = INFINITY;
+  bool inner_sticky = true;
   if (s.block_fma) {
     Claim bc;
     bc.input = &in;
@@ -195,6 +199,8 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
     c_in = ib.deterministic;
     abs_in = ib.absolute;
     u_in = ib.u_acc;
+    inner_at = ib.overflow_at;
+    inner_sticky = ib.overflow_sticky;
     d.push_back(fmt::format("partial sum (block-FMA model over {} products): |p̂ - p| <= {:.6g}·Σ|a·b| + {:.3g}", L, c_in,
                             abs_in));
   } else {
@@ -203,6 +209,9 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
     // From zero, every one of the L products meets a rounding on its way in (the first one too).
     c_in = gamma_n(static_cast<double>(L), u);
     abs_in = static_cast<double>(L) * min_positive(*c.acc) / 2 * (c.acc_rounding == Rounding::rne ? 1 : 2);
+    inner_at = max_finite(*c.acc);
+    inner_sticky = (c.acc_rounding == Rounding::rne || c.acc_rounding == Rounding::rna) &&
+                   c.acc->non_finite != NonFinite::finite_only;
     d.push_back(fmt::format("partial sum of {} exact products in {} (u = {:.6g}), any order: |p̂ - p| <= γ_{}·Σ|a·b| = "
                             "{:.6g}·Σ|a·b| (+ underflow {:.3g})",
                             L, c.acc->name, u, L, c_in, abs_in));
@@ -218,6 +227,16 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
   b.deterministic = (1 + c_in) * (1 + us) * grow - 1;
   const double max_scale = max_scale_product(s, K);
   b.absolute = abs_in * max_scale * (1 + us) * grow + static_cast<double>(B) * min_positive(fp32) / 2;
+  // Overflow (docs/verdict.md §2, Overflow; the plain matmul's rule, element_bound): the fp32
+  // promotion overflows to ±inf (round to nearest: sticky) where the scaled terms reach fp32's
+  // largest finite value; a partial sum overflows its accumulator where its unscaled products
+  // reach that accumulator's, i.e. where the scaled terms reach it times the partial's scale
+  // product, at least the smallest one. The lower of the two, in the scaled terms' units (which
+  // element_bound compares Σ of the terms of one sign and the bound's error with).
+  const double min_scale = *std::min_element(s.sa.begin(), s.sa.end()) * *std::min_element(s.sb.begin(), s.sb.end());
+  const double inner_scaled = inner_at * min_scale;
+  b.overflow_at = std::min(max_finite(fp32), inner_scaled);
+  b.overflow_sticky = (inner_scaled > max_finite(fp32) || inner_sticky) && c.out->non_finite != NonFinite::finite_only;
   b.roundings = L + B + (s.pow2 ? 0 : 1);
   b.u_acc = std::max(u_in, u32);  // the signatures' scale of rounding errors: the partials' arithmetic
   b.probabilistic_applies = false;

@@ -754,5 +754,55 @@ TEST(ScaledGemm, APartialSumOverflowingOnTheWayIsLegalWhereTheExactResultIsFinit
   }
 }
 
+// --expect bit-exact on a scaled claim whose model gives NaN: fp8 E5M2 [57344, -inf] · [57344, 1],
+// scales 2^110, promoted every product from the H100 tensor-core partials: +inf, then
+// +inf + (-inf) (a claim without a profile leaves the partials' order open: no --expect). Any
+// NaN equals the model's NaN whatever its sign and payload (NanPolicy::any_nan, docs/verdict.md
+// §4.4), in fp32, bf16 and OCP E4M3 (NaN S.1111.111: 0x7f and 0xff) outputs; a number or an
+// infinity where the model says NaN is a proven defect that names the element, and a NaN where
+// the model gives a number.
+TEST(ScaledGemm, ExpectBitExactTakesAnyNaNForTheModelsNaN) {
+  const std::vector<float> av{57344.0f, -INFINITY, 0.0f, 0.0f}, bv{57344.0f, 1.0f};
+  // A (2×2): row 0 gives the NaN, row 1 gives +0.
+  const TensorData a = view(std::span<const float>(av), {2, 2}, "fp8_e5m2", "A");
+  const TensorData b = view(std::span<const float>(bv), {2, 1}, "fp8_e5m2", "B");
+  struct Out {
+    const char* name;
+    std::vector<std::uint32_t> nans, not_nan;
+  };
+  for (const Out& o : {Out{"fp32", {0x7fc00000u, 0xffc00000u, 0x7fc00001u, 0xff800001u}, {0xff800000u, 0x7f800000u, 0u}},
+                       Out{"bf16", {0x7fc0u, 0xffc0u, 0x7f81u}, {0xff80u, 0x7f7fu}},
+                       Out{"fp8_e4m3", {0x7fu, 0xffu}, {0x7eu, 0xfeu, 0u}}}) {
+    SCOPED_TRACE(o.name);
+    const ClaimSpec claim = parse_claim(fmt::format(
+        "--in fp8_e5m2 --out {} --scale-a 0x1p100 --scale-b 1024 --promote-every 1 --profile nvidia-h100-tc "
+        "--expect bit-exact",
+        o.name));
+    const FormatSpec& f = *find_format(o.name);
+    const TensorData model = emulate_matmul(a, b, std::nullopt, claim);
+    ASSERT_TRUE(std::isnan(to_double(f, model.values[0])));
+    ASSERT_TRUE(std::isfinite(to_double(f, model.values[1])));
+    for (const std::uint32_t x : o.nans) {
+      const CheckResult r = check_matmul(a, b, TensorData{&f, {2, 1}, {Bits{x}, model.values[1]}, "C"}, claim);
+      EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << fmt::format("{:#x}\n", x) << r.text();
+      EXPECT_THAT(r.verdict.reason, ::testing::HasSubstr("matches the model bit for bit"));
+    }
+    for (const std::uint32_t x : o.not_nan) {
+      const CheckResult r = check_matmul(a, b, TensorData{&f, {2, 1}, {Bits{x}, model.values[1]}, "C"}, claim);
+      EXPECT_EQ(r.verdict.kind, TensorKind::defect) << fmt::format("{:#x}\n", x) << r.text();
+      EXPECT_THAT(r.verdict.reason, ::testing::HasSubstr("1 of 2 elements differ"));
+      EXPECT_THAT(r.verdict.reason, ::testing::HasSubstr("[0, 0]"));
+    }
+    // A NaN where the model gives a number is a defect too.
+    const Bits nan = model.values[0];
+    EXPECT_EQ(check_matmul(a, b, TensorData{&f, {2, 1}, {nan, nan}, "C"}, claim).verdict.kind, TensorKind::defect);
+    // A row-wise dot of the same rows (B's row r is column 0 of B for both rows).
+    const std::vector<float> bd{57344.0f, 1.0f, 57344.0f, 1.0f};
+    const TensorData bdot = view(std::span<const float>(bd), {2, 2}, "fp8_e5m2", "B");
+    const CheckResult d = check_dot(a, bdot, TensorData{&f, {2}, {Bits{o.nans.back()}, model.values[1]}, "C"}, claim);
+    EXPECT_EQ(d.verdict.kind, TensorKind::consistent) << d.text();
+  }
+}
+
 }  // namespace
 }  // namespace numfid

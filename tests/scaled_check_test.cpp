@@ -804,5 +804,75 @@ TEST(ScaledGemm, ExpectBitExactTakesAnyNaNForTheModelsNaN) {
   }
 }
 
+// Cross-platform (--ref) against the H100 tensor-core model with ±inf in the operands: fp8 E5M2
+// A = [[1, -inf, 2, 3], [1, 2, 3, 4]], B columns (1, 1, 1, 1) and (1, 0, 1, 1), scales 0.5 · 3:
+// exactly -inf, NaN (-inf·0), 15 and 12 (numpy float64 on the dequantised operands). The
+// target's model (fp32 partials) and the reference's (H100 block FMA) agree: consistent. Where
+// the exact result is non-finite, C is judged against it under its own claim, not against R
+// (docs/verdict.md §2, Overflow; as the plain matmul): a C of +inf, a number or NaN where the
+// result is -inf is a defect, and a number where it is NaN.
+TEST(ScaledGemm, CrossPlatformAgainstATensorCoreReferenceWithInfinities) {
+  const std::vector<float> av{1, -INFINITY, 2, 3, 1, 2, 3, 4}, bv{1, 1, 1, 0, 1, 1, 1, 1};
+  const TensorData a = view(std::span<const float>(av), {2, 4}, "fp8_e5m2", "A");
+  const TensorData b = view(std::span<const float>(bv), {4, 2}, "fp8_e5m2", "B");
+  const std::string scales = "--in fp8_e5m2 --out fp32 --scale-a 0.5 --scale-b 3 --promote-every 4";
+  const ClaimSpec target = parse_claim(scales), reference = parse_claim(scales + " --profile nvidia-h100-tc");
+  const TensorData c = emulate_matmul(a, b, std::nullopt, target);
+  const TensorData r = emulate_matmul(a, b, std::nullopt, reference);
+  const std::vector<double> want{-INFINITY, NAN, 15.0, 12.0};
+  for (std::size_t e = 0; e < want.size(); ++e) {
+    SCOPED_TRACE(e);
+    for (const TensorData* t : {&c, &r}) {
+      const double v = to_double(fp32, t->values[e]);
+      if (std::isnan(want[e])) EXPECT_TRUE(std::isnan(v)) << v;
+      else EXPECT_EQ(v, want[e]);
+    }
+  }
+  MatmulCheckOptions opt;
+  opt.ref_claim = reference;
+  const auto judged = [&](const TensorData& cc, const TensorData& rr) {
+    opt.ref = rr;
+    return check_matmul(a, b, cc, target, opt);
+  };
+  const CheckResult ok = judged(c, r);
+  EXPECT_EQ(ok.verdict.kind, TensorKind::consistent) << ok.text();
+  const auto with = [](const TensorData& t, std::size_t e, std::uint32_t bits) {
+    TensorData x = t;
+    x.values[e] = Bits{bits};
+    return x;
+  };
+  for (const std::uint32_t bad : {0x7f800000u, 0x3f800000u, 0x7fc00000u, 0xffc00000u}) {
+    const CheckResult off = judged(with(c, 0, bad), r);
+    EXPECT_EQ(off.verdict.kind, TensorKind::defect) << fmt::format("{:#x}\n", bad) << off.text();
+  }
+  EXPECT_EQ(judged(with(c, 1, 0xff800000u), r).verdict.kind, TensorKind::defect);
+  EXPECT_EQ(judged(with(c, 1, 0x3f800000u), r).verdict.kind, TensorKind::defect);
+}
+
+// --ref where the reference legally overflows and the exact result is finite: [57344, -57344] ·
+// [57344, 57344] in E5M2 with scales 2^110 promoted every product is exactly 0; the H100
+// model's promotion overflows to +inf (its output, legal), and 0 is a legal target output (the
+// bound of the fp32-partials claim, ≈ 1.5e36, contains it). R says nothing about the exact
+// result there: C is judged against it under its own bound alone (the plain matmul's rule).
+TEST(ScaledGemm, CrossPlatformWhereTheReferenceOverflowsJudgesCAgainstTheExactResult) {
+  const std::vector<float> av{57344, -57344}, bv{57344, 57344};
+  const TensorData a = view(std::span<const float>(av), {1, 2}, "fp8_e5m2", "A");
+  const TensorData b = view(std::span<const float>(bv), {2, 1}, "fp8_e5m2", "B");
+  const std::string scales = "--in fp8_e5m2 --out fp32 --scale-a 0x1p100 --scale-b 1024 --promote-every 1";
+  const ClaimSpec target = parse_claim(scales), reference = parse_claim(scales + " --profile nvidia-h100-tc");
+  const TensorData r = emulate_matmul(a, b, std::nullopt, reference);
+  ASSERT_EQ(to_double(fp32, r.values[0]), INFINITY);
+  MatmulCheckOptions opt;
+  opt.ref_claim = reference;
+  opt.ref = r;
+  for (const std::uint32_t c : {0u, 0x7f800000u, 0xff800000u, 0x7fc00000u}) {
+    const CheckResult x = check_matmul(a, b, TensorData{&fp32, {1, 1}, {Bits{c}}, "C"}, target, opt);
+    EXPECT_EQ(x.verdict.kind, TensorKind::consistent) << fmt::format("{:#x}\n", c) << x.text();
+  }
+  // A finite C outside its own bound is still a defect: 2^127 (the bound is ≈ 1.5e36).
+  const CheckResult far = check_matmul(a, b, TensorData{&fp32, {1, 1}, {Bits{0x7f000000u}}, "C"}, target, opt);
+  EXPECT_EQ(far.verdict.kind, TensorKind::defect) << far.text();
+}
+
 }  // namespace
 }  // namespace numfid

@@ -874,5 +874,73 @@ TEST(ScaledGemm, CrossPlatformWhereTheReferenceOverflowsJudgesCAgainstTheExactRe
   EXPECT_EQ(far.verdict.kind, TensorKind::defect) << far.text();
 }
 
+// Formats without infinities (OCP OFP8 E4M3: no inf; a non-saturating conversion makes ±inf and
+// every value beyond ±448 NaN, S.1111.111; a scaled claim's output cast does not saturate).
+// An output in E4M3 of an element that is exactly -inf (E5M2 [1, -inf] · [1, 1]): NaN, of either
+// sign, is the result; ±448 (a saturating cast) and 0 are defects — under the bounds and under
+// --expect bit-exact (the H100 model). An exact 1024 (beyond 448): NaN legal, 448 a defect.
+// An inner accumulator in E4M3: an infinite term is NaN there (docs/verdict.md §2: "an
+// accumulator without inf makes an infinite term NaN"), the model's own output; +inf never.
+TEST(ScaledGemm, FormatsWithoutInfinityTurnAnInfiniteTermIntoNaN) {
+  const std::vector<float> av{1.0f, -INFINITY, 512.0f, 512.0f}, bv{1.0f, 1.0f};
+  const TensorData a = view(std::span<const float>(av), {2, 2}, "fp8_e5m2", "A");
+  const TensorData b = view(std::span<const float>(bv), {2, 1}, "fp8_e5m2", "B");
+  for (const char* claim_text : {"--in fp8_e5m2 --out fp8_e4m3 --scale-a 1 --scale-b 1",
+                                 "--in fp8_e5m2 --out fp8_e4m3 --scale-a 1 --scale-b 1 --profile nvidia-h100-tc",
+                                 "--in fp8_e5m2 --out fp8_e4m3 --scale-a 1 --scale-b 1 --profile nvidia-h100-tc --expect bit-exact"}) {
+    SCOPED_TRACE(claim_text);
+    const ClaimSpec claim = parse_claim(claim_text);
+    const TensorData model = emulate_matmul(a, b, std::nullopt, claim);
+    EXPECT_TRUE(std::isnan(to_double(fp8_e4m3, model.values[0])));
+    EXPECT_TRUE(std::isnan(to_double(fp8_e4m3, model.values[1])));
+    const auto judged = [&](std::uint32_t c0, std::uint32_t c1) {
+      return check_matmul(a, b, TensorData{&fp8_e4m3, {2, 1}, {Bits{c0}, Bits{c1}}, "C"}, claim);
+    };
+    for (const std::uint32_t nan : {0x7fu, 0xffu})
+      EXPECT_EQ(judged(nan, 0x7fu).verdict.kind, TensorKind::consistent) << judged(nan, 0x7fu).text();
+    for (const std::uint32_t bad : {0x7eu, 0xfeu, 0x00u}) {
+      EXPECT_EQ(judged(bad, 0x7fu).verdict.kind, TensorKind::defect) << fmt::format("{:#x}", bad);
+      EXPECT_EQ(judged(0xffu, bad).verdict.kind, TensorKind::defect) << fmt::format("{:#x}", bad);
+    }
+  }
+  // An E4M3 inner accumulator: bf16 [1, -inf] · [1, 1] is -inf exactly; the -inf is NaN in the
+  // accumulator, and the partial and its promotion are NaN.
+  const std::vector<float> ab{1.0f, -INFINITY}, bb{1.0f, 1.0f};
+  const TensorData a16 = view(std::span<const float>(ab), {1, 2}, "bf16", "A");
+  const TensorData b16 = view(std::span<const float>(bb), {2, 1}, "bf16", "B");
+  const ClaimSpec e4m3_acc = parse_claim("--in bf16 --out fp32 --acc fp8_e4m3 --scale-a 1 --scale-b 1");
+  const TensorData nan_model = emulate_matmul(a16, b16, std::nullopt, e4m3_acc);
+  EXPECT_TRUE(std::isnan(to_double(fp32, nan_model.values[0])));
+  for (const std::uint32_t c : {0x7fc00000u, 0xffc00000u}) {
+    const CheckResult r = check_matmul(a16, b16, TensorData{&fp32, {1, 1}, {Bits{c}}, "C"}, e4m3_acc);
+    EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+  }
+  EXPECT_EQ(check_matmul(a16, b16, TensorData{&fp32, {1, 1}, {Bits{0x7f800000u}}, "C"}, e4m3_acc).verdict.kind,
+            TensorKind::defect);
+}
+
+// An inner accumulator without inf does not take the infinities from the fp32 promotion: E4M3
+// partials of [448, -448] · [1, 1], one per promotion, scales 2^100 · 2^20, are exact (448) but
+// the first promotion 448 · 2^120 overflows fp32 to +inf, and fma(2^120, -448, +inf) stays +inf:
+// the model's output (numpy float32: 2^120 · 448 = inf, inf + (-inf) = nan). The exact result is
+// 0: ±inf and NaN are legal (the promotion may overflow either way), and 0.
+TEST(ScaledGemm, ThePromotionOverflowsToInfinityBesideAnAccumulatorWithoutInfinity) {
+  const std::vector<float> av{448.0f, -448.0f}, bv{1.0f, 1.0f};
+  const TensorData a = view(std::span<const float>(av), {1, 2}, "fp8_e4m3", "A");
+  const TensorData b = view(std::span<const float>(bv), {2, 1}, "fp8_e4m3", "B");
+  const ClaimSpec claim = parse_claim("--in fp8_e4m3 --out fp32 --acc fp8_e4m3 --scale-a 0x1p100 --scale-b 0x1p20 --promote-every 1");
+  const TensorData model = emulate_matmul(a, b, std::nullopt, claim);
+  EXPECT_EQ(to_double(fp32, model.values[0]), INFINITY);
+  for (const std::uint32_t c : {0x7f800000u, 0xff800000u, 0x7fc00000u, 0u}) {
+    const CheckResult r = check_matmul(a, b, TensorData{&fp32, {1, 1}, {Bits{c}}, "C"}, claim);
+    EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << fmt::format("{:#x}\n", c) << r.text();
+  }
+  const CheckResult inf = check_matmul(a, b, model, claim);
+  EXPECT_THAT(inf.verdict.reason, ::testing::HasSubstr("fp32 promotion may overflow: ±inf is legal there too"));
+  // Scales of 1: nothing can overflow, and an infinity is a defect.
+  const ClaimSpec small = parse_claim("--in fp8_e4m3 --out fp32 --acc fp8_e4m3 --scale-a 1 --scale-b 1 --promote-every 1");
+  EXPECT_EQ(check_matmul(a, b, TensorData{&fp32, {1, 1}, {Bits{0x7f800000u}}, "C"}, small).verdict.kind, TensorKind::defect);
+}
+
 }  // namespace
 }  // namespace numfid

@@ -865,7 +865,28 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
     for (const std::string& line : rb.derivation) b.derivation.push_back("reference: " + line);
     ref_text = fmt::format("; against reference {} {}", rorder, rounding_name(rc.output_rounding()));
   }
+  // An inner accumulator without inf (OCP E4M3, FNUZ) overflows to NaN, and the judge's overflow
+  // rule reads it as the claim's accumulator (±inf never legal from a finite sum); but its
+  // partials are promoted into fp32, which overflows to ±inf: where the promoted sum can reach
+  // fp32's largest finite value (Σ|scaled terms| and the bound's error), ±inf and NaN are legal
+  // as after a step that may overflow (an operand's cast), a finite output meets the finite bound.
+  std::int64_t promotion_inf = 0;
+  if (!s.block_fma && claim.acc->non_finite != NonFinite::ieee) {
+    for (ReferenceElement& x : ref)
+      if (std::isfinite(x.exact) && x.sum_abs * (1 + b.deterministic) + b.absolute >= max_finite(fp32)) {
+        x.may_overflow = true;
+        ++promotion_inf;
+      }
+    if (promotion_inf > 0)
+      b.derivation.push_back(fmt::format("promotion overflow: {} elements whose fp32 promotion may reach {:.6g} (beside "
+                                         "{} partials, which have no inf): ±inf and NaN are legal there",
+                                         promotion_inf, max_finite(fp32), claim.acc->name));
+  }
   Verdict v = judge(jc, b, C.values, ref, {d.m, d.n}, judge_options(claim, opt.worst, true));
+  if (promotion_inf > 0)
+    v.reason += fmt::format("; {} of {} elements' fp32 promotion may overflow: ±inf is legal there too (the {} partials "
+                            "overflow to NaN, the fp32 promotion to ±inf)",
+                            promotion_inf, v.elements, claim.acc->name);
   if (opt.ref && v.counts[3] > 0)
     attribute_cross_platform(v, C, *opt.ref, ref, [&](std::size_t e) { return sides[e]; });
   CheckResult r = finish(rowwise ? "dot" : "matmul", setup, claim, std::move(b), std::move(v), !rowwise);

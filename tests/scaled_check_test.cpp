@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "formats/error.h"
 #include "numerics/profile.h"
@@ -940,6 +941,29 @@ TEST(ScaledGemm, ThePromotionOverflowsToInfinityBesideAnAccumulatorWithoutInfini
   // Scales of 1: nothing can overflow, and an infinity is a defect.
   const ClaimSpec small = parse_claim("--in fp8_e4m3 --out fp32 --acc fp8_e4m3 --scale-a 1 --scale-b 1 --promote-every 1");
   EXPECT_EQ(check_matmul(a, b, TensorData{&fp32, {1, 1}, {Bits{0x7f800000u}}, "C"}, small).verdict.kind, TensorKind::defect);
+}
+
+// The model's partial sums take each product exactly (fused), whatever the operands' formats:
+// bf16 operands in fp16 partials (bf16 reaches 2^127 and 2^-133, fp16 only 65504 and 2^-24).
+// [2^40, 1] · [0, 3] is 3 and [2^-30, 0] · [2^30, 0] is 1 (products 0·2^40 and 2^-30·2^30 exact).
+// The model converted the operands into fp16 first: 2^40 became inf and inf·0 NaN; 2^-30 became
+// 0 and the product 0 — its own outputs then proven defects.
+TEST(ScaledGemm, TheModelsProductsAreExactWhereTheOperandsAreWiderThanTheAccumulator) {
+  const std::vector<float> av{0x1p40f, 1.0f, 0x1p-30f, 0.0f}, bv{0.0f, 0x1p30f, 3.0f, 0.0f};
+  const TensorData a = view(std::span<const float>(av), {2, 2}, "bf16", "A");
+  const TensorData b = view(std::span<const float>(bv), {2, 2}, "bf16", "B");
+  for (const char* text : {"--in bf16 --out fp32 --acc fp16 --scale-a 1 --scale-b 1",
+                           "--in bf16 --out fp32 --acc fp16 --scale-a 1 --scale-b 1 --promote-every 1",
+                           "--in bf16 --out fp32 --acc fp8_e4m3 --scale-a 1 --scale-b 1"}) {
+    SCOPED_TRACE(text);
+    const ClaimSpec claim = parse_claim(text);
+    const TensorData c = emulate_matmul(a, b, std::nullopt, claim);
+    // C = A·B: [[0·2^40 + 1·3, 2^40·2^30 + 0], [2^-30·0 + 0, 2^-30·2^30 + 0]].
+    EXPECT_EQ(to_double(fp32, c.values[0]), 3.0);
+    EXPECT_EQ(to_double(fp32, c.values[3]), 1.0);
+    const CheckResult r = check_matmul(a, b, c, claim);
+    EXPECT_NE(r.verdict.kind, TensorKind::defect) << r.text();
+  }
 }
 
 }  // namespace

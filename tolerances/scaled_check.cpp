@@ -233,8 +233,14 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
   // reach that accumulator's, i.e. where the scaled terms reach it times the partial's scale
   // product, at least the smallest one. The lower of the two, in the scaled terms' units (which
   // element_bound compares Σ of the terms of one sign and the bound's error with).
+  // A partial of L finite products is at most L·max|a|·max|b| (the operand formats' largest
+  // values) plus its error: below the inner accumulator's largest value (fp8 products in fp32,
+  // whatever the scales) it cannot overflow, and only the promotion's threshold counts; else
+  // it is inner_at times the smallest scale product (sound, loose where the scales spread wide).
+  const FormatSpec& in_b = c.in_b ? *c.in_b : in;
+  const double largest_partial = static_cast<double>(L) * max_finite(in) * max_finite(in_b) * (1 + c_in) + abs_in;
   const double min_scale = *std::min_element(s.sa.begin(), s.sa.end()) * *std::min_element(s.sb.begin(), s.sb.end());
-  const double inner_scaled = inner_at * min_scale;
+  const double inner_scaled = largest_partial < inner_at ? INFINITY : inner_at * min_scale;
   b.overflow_at = std::min(max_finite(fp32), inner_scaled);
   b.overflow_sticky = (inner_scaled > max_finite(fp32) || inner_sticky) && c.out->non_finite != NonFinite::finite_only;
   b.roundings = L + B + (s.pow2 ? 0 : 1);

@@ -966,5 +966,24 @@ TEST(ScaledGemm, TheModelsProductsAreExactWhereTheOperandsAreWiderThanTheAccumul
   }
 }
 
+// The model's scale product fp32(sa·sb) overflows where sa·sb > 3.4e38 (scales 2^120 · 2^10):
+// fma(inf, p, o) is inf (p = 2^-18 from E4M3 2^-9 · 2^-9) or NaN (p = 0) though the exact
+// results, 2^112 and 0, are finite — the model's own outputs, legal; with scales 2^100 · 2^10
+// (2^110: no overflow) inf is a defect.
+TEST(ScaledGemm, AScaleProductBeyondFp32MakesInfinityAndNaNLegal) {
+  const std::vector<float> av{0x1p-9f, 0.0f}, bv{0x1p-9f};
+  const TensorData a = view(std::span<const float>(av), {2, 1}, "fp8_e4m3", "A");
+  const TensorData b = view(std::span<const float>(bv), {1, 1}, "fp8_e4m3", "B");
+  const ClaimSpec claim = parse_claim("--in fp8_e4m3 --out fp32 --scale-a 0x1p120 --scale-b 1024");
+  const TensorData c = emulate_matmul(a, b, std::nullopt, claim);
+  EXPECT_EQ(to_double(fp32, c.values[0]), INFINITY);
+  EXPECT_TRUE(std::isnan(to_double(fp32, c.values[1])));
+  const CheckResult r = check_matmul(a, b, c, claim);
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+  EXPECT_THAT(r.verdict.reason, ::testing::HasSubstr("2 of 2 elements' scale product fp32(sa·sb) overflows"));
+  const ClaimSpec fits = parse_claim("--in fp8_e4m3 --out fp32 --scale-a 0x1p100 --scale-b 1024");
+  EXPECT_EQ(check_matmul(a, b, c, fits).verdict.kind, TensorKind::defect);
+}
+
 }  // namespace
 }  // namespace numfid

@@ -346,6 +346,27 @@ MatmulDims scaled_dims(const TensorData& A, const TensorData& B, const TensorDat
                  : matmul_dims(shape_of(A), shape_of(B), C ? &cs : nullptr);
 }
 
+/// Per element, 1 where the model's scale product of some partial, fp32(sa·sb), overflows fp32
+/// (scales above 2^64 each, E8M0's upper range): the promotion fma(inf, p, o) is then ±inf, or
+/// NaN (p = 0, or an infinity of the other sign), whatever the exact result — a step that may
+/// overflow. Empty where no pair of scales reaches fp32's range.
+std::vector<char> scale_product_overflow(const Scaled& s, const MatmulDims& d, bool rowwise) {
+  const auto overflows = [](double x) { return std::isinf(static_cast<float>(x)); };
+  if (!overflows(*std::max_element(s.sa.begin(), s.sa.end()) * *std::max_element(s.sb.begin(), s.sb.end()))) return {};
+  std::vector<char> flag(static_cast<std::size_t>(d.m * d.n), 0);
+  const OperandScales osa{s.sa, s.ba}, osb{s.sb, s.bb};
+  for (std::int64_t i = 0; i < d.m; ++i)
+    for (std::int64_t j = 0; j < d.n; ++j)
+      for (std::int64_t c0 = 0; c0 < d.k; c0 += s.chunk) {
+        const double sb = rowwise ? scale_at(osb, false, i, c0, d.k, d.m) : scale_at(osb, true, j, c0, d.k, d.n);
+        if (overflows(scale_at(osa, false, i, c0, d.k, d.m) * sb)) {
+          flag[static_cast<std::size_t>(i * d.n + j)] = 1;
+          break;
+        }
+      }
+  return flag;
+}
+
 /// Whether two claims state the same scales (values and layout): the exact result both
 /// platforms' bounds are about.
 bool same_scales(const Scaled& x, const Scaled& y) {
@@ -876,7 +897,18 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
   // partials are promoted into fp32, which overflows to ±inf: where the promoted sum can reach
   // fp32's largest finite value (Σ|scaled terms| and the bound's error), ±inf and NaN are legal
   // as after a step that may overflow (an operand's cast), a finite output meets the finite bound.
-  std::int64_t promotion_inf = 0;
+  std::int64_t promotion_inf = 0, scale_inf = 0;
+  const std::vector<char> scale_overflow = scale_product_overflow(s, d, rowwise);
+  for (std::size_t e = 0; e < scale_overflow.size(); ++e)
+    if (scale_overflow[e] && !std::isnan(ref[e].exact)) {  // NaN too where the exact result is ±inf
+      ref[e].may_overflow = true;
+      ++scale_inf;
+    }
+  if (scale_inf > 0)
+    b.derivation.push_back(fmt::format("scale product overflow: {} elements where some partial's fp32(sa·sb) exceeds "
+                                       "{:.6g}: the promotion fma(inf, p, o) is ±inf or NaN there, legal whatever the "
+                                       "exact result",
+                                       scale_inf, max_finite(fp32)));
   if (!s.block_fma && claim.acc->non_finite != NonFinite::ieee) {
     for (ReferenceElement& x : ref)
       if (std::isfinite(x.exact) && x.sum_abs * (1 + b.deterministic) + b.absolute >= max_finite(fp32)) {
@@ -889,6 +921,9 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
                                          promotion_inf, max_finite(fp32), claim.acc->name));
   }
   Verdict v = judge(jc, b, C.values, ref, {d.m, d.n}, judge_options(claim, opt.worst, true));
+  if (scale_inf > 0)
+    v.reason += fmt::format("; {} of {} elements' scale product fp32(sa·sb) overflows: ±inf and NaN are legal there",
+                            scale_inf, v.elements);
   if (promotion_inf > 0)
     v.reason += fmt::format("; {} of {} elements' fp32 promotion may overflow: ±inf is legal there too (the {} partials "
                             "overflow to NaN, the fp32 promotion to ±inf)",

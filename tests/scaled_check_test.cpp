@@ -985,5 +985,20 @@ TEST(ScaledGemm, AScaleProductBeyondFp32MakesInfinityAndNaNLegal) {
   EXPECT_EQ(check_matmul(a, b, c, fits).verdict.kind, TensorKind::defect);
 }
 
+// Each promoted partial has its own underflow allowance: E4M3 partials of one fp16 product
+// 0.75·2^-10 each (below half E4M3's least subnormal 2^-9: every one rounds to 0), four of them,
+// exactly 0.0029297, give 0 — the model's output (OCP OFP8: E4M3 subnormals are m·2^-9). The
+// bound counted one partial's allowance (2^-10) for all four partials: a proven defect.
+TEST(ScaledGemm, EveryPromotedPartialHasItsOwnUnderflowAllowance) {
+  const std::vector<float> av(4, 0.75f * 0x1p-10f), bv(4, 1.0f);
+  const TensorData a = view(std::span<const float>(av), {1, 4}, "fp16", "A");
+  const TensorData b = view(std::span<const float>(bv), {4, 1}, "fp16", "B");
+  const ClaimSpec claim = parse_claim("--in fp16 --out fp32 --acc fp8_e4m3 --scale-a 1 --scale-b 1 --promote-every 1");
+  const TensorData c = emulate_matmul(a, b, std::nullopt, claim);
+  EXPECT_EQ(c.values[0].raw, 0u);
+  const CheckResult r = check_matmul(a, b, c, claim);
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+}
+
 }  // namespace
 }  // namespace numfid

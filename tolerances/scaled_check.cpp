@@ -226,7 +226,9 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
   const double grow = std::exp(static_cast<double>(B) * std::log1p(u32));
   b.deterministic = (1 + c_in) * (1 + us) * grow - 1;
   const double max_scale = max_scale_product(s, K);
-  b.absolute = abs_in * max_scale * (1 + us) * grow + static_cast<double>(B) * min_positive(fp32) / 2;
+  // Each of the B partials has its own underflow allowance (abs_in, in its unscaled units), each
+  // weighed by its scale product (at most max_scale).
+  b.absolute = static_cast<double>(B) * abs_in * max_scale * (1 + us) * grow + static_cast<double>(B) * min_positive(fp32) / 2;
   // Overflow (docs/verdict.md §2, Overflow; the plain matmul's rule, element_bound): the fp32
   // promotion overflows to ±inf (round to nearest: sticky) where the scaled terms reach fp32's
   // largest finite value; a partial sum overflows its accumulator where its unscaled products

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "formats/error.h"
 #include "numerics/profile.h"
@@ -998,6 +997,121 @@ TEST(ScaledGemm, EveryPromotedPartialHasItsOwnUnderflowAllowance) {
   EXPECT_EQ(c.values[0].raw, 0u);
   const CheckResult r = check_matmul(a, b, c, claim);
   EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+}
+
+// The model's own output is never a defect, with ±inf among the operands and fp32 addends,
+// scales that make the fp32 promotion (and the scale product) overflow and inner accumulators
+// that overflow (fp16, bf16, E4M3 without inf; the H100 tensor-core model), in matmuls, row-wise
+// dots and cross-platform checks between two claims of the same scales (the plain matmul's
+// SelfConsistency.InfiniteOperandsBesideOverflowingPartialSumsAreNeverADefect, for scaled GEMMs).
+// Operands are random patterns of their format (every exponent). It found the model's operand
+// conversion into a narrower accumulator, the scale product's overflow and the underflow
+// allowance counted once for all partials. Seeded; a failure prints the claim and the trial.
+TEST(ScaledGemm, TheModelsOwnOutputWithInfinitiesAndOverflowsIsNeverADefect) {
+  // NUMFID_SELF_CONSISTENCY_SEED=S searches further (the convention of self_consistency_test).
+  const char* shift = std::getenv("NUMFID_SELF_CONSISTENCY_SEED");
+  std::mt19937_64 g(20261203 + (shift ? std::strtoull(shift, nullptr, 10) * 1000003 : 0));
+  const auto pick = [&](const auto& v) { return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(g)]; };
+  const std::vector<const char*> ins{"fp8_e5m2", "fp8_e4m3", "bf16", "fp16"};
+  const std::vector<std::string> inners{"--acc fp32", "--acc fp16", "--acc bf16", "--acc fp8_e4m3", "--acc fp32 --acc-rounding rtz",
+                                        "--profile nvidia-h100-tc"};
+  const std::vector<const char*> outs{"fp32", "bf16", "fp16", "fp8_e4m3"};
+  int failures = 0, judged = 0, nan_of_inf = 0, overflowed = 0;
+  for (int trial = 0; trial < 300 && failures < 5; ++trial) {
+    const FormatSpec& in = *find_format(pick(ins));
+    const std::int64_t m = 3, n = 4, k = pick(std::vector<std::int64_t>{4, 8, 12});
+    const bool blocks = trial % 2 == 1;
+    const std::string promote = pick(std::vector<std::string>{"", "--promote-every 1", "--promote-every 2"});
+    // Scales 2^e (e up to 120: the promotion overflows) or not powers of two.
+    const auto scale = [&] {
+      const int e = std::uniform_int_distribution<int>(-20, 120)(g);
+      return std::ldexp(pick(std::vector<double>{1.0, 1.0, 1.5, 1.171875}), e);
+    };
+    std::string text = fmt::format("--in {} --out {} {} {}", in.name, pick(outs), pick(inners), promote);
+    std::vector<double> sa, sb;
+    if (blocks) {
+      for (std::int64_t i = 0; i < m * (k / 4); ++i) sa.push_back(scale());
+      for (std::int64_t i = 0; i < (k / 4) * n; ++i) sb.push_back(scale());
+      text += " --scale-a a.npy --scale-b b.npy --scale-block 1x4,1x4";
+    } else {
+      text += fmt::format(" --scale-a {:a} --scale-b {:a}", scale(), scale());
+    }
+    ClaimSpec claim;
+    try {
+      claim = parse_claim(text);
+      if (blocks) {
+        claim.quant.scale_a = sa;
+        claim.quant.scale_b = sb;
+      }
+    } catch (const InputError&) {
+      continue;  // a combination the claim refuses (e.g. a profile without a model for these inputs)
+    }
+    const auto fill = [&](std::int64_t rows, std::int64_t cols, const char* name) {
+      TensorData t{&in, {rows, cols}, {}, name};
+      while (static_cast<std::int64_t>(t.values.size()) < rows * cols) {
+        Bits x{static_cast<std::uint32_t>(g() & ((1u << in.bits) - 1))};
+        if (std::bernoulli_distribution(0.08)(g) && in.non_finite == NonFinite::ieee) x = infinity(in, g() & 1);
+        if (is_nan(in, x)) continue;
+        t.values.push_back(x);
+      }
+      return t;
+    };
+    const TensorData a = fill(m, k, "A"), b = fill(k, n, "B");
+    const std::string what = fmt::format("trial {}: {}", trial, text);
+    SCOPED_TRACE(what);
+    try {
+      // Every third trial an fp32 addend (o starts there), some of it ±inf or near fp32's largest value.
+      std::optional<TensorData> addend;
+      if (trial % 3 == 0) {
+        addend = TensorData{&fp32, {m, n}, {}, "addend"};
+        for (std::int64_t e = 0; e < m * n; ++e) {
+          const double x = std::ldexp(std::uniform_real_distribution<double>(-1, 1)(g), std::uniform_int_distribution<int>(-10, 127)(g));
+          addend->values.push_back(std::bernoulli_distribution(0.1)(g) ? infinity(fp32, g() & 1)
+                                                                        : Bits{bits_of(static_cast<float>(x))});
+        }
+      }
+      const TensorData c = emulate_matmul(a, b, addend, claim);
+      MatmulCheckOptions with_addend;
+      with_addend.addend = addend;
+      const CheckResult r = check_matmul(a, b, c, claim, with_addend);
+      ++judged;
+      const MatmulReference ref = matmul_reference(a, b, std::nullopt);
+      for (std::size_t e = 0; e < c.values.size(); ++e) {
+        const double v = to_double(*c.format, c.values[e]);
+        nan_of_inf += std::isnan(v) && std::isinf(ref.elements[e].exact) ? 1 : 0;
+        overflowed += !std::isfinite(v) && std::isfinite(ref.elements[e].exact) ? 1 : 0;
+      }
+      if (r.verdict.kind == TensorKind::defect && ++failures <= 5) ADD_FAILURE() << "matmul: the model's own output\n" << r.text();
+      // A row-wise dot of A's rows with B's columns (B transposed: R × K).
+      TensorData bt{&in, {m, k}, {}, "B"};
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t kk = 0; kk < k; ++kk) bt.values.push_back(b.values[static_cast<std::size_t>(kk * n + i)]);
+      if (!blocks) {
+        const TensorData d = emulate_dot(a, bt, std::nullopt, claim);
+        const CheckResult rd = check_dot(a, bt, d, claim);
+        if (rd.verdict.kind == TensorKind::defect && ++failures <= 5) ADD_FAILURE() << "dot: the model's own output\n" << rd.text();
+      }
+      // Cross-platform: the same scales under another inner arithmetic as the reference.
+      ClaimSpec other = parse_claim(fmt::format("--in {} --out {} {} {}", in.name, claim.out->name, pick(inners), promote) +
+                                    text.substr(text.find(" --scale-a")));
+      other.quant.scale_a = claim.quant.scale_a;
+      other.quant.scale_b = claim.quant.scale_b;
+      const TensorData rr = emulate_matmul(a, b, addend, other);
+      MatmulCheckOptions o;
+      o.addend = addend;
+      o.ref = rr;
+      o.ref_claim = other;
+      const CheckResult x = check_matmul(a, b, c, claim, o);
+      if (x.verdict.kind == TensorKind::defect && ++failures <= 5)
+        ADD_FAILURE() << "--ref " << other.text() << ": both models' own outputs\n" << x.text();
+    } catch (const InputError&) {
+      continue;  // refused for these inputs (e.g. the profile has no model for them)
+    }
+  }
+  EXPECT_EQ(failures, 0);
+  EXPECT_GT(judged, 150);
+  EXPECT_GT(nan_of_inf, 0);  // the case of the overflow rule with an infinite term, exercised
+  EXPECT_GT(overflowed, 0);  // non-finite outputs of finite exact results, exercised
 }
 
 }  // namespace

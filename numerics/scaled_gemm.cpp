@@ -12,6 +12,7 @@
 #include "formats/convert.h"
 #include "formats/platform.h"
 #include "numerics/emulate.h"
+#include "numerics/plan.h"
 
 namespace numfid {
 
@@ -41,11 +42,11 @@ Bits model_nan(const ScaledGemmModel& model, std::int64_t K, Bits o, const Round
 }
 
 /// One output element of the model: the K products of row `ar` and column `bc` (operands in
-/// the inner unit's format) in chunks, each chunk's partial promoted with the scale product
-/// `scale(c0)` of the chunk starting at c0; o starts at `o`; `e` is the element's stream.
+/// the formats operand_format gives: fa, fb) in chunks, each chunk's partial promoted with the
+/// scale product `scale(c0)` of the chunk starting at c0; o starts at `o`; `e` is the element's stream.
 template <class ScaleOf>
-Bits scaled_element(const ScaledGemmModel& model, const Bits* ar, const Bits* bc, std::int64_t K, const ScaleOf& scale,
-                    Bits o, std::size_t e, bool hardware) {
+Bits scaled_element(const ScaledGemmModel& model, const FormatSpec& fa, const Bits* ar, const FormatSpec& fb,
+                    const Bits* bc, std::int64_t K, const ScaleOf& scale, Bits o, std::size_t e, bool hardware) {
   if (hardware) {
     // Every step an fp32 fused multiply-add under round to nearest even: the hardware's fmaf
     // (IEEE 754 fusedMultiplyAdd: one rounding of the exact a·b + c, here in numfid's
@@ -65,8 +66,14 @@ Bits scaled_element(const ScaledGemmModel& model, const Bits* ar, const Bits* bc
     if (std::isnan(acc)) return model_nan(model, K, o, oo);
     return convert(fp32, *model.out, Bits{std::bit_cast<std::uint32_t>(acc)}, oo).bits;
   }
-  RoundOptions acc_o;
-  acc_o.rounding = model.acc_rounding;
+  static const ReductionPlan sequential{};
+  AccumulatorModel partial;
+  if (!model.block_fma) {
+    partial.format = model.acc;
+    partial.rounding.rounding = model.acc_rounding;
+    partial.zero_start = true;
+  }
+  std::vector<Term> terms;
   for (std::int64_t c0 = 0; c0 < K; c0 += model.chunk) {
     const std::int64_t len = std::min(model.chunk, K - c0);
     Bits p32;
@@ -76,9 +83,15 @@ Bits scaled_element(const ScaledGemmModel& model, const Bits* ar, const Bits* bc
                                      zero(*m.output, false));
       p32 = convert(*m.output, fp32, r.bits).bits;
     } else {
-      Bits p = zero(*model.acc, false);
-      acc_o.stream = e;
-      for (std::int64_t kk = c0; kk < c0 + len; ++kk) p = fma(*model.acc, ar[kk], bc[kk], p, acc_o).bits;
+      // p = rnd(p + a·b) from +0, each product exact (fused) whatever the operands' formats: the
+      // plain plans' evaluator (numerics/plan.h) on exact products, as `emulate --plan
+      // sequential --zero-start` sums them. (Operands converted into the accumulator first
+      // would overflow or flush where it is narrower than them: bf16 1e10 in fp16 is inf, and
+      // inf·0 NaN where the product is 0.)
+      terms.resize(static_cast<std::size_t>(len));
+      for (std::int64_t kk = 0; kk < len; ++kk)
+        terms[static_cast<std::size_t>(kk)] = exact_product(fa, ar[c0 + kk], fb, bc[c0 + kk]);
+      const Bits p = reduce(sequential, partial, terms, std::nullopt, e);
       p32 = convert(*model.acc, fp32, p).bits;
     }
     // The scales of this chunk (one block of A and of B), multiplied in fp32.
@@ -99,6 +112,7 @@ void check_chunk(const ScaledGemmModel& model) {
 /// The patterns of `x` converted from `from` into `to` (round to nearest): through a table of
 /// every pattern where `from` has at most 16 bits and `x` holds more values than the table.
 std::vector<Bits> converted(const FormatSpec& from, const FormatSpec& to, std::span<const Bits> x) {
+  if (from == to) return {x.begin(), x.end()};
   std::vector<Bits> out(x.size());
   if (from.bits <= 16 && (std::size_t{1} << from.bits) < x.size()) {
     std::vector<Bits> table(std::size_t{1} << from.bits);
@@ -119,6 +133,13 @@ bool hardware_fp32(const ScaledGemmModel& model) {
          model.acc_rounding == Rounding::rne;
 }
 
+/// The format scaled_element reads the operands in: the block-FMA unit's input, fp32 for the
+/// hardware path (every operand format of at most 16 bits is a subset), else the operand's own
+/// (the products are formed exactly from it).
+const FormatSpec& operand_format(const ScaledGemmModel& model, const FormatSpec& f, bool hardware) {
+  return model.block_fma ? *model.block_fma->input : hardware ? fp32 : f;
+}
+
 }  // namespace
 
 std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits> a, const OperandScales& sa,
@@ -127,11 +148,12 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
                                       std::span<const Bits> addend) {
   const FpEnvGuard env;  // the float cast of sa·sb below is hardware arithmetic
   check_chunk(model);
-  const FormatSpec& inner = model.block_fma ? *model.block_fma->input : *model.acc;
-  // Operands in the inner unit's format (exact for the narrow inputs into fp32 / the unit's input).
-  const std::vector<Bits> av = converted(fa, inner, a), bv = converted(fb, inner, b);
+  const bool hardware = hardware_fp32(model) && M * N * K != 0;
+  const FormatSpec &ia = operand_format(model, fa, hardware), &ib = operand_format(model, fb, hardware);
+  // Operands in the format the element reads (exact for the narrow inputs into fp32 / the unit's input).
+  const std::vector<Bits> av = converted(fa, ia, a), bv = converted(fb, ib, b);
   std::vector<Bits> out(static_cast<std::size_t>(M * N));
-  if (!hardware_fp32(model) || M * N * K == 0) {  // every element in soft float, B's columns contiguous
+  if (!hardware) {  // every element in soft float, B's columns contiguous
     std::vector<Bits> bt(b.size());
     for (std::int64_t kk = 0; kk < K; ++kk)
       for (std::int64_t j = 0; j < N; ++j) bt[static_cast<std::size_t>(j * K + kk)] = bv[static_cast<std::size_t>(kk * N + j)];
@@ -139,7 +161,7 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
       for (std::int64_t j = 0; j < N; ++j) {
         const std::size_t e = static_cast<std::size_t>(i * N + j);
         const auto scale = [&](std::int64_t c0) { return scale_at(sa, false, i, c0, K, M) * scale_at(sb, true, j, c0, K, N); };
-        out[e] = scaled_element(model, av.data() + i * K, bt.data() + j * K, K, scale,
+        out[e] = scaled_element(model, ia, av.data() + i * K, ib, bt.data() + j * K, K, scale,
                                 addend.empty() ? zero(fp32, false) : addend[e], e, false);
       }
     return out;
@@ -190,15 +212,15 @@ std::vector<Bits> scaled_dot_emulate(const FormatSpec& fa, std::span<const Bits>
                                      std::span<const Bits> addend) {
   const FpEnvGuard env;
   check_chunk(model);
-  const FormatSpec& inner = model.block_fma ? *model.block_fma->input : *model.acc;
-  const std::vector<Bits> av = converted(fa, inner, a), bv = converted(fb, inner, b);
-  std::vector<Bits> out(static_cast<std::size_t>(R));
   const bool hardware = hardware_fp32(model);
+  const FormatSpec &ia = operand_format(model, fa, hardware), &ib = operand_format(model, fb, hardware);
+  const std::vector<Bits> av = converted(fa, ia, a), bv = converted(fb, ib, b);
+  std::vector<Bits> out(static_cast<std::size_t>(R));
   for (std::int64_t r = 0; r < R; ++r) {
     const auto e = static_cast<std::size_t>(r);
     // Both operands R×K: B's scales in A's orientation (rows of B, then K).
     const auto scale = [&](std::int64_t c0) { return scale_at(sa, false, r, c0, K, R) * scale_at(sb, false, r, c0, K, R); };
-    out[e] = scaled_element(model, av.data() + r * K, bv.data() + r * K, K, scale,
+    out[e] = scaled_element(model, ia, av.data() + r * K, ib, bv.data() + r * K, K, scale,
                             addend.empty() ? zero(fp32, false) : addend[e], e, hardware);
   }
   return out;

@@ -666,5 +666,453 @@ TEST(ScaledGemm, ToleranceDerivation) {
   EXPECT_NE(t.text().find("32 promotions"), std::string::npos) << t.text();
 }
 
+// An infinite term meeting a partial sum overflowed to the other infinity (the plain matmul's
+// rule: CheckMatmul.AnInfiniteTermMeetingAnOverflowedPartialSumMayGiveNaN). A = [57344, -inf],
+// B = [57344, 1] in fp8 E5M2 is exactly -inf; with scales 2^100 · 2^10 promoted every product,
+// the first promotion o = fma(2^110, 57344², 0) ≈ 4.3e42 overflows fp32 to +inf and the second
+// gives +inf + (-inf) = NaN (numpy float32: 2^110 · 57344² = inf, inf - inf = nan; the model's
+// own output). NaN and -inf are legal; +inf never; with scales of 1 (no partial sum near
+// 3.4e38) NaN is a defect. The same rule where the inner fp32 partial overflows (bf16 2^100 ·
+// 2^100), where the scales are not powers of two (the term-by-term reference), and in a dot.
+TEST(ScaledGemm, AnInfiniteTermMeetingAnOverflowedPartialSumMayGiveNaN) {
+  struct Case {
+    const char* claim;
+    const char* format;
+    std::vector<float> a, b;
+    bool overflows;
+  };
+  const float e5max = 57344.0f, big = 0x1p100f;
+  const std::vector<Case> cases{
+      {"--in fp8_e5m2 --out fp32 --scale-a 0x1p100 --scale-b 1024 --promote-every 1", "fp8_e5m2", {e5max, -INFINITY}, {e5max, 1}, true},
+      {"--in fp8_e5m2 --out fp32 --scale-a 0x1.8p100 --scale-b 1024 --promote-every 1", "fp8_e5m2", {e5max, -INFINITY}, {e5max, 1}, true},
+      {"--in fp8_e5m2 --out fp32 --scale-a 1 --scale-b 1 --promote-every 1", "fp8_e5m2", {e5max, -INFINITY}, {e5max, 1}, false},
+      {"--in bf16 --out fp32 --scale-a 1 --scale-b 1", "bf16", {big, -INFINITY}, {big, 1}, true},
+      {"--in bf16 --out fp32 --scale-a 1.5 --scale-b 1", "bf16", {big, -INFINITY}, {big, 1}, true},
+      {"--in bf16 --out fp32 --scale-a 1 --scale-b 1", "bf16", {0x1p50f, -INFINITY}, {0x1p50f, 1}, false},
+      // fp16 partials: 57344 + 57344 = 114688 overflows fp16 (max 65504) long before fp32.
+      {"--in fp8_e5m2 --out fp32 --acc fp16 --scale-a 1 --scale-b 1", "fp8_e5m2", {e5max, e5max, -INFINITY}, {1, 1, 1}, true},
+      {"--in fp8_e5m2 --out fp32 --acc fp16 --scale-a 0.25 --scale-b 0.75", "fp8_e5m2", {e5max, e5max, -INFINITY}, {1, 1, 1}, true},
+      {"--in fp8_e5m2 --out fp32 --acc fp16 --scale-a 1 --scale-b 1", "fp8_e5m2", {1024, 1024, -INFINITY}, {1, 1, 1}, false},
+  };
+  for (const Case& t : cases) {
+    SCOPED_TRACE(t.claim);
+    const ClaimSpec claim = parse_claim(t.claim);
+    const auto K = static_cast<std::int64_t>(t.a.size());
+    const TensorData a = view(std::span<const float>(t.a), {1, K}, t.format, "A");
+    const TensorData b = view(std::span<const float>(t.b), {K, 1}, t.format, "B");
+    const TensorData model = emulate_matmul(a, b, std::nullopt, claim);
+    EXPECT_EQ(std::isnan(to_double(fp32, model.values[0])), t.overflows) << to_double(fp32, model.values[0]);
+    const auto judge_one = [&](std::uint32_t c) {
+      return check_matmul(a, b, TensorData{&fp32, {1, 1}, {Bits{c}}, "C"}, claim);
+    };
+    for (const std::uint32_t c : {0x7fc00000u, 0xffc00000u}) {
+      const CheckResult r = judge_one(c);
+      EXPECT_EQ(r.verdict.kind, t.overflows ? TensorKind::consistent : TensorKind::defect) << r.text();
+    }
+    EXPECT_EQ(judge_one(0xff800000u).verdict.kind, TensorKind::consistent) << judge_one(0xff800000u).text();
+    EXPECT_EQ(judge_one(0x7f800000u).verdict.kind, TensorKind::defect) << judge_one(0x7f800000u).text();
+    // A row-wise dot of the same terms.
+    const TensorData bd = view(std::span<const float>(t.b), {1, K}, t.format, "B");
+    const CheckResult d = check_dot(a, bd, TensorData{&fp32, {1}, {Bits{0xffc00000u}}, "C"}, claim);
+    EXPECT_EQ(d.verdict.kind, t.overflows ? TensorKind::consistent : TensorKind::defect) << d.text();
+  }
+}
+
+// A partial sum that overflows where the exact result is finite: the sticky overflow rule
+// (tolerances/bounds.h, ReductionBound::overflow_sticky) of the plain matmul. [57344, -57344] ·
+// [57344, 57344] with scales 2^110 promoted every product is exactly 0, but the first promotion
+// overflows fp32 to +inf and fma(2^110, -57344², +inf) stays +inf (the model's output; numpy's
+// separate multiply gives inf - inf = nan). In fp16 partials, 57344 + 57344 overflows before
+// the -57344s arrive. ±inf and NaN are legal there, and 0; with small terms they are not.
+TEST(ScaledGemm, APartialSumOverflowingOnTheWayIsLegalWhereTheExactResultIsFinite) {
+  struct Case {
+    const char* claim;
+    std::vector<float> a, b;
+    bool overflows;
+  };
+  const float e5max = 57344.0f;
+  const std::vector<Case> cases{
+      {"--in fp8_e5m2 --out fp32 --scale-a 0x1p100 --scale-b 1024 --promote-every 1", {e5max, -e5max}, {e5max, e5max}, true},
+      {"--in fp8_e5m2 --out fp32 --scale-a 1 --scale-b 1 --promote-every 1", {e5max, -e5max}, {e5max, e5max}, false},
+      {"--in fp8_e5m2 --out fp32 --acc fp16 --scale-a 1 --scale-b 1", {e5max, e5max, -e5max, -e5max}, {1, 1, 1, 1}, true},
+      {"--in fp8_e5m2 --out fp32 --acc fp16 --scale-a 1.5 --scale-b 1", {e5max, e5max, -e5max, -e5max}, {1, 1, 1, 1}, true},
+      {"--in fp8_e5m2 --out fp32 --acc fp16 --scale-a 1 --scale-b 1", {1024, 1024, -1024, -1024}, {1, 1, 1, 1}, false},
+  };
+  for (const Case& t : cases) {
+    SCOPED_TRACE(t.claim);
+    const ClaimSpec claim = parse_claim(t.claim);
+    const auto K = static_cast<std::int64_t>(t.a.size());
+    const TensorData a = view(std::span<const float>(t.a), {1, K}, "fp8_e5m2", "A");
+    const TensorData b = view(std::span<const float>(t.b), {K, 1}, "fp8_e5m2", "B");
+    const TensorData model = emulate_matmul(a, b, std::nullopt, claim);
+    EXPECT_EQ(to_double(fp32, model.values[0]) == INFINITY, t.overflows) << to_double(fp32, model.values[0]);
+    for (const std::uint32_t c : {0x7f800000u, 0xff800000u, 0x7fc00000u}) {
+      const CheckResult r = check_matmul(a, b, TensorData{&fp32, {1, 1}, {Bits{c}}, "C"}, claim);
+      EXPECT_EQ(r.verdict.kind, t.overflows ? TensorKind::consistent : TensorKind::defect) << fmt::format("{:#x}\n", c) << r.text();
+    }
+    EXPECT_EQ(check_matmul(a, b, TensorData{&fp32, {1, 1}, {Bits{0}}, "C"}, claim).verdict.kind, TensorKind::consistent);
+  }
+}
+
+// --expect bit-exact on a scaled claim whose model gives NaN: fp8 E5M2 [57344, -inf] · [57344, 1],
+// scales 2^110, promoted every product from the H100 tensor-core partials: +inf, then
+// +inf + (-inf) (a claim without a profile leaves the partials' order open: no --expect). Any
+// NaN equals the model's NaN whatever its sign and payload (NanPolicy::any_nan, docs/verdict.md
+// §4.4), in fp32, bf16 and OCP E4M3 (NaN S.1111.111: 0x7f and 0xff) outputs; a number or an
+// infinity where the model says NaN is a proven defect that names the element, and a NaN where
+// the model gives a number.
+TEST(ScaledGemm, ExpectBitExactTakesAnyNaNForTheModelsNaN) {
+  const std::vector<float> av{57344.0f, -INFINITY, 0.0f, 0.0f}, bv{57344.0f, 1.0f};
+  // A (2×2): row 0 gives the NaN, row 1 gives +0.
+  const TensorData a = view(std::span<const float>(av), {2, 2}, "fp8_e5m2", "A");
+  const TensorData b = view(std::span<const float>(bv), {2, 1}, "fp8_e5m2", "B");
+  struct Out {
+    const char* name;
+    std::vector<std::uint32_t> nans, not_nan;
+  };
+  for (const Out& o : {Out{"fp32", {0x7fc00000u, 0xffc00000u, 0x7fc00001u, 0xff800001u}, {0xff800000u, 0x7f800000u, 0u}},
+                       Out{"bf16", {0x7fc0u, 0xffc0u, 0x7f81u}, {0xff80u, 0x7f7fu}},
+                       Out{"fp8_e4m3", {0x7fu, 0xffu}, {0x7eu, 0xfeu, 0u}}}) {
+    SCOPED_TRACE(o.name);
+    const ClaimSpec claim = parse_claim(fmt::format(
+        "--in fp8_e5m2 --out {} --scale-a 0x1p100 --scale-b 1024 --promote-every 1 --profile nvidia-h100-tc "
+        "--expect bit-exact",
+        o.name));
+    const FormatSpec& f = *find_format(o.name);
+    const TensorData model = emulate_matmul(a, b, std::nullopt, claim);
+    ASSERT_TRUE(std::isnan(to_double(f, model.values[0])));
+    ASSERT_TRUE(std::isfinite(to_double(f, model.values[1])));
+    for (const std::uint32_t x : o.nans) {
+      const CheckResult r = check_matmul(a, b, TensorData{&f, {2, 1}, {Bits{x}, model.values[1]}, "C"}, claim);
+      EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << fmt::format("{:#x}\n", x) << r.text();
+      EXPECT_THAT(r.verdict.reason, ::testing::HasSubstr("matches the model bit for bit"));
+    }
+    for (const std::uint32_t x : o.not_nan) {
+      const CheckResult r = check_matmul(a, b, TensorData{&f, {2, 1}, {Bits{x}, model.values[1]}, "C"}, claim);
+      EXPECT_EQ(r.verdict.kind, TensorKind::defect) << fmt::format("{:#x}\n", x) << r.text();
+      EXPECT_THAT(r.verdict.reason, ::testing::HasSubstr("1 of 2 elements differ"));
+      EXPECT_THAT(r.verdict.reason, ::testing::HasSubstr("[0, 0]"));
+    }
+    // A NaN where the model gives a number is a defect too.
+    const Bits nan = model.values[0];
+    EXPECT_EQ(check_matmul(a, b, TensorData{&f, {2, 1}, {nan, nan}, "C"}, claim).verdict.kind, TensorKind::defect);
+    // A row-wise dot of the same rows (B's row r is column 0 of B for both rows).
+    const std::vector<float> bd{57344.0f, 1.0f, 57344.0f, 1.0f};
+    const TensorData bdot = view(std::span<const float>(bd), {2, 2}, "fp8_e5m2", "B");
+    const CheckResult d = check_dot(a, bdot, TensorData{&f, {2}, {Bits{o.nans.back()}, model.values[1]}, "C"}, claim);
+    EXPECT_EQ(d.verdict.kind, TensorKind::consistent) << d.text();
+  }
+}
+
+// Cross-platform (--ref) against the H100 tensor-core model with ±inf in the operands: fp8 E5M2
+// A = [[1, -inf, 2, 3], [1, 2, 3, 4]], B columns (1, 1, 1, 1) and (1, 0, 1, 1), scales 0.5 · 3:
+// exactly -inf, NaN (-inf·0), 15 and 12 (numpy float64 on the dequantised operands). The
+// target's model (fp32 partials) and the reference's (H100 block FMA) agree: consistent. Where
+// the exact result is non-finite, C is judged against it under its own claim, not against R
+// (docs/verdict.md §2, Overflow; as the plain matmul): a C of +inf, a number or NaN where the
+// result is -inf is a defect, and a number where it is NaN.
+TEST(ScaledGemm, CrossPlatformAgainstATensorCoreReferenceWithInfinities) {
+  const std::vector<float> av{1, -INFINITY, 2, 3, 1, 2, 3, 4}, bv{1, 1, 1, 0, 1, 1, 1, 1};
+  const TensorData a = view(std::span<const float>(av), {2, 4}, "fp8_e5m2", "A");
+  const TensorData b = view(std::span<const float>(bv), {4, 2}, "fp8_e5m2", "B");
+  const std::string scales = "--in fp8_e5m2 --out fp32 --scale-a 0.5 --scale-b 3 --promote-every 4";
+  const ClaimSpec target = parse_claim(scales), reference = parse_claim(scales + " --profile nvidia-h100-tc");
+  const TensorData c = emulate_matmul(a, b, std::nullopt, target);
+  const TensorData r = emulate_matmul(a, b, std::nullopt, reference);
+  const std::vector<double> want{-INFINITY, NAN, 15.0, 12.0};
+  for (std::size_t e = 0; e < want.size(); ++e) {
+    SCOPED_TRACE(e);
+    for (const TensorData* t : {&c, &r}) {
+      const double v = to_double(fp32, t->values[e]);
+      if (std::isnan(want[e])) EXPECT_TRUE(std::isnan(v)) << v;
+      else EXPECT_EQ(v, want[e]);
+    }
+  }
+  MatmulCheckOptions opt;
+  opt.ref_claim = reference;
+  const auto judged = [&](const TensorData& cc, const TensorData& rr) {
+    opt.ref = rr;
+    return check_matmul(a, b, cc, target, opt);
+  };
+  const CheckResult ok = judged(c, r);
+  EXPECT_EQ(ok.verdict.kind, TensorKind::consistent) << ok.text();
+  const auto with = [](const TensorData& t, std::size_t e, std::uint32_t bits) {
+    TensorData x = t;
+    x.values[e] = Bits{bits};
+    return x;
+  };
+  for (const std::uint32_t bad : {0x7f800000u, 0x3f800000u, 0x7fc00000u, 0xffc00000u}) {
+    const CheckResult off = judged(with(c, 0, bad), r);
+    EXPECT_EQ(off.verdict.kind, TensorKind::defect) << fmt::format("{:#x}\n", bad) << off.text();
+  }
+  EXPECT_EQ(judged(with(c, 1, 0xff800000u), r).verdict.kind, TensorKind::defect);
+  EXPECT_EQ(judged(with(c, 1, 0x3f800000u), r).verdict.kind, TensorKind::defect);
+}
+
+// --ref where the reference legally overflows and the exact result is finite: [57344, -57344] ·
+// [57344, 57344] in E5M2 with scales 2^110 promoted every product is exactly 0; the H100
+// model's promotion overflows to +inf (its output, legal), and 0 is a legal target output (the
+// bound of the fp32-partials claim, ≈ 1.5e36, contains it). R says nothing about the exact
+// result there: C is judged against it under its own bound alone (the plain matmul's rule).
+TEST(ScaledGemm, CrossPlatformWhereTheReferenceOverflowsJudgesCAgainstTheExactResult) {
+  const std::vector<float> av{57344, -57344}, bv{57344, 57344};
+  const TensorData a = view(std::span<const float>(av), {1, 2}, "fp8_e5m2", "A");
+  const TensorData b = view(std::span<const float>(bv), {2, 1}, "fp8_e5m2", "B");
+  const std::string scales = "--in fp8_e5m2 --out fp32 --scale-a 0x1p100 --scale-b 1024 --promote-every 1";
+  const ClaimSpec target = parse_claim(scales), reference = parse_claim(scales + " --profile nvidia-h100-tc");
+  const TensorData r = emulate_matmul(a, b, std::nullopt, reference);
+  ASSERT_EQ(to_double(fp32, r.values[0]), INFINITY);
+  MatmulCheckOptions opt;
+  opt.ref_claim = reference;
+  opt.ref = r;
+  for (const std::uint32_t c : {0u, 0x7f800000u, 0xff800000u, 0x7fc00000u}) {
+    const CheckResult x = check_matmul(a, b, TensorData{&fp32, {1, 1}, {Bits{c}}, "C"}, target, opt);
+    EXPECT_EQ(x.verdict.kind, TensorKind::consistent) << fmt::format("{:#x}\n", c) << x.text();
+  }
+  // A finite C outside its own bound is still a defect: 2^127 (the bound is ≈ 1.5e36).
+  const CheckResult far = check_matmul(a, b, TensorData{&fp32, {1, 1}, {Bits{0x7f000000u}}, "C"}, target, opt);
+  EXPECT_EQ(far.verdict.kind, TensorKind::defect) << far.text();
+}
+
+// Formats without infinities (OCP OFP8 E4M3: no inf; a non-saturating conversion makes ±inf and
+// every value beyond ±448 NaN, S.1111.111; a scaled claim's output cast does not saturate).
+// An output in E4M3 of an element that is exactly -inf (E5M2 [1, -inf] · [1, 1]): NaN, of either
+// sign, is the result; ±448 (a saturating cast) and 0 are defects — under the bounds and under
+// --expect bit-exact (the H100 model). An exact 1024 (beyond 448): NaN legal, 448 a defect.
+// An inner accumulator in E4M3: an infinite term is NaN there (docs/verdict.md §2: "an
+// accumulator without inf makes an infinite term NaN"), the model's own output; +inf never.
+TEST(ScaledGemm, FormatsWithoutInfinityTurnAnInfiniteTermIntoNaN) {
+  const std::vector<float> av{1.0f, -INFINITY, 512.0f, 512.0f}, bv{1.0f, 1.0f};
+  const TensorData a = view(std::span<const float>(av), {2, 2}, "fp8_e5m2", "A");
+  const TensorData b = view(std::span<const float>(bv), {2, 1}, "fp8_e5m2", "B");
+  for (const char* claim_text : {"--in fp8_e5m2 --out fp8_e4m3 --scale-a 1 --scale-b 1",
+                                 "--in fp8_e5m2 --out fp8_e4m3 --scale-a 1 --scale-b 1 --profile nvidia-h100-tc",
+                                 "--in fp8_e5m2 --out fp8_e4m3 --scale-a 1 --scale-b 1 --profile nvidia-h100-tc --expect bit-exact"}) {
+    SCOPED_TRACE(claim_text);
+    const ClaimSpec claim = parse_claim(claim_text);
+    const TensorData model = emulate_matmul(a, b, std::nullopt, claim);
+    EXPECT_TRUE(std::isnan(to_double(fp8_e4m3, model.values[0])));
+    EXPECT_TRUE(std::isnan(to_double(fp8_e4m3, model.values[1])));
+    const auto judged = [&](std::uint32_t c0, std::uint32_t c1) {
+      return check_matmul(a, b, TensorData{&fp8_e4m3, {2, 1}, {Bits{c0}, Bits{c1}}, "C"}, claim);
+    };
+    for (const std::uint32_t nan : {0x7fu, 0xffu})
+      EXPECT_EQ(judged(nan, 0x7fu).verdict.kind, TensorKind::consistent) << judged(nan, 0x7fu).text();
+    for (const std::uint32_t bad : {0x7eu, 0xfeu, 0x00u}) {
+      EXPECT_EQ(judged(bad, 0x7fu).verdict.kind, TensorKind::defect) << fmt::format("{:#x}", bad);
+      EXPECT_EQ(judged(0xffu, bad).verdict.kind, TensorKind::defect) << fmt::format("{:#x}", bad);
+    }
+  }
+  // An E4M3 inner accumulator: bf16 [1, -inf] · [1, 1] is -inf exactly; the -inf is NaN in the
+  // accumulator, and the partial and its promotion are NaN.
+  const std::vector<float> ab{1.0f, -INFINITY}, bb{1.0f, 1.0f};
+  const TensorData a16 = view(std::span<const float>(ab), {1, 2}, "bf16", "A");
+  const TensorData b16 = view(std::span<const float>(bb), {2, 1}, "bf16", "B");
+  const ClaimSpec e4m3_acc = parse_claim("--in bf16 --out fp32 --acc fp8_e4m3 --scale-a 1 --scale-b 1");
+  const TensorData nan_model = emulate_matmul(a16, b16, std::nullopt, e4m3_acc);
+  EXPECT_TRUE(std::isnan(to_double(fp32, nan_model.values[0])));
+  for (const std::uint32_t c : {0x7fc00000u, 0xffc00000u}) {
+    const CheckResult r = check_matmul(a16, b16, TensorData{&fp32, {1, 1}, {Bits{c}}, "C"}, e4m3_acc);
+    EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+  }
+  EXPECT_EQ(check_matmul(a16, b16, TensorData{&fp32, {1, 1}, {Bits{0x7f800000u}}, "C"}, e4m3_acc).verdict.kind,
+            TensorKind::defect);
+}
+
+// An inner accumulator without inf does not take the infinities from the fp32 promotion: E4M3
+// partials of [448, -448] · [1, 1], one per promotion, scales 2^100 · 2^20, are exact (448) but
+// the first promotion 448 · 2^120 overflows fp32 to +inf, and fma(2^120, -448, +inf) stays +inf:
+// the model's output (numpy float32: 2^120 · 448 = inf, inf + (-inf) = nan). The exact result is
+// 0: ±inf and NaN are legal (the promotion may overflow either way), and 0.
+TEST(ScaledGemm, ThePromotionOverflowsToInfinityBesideAnAccumulatorWithoutInfinity) {
+  const std::vector<float> av{448.0f, -448.0f}, bv{1.0f, 1.0f};
+  const TensorData a = view(std::span<const float>(av), {1, 2}, "fp8_e4m3", "A");
+  const TensorData b = view(std::span<const float>(bv), {2, 1}, "fp8_e4m3", "B");
+  const ClaimSpec claim = parse_claim("--in fp8_e4m3 --out fp32 --acc fp8_e4m3 --scale-a 0x1p100 --scale-b 0x1p20 --promote-every 1");
+  const TensorData model = emulate_matmul(a, b, std::nullopt, claim);
+  EXPECT_EQ(to_double(fp32, model.values[0]), INFINITY);
+  for (const std::uint32_t c : {0x7f800000u, 0xff800000u, 0x7fc00000u, 0u}) {
+    const CheckResult r = check_matmul(a, b, TensorData{&fp32, {1, 1}, {Bits{c}}, "C"}, claim);
+    EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << fmt::format("{:#x}\n", c) << r.text();
+  }
+  const CheckResult inf = check_matmul(a, b, model, claim);
+  EXPECT_THAT(inf.verdict.reason, ::testing::HasSubstr("fp32 promotion may overflow: ±inf is legal there too"));
+  // Scales of 1: nothing can overflow, and an infinity is a defect.
+  const ClaimSpec small = parse_claim("--in fp8_e4m3 --out fp32 --acc fp8_e4m3 --scale-a 1 --scale-b 1 --promote-every 1");
+  EXPECT_EQ(check_matmul(a, b, TensorData{&fp32, {1, 1}, {Bits{0x7f800000u}}, "C"}, small).verdict.kind, TensorKind::defect);
+}
+
+// The model's partial sums take each product exactly (fused), whatever the operands' formats:
+// bf16 operands in fp16 partials (bf16 reaches 2^127 and 2^-133, fp16 only 65504 and 2^-24).
+// [2^40, 1] · [0, 3] is 3 and [2^-30, 0] · [2^30, 0] is 1 (products 0·2^40 and 2^-30·2^30 exact).
+// The model converted the operands into fp16 first: 2^40 became inf and inf·0 NaN; 2^-30 became
+// 0 and the product 0 — its own outputs then proven defects.
+TEST(ScaledGemm, TheModelsProductsAreExactWhereTheOperandsAreWiderThanTheAccumulator) {
+  const std::vector<float> av{0x1p40f, 1.0f, 0x1p-30f, 0.0f}, bv{0.0f, 0x1p30f, 3.0f, 0.0f};
+  const TensorData a = view(std::span<const float>(av), {2, 2}, "bf16", "A");
+  const TensorData b = view(std::span<const float>(bv), {2, 2}, "bf16", "B");
+  for (const char* text : {"--in bf16 --out fp32 --acc fp16 --scale-a 1 --scale-b 1",
+                           "--in bf16 --out fp32 --acc fp16 --scale-a 1 --scale-b 1 --promote-every 1",
+                           "--in bf16 --out fp32 --acc fp8_e4m3 --scale-a 1 --scale-b 1"}) {
+    SCOPED_TRACE(text);
+    const ClaimSpec claim = parse_claim(text);
+    const TensorData c = emulate_matmul(a, b, std::nullopt, claim);
+    // C = A·B: [[0·2^40 + 1·3, 2^40·2^30 + 0], [2^-30·0 + 0, 2^-30·2^30 + 0]].
+    EXPECT_EQ(to_double(fp32, c.values[0]), 3.0);
+    EXPECT_EQ(to_double(fp32, c.values[3]), 1.0);
+    const CheckResult r = check_matmul(a, b, c, claim);
+    EXPECT_NE(r.verdict.kind, TensorKind::defect) << r.text();
+  }
+}
+
+// The model's scale product fp32(sa·sb) overflows where sa·sb > 3.4e38 (scales 2^120 · 2^10):
+// fma(inf, p, o) is inf (p = 2^-18 from E4M3 2^-9 · 2^-9) or NaN (p = 0) though the exact
+// results, 2^112 and 0, are finite — the model's own outputs, legal; with scales 2^100 · 2^10
+// (2^110: no overflow) inf is a defect.
+TEST(ScaledGemm, AScaleProductBeyondFp32MakesInfinityAndNaNLegal) {
+  const std::vector<float> av{0x1p-9f, 0.0f}, bv{0x1p-9f};
+  const TensorData a = view(std::span<const float>(av), {2, 1}, "fp8_e4m3", "A");
+  const TensorData b = view(std::span<const float>(bv), {1, 1}, "fp8_e4m3", "B");
+  const ClaimSpec claim = parse_claim("--in fp8_e4m3 --out fp32 --scale-a 0x1p120 --scale-b 1024");
+  const TensorData c = emulate_matmul(a, b, std::nullopt, claim);
+  EXPECT_EQ(to_double(fp32, c.values[0]), INFINITY);
+  EXPECT_TRUE(std::isnan(to_double(fp32, c.values[1])));
+  const CheckResult r = check_matmul(a, b, c, claim);
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+  EXPECT_THAT(r.verdict.reason, ::testing::HasSubstr("2 of 2 elements' scale product fp32(sa·sb) overflows"));
+  const ClaimSpec fits = parse_claim("--in fp8_e4m3 --out fp32 --scale-a 0x1p100 --scale-b 1024");
+  EXPECT_EQ(check_matmul(a, b, c, fits).verdict.kind, TensorKind::defect);
+}
+
+// Each promoted partial has its own underflow allowance: E4M3 partials of one fp16 product
+// 0.75·2^-10 each (below half E4M3's least subnormal 2^-9: every one rounds to 0), four of them,
+// exactly 0.0029297, give 0 — the model's output (OCP OFP8: E4M3 subnormals are m·2^-9). The
+// bound counted one partial's allowance (2^-10) for all four partials: a proven defect.
+TEST(ScaledGemm, EveryPromotedPartialHasItsOwnUnderflowAllowance) {
+  const std::vector<float> av(4, 0.75f * 0x1p-10f), bv(4, 1.0f);
+  const TensorData a = view(std::span<const float>(av), {1, 4}, "fp16", "A");
+  const TensorData b = view(std::span<const float>(bv), {4, 1}, "fp16", "B");
+  const ClaimSpec claim = parse_claim("--in fp16 --out fp32 --acc fp8_e4m3 --scale-a 1 --scale-b 1 --promote-every 1");
+  const TensorData c = emulate_matmul(a, b, std::nullopt, claim);
+  EXPECT_EQ(c.values[0].raw, 0u);
+  const CheckResult r = check_matmul(a, b, c, claim);
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+}
+
+// The model's own output is never a defect, with ±inf among the operands and fp32 addends,
+// scales that make the fp32 promotion (and the scale product) overflow and inner accumulators
+// that overflow (fp16, bf16, E4M3 without inf; the H100 tensor-core model), in matmuls, row-wise
+// dots and cross-platform checks between two claims of the same scales (the plain matmul's
+// SelfConsistency.InfiniteOperandsBesideOverflowingPartialSumsAreNeverADefect, for scaled GEMMs).
+// Operands are random patterns of their format (every exponent). It found the model's operand
+// conversion into a narrower accumulator, the scale product's overflow and the underflow
+// allowance counted once for all partials. Seeded; a failure prints the claim and the trial.
+TEST(ScaledGemm, TheModelsOwnOutputWithInfinitiesAndOverflowsIsNeverADefect) {
+  // NUMFID_SELF_CONSISTENCY_SEED=S searches further (the convention of self_consistency_test).
+  const char* shift = std::getenv("NUMFID_SELF_CONSISTENCY_SEED");
+  std::mt19937_64 g(20261203 + (shift ? std::strtoull(shift, nullptr, 10) * 1000003 : 0));
+  const auto pick = [&](const auto& v) { return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(g)]; };
+  const std::vector<const char*> ins{"fp8_e5m2", "fp8_e4m3", "bf16", "fp16"};
+  const std::vector<std::string> inners{"--acc fp32", "--acc fp16", "--acc bf16", "--acc fp8_e4m3", "--acc fp32 --acc-rounding rtz",
+                                        "--profile nvidia-h100-tc"};
+  const std::vector<const char*> outs{"fp32", "bf16", "fp16", "fp8_e4m3"};
+  int failures = 0, judged = 0, nan_of_inf = 0, overflowed = 0;
+  for (int trial = 0; trial < 300 && failures < 5; ++trial) {
+    const FormatSpec& in = *find_format(pick(ins));
+    const std::int64_t m = 3, n = 4, k = pick(std::vector<std::int64_t>{4, 8, 12});
+    const bool blocks = trial % 2 == 1;
+    const std::string promote = pick(std::vector<std::string>{"", "--promote-every 1", "--promote-every 2"});
+    // Scales 2^e (e up to 120: the promotion overflows) or not powers of two.
+    const auto scale = [&] {
+      const int e = std::uniform_int_distribution<int>(-20, 120)(g);
+      return std::ldexp(pick(std::vector<double>{1.0, 1.0, 1.5, 1.171875}), e);
+    };
+    std::string text = fmt::format("--in {} --out {} {} {}", in.name, pick(outs), pick(inners), promote);
+    std::vector<double> sa, sb;
+    if (blocks) {
+      for (std::int64_t i = 0; i < m * (k / 4); ++i) sa.push_back(scale());
+      for (std::int64_t i = 0; i < (k / 4) * n; ++i) sb.push_back(scale());
+      text += " --scale-a a.npy --scale-b b.npy --scale-block 1x4,1x4";
+    } else {
+      text += fmt::format(" --scale-a {:a} --scale-b {:a}", scale(), scale());
+    }
+    ClaimSpec claim;
+    try {
+      claim = parse_claim(text);
+      if (blocks) {
+        claim.quant.scale_a = sa;
+        claim.quant.scale_b = sb;
+      }
+    } catch (const InputError&) {
+      continue;  // a combination the claim refuses (e.g. a profile without a model for these inputs)
+    }
+    const auto fill = [&](std::int64_t rows, std::int64_t cols, const char* name) {
+      TensorData t{&in, {rows, cols}, {}, name};
+      while (static_cast<std::int64_t>(t.values.size()) < rows * cols) {
+        Bits x{static_cast<std::uint32_t>(g() & ((1u << in.bits) - 1))};
+        if (std::bernoulli_distribution(0.08)(g) && in.non_finite == NonFinite::ieee) x = infinity(in, g() & 1);
+        if (is_nan(in, x)) continue;
+        t.values.push_back(x);
+      }
+      return t;
+    };
+    const TensorData a = fill(m, k, "A"), b = fill(k, n, "B");
+    const std::string what = fmt::format("trial {}: {}", trial, text);
+    SCOPED_TRACE(what);
+    try {
+      // Every third trial an fp32 addend (o starts there), some of it ±inf or near fp32's largest value.
+      std::optional<TensorData> addend;
+      if (trial % 3 == 0) {
+        addend = TensorData{&fp32, {m, n}, {}, "addend"};
+        for (std::int64_t e = 0; e < m * n; ++e) {
+          const double x = std::ldexp(std::uniform_real_distribution<double>(-1, 1)(g), std::uniform_int_distribution<int>(-10, 127)(g));
+          addend->values.push_back(std::bernoulli_distribution(0.1)(g) ? infinity(fp32, g() & 1)
+                                                                        : Bits{bits_of(static_cast<float>(x))});
+        }
+      }
+      const TensorData c = emulate_matmul(a, b, addend, claim);
+      MatmulCheckOptions with_addend;
+      with_addend.addend = addend;
+      const CheckResult r = check_matmul(a, b, c, claim, with_addend);
+      ++judged;
+      const MatmulReference ref = matmul_reference(a, b, std::nullopt);
+      for (std::size_t e = 0; e < c.values.size(); ++e) {
+        const double v = to_double(*c.format, c.values[e]);
+        nan_of_inf += std::isnan(v) && std::isinf(ref.elements[e].exact) ? 1 : 0;
+        overflowed += !std::isfinite(v) && std::isfinite(ref.elements[e].exact) ? 1 : 0;
+      }
+      if (r.verdict.kind == TensorKind::defect && ++failures <= 5) ADD_FAILURE() << "matmul: the model's own output\n" << r.text();
+      // A row-wise dot of A's rows with B's columns (B transposed: R × K).
+      TensorData bt{&in, {m, k}, {}, "B"};
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t kk = 0; kk < k; ++kk) bt.values.push_back(b.values[static_cast<std::size_t>(kk * n + i)]);
+      if (!blocks) {
+        const TensorData d = emulate_dot(a, bt, std::nullopt, claim);
+        const CheckResult rd = check_dot(a, bt, d, claim);
+        if (rd.verdict.kind == TensorKind::defect && ++failures <= 5) ADD_FAILURE() << "dot: the model's own output\n" << rd.text();
+      }
+      // Cross-platform: the same scales under another inner arithmetic as the reference.
+      ClaimSpec other = parse_claim(fmt::format("--in {} --out {} {} {}", in.name, claim.out->name, pick(inners), promote) +
+                                    text.substr(text.find(" --scale-a")));
+      other.quant.scale_a = claim.quant.scale_a;
+      other.quant.scale_b = claim.quant.scale_b;
+      const TensorData rr = emulate_matmul(a, b, addend, other);
+      MatmulCheckOptions o;
+      o.addend = addend;
+      o.ref = rr;
+      o.ref_claim = other;
+      const CheckResult x = check_matmul(a, b, c, claim, o);
+      if (x.verdict.kind == TensorKind::defect && ++failures <= 5)
+        ADD_FAILURE() << "--ref " << other.text() << ": both models' own outputs\n" << x.text();
+    } catch (const InputError&) {
+      continue;  // refused for these inputs (e.g. the profile has no model for them)
+    }
+  }
+  EXPECT_EQ(failures, 0);
+  EXPECT_GT(judged, 150);
+  EXPECT_GT(nan_of_inf, 0);  // the case of the overflow rule with an infinite term, exercised
+  EXPECT_GT(overflowed, 0);  // non-finite outputs of finite exact results, exercised
+}
+
 }  // namespace
 }  // namespace numfid

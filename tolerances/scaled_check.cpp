@@ -187,6 +187,10 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
                           "fma_fp32(fp32(sa·sb), partial, o) ({} promotions per element{})",
                           in.name, layout_text(s), L, s.inner, B, s.promoted ? ", --promote-every" : ": one per scale block"));
   double c_in = 0, abs_in = 0, u_in = 0;
+  // Where a partial sum may overflow (in its own units: the inner accumulator's largest finite
+  // value) and whether that overflow is sticky (±inf or NaN that every later step keeps).
+  double inner_at = INFINITY;
+  bool inner_sticky = true;
   if (s.block_fma) {
     Claim bc;
     bc.input = &in;
@@ -195,6 +199,8 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
     c_in = ib.deterministic;
     abs_in = ib.absolute;
     u_in = ib.u_acc;
+    inner_at = ib.overflow_at;
+    inner_sticky = ib.overflow_sticky;
     d.push_back(fmt::format("partial sum (block-FMA model over {} products): |p̂ - p| <= {:.6g}·Σ|a·b| + {:.3g}", L, c_in,
                             abs_in));
   } else {
@@ -203,6 +209,9 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
     // From zero, every one of the L products meets a rounding on its way in (the first one too).
     c_in = gamma_n(static_cast<double>(L), u);
     abs_in = static_cast<double>(L) * min_positive(*c.acc) / 2 * (c.acc_rounding == Rounding::rne ? 1 : 2);
+    inner_at = max_finite(*c.acc);
+    inner_sticky = (c.acc_rounding == Rounding::rne || c.acc_rounding == Rounding::rna) &&
+                   c.acc->non_finite != NonFinite::finite_only;
     d.push_back(fmt::format("partial sum of {} exact products in {} (u = {:.6g}), any order: |p̂ - p| <= γ_{}·Σ|a·b| = "
                             "{:.6g}·Σ|a·b| (+ underflow {:.3g})",
                             L, c.acc->name, u, L, c_in, abs_in));
@@ -217,7 +226,25 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
   const double grow = std::exp(static_cast<double>(B) * std::log1p(u32));
   b.deterministic = (1 + c_in) * (1 + us) * grow - 1;
   const double max_scale = max_scale_product(s, K);
-  b.absolute = abs_in * max_scale * (1 + us) * grow + static_cast<double>(B) * min_positive(fp32) / 2;
+  // Each of the B partials has its own underflow allowance (abs_in, in its unscaled units), each
+  // weighed by its scale product (at most max_scale).
+  b.absolute = static_cast<double>(B) * abs_in * max_scale * (1 + us) * grow + static_cast<double>(B) * min_positive(fp32) / 2;
+  // Overflow (docs/verdict.md §2, Overflow; the plain matmul's rule, element_bound): the fp32
+  // promotion overflows to ±inf (round to nearest: sticky) where the scaled terms reach fp32's
+  // largest finite value; a partial sum overflows its accumulator where its unscaled products
+  // reach that accumulator's, i.e. where the scaled terms reach it times the partial's scale
+  // product, at least the smallest one. The lower of the two, in the scaled terms' units (which
+  // element_bound compares Σ of the terms of one sign and the bound's error with).
+  // A partial of L finite products is at most L·max|a|·max|b| (the operand formats' largest
+  // values) plus its error: below the inner accumulator's largest value (fp8 products in fp32,
+  // whatever the scales) it cannot overflow, and only the promotion's threshold counts; else
+  // it is inner_at times the smallest scale product (sound, loose where the scales spread wide).
+  const FormatSpec& in_b = c.in_b ? *c.in_b : in;
+  const double largest_partial = static_cast<double>(L) * max_finite(in) * max_finite(in_b) * (1 + c_in) + abs_in;
+  const double min_scale = *std::min_element(s.sa.begin(), s.sa.end()) * *std::min_element(s.sb.begin(), s.sb.end());
+  const double inner_scaled = largest_partial < inner_at ? INFINITY : inner_at * min_scale;
+  b.overflow_at = std::min(max_finite(fp32), inner_scaled);
+  b.overflow_sticky = (inner_scaled > max_finite(fp32) || inner_sticky) && c.out->non_finite != NonFinite::finite_only;
   b.roundings = L + B + (s.pow2 ? 0 : 1);
   b.u_acc = std::max(u_in, u32);  // the signatures' scale of rounding errors: the partials' arithmetic
   b.probabilistic_applies = false;
@@ -319,6 +346,27 @@ MatmulDims scaled_dims(const TensorData& A, const TensorData& B, const TensorDat
   const ShapeRef cs = C ? shape_of(*C) : ShapeRef{};
   return rowwise ? rowwise_dot_dims(shape_of(A), shape_of(B), C ? &cs : nullptr)
                  : matmul_dims(shape_of(A), shape_of(B), C ? &cs : nullptr);
+}
+
+/// Per element, 1 where the model's scale product of some partial, fp32(sa·sb), overflows fp32
+/// (scales above 2^64 each, E8M0's upper range): the promotion fma(inf, p, o) is then ±inf, or
+/// NaN (p = 0, or an infinity of the other sign), whatever the exact result — a step that may
+/// overflow. Empty where no pair of scales reaches fp32's range.
+std::vector<char> scale_product_overflow(const Scaled& s, const MatmulDims& d, bool rowwise) {
+  const auto overflows = [](double x) { return std::isinf(static_cast<float>(x)); };
+  if (!overflows(*std::max_element(s.sa.begin(), s.sa.end()) * *std::max_element(s.sb.begin(), s.sb.end()))) return {};
+  std::vector<char> flag(static_cast<std::size_t>(d.m * d.n), 0);
+  const OperandScales osa{s.sa, s.ba}, osb{s.sb, s.bb};
+  for (std::int64_t i = 0; i < d.m; ++i)
+    for (std::int64_t j = 0; j < d.n; ++j)
+      for (std::int64_t c0 = 0; c0 < d.k; c0 += s.chunk) {
+        const double sb = rowwise ? scale_at(osb, false, i, c0, d.k, d.m) : scale_at(osb, true, j, c0, d.k, d.n);
+        if (overflows(scale_at(osa, false, i, c0, d.k, d.m) * sb)) {
+          flag[static_cast<std::size_t>(i * d.n + j)] = 1;
+          break;
+        }
+      }
+  return flag;
 }
 
 /// Whether two claims state the same scales (values and layout): the exact result both
@@ -789,7 +837,7 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
   setup.claim = jc;
   setup.order = fmt::format("partials of {} in {}, promoted to fp32", s.chunk, s.inner);
   std::string ref_text;
-  std::vector<CrossSides> sides;
+  std::vector<std::optional<CrossSides>> sides;
   if (opt.ref) {
     // Cross-platform: C (this claim's platform) against R (the reference claim's), both about
     // the same exact result: |C - R| <= bound(claim) + bound(ref_claim) per element.
@@ -808,28 +856,82 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
                        "the same scaled GEMM (the same operands and scales)");
     const ReductionBound rb = scaled_bound(rs, rc, *A.format, d.k, opt.addend.has_value());
     const Claim rjc = judge_claim(rc, *A.format);
-    sides.resize(ref.size());  // each element's exact result and own bounds, for the attribution below
+    // Each element judged against R: its exact result and both bounds, for the attribution below.
+    sides.resize(ref.size());
+    std::int64_t overflowed = 0;
     for (std::size_t e = 0; e < ref.size(); ++e) {
       // A NaN or infinite exact result: R says nothing more; C against it under its own claim
       // (the overflow rule's, element_bound from the claim).
       if (!std::isfinite(ref[e].exact)) continue;
       const ElementBound x = element_bound(b, jc, ref[e].exact, ref[e].sum_abs);
       const ElementBound y = element_bound(rb, rjc, ref[e].exact, ref[e].sum_abs);
-      sides[e] = {ref[e].exact, x.deterministic, y.deterministic};
-      ref[e] = {R.values[e], to_double(out, R.values[e]), ref[e].sum_abs, x.deterministic + y.deterministic,
-                x.probabilistic + y.probabilistic};
+      const double r = to_double(out, R.values[e]);
+      if (y.may_overflow || !std::isfinite(r)) {
+        // The reference may legally overflow here (a partial sum or promotion reaches its
+        // range), or it did: R says nothing about the exact result, and C is judged against
+        // that under its own claim's bound alone (the plain matmul's rule, tolerances/check.cpp).
+        ref[e].det_bound = x.deterministic;
+        ref[e].prob_bound = x.probabilistic;
+        ref[e].may_overflow = x.may_overflow;
+        ++overflowed;
+        continue;
+      }
+      sides[e] = CrossSides{ref[e].exact, x.deterministic, y.deterministic};
+      ref[e] = {R.values[e], r, ref[e].sum_abs, x.deterministic + y.deterministic, x.probabilistic + y.probabilistic,
+                x.may_overflow};
     }
     const std::string rorder = fmt::format("partials of {} in {}, promoted to fp32", rs.chunk, rs.inner);
     b.derivation.insert(b.derivation.begin(),
                         fmt::format("cross-platform: target ({}) against reference ({}): |C - R| <= bound(target) + "
                                     "bound(reference), both about the exact scaled GEMM",
                                     setup.order, rorder));
+    if (overflowed > 0)
+      b.derivation.insert(b.derivation.begin() + 1,
+                          fmt::format("cross-platform: {} elements where the reference may overflow (a partial sum or "
+                                      "promotion reaches its range, or R is ±inf/NaN where the exact result is "
+                                      "finite): C against the exact result under bound(target) alone",
+                                      overflowed));
     for (const std::string& line : rb.derivation) b.derivation.push_back("reference: " + line);
     ref_text = fmt::format("; against reference {} {}", rorder, rounding_name(rc.output_rounding()));
   }
+  // An inner accumulator without inf (OCP E4M3, FNUZ) overflows to NaN, and the judge's overflow
+  // rule reads it as the claim's accumulator (±inf never legal from a finite sum); but its
+  // partials are promoted into fp32, which overflows to ±inf: where the promoted sum can reach
+  // fp32's largest finite value (Σ|scaled terms| and the bound's error), ±inf and NaN are legal
+  // as after a step that may overflow (an operand's cast), a finite output meets the finite bound.
+  std::int64_t promotion_inf = 0, scale_inf = 0;
+  const std::vector<char> scale_overflow = scale_product_overflow(s, d, rowwise);
+  for (std::size_t e = 0; e < scale_overflow.size(); ++e)
+    if (scale_overflow[e] && !std::isnan(ref[e].exact)) {  // NaN too where the exact result is ±inf
+      ref[e].may_overflow = true;
+      ++scale_inf;
+    }
+  if (scale_inf > 0)
+    b.derivation.push_back(fmt::format("scale product overflow: {} elements where some partial's fp32(sa·sb) exceeds "
+                                       "{:.6g}: the promotion fma(inf, p, o) is ±inf or NaN there, legal whatever the "
+                                       "exact result",
+                                       scale_inf, max_finite(fp32)));
+  if (!s.block_fma && claim.acc->non_finite != NonFinite::ieee) {
+    for (ReferenceElement& x : ref)
+      if (std::isfinite(x.exact) && x.sum_abs * (1 + b.deterministic) + b.absolute >= max_finite(fp32)) {
+        x.may_overflow = true;
+        ++promotion_inf;
+      }
+    if (promotion_inf > 0)
+      b.derivation.push_back(fmt::format("promotion overflow: {} elements whose fp32 promotion may reach {:.6g} (beside "
+                                         "{} partials, which have no inf): ±inf and NaN are legal there",
+                                         promotion_inf, max_finite(fp32), claim.acc->name));
+  }
   Verdict v = judge(jc, b, C.values, ref, {d.m, d.n}, judge_options(claim, opt.worst, true));
+  if (scale_inf > 0)
+    v.reason += fmt::format("; {} of {} elements' scale product fp32(sa·sb) overflows: ±inf and NaN are legal there",
+                            scale_inf, v.elements);
+  if (promotion_inf > 0)
+    v.reason += fmt::format("; {} of {} elements' fp32 promotion may overflow: ±inf is legal there too (the {} partials "
+                            "overflow to NaN, the fp32 promotion to ±inf)",
+                            promotion_inf, v.elements, claim.acc->name);
   if (opt.ref && v.counts[3] > 0)
-    attribute_cross_platform(v, C, *opt.ref, ref, [&](std::size_t e) -> std::optional<CrossSides> { return sides[e]; });
+    attribute_cross_platform(v, C, *opt.ref, ref, [&](std::size_t e) { return sides[e]; });
   CheckResult r = finish(rowwise ? "dot" : "matmul", setup, claim, std::move(b), std::move(v), !rowwise);
   r.cross_platform = opt.ref.has_value();
   r.claim_text = fmt::format("scaled {}, in {}, {}, {}; out {} {}{}", rowwise ? "dot" : "GEMM", A.format->name,

@@ -749,6 +749,20 @@ TEST(CheckSum, ExpectBitExactMatchesThePlanOrListsTheElementsThatDiffer) {
   const TensorData cb{&fp32, {2}, std::vector<Bits>(2, Bits{0x41000000}), "C"};
   EXPECT_THAT(error_of([&] { check_sum(xb, cb, 1, parse_claim("--in bf16 --out fp32 --profile nvidia-h100-tc --expect bit-exact")); }),
               HasSubstr("models matmul and dot, not a sum"));
+  // The same refusals with and without --expect, for check, tol and emulate sum alike (check and
+  // tol once took a Tensor Engine profile's matmul bound, and --cast, for a sum).
+  for (const char* claim_text : {"--in bf16 --out fp32 --profile trn2", "--in bf16 --out fp32 --profile nvidia-h100-tc",
+                                 "--in bf16 --out fp32 --profile neuron-autocast-bf16", "--in bf16 --out fp32 --cast fp8_e4m3 --plan sequential"}) {
+    SCOPED_TRACE(claim_text);
+    const ClaimSpec claim = parse_claim(claim_text);
+    const std::string_view why = claim.cast ? "--cast applies to matmul and dot operands, not to a sum"
+                                            : "models matmul and dot, not a sum";
+    EXPECT_THAT(error_of([&] { check_sum(xb, cb, 1, claim); }), HasSubstr(why));
+    EXPECT_THAT(error_of([&] { tolerance("sum", 8, claim); }), HasSubstr(why));
+    EXPECT_THAT(error_of([&] { emulate_sum(xb, 1, claim); }), HasSubstr(why));
+    EXPECT_EQ(error_of([&] { tolerance("dot", 8, claim); }), "");  // a dot takes them
+  }
+  EXPECT_EQ(error_of([&] { check_sum(xb, cb, 1, parse_claim("--in bf16 --out fp32 --profile cpu-sequential")); }), "");
 }
 
 TEST(CheckRows, NeedsAnAccuracyClaim) {

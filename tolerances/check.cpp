@@ -758,6 +758,7 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
   detail::require_formats(claim, "check sum");
   detail::refuse_options_of_other_ops(claim, false, "check sum");
   detail::refuse_gemm_options(claim, "check sum");
+  detail::refuse_sum_model_options(claim, "check sum");
   const FormatSpec& fin = *claim.in;
   const FormatSpec& fout = *claim.out;
   expect_format(X, fin, "X");

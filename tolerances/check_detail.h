@@ -54,6 +54,9 @@ void refuse_unsigned_accumulator(const FormatSpec& acc);
 /// InputError unless the claim is free of a GEMM's own options (--in-b, integer zero points and
 /// requantisation, block scales): sums and row ops have one operand (`command` names the op).
 void refuse_gemm_options(const ClaimSpec& claim, std::string_view command);
+/// InputError where a sum's claim names what models matmul and dot only: a tensor-core or
+/// Tensor Engine profile, or --cast (an operand conversion): check, tol and emulate sum alike.
+void refuse_sum_model_options(const ClaimSpec& claim, std::string_view command);
 /// InputError where the claim text states --exp-ulps (softmax's older name of --fn-ulps) for an
 /// op other than softmax: the CLI declares it for softmax alone, so claims elsewhere say --fn-ulps.
 void refuse_exp_ulps_outside_softmax(const ClaimSpec& claim, RowOp op, std::string_view command);

@@ -374,6 +374,14 @@ void refuse_gemm_options(const ClaimSpec& c, std::string_view command) {
                                  "zero points and requantisation, block scales); this op has one operand",
                                  command, given));
 }
+
+void refuse_sum_model_options(const ClaimSpec& c, std::string_view command) {
+  if (c.profile && c.profile->model != ProfileModel::plan)
+    throw InputError(fmt::format("{}: profile {}: a tensor-core or Tensor Engine profile models matmul and dot, not a sum "
+                                 "(a sum run as a product with a vector of ones: check dot or matmul)",
+                                 command, c.profile->name));
+  if (c.cast) throw InputError(fmt::format("{}: --cast applies to matmul and dot operands, not to a sum", command));
+}
 }  // namespace detail
 
 ClaimSpec parse_claim_with_profile(std::string_view text, std::string_view profile) {

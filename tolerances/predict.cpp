@@ -137,10 +137,7 @@ TensorData emulate_sum(const TensorData& x, int axis_in, const ClaimSpec& claim)
   detail::require_formats(claim, "emulate sum");
   expect_format(x, *claim.in, "X");
   if (!claim.plan && !claim.profile) throw InputError("give exactly one of --plan P or --profile NAME");
-  if (claim.profile && claim.profile->model != ProfileModel::plan)
-    throw InputError(fmt::format("profile {}: a tensor-core or Tensor Engine profile models matmul and dot, not a sum",
-                                 claim.profile->name));
-  if (claim.cast) throw InputError("--cast applies to matmul and dot operands, not to a sum");
+  detail::refuse_sum_model_options(claim, "emulate sum");
   detail::refuse_gemm_options(claim, "emulate sum");
   const detail::SumAxes ax = detail::sum_axes(x, axis_in);
   TensorData out;

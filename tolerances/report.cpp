@@ -165,6 +165,10 @@ ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& 
   }
   if (k <= 0) throw InputError("--k: the reduction length K must be a positive integer");
   detail::refuse_options_of_other_ops(claim, false, fmt::format("tol {}", op));
+  if (op == "sum") {
+    detail::refuse_sum_model_options(claim, "tol sum");
+    if (opt.ref_claim) detail::refuse_sum_model_options(*opt.ref_claim, "tol sum (the reference's claim)");
+  }
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a bound
   const bool products = op != "sum";
   const detail::ClaimSetup s = detail::make_claim(claim, k, opt.addend, products);

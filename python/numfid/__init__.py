@@ -30,10 +30,12 @@ from ._version import version as __version__  # numfid's project version (CMakeL
 # The library's messages name the CLI's options (one pipeline, one wording); here the keywords and
 # arguments a Python caller gave. Operands: "--c c is [3]" -> "c is [3]" (the binding names each
 # tensor by its argument). Keyword options: "--axis 2" -> "axis=2", "--eps" -> "eps=". Claim-text
-# options (--acc, --compute, ...) are what the caller wrote in the claim and stay as they are.
-_OPERAND_FLAG = _re.compile(r"--(a|b|c|x|gamma|beta|ref|addend) \1(?![\w-])")
+# options (--acc, --compute, ...) are what the caller wrote in the claim and stay as they are, and
+# so does an option quoted as written ("claim: unknown option '--eps'": the caller put a keyword's
+# option into the claim text, which says so in its own spelling).
+_OPERAND_FLAG = _re.compile(r"(?<!')--(a|b|c|x|gamma|beta|ref|addend) \1(?![\w-])")
 _KEYWORD_FLAG = _re.compile(
-    r"--(ref-profile|target-profile|addend-format|param-format|norm-form|variance|softmax|axis|eps|gamma|beta)(?![\w-])"
+    r"(?<!')--(ref-profile|target-profile|addend-format|param-format|norm-form|variance|softmax|axis|eps|gamma|beta)(?![\w-])"
     r"(?: ('[^']*'|\"[^\"]*\"|[-+]?[0-9][^\s:,;)]*|nan|inf|textbook|online|two-pass|welford|sumsq|chan|any|centred"
     r"|shifted|rowwise-moments\([0-9]+\)))?")
 

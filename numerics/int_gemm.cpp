@@ -165,8 +165,12 @@ RequantResult requantize(std::int64_t acc, double scale, const Requantization& r
     RoundOptions o;
     o.rounding = r.rounding;
     o.overflow = r.saturate ? Overflow::saturate : Overflow::ieee;
-    const Result res = round_to(out, Unrounded{neg, p, e - 53, false}, o);
-    return {res.bits, (+res.status & +status_overflow) != 0};
+    // A float output's overflow is IEEE 754's (±inf under rne/rna, the largest finite toward
+    // zero under rtz, NaN in a format without infinities such as E4M3; with --saturate the
+    // largest finite): a value of the claim, as the plain matmul's output cast — not the
+    // integer outputs' "no value", which --saturate alone gives one. (It was flagged as none:
+    // emulate refused even under --saturate, and check called every such output a defect.)
+    return {round_to(out, Unrounded{neg, p, e - 53, false}, o).bits, false};
   }
   const std::int64_t lo = integer_min(out), hi = integer_max(out);
   int128 y = 0;

@@ -86,7 +86,7 @@ struct Requantization {
 /// One requantised element.
 struct RequantResult {
   Bits bits;              ///< the output pattern (clamped into the range when it overflowed)
-  bool overflow = false;  ///< the result left the output's range (without saturate: no legal value)
+  bool overflow = false;  ///< an integer result left the output's range without saturate: no legal value
 };
 
 /// y = round(acc × scale) + zero_point, saturated — acc × scale exact (the scale's 53 bits times

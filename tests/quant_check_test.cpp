@@ -273,6 +273,49 @@ TEST(QuantCheck, FloatOutputAndRowwiseDot) {
             1);
 }
 
+// A float output's overflow is IEEE 754's (§7.4: ±inf under rne/rna, the largest finite value
+// where the rounding direction points back to zero) or the OCP FP8 spec's (E4M3 has no inf: NaN
+// unless saturating), and --saturate gives ±max: a value of the claim, as the output cast of a
+// float matmul. Once the integer path called it "no value": emulate refused even under
+// --saturate and check called the saturated or the infinite output a defect.
+TEST(QuantCheck, FloatOutputOverflowIsIeee754s) {
+  // acc = ±129032 (8 × 127 × 127), × 10 = ±1290320: beyond fp16 (65504), E4M3 (448), E5M2 (57344).
+  const std::vector<std::uint8_t> a(8, 127);
+  std::vector<std::uint8_t> b;
+  for (int k = 0; k < 8; ++k) b.insert(b.end(), {127, static_cast<std::uint8_t>(-127)});
+  const TensorData A = view(std::span<const std::uint8_t>(a), {1, 8}, "int8", "A");
+  const TensorData B = view(std::span<const std::uint8_t>(b), {8, 2}, "int8", "B");
+  struct Case {
+    const char* claim;
+    std::uint32_t pos, neg;  // the expected patterns of +1290320 and -1290320
+  };
+  const Case cases[] = {
+      {"--out fp16", 0x7c00, 0xfc00},                                // rne: ±inf
+      {"--out fp16 --requant-rounding rna", 0x7c00, 0xfc00},
+      {"--out fp16 --requant-rounding rtz", 0x7bff, 0xfbff},         // toward zero: ±65504
+      {"--out fp16 --requant-rounding rup", 0x7c00, 0xfbff},
+      {"--out fp16 --requant-rounding rdn", 0x7bff, 0xfc00},
+      {"--out fp16 --saturate", 0x7bff, 0xfbff},
+      {"--out fp8_e4m3", 0x7f, 0xff},                                // no inf: NaN
+      {"--out fp8_e4m3 --saturate", 0x7e, 0xfe},                     // ±448
+      {"--out fp8_e5m2", 0x7c, 0xfc},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.claim);
+    const ClaimSpec claim = parse_claim(fmt::format("--in int8 --acc int32 --out-scale 10 {}", c.claim));
+    const TensorData e = emulate_matmul(A, B, std::nullopt, claim);
+    ASSERT_EQ(e.values.size(), 2u);
+    EXPECT_EQ(e.values[0].raw, c.pos) << fmt::format("{:#x}", e.values[0].raw);
+    EXPECT_EQ(e.values[1].raw, c.neg) << fmt::format("{:#x}", e.values[1].raw);
+    const CheckResult own = check_matmul(A, B, e, claim);
+    EXPECT_EQ(own.verdict.kind, TensorKind::consistent) << own.text();
+    TensorData other = e;  // the value of the other overflow rule is a defect
+    const bool sat = claim.quant.saturate;
+    other.values[0] = Bits{c.pos ^ (sat ? (claim.out->bits == 8 ? 0x01u : 0x07ffu) : 0x01u)};
+    EXPECT_EQ(check_matmul(A, B, other, claim).verdict.counts[3], 1);
+  }
+}
+
 TEST(QuantCheck, FixedPointPipelineWithBias) {
   // TFLite's integer pipeline, restated here from its definition for a scale of 3·2^-12
   // (QuantizeMultiplier: 0.75·2^-10 -> M = 0.75·2^31, shift -10): y = floor(acc·M/2^31 + 1/2)

@@ -264,6 +264,88 @@ TEST(CalibratedProfiles, ABlockFmaProfileSaysTheRulesAreNotApplied) {
       << r.verdict.reason;
 }
 
+// ---- The lean rule for stochastically rounded outputs (docs/verdict.md §4.2) ----
+
+/// An independent stochastic rounding of fp32 values to bf16 (not numfid's): the magnitude's
+/// 16 low bits over 2^16 is the probability of rounding the magnitude up (away from zero), drawn
+/// from mt19937_64; `bias` (in ulps, >= 0) lowers that probability, a rounding biased toward zero.
+std::vector<Bits> sr_to_bf16(const std::vector<Bits>& y, std::uint64_t seed, double bias = 0) {
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<Bits> out;
+  for (const Bits v : y) {
+    const auto x = v.raw;
+    const double frac = static_cast<double>(x & 0xffffu) / 65536.0;
+    std::uint32_t hi = x >> 16;  // sign and magnitude truncated: toward zero
+    if (u(g) < frac - bias) ++hi;  // the magnitude up by one bf16 ulp (carries into the exponent)
+    out.push_back(Bits(hi));
+  }
+  return out;
+}
+
+/// The stochastic-output claims of the tests below, and the deterministic claim that computes
+/// the fp32 value they round (the profile's own model, or a sequential fp32 sum: legal in any order).
+struct SrCase {
+  const char* claim;
+  const char* fp32_model;
+  const char* plan;  ///< what emulate needs beside the claim: an any-order claim names no order
+};
+constexpr SrCase kSrCases[] = {
+    {"--in bf16 --out bf16 --profile trn2 --out-rounding stochastic", "--in bf16 --out fp32 --profile trn2", ""},
+    {"--in bf16 --acc fp32 --out bf16 --out-rounding stochastic", "--in bf16 --acc fp32 --out fp32 --plan sequential",
+     " --plan sequential"},
+};
+
+// Real stochastic rounding stays CONSISTENT (numfid's emulate with --out-rounding stochastic and
+// the test's own SR, 20 seeds each, four data kinds); a truncation of the same fp32 values is a
+// probable defect, and so is an SR biased by 0.15 ulp toward zero; one biased by 0.01 ulp — below
+// the detectable lean, δ̄ + √(ln(2/α)/(2n)) ≈ δ̄ + 0.05 ulp at n = 4096 — is not called one.
+TEST(VerdictStochasticOutput, TruncationIsCaughtAndRealStochasticRoundingIsNot) {
+  int failures = 0;
+  for (const SrCase& sc : kSrCases)
+    for (const Kind d : kKinds) {
+      const ClaimSpec claim = parse_claim(sc.claim);
+      const auto [a, b] = operands(bf16, d, 64, 512, 64, 77);
+      const MatmulReference ref = matmul_reference(a, b);
+      const MatmulCalibration cal = calibrate_matmul(ref, claim);
+      MatmulCheckOptions o;
+      o.predict = false;
+      o.calibration = &cal;
+      const TensorData y = emulate_matmul(a, b, std::nullopt, parse_claim(sc.fp32_model));
+      auto judge = [&](std::vector<Bits> c) { return check_matmul(ref, TensorData{&bf16, {64, 64}, std::move(c), "C"}, claim, o); };
+      const std::string what = fmt::format("{}, {}", sc.claim, kind_name(d));
+      // The truncated output: every element toward zero.
+      std::vector<Bits> rtz;
+      for (const Bits v : y.values) rtz.push_back(Bits(v.raw >> 16));
+      const CheckResult bad = judge(rtz);
+      // Not on cancelling data: the deterministic bound (γ_n·Σ|t|, n = 511 roundings in any order,
+      // 130 for trn2's) lets the fp32 sum move these small results by more than half a bf16 ulp
+      // (δ_i >= ½), so no element carries evidence of a half-ulp lean (§4.2 says so).
+      if (d != Kind::cancellation) {
+        EXPECT_EQ(bad.verdict.kind, TensorKind::defect) << what << "\n" << bad.text();
+        EXPECT_TRUE(bad.verdict.probable) << what;
+        EXPECT_LE(bad.verdict.false_alarm_probability, 1e-9) << what;
+        // A rounding biased by 0.15 ulp: caught too where the claim's shift leaves room — under
+        // trn2's order (mean δ 0.001-0.05 ulp), not under the any-order bound on normal data.
+        const CheckResult biased = judge(sr_to_bf16(y.values, 99, 0.15));
+        if (*sc.plan == '\0') {
+          EXPECT_EQ(biased.verdict.kind, TensorKind::defect) << what << ", SR biased 0.15 ulp\n" << biased.text();
+        }
+      }
+      for (std::uint64_t seed = 1; seed <= 20 && failures < 5; ++seed) {
+        const TensorData own =
+            emulate_matmul(a, b, std::nullopt, parse_claim(fmt::format("{} --seed {}{}", sc.claim, seed, sc.plan)));
+        for (const auto& [source, c] : {std::pair<const char*, std::vector<Bits>>{"numfid emulate", own.values},
+                                        {"independent SR", sr_to_bf16(y.values, seed)},
+                                        {"SR biased 0.01 ulp", sr_to_bf16(y.values, seed, 0.01)}}) {
+          const CheckResult r = judge(c);
+          if (r.verdict.kind == TensorKind::defect && ++failures <= 5)
+            ADD_FAILURE() << what << ", " << source << ", seed " << seed << ": judged a defect\n" << r.text();
+        }
+      }
+    }
+}
+
 TEST(TrustChecks, NanWhereExactIsNanIsBitExact) {
   // exp(NaN) = NaN: a NaN output (another payload) is the exact result.
   TensorData x{&fp32, {1}, {Bits{0x7fc00001}}, "x"}, c{&fp32, {1}, {Bits{0x7fc00000}}, "c"};

@@ -6,7 +6,9 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -176,16 +178,20 @@ constexpr ProfileCase kCalibratedProfiles[] = {{"trn1", "bf16"},        {"trn2",
                                                {"cpu-sequential", "fp32"}, {"trn2", "fp8_e4m3"}};
 
 // Zero false alarms: numfid's own model output under each plan and tensor-engine profile (the
-// calibration now runs for them) is never a defect, over four data kinds, three seeds, two K
-// and two output formats — and the calibration did run (it applies).
-TEST(CalibratedProfiles, ThePlanAndTensorEngineProfilesOwnOutputIsNeverADefect) {
-  int judged = 0, failures = 0;
+// calibration now runs for them) is never a defect, and CONSISTENT except where §6.4 says
+// suspicious (equal products summed sequentially), over four data kinds, three seeds, two K and
+// three outputs (fp32, bf16, and fp16 rounded stochastically, where the narrow-grid rule reads
+// bf16's grid) — and the calibration did run (it applies).
+TEST(CalibratedProfiles, ThePlanAndTensorEngineProfilesOwnOutputIsConsistent) {
+  int judged = 0, failures = 0, suspicious = 0;
   for (const ProfileCase& pc : kCalibratedProfiles)
-    for (const char* out : {"fp32", "bf16"})
+    for (const char* out : {"fp32", "bf16", "fp16 --out-rounding stochastic"})
       for (const Kind d : kKinds)
         for (const std::int64_t k : {std::int64_t{700}, std::int64_t{2048}})
           for (std::uint64_t seed = 1; seed <= 3 && failures < 5; ++seed) {
-            const ClaimSpec claim = parse_claim(fmt::format("--in {} --profile {} --out {}", pc.in, pc.name, out));
+            const bool sr = std::string_view(out).find("stochastic") != std::string_view::npos;
+            const ClaimSpec claim = parse_claim(fmt::format("--in {} --profile {} --out {}{}", pc.in, pc.name, out,
+                                                            sr ? fmt::format(" --seed {}", seed) : ""));
             const auto [a, b] = operands(*claim.in, d, 8, k, 8, seed * 7919 + static_cast<std::uint64_t>(k));
             const TensorData c = emulate_matmul(a, b, std::nullopt, claim);
             const MatmulReference ref = matmul_reference(a, b);
@@ -197,12 +203,19 @@ TEST(CalibratedProfiles, ThePlanAndTensorEngineProfilesOwnOutputIsNeverADefect) 
             o.calibration = &cal;
             const CheckResult r = check_matmul(ref, c, claim, o);
             ++judged;
-            if (r.verdict.kind == TensorKind::defect) {
+            // Suspicious (exit 0, a warning) only where the model's own order leaves the radius on
+            // these operands (ρ > 1: equal products summed sequentially, §6.4), as under the plan claim.
+            const bool structured = r.verdict.kind == TensorKind::suspicious && cal.rho > 1;
+            suspicious += structured;
+            if (r.verdict.kind != TensorKind::consistent && !structured) {
               ++failures;
-              ADD_FAILURE() << what << ": the model's own output is judged a defect\n" << r.text();
+              ADD_FAILURE() << what << ": the model's own output is not judged consistent\n" << r.text();
             }
           }
-  EXPECT_EQ(judged, 8 * 2 * 4 * 2 * 3);
+  EXPECT_EQ(judged, 8 * 3 * 4 * 2 * 3);
+  std::printf("%d outputs of the profiles' own models: %d consistent, %d suspicious where the model's order leaves "
+              "the radius itself (constant products), 0 defects\n",
+              judged, judged - suspicious - failures, suspicious);
 }
 
 /// Each operand of `t` truncated (toward zero) to bf16, kept as an fp32 value.

@@ -118,7 +118,11 @@ Arithmetic arithmetic_of(const ClaimSpec& claim, const TensorData& A) {
   if (!claim.profile) return x;
   const Profile& p = *claim.profile;
   ClaimSpec& c = x.claim;
-  if (p.model == ProfileModel::block_fma || p.model == ProfileModel::scaled_gemm) {
+  if (p.model == ProfileModel::scaled_gemm) {  // (routed to the scaled check before this; said in case)
+    x.why_not = fmt::format("profile {} is a block-scaled GEMM recipe, judged by its own check", p.name);
+    return x;
+  }
+  if (p.model == ProfileModel::block_fma) {
     // A block FMA aligns its products to the largest exponent and truncates them (no sticky bit,
     // often a final rounding toward zero): its errors are one-signed by design, not the
     // mean-independent roundings of model M, so no radius about the centre holds for it.

@@ -40,43 +40,30 @@ std::vector<Bits> cast_operands(const TensorEngineModel& te, const MatrixView& m
 
 }  // namespace
 
-namespace {
-
-/// One output element: Σ_k a[k·sa]·b[k·sb] (+ c) through the PE array and PSUM, cast out.
-/// Every stochastic rounding of the element draws from streams derived from `stream` (the
-/// element's index in the output), so matmul and row-wise dot agree for the same index.
-Bits te_element(const TensorEngineModel& te, const FormatSpec& fa, std::span<const Bits> a, std::size_t sa,
-                const FormatSpec& fb, std::span<const Bits> b, std::size_t sb, std::int64_t K, const FormatSpec* fc,
-                std::optional<Bits> c, std::uint64_t stream, std::vector<Term>& products, std::vector<Term>& terms) {
+Bits tensor_engine_sum(const TensorEngineModel& te, std::span<const Term> products, std::optional<Bits> start,
+                       std::uint64_t stream, std::vector<Term>& terms) {
+  const auto K = static_cast<std::int64_t>(products.size());
   const std::int64_t per = te.double_row ? 2 * te.tile_k : te.tile_k;
   ReductionPlan inner;
   inner.kind = te.inner_order;
-  std::optional<Bits> run;
-  if (c) {
-    RoundOptions o = te.psum.rounding;
-    o.stream = stream;
-    run = convert(*fc, *te.psum.format, *c, o).bits;
-  }
+  std::optional<Bits> run = start;
   std::uint64_t instr = 0;
   for (std::int64_t k0 = 0; k0 < K; k0 += per, ++instr) {
     const std::int64_t len = std::min(per, K - k0);
-    products.clear();
-    for (std::int64_t k = k0; k < k0 + len; ++k)
-      products.push_back(exact_product(fa, a[static_cast<std::size_t>(k) * sa], fb, b[static_cast<std::size_t>(k) * sb],
-                                       te.array_acc.rounding.daz));
-    std::span<const Term> col = products;
+    std::span<const Term> col = products.subspan(static_cast<std::size_t>(k0), static_cast<std::size_t>(len));
     if (te.double_row) {
       // Row r of the array holds products r and r + tile_k of the instruction: their sum
       // enters the column (assumed pairing; the docs only say 256 rows are contracted).
+      const std::span<const Term> instruction = col;
       terms.clear();
       const std::size_t half = static_cast<std::size_t>(te.tile_k);
-      for (std::size_t r = 0; r < std::min(half, products.size()); ++r) {
-        if (r + half < products.size()) {
-          const Term pair[2] = {products[r], products[r + half]};
+      for (std::size_t r = 0; r < std::min(half, instruction.size()); ++r) {
+        if (r + half < instruction.size()) {
+          const Term pair[2] = {instruction[r], instruction[r + half]};
           const Bits s = reduce({}, te.array_acc, pair, std::nullopt, (stream << 20) ^ (instr << 8) ^ r);
           terms.push_back(as_term(*te.array_acc.format, s));
         } else {
-          terms.push_back(products[r]);
+          terms.push_back(instruction[r]);
         }
       }
       col = terms;
@@ -97,10 +84,31 @@ Bits te_element(const TensorEngineModel& te, const FormatSpec& fa, std::span<con
       run = t;
     }
   }
-  if (!run) run = zero(*te.psum.format, false);
+  return run ? *run : zero(*te.psum.format, false);
+}
+
+namespace {
+
+/// One output element: Σ_k a[k·sa]·b[k·sb] (+ c) through the PE array and PSUM, cast out.
+/// Every stochastic rounding of the element draws from streams derived from `stream` (the
+/// element's index in the output), so matmul and row-wise dot agree for the same index.
+Bits te_element(const TensorEngineModel& te, const FormatSpec& fa, std::span<const Bits> a, std::size_t sa,
+                const FormatSpec& fb, std::span<const Bits> b, std::size_t sb, std::int64_t K, const FormatSpec* fc,
+                std::optional<Bits> c, std::uint64_t stream, std::vector<Term>& products, std::vector<Term>& terms) {
+  std::optional<Bits> start;
+  if (c) {
+    RoundOptions o = te.psum.rounding;
+    o.stream = stream;
+    start = convert(*fc, *te.psum.format, *c, o).bits;
+  }
+  products.clear();
+  for (std::int64_t k = 0; k < K; ++k)
+    products.push_back(exact_product(fa, a[static_cast<std::size_t>(k) * sa], fb, b[static_cast<std::size_t>(k) * sb],
+                                     te.array_acc.rounding.daz));
+  const Bits run = tensor_engine_sum(te, products, start, stream, terms);
   RoundOptions o = te.output_rounding;
   o.stream = stream;
-  return convert(*te.psum.format, *te.output, *run, o).bits;
+  return convert(*te.psum.format, *te.output, run, o).bits;
 }
 
 /// An operand as the array sees it: after the compiler's auto-cast, if any.

@@ -31,6 +31,15 @@ struct TensorEngineModel {
   std::int64_t roundings(std::int64_t k, bool has_addend) const;
 };
 
+/// One element's PSUM result (psum format, before the cast out): the exact `products` of its
+/// K operand pairs, in k order, through the PE array (instructions of tile_k rows, double-row
+/// pairs) and PSUM, starting from `start` (C already in the psum format) if given. `stream`
+/// seeds the element's stochastic roundings (as tensor_engine_matmul's element `stream`);
+/// `scratch` is reused storage. What tensor_engine_matmul computes per element, and what the
+/// probable-defect calibration emulates for a tensor-engine profile (tolerances/calibrate.h).
+Bits tensor_engine_sum(const TensorEngineModel& te, std::span<const Term> products, std::optional<Bits> start,
+                       std::uint64_t stream, std::vector<Term>& scratch);
+
 /// D = A·B (+ C) as the Tensor Engine computes it. C starts the PSUM accumulation (an
 /// accumulating matmul into a PSUM tile that already holds C).
 std::vector<Bits> tensor_engine_matmul(const TensorEngineModel& te, const MatrixView& a, const MatrixView& b,

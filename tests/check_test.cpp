@@ -575,6 +575,33 @@ TEST(Emulate, StochasticCheckPredictsEmulateForEveryModel) {
   }
 }
 
+// A claim's --cast under a tensor-engine profile that states no cast of its own: the model casts
+// the operands first, as the bound (detail::make_claim) and the calibration read the claim — it
+// used to drop the cast and sum the fp32 products, an output the claim does not describe.
+TEST(Emulate, ATensorEngineProfileHonoursTheClaimsCast) {
+  std::mt19937_64 g(31);
+  std::normal_distribution<float> nd(0, 1);
+  TensorData a{&fp32, {4, 300}, {}, "A"}, b{&fp32, {300, 5}, {}, "B"};
+  for (std::int64_t i = 0; i < 4 * 300; ++i) a.values.push_back(Bits{std::bit_cast<std::uint32_t>(nd(g))});
+  for (std::int64_t i = 0; i < 300 * 5; ++i) b.values.push_back(Bits{std::bit_cast<std::uint32_t>(nd(g))});
+  for (const char* rounding : {"rne", "rtz"}) {
+    SCOPED_TRACE(rounding);
+    RoundOptions o;
+    o.rounding = *parse_rounding(rounding);
+    TensorData ac{&bf16, a.shape, {}, "A"}, bc{&bf16, b.shape, {}, "B"};
+    for (const Bits x : a.values) ac.values.push_back(convert(fp32, bf16, x, o).bits);
+    for (const Bits x : b.values) bc.values.push_back(convert(fp32, bf16, x, o).bits);
+    for (const char* profile : {"trn1", "trn2"}) {
+      const TensorData cast = emulate_matmul(
+          a, b, std::nullopt,
+          parse_claim(fmt::format("--in fp32 --cast bf16 --cast-rounding {} --profile {} --out fp32", rounding, profile)));
+      const TensorData given =
+          emulate_matmul(ac, bc, std::nullopt, parse_claim(fmt::format("--in bf16 --profile {} --out fp32", profile)));
+      EXPECT_EQ(cast.values, given.values) << profile;
+    }
+  }
+}
+
 TEST(Emulate, RowwiseDotGivesEachRowItsOwnStreamAndHonoursTheSeed) {
   // 64 identical rows whose exact dot is not a bf16 value: with one stream for every row
   // (the old Trainium dot path) all 64 results were equal.

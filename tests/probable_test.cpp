@@ -6,8 +6,12 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <random>
+#include <string_view>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "formats/convert.h"
 #include "formats/error.h"
@@ -121,6 +125,239 @@ TEST(CalibratedRules, Fp32OutputRoundedThroughFp16IsAProbableDefectAndTheSumsAre
     EXPECT_TRUE(bad.verdict.probable) << bad.text();
     EXPECT_LE(bad.verdict.false_alarm_probability, 1e-9) << bad.text();
   }
+}
+
+// ---- Profiles calibrated as the claims they stand for (docs/verdict.md §4.1) ----
+
+enum class Kind { normal, positive, cancellation, constant };
+constexpr Kind kKinds[] = {Kind::normal, Kind::positive, Kind::cancellation, Kind::constant};
+const char* kind_name(Kind d) {
+  switch (d) {
+    case Kind::normal: return "normal";
+    case Kind::positive: return "positive";
+    case Kind::cancellation: return "cancellation";
+    case Kind::constant: return "constant";
+  }
+  return "?";
+}
+
+/// A (m×k) and B (k×n) in format f: N(0, 1), |N(0, 1)|, cancelling (a_(k+1) = −a_k + a small
+/// term, b_(k+1) = b_k: every pair of products nearly cancels) or constant (equal products).
+std::pair<TensorData, TensorData> operands(const FormatSpec& f, Kind d, std::int64_t m, std::int64_t k, std::int64_t n,
+                                           std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::normal_distribution<double> nd(0, 1);
+  TensorData a{&f, {m, k}, {}, "A"}, b{&f, {k, n}, {}, "B"};
+  std::vector<double> av(static_cast<std::size_t>(m * k)), bv(static_cast<std::size_t>(k * n));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t l = 0; l < k; ++l) {
+      double& x = av[static_cast<std::size_t>(i * k + l)];
+      x = d == Kind::constant ? 0.1 : d == Kind::positive ? std::fabs(nd(g)) : nd(g);
+      if (d == Kind::cancellation && l % 2 == 1) x = -av[static_cast<std::size_t>(i * k + l - 1)] + nd(g) / 64;
+    }
+  for (std::int64_t l = 0; l < k; ++l)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double& x = bv[static_cast<std::size_t>(l * n + j)];
+      x = d == Kind::constant ? 0.3 : d == Kind::positive ? std::fabs(nd(g)) : nd(g);
+      if (d == Kind::cancellation && l % 2 == 1) x = bv[static_cast<std::size_t>((l - 1) * n + j)];
+    }
+  for (const double x : av) a.values.push_back(convert_double(f, x).bits);
+  for (const double x : bv) b.values.push_back(convert_double(f, x).bits);
+  return {a, b};
+}
+
+/// The plan and tensor-engine profiles (the calibration applies to them) and the operand format
+/// each is used with: fp32 for the autocast profile (it casts them to bf16), bf16 for the others.
+struct ProfileCase {
+  const char* name;
+  const char* in;
+};
+constexpr ProfileCase kCalibratedProfiles[] = {{"trn1", "bf16"},        {"trn2", "bf16"},
+                                               {"trn3", "bf16"},        {"neuron-autocast-bf16", "fp32"},
+                                               {"cpu-sequential", "bf16"}, {"numpy-pairwise", "bf16"},
+                                               {"cpu-sequential", "fp32"}, {"trn2", "fp8_e4m3"}};
+
+// Zero false alarms: numfid's own model output under each plan and tensor-engine profile (the
+// calibration now runs for them) is never a defect, and CONSISTENT except where §6.4 says
+// suspicious (equal products summed sequentially), over four data kinds, three seeds, two K and
+// three outputs (fp32, bf16, and fp16 rounded stochastically, where the narrow-grid rule reads
+// bf16's grid) — and the calibration did run (it applies).
+TEST(CalibratedProfiles, ThePlanAndTensorEngineProfilesOwnOutputIsConsistent) {
+  int judged = 0, failures = 0, suspicious = 0;
+  for (const ProfileCase& pc : kCalibratedProfiles)
+    for (const char* out : {"fp32", "bf16", "fp16 --out-rounding stochastic"})
+      for (const Kind d : kKinds)
+        for (const std::int64_t k : {std::int64_t{700}, std::int64_t{2048}})
+          for (std::uint64_t seed = 1; seed <= 3 && failures < 5; ++seed) {
+            const bool sr = std::string_view(out).find("stochastic") != std::string_view::npos;
+            const ClaimSpec claim = parse_claim(fmt::format("--in {} --profile {} --out {}{}", pc.in, pc.name, out,
+                                                            sr ? fmt::format(" --seed {}", seed) : ""));
+            const auto [a, b] = operands(*claim.in, d, 8, k, 8, seed * 7919 + static_cast<std::uint64_t>(k));
+            const TensorData c = emulate_matmul(a, b, std::nullopt, claim);
+            const MatmulReference ref = matmul_reference(a, b);
+            const MatmulCalibration cal = calibrate_matmul(ref, claim);
+            const std::string what = fmt::format("{} {} -> {}, {}, K = {}, seed {}", pc.name, pc.in, out, kind_name(d), k, seed);
+            EXPECT_TRUE(cal.applies) << what << ": " << cal.why_not;
+            MatmulCheckOptions o;
+            o.predict = false;
+            o.calibration = &cal;
+            const CheckResult r = check_matmul(ref, c, claim, o);
+            ++judged;
+            // Suspicious (exit 0, a warning) only where the model's own order leaves the radius on
+            // these operands (ρ > 1: equal products summed sequentially, §6.4), as under the plan claim.
+            const bool structured = r.verdict.kind == TensorKind::suspicious && cal.rho > 1;
+            suspicious += structured;
+            if (r.verdict.kind != TensorKind::consistent && !structured) {
+              ++failures;
+              ADD_FAILURE() << what << ": the model's own output is not judged consistent\n" << r.text();
+            }
+          }
+  EXPECT_EQ(judged, 8 * 3 * 4 * 2 * 3);
+  std::printf("%d outputs of the profiles' own models: %d consistent, %d suspicious where the model's order leaves "
+              "the radius itself (constant products), 0 defects\n",
+              judged, judged - suspicious - failures, suspicious);
+}
+
+/// Each operand of `t` truncated (toward zero) to bf16, kept as an fp32 value.
+TensorData truncated_to_bf16(const TensorData& t) {
+  TensorData r = t;
+  RoundOptions o;
+  o.rounding = Rounding::rtz;
+  for (Bits& x : r.values) x = convert(bf16, fp32, convert(fp32, bf16, x, o).bits).bits;
+  return r;
+}
+
+// The exploratory tester's case (fp32 operands truncated, not rounded, to bf16, then an fp32
+// Tensor Engine sum): a probable defect under `--profile neuron-autocast-bf16`, as under the
+// claim it stands for (`--cast bf16 --plan 'blocked(128)'`); it was CONSISTENT under the profile
+// because the calibration skipped every profile. Held out: three data kinds (cancelling data
+// too: the profile's order is known, so no any-order spread hides the cast), three seeds, two K,
+// two outputs; the legal output (operands rounded) of the same operands is never a defect.
+TEST(CalibratedProfiles, OperandsTruncatedToBf16AreCaughtUnderTheAutocastProfile) {
+  for (const Kind d : {Kind::normal, Kind::positive, Kind::cancellation})
+    for (const std::int64_t k : {std::int64_t{700}, std::int64_t{2048}})
+      for (const char* out : {"fp32", "bf16"})
+        for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+          const std::string what = fmt::format("{}, K = {}, out {}, seed {}", kind_name(d), k, out, seed);
+          const auto [a, b] = operands(fp32, d, 33, k, 17, 1000 + seed);
+          const ClaimSpec profile = parse_claim(fmt::format("--in fp32 --out {} --profile neuron-autocast-bf16", out));
+          const ClaimSpec plan = parse_claim(fmt::format("--in fp32 --out {} --cast bf16 --plan 'blocked(128)'", out));
+          // The kernel's arithmetic on truncated operands: the profile's own model (bf16 inputs,
+          // no cast left to do), so only the cast differs from the claim.
+          const ClaimSpec truncating = parse_claim(fmt::format("--in fp32 --out {} --plan 'blocked(128)'", out));
+          const TensorData bad = emulate_matmul(truncated_to_bf16(a), truncated_to_bf16(b), std::nullopt, truncating);
+          const TensorData good = emulate_matmul(a, b, std::nullopt, profile);
+          for (const ClaimSpec* claim : {&profile, &plan}) {
+            MatmulCheckOptions o;
+            o.predict = false;
+            const CheckResult r = check_matmul(a, b, bad, *claim, o);
+            EXPECT_EQ(r.verdict.kind, TensorKind::defect) << what << ", claim " << claim->text() << "\n" << r.text();
+            EXPECT_TRUE(r.verdict.probable) << what << "\n" << r.text();
+            EXPECT_LE(r.verdict.false_alarm_probability, 1e-9) << what << "\n" << r.text();
+            const CheckResult g = check_matmul(a, b, good, *claim, o);
+            EXPECT_NE(g.verdict.kind, TensorKind::defect) << what << ", claim " << claim->text() << "\n" << g.text();
+          }
+        }
+}
+
+// A tensor-core profile's block FMA truncates by design (no sticky bit, often a final rounding
+// toward zero): the mean-zero model behind the radius does not hold, the calibration does not
+// apply, and the verdict says so rather than skipping the rules silently.
+TEST(CalibratedProfiles, ABlockFmaProfileSaysTheRulesAreNotApplied) {
+  const auto [a, b] = operands(bf16, Kind::normal, 8, 256, 8, 5);
+  const ClaimSpec claim = parse_claim("--in bf16 --profile nvidia-h100-tc --out fp32");
+  const MatmulCalibration cal = calibrate_matmul(matmul_reference(a, b), claim);
+  EXPECT_FALSE(cal.applies);
+  MatmulCheckOptions o;
+  o.predict = false;
+  const CheckResult r = check_matmul(a, b, emulate_matmul(a, b, std::nullopt, claim), claim, o);
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+  EXPECT_NE(r.verdict.reason.find("probable-defect rules of §4.1 not applied: profile nvidia-h100-tc is a tensor-core "
+                                  "block FMA"),
+            std::string::npos)
+      << r.verdict.reason;
+}
+
+// ---- The lean rule for stochastically rounded outputs (docs/verdict.md §4.2) ----
+
+/// An independent stochastic rounding of fp32 values to bf16 (not numfid's): the magnitude's
+/// 16 low bits over 2^16 is the probability of rounding the magnitude up (away from zero), drawn
+/// from mt19937_64; `bias` (in ulps, >= 0) lowers that probability, a rounding biased toward zero.
+std::vector<Bits> sr_to_bf16(const std::vector<Bits>& y, std::uint64_t seed, double bias = 0) {
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<Bits> out;
+  for (const Bits v : y) {
+    const auto x = v.raw;
+    const double frac = static_cast<double>(x & 0xffffu) / 65536.0;
+    std::uint32_t hi = x >> 16;  // sign and magnitude truncated: toward zero
+    if (u(g) < frac - bias) ++hi;  // the magnitude up by one bf16 ulp (carries into the exponent)
+    out.push_back(Bits(hi));
+  }
+  return out;
+}
+
+/// The stochastic-output claims of the tests below, and the deterministic claim that computes
+/// the fp32 value they round (the profile's own model, or a sequential fp32 sum: legal in any order).
+struct SrCase {
+  const char* claim;
+  const char* fp32_model;
+  const char* plan;  ///< what emulate needs beside the claim: an any-order claim names no order
+};
+constexpr SrCase kSrCases[] = {
+    {"--in bf16 --out bf16 --profile trn2 --out-rounding stochastic", "--in bf16 --out fp32 --profile trn2", ""},
+    {"--in bf16 --acc fp32 --out bf16 --out-rounding stochastic", "--in bf16 --acc fp32 --out fp32 --plan sequential",
+     " --plan sequential"},
+};
+
+// Real stochastic rounding stays CONSISTENT (numfid's emulate with --out-rounding stochastic and
+// the test's own SR, 20 seeds each, four data kinds); a truncation of the same fp32 values is a
+// probable defect, and so is an SR biased by 0.15 ulp toward zero; one biased by 0.01 ulp — below
+// the detectable lean, δ̄ + √(ln(2/α)/(2n)) ≈ δ̄ + 0.05 ulp at n = 4096 — is not called one.
+TEST(VerdictStochasticOutput, TruncationIsCaughtAndRealStochasticRoundingIsNot) {
+  int failures = 0;
+  for (const SrCase& sc : kSrCases)
+    for (const Kind d : kKinds) {
+      const ClaimSpec claim = parse_claim(sc.claim);
+      const auto [a, b] = operands(bf16, d, 64, 512, 64, 77);
+      const MatmulReference ref = matmul_reference(a, b);
+      const MatmulCalibration cal = calibrate_matmul(ref, claim);
+      MatmulCheckOptions o;
+      o.predict = false;
+      o.calibration = &cal;
+      const TensorData y = emulate_matmul(a, b, std::nullopt, parse_claim(sc.fp32_model));
+      auto judge = [&](std::vector<Bits> c) { return check_matmul(ref, TensorData{&bf16, {64, 64}, std::move(c), "C"}, claim, o); };
+      const std::string what = fmt::format("{}, {}", sc.claim, kind_name(d));
+      // The truncated output: every element toward zero.
+      std::vector<Bits> rtz;
+      for (const Bits v : y.values) rtz.push_back(Bits(v.raw >> 16));
+      const CheckResult bad = judge(rtz);
+      // Not on cancelling data: the deterministic bound (γ_n·Σ|t|, n = 511 roundings in any order,
+      // 130 for trn2's) lets the fp32 sum move these small results by more than half a bf16 ulp
+      // (δ_i >= ½), so no element carries evidence of a half-ulp lean (§4.2 says so).
+      if (d != Kind::cancellation) {
+        EXPECT_EQ(bad.verdict.kind, TensorKind::defect) << what << "\n" << bad.text();
+        EXPECT_TRUE(bad.verdict.probable) << what;
+        EXPECT_LE(bad.verdict.false_alarm_probability, 1e-9) << what;
+        // A rounding biased by 0.15 ulp: caught too where the claim's shift leaves room — under
+        // trn2's order (mean δ 0.001-0.05 ulp), not under the any-order bound on normal data.
+        const CheckResult biased = judge(sr_to_bf16(y.values, 99, 0.15));
+        if (*sc.plan == '\0') {
+          EXPECT_EQ(biased.verdict.kind, TensorKind::defect) << what << ", SR biased 0.15 ulp\n" << biased.text();
+        }
+      }
+      for (std::uint64_t seed = 1; seed <= 20 && failures < 5; ++seed) {
+        const TensorData own =
+            emulate_matmul(a, b, std::nullopt, parse_claim(fmt::format("{} --seed {}{}", sc.claim, seed, sc.plan)));
+        for (const auto& [source, c] : {std::pair<const char*, std::vector<Bits>>{"numfid emulate", own.values},
+                                        {"independent SR", sr_to_bf16(y.values, seed)},
+                                        {"SR biased 0.01 ulp", sr_to_bf16(y.values, seed, 0.01)}}) {
+          const CheckResult r = judge(c);
+          if (r.verdict.kind == TensorKind::defect && ++failures <= 5)
+            ADD_FAILURE() << what << ", " << source << ", seed " << seed << ": judged a defect\n" << r.text();
+        }
+      }
+    }
 }
 
 TEST(TrustChecks, NanWhereExactIsNanIsBitExact) {

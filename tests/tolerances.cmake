@@ -6,7 +6,7 @@ numfid_add_test(claim_text_test SOURCES claim_text_test.cpp DEPS numfid::toleran
 # Cooperative cancellation of a long check (tolerances/cancel.h).
 numfid_add_test(cancel_test SOURCES cancel_test.cpp DEPS numfid::tolerances)
 # Probable defects, the bias rule and the trust checks (tolerances/calibrate.h, verdict.cpp).
-numfid_add_test(probable_test SOURCES probable_test.cpp DEPS numfid::tolerances numfid::formats)
+numfid_add_test(probable_test SOURCES probable_test.cpp DEPS numfid::tolerances numfid::formats fmt::fmt)
 # Derived row/elementwise bounds against naive textbook kernels (soundness, sharpness, corpus).
 numfid_add_test(row_bounds_test SOURCES row_bounds_test.cpp DEPS numfid::tolerances fmt::fmt)
 # The exact matmul oracle at model scale: certified fp64 GEMM vs long accumulator, threads.

@@ -36,6 +36,7 @@ struct MatmulCalibration {
   double rho = 0;         ///< max over orders and sample of |legal - center| / radius (model holds: <= 1)
   std::string rho_where;  ///< the order and element that reach rho
   std::int64_t term_additions = 0;  ///< the work done: (orders + 1) · sample · K
+  bool cast = false;      ///< the centre is the exact result of cast operands (--cast, or the profile's cast)
 };
 
 /// Largest number of term additions calibrate_matmul spends (orders × sampled elements × K)
@@ -48,8 +49,11 @@ inline constexpr std::int64_t kCalibrationBudget = std::int64_t{1} << 25;
 /// `max_elements` evenly spaced elements of `ref` (fewer if the budget above is exceeded),
 /// with the claim's accumulator, rounding and input cast, through the plan evaluator
 /// (numerics/plan.h `reduce`), and derives each sampled element's radius over every order from
-/// its sorted terms (`spread`, `radius`). Applies only to round-to-nearest accumulation without
-/// a profile.
+/// its sorted terms (`spread`, `radius`). Applies only to round-to-nearest accumulation. A
+/// profile is calibrated as the claim it stands for: a plan profile's plan, a tensor-engine
+/// profile's Tensor Engine model (numerics/tensor_engine.h `tensor_engine_sum`), with the
+/// profile's cast and accumulator; a block-FMA profile is not (its truncations are one-signed:
+/// `why_not`, which apply_calibration appends to the verdict's reason).
 MatmulCalibration calibrate_matmul(const MatmulReference& ref, const ClaimSpec& claim, std::int64_t max_elements = 256);
 /// The same with the operands given apart from `ref` (a reference computed without keeping
 /// copies of them: ref.a and ref.b are not read).

@@ -91,7 +91,15 @@ std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optio
     return block_fma_matmul(m, A, {m.input, bv, K, N}, cv, fout, output_options(claim));
   }
   if (p && p->model == ProfileModel::tensor_engine) {
-    TensorEngineModel te = tensor_engine_for(*p, fa);
+    // The operands' cast as the bound reads it (detail::make_claim): the profile's where an
+    // operand is not already in its format, else the claim's --cast. (Until 2026-12-03 the
+    // model dropped --cast here and summed the uncast operands' products.)
+    const bool profile_casts =
+        p->input_cast && (*p->input_cast != *claim.in || (claim.in_b && *p->input_cast != *claim.in_b));
+    const FormatSpec* cast = profile_casts ? p->input_cast : claim.cast;
+    TensorEngineModel te = tensor_engine_for(*p, cast ? *cast : fa);
+    te.autocast = cast;
+    te.autocast_rounding = profile_casts ? p->input_cast_rounding : claim.cast_rounding;
     te.output = &fout;
     te.output_rounding = output_options(claim);
     te.array_acc.rounding.seed = te.psum.rounding.seed = claim.seed;

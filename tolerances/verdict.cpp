@@ -293,6 +293,95 @@ void bias_rule(Verdict& v, const Claim& claim, const detail::JudgedElements& all
                          rounding_name(orr));
 }
 
+/// The lean rule for stochastically rounded outputs (docs/verdict.md §4.2). Given the value y_i
+/// the deterministic arithmetic delivers to the output conversion, stochastic rounding returns
+/// RU(y_i) with probability (y_i − RD(y_i))/(RU(y_i) − RD(y_i)), else RD(y_i), from random bits
+/// independent of everything else: Z_i = s_i·(o_i − y_i)/w_i has mean 0 given y_i and lies in an
+/// interval of length k_i = (the output spacing at |x_i| + d_i)/w_i, independently over the
+/// elements (s_i = sign(x_i), w_i = the output spacing at the exact value x_i, d_i = the
+/// deterministic bound of |y_i − x_i|: the claim's reduction and cast, no output rounding). So
+/// X_i = s_i·(o_i − x_i)/w_i = Z_i + s_i·(y_i − x_i)/w_i, and with δ_i = d_i/w_i Hoeffding's
+/// inequality gives P(|Σ X_i| − Σ δ_i >= t) <= 2·exp(−2t²/Σ k_i²). Elements with δ_i >= ½ are
+/// left out before the outputs are read (their legal shift can hide a half-ulp lean: a
+/// truncation), as are those that may reach the largest finite value or flush to zero, and
+/// those whose bound the caller gave (a row op's derivation). Deterministic accumulation and
+/// cast only: a stochastic one makes y_i random too.
+template <class Reference>
+void stochastic_lean_rule(Verdict& v, const Claim& claim, const ReductionBound& b, const detail::JudgedElements& all,
+                          const Reference& ref, double alpha) {
+  if (claim.output_rounding != Rounding::stochastic || claim.ulps) return;
+  const bool stochastic_inside = (!claim.block_fma && claim.acc.rounding == Rounding::stochastic) ||
+                                 (claim.compute_input && claim.input_rounding == Rounding::stochastic);
+  if (stochastic_inside) {
+    v.reason += "; lean rule for stochastic outputs (§4.2) not applied: the accumulation or the input cast rounds "
+                "stochastically too, so the value the output rounds is random itself";
+    return;
+  }
+  const FormatSpec& f = *claim.output;
+  struct Part {
+    double x = 0, shift = 0, range2 = 0;
+    std::int64_t n = 0, given = 0, wide = 0;  // admitted; left out: bound given by the caller, δ >= ½
+  };
+  constexpr std::int64_t kGrain = 1 << 16;
+  const auto n_all = static_cast<std::int64_t>(all.size());
+  std::vector<Part> parts(static_cast<std::size_t>((n_all + kGrain - 1) / kGrain));
+  const double top = max_finite(f), least_normal = min_normal(f);
+  // Per chunk of fixed bounds, added up in chunk order: the same sums for any thread count.
+  detail::parallel_for(n_all, kGrain, [&](std::int64_t i0, std::int64_t i1) {
+    Part& part = parts[static_cast<std::size_t>(i0 / kGrain)];
+    for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
+      const double value = all.value(i), exact = ref.exact(i);
+      if (!std::isfinite(value) || !std::isfinite(exact) || exact == 0) continue;
+      if (ref.det_bound(i)) {
+        ++part.given;
+        continue;
+      }
+      const ElementBound eb = element_bound(b, claim, exact, ref.sum_abs(i), ref.finite_opposite(i));
+      const double d = eb.deterministic - eb.output_rounding;  // reduction, cast and |x|·2^-52
+      const double mag = std::fabs(exact);
+      if (!std::isfinite(d) || eb.may_overflow || mag + d >= top || (claim.output_ftz && mag - d < least_normal)) continue;
+      const double w = ulp_at(f, mag), delta = d / w;
+      if (!(delta < 0.5)) {
+        ++part.wide;
+        continue;
+      }
+      const double k = ulp_at(f, mag + d) / w;
+      part.x += std::copysign(1.0, exact) * (value - exact) / w;
+      part.shift += delta;
+      part.range2 += k * k;
+      ++part.n;
+    }
+  });
+  Part sum;
+  for (const Part& p : parts)
+    sum.x += p.x, sum.shift += p.shift, sum.range2 += p.range2, sum.n += p.n, sum.given += p.given, sum.wide += p.wide;
+  if (sum.n == 0) {
+    // Said, not skipped silently: which elements could not carry evidence, and why.
+    if (sum.given + sum.wide > 0)
+      v.reason += fmt::format("; lean rule for stochastic outputs (§4.2) not applied: no element admitted ({} whose "
+                              "deterministic shift of the rounded value is half an ulp or more, {} whose bound is the "
+                              "op's own derivation)",
+                              sum.wide, sum.given);
+    return;
+  }
+  const double excess = std::fabs(sum.x) - sum.shift;
+  if (!(excess > 0)) return;
+  const double log_p = std::log(2.0) - 2 * excess * excess / sum.range2;
+  if (!(log_p <= std::log(alpha))) return;
+  v.kind = TensorKind::defect;
+  v.probable = true;
+  // Below the least normal double the bound is still a bound: the least normal double.
+  v.false_alarm_probability = std::max(std::exp(log_p), std::numeric_limits<double>::min());
+  const double mean = sum.x / static_cast<double>(sum.n);
+  v.reason = fmt::format(
+      "the stochastically rounded outputs lean {} the exact results by {:+.3f} output ulps on average over {} elements; "
+      "stochastic rounding is unbiased given the value it rounds, and the claim's deterministic arithmetic moves that "
+      "value by at most {:.3g} ulps on average: Hoeffding's tail 2·exp(−2(|Σ| − Σδ)²/Σk²) = {} <= {:g} — a truncating "
+      "or otherwise biased rounding does this",
+      mean < 0 ? "toward zero from" : "away from zero from", mean, sum.n, sum.shift / static_cast<double>(sum.n),
+      log_p < -700 ? fmt::format("10^{:.0f}", log_p / std::log(10.0)) : fmt::format("{:.3g}", std::exp(log_p)), alpha);
+}
+
 /// Says in the verdict when the output could not show much: every element zero with only
 /// zero terms, or a claim that leaves nothing to round but the output.
 /// `trivial`: elements whose exact result and Σ|terms| are 0; `zeros`: elements whose output and
@@ -492,6 +581,7 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
                            v.elements);
   }
   if (v.kind != TensorKind::defect) bias_rule(v, claim, all, ref, opt.false_alarm);
+  if (v.kind != TensorKind::defect) stochastic_lean_rule(v, claim, b, all, ref, opt.false_alarm);
   degenerate_note(v, b, claim, trivial, zeros, unbounded);
   if (overflowable > 0) {
     const FormatSpec& acc = claim.block_fma ? *claim.block_fma->output : *claim.acc.format;

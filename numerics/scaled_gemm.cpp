@@ -128,8 +128,9 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
   const FpEnvGuard env;  // the float cast of sa·sb below is hardware arithmetic
   check_chunk(model);
   const FormatSpec& inner = model.block_fma ? *model.block_fma->input : *model.acc;
-  // Operands in the inner unit's format (exact for the narrow inputs into fp32 / the unit's input).
-  const std::vector<Bits> av = converted(fa, inner, a), bv = converted(fb, inner, b);
+  const FormatSpec& inner_b = model.block_fma ? model.block_fma->input_b_format() : *model.acc;
+  // Operands in the inner unit's formats (exact for the narrow inputs into fp32 / the unit's inputs).
+  const std::vector<Bits> av = converted(fa, inner, a), bv = converted(fb, inner_b, b);
   std::vector<Bits> out(static_cast<std::size_t>(M * N));
   if (!hardware_fp32(model) || M * N * K == 0) {  // every element in soft float, B's columns contiguous
     std::vector<Bits> bt(b.size());
@@ -191,7 +192,8 @@ std::vector<Bits> scaled_dot_emulate(const FormatSpec& fa, std::span<const Bits>
   const FpEnvGuard env;
   check_chunk(model);
   const FormatSpec& inner = model.block_fma ? *model.block_fma->input : *model.acc;
-  const std::vector<Bits> av = converted(fa, inner, a), bv = converted(fb, inner, b);
+  const FormatSpec& inner_b = model.block_fma ? model.block_fma->input_b_format() : *model.acc;
+  const std::vector<Bits> av = converted(fa, inner, a), bv = converted(fb, inner_b, b);
   std::vector<Bits> out(static_cast<std::size_t>(R));
   const bool hardware = hardware_fp32(model);
   for (std::int64_t r = 0; r < R; ++r) {

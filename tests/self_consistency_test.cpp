@@ -484,6 +484,16 @@ TEST(MixedFp8, EmulateThenCheckIsBitExactAndAnFp16AccumulatorIsADefect) {
             ++judged;
           }
   EXPECT_EQ(judged, 4 * 2 * 3 * 5 * 2);
+  // Row-wise dot (A and B both R x K, B in its own format) on the same units.
+  for (const char* profile : {"nvidia-ada-tc", "nvidia-h100-tc", "nvidia-b200-tc"}) {
+    const ClaimSpec claim =
+        parse_claim(fmt::format("--in fp8_e5m2 --in-b fp8_e4m3 --profile {} --out fp16 --expect bit-exact", profile));
+    const TensorData a = make(fp8_e5m2, 6, 96, true, Data::wide, g, "A"), b = make(fp8_e4m3, 6, 96, true, Data::wide, g, "B");
+    const CheckResult r = check_dot(a, b, emulate_dot(a, b, std::nullopt, claim), claim);
+    EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << profile << "\n" << r.text();
+    ASSERT_TRUE(r.model.has_value()) << r.text();
+    EXPECT_EQ(r.model->equal, r.model->elements) << r.text();
+  }
 
   // An fp16 accumulator: 1 + 255 products of 2^-12 (a_0 = b_0 = 1, the rest 2^-6). Summed in
   // fp16 (11 significand bits) each 2^-12 is below half an ulp of 1 and vanishes: 1; the unit's

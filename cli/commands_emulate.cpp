@@ -138,6 +138,11 @@ int run_profiles(const std::string& action, const std::string& name) {
     fmt::print("  {:<16} {:<24} [{}] {}\n", printable(f.key), printable(f.value), provenance_kind_name(f.provenance.kind),
                printable(f.provenance.text));
   }
+  // Units the loader derives from two of the file's (mixed E4M3 x E5M2: numerics/profile.h,
+  // block_fma_unit), each with its provenance ("assumed: ...").
+  if (!p.mixed_variants.empty()) fmt::print("derived units (--in F_A --in-b F_B):\n");
+  for (const BlockFmaVariant& v : p.mixed_variants)
+    fmt::print("  {:<40} {}\n", printable(v.name), printable(v.provenance));
   return exit_ok;
 }
 

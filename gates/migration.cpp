@@ -67,11 +67,18 @@ GatePlatform describe_platform(const ClaimSpec& claim, const CheckResult& own) {
                              prof->te.tile_k, prof->te.double_row ? " (fp8 double-row: 2×)" : "",
                              prof->te.inner_order == PlanKind::pairwise ? "pairwise" : "sequential");
     else if (prof->model == ProfileModel::block_fma) {
-      const BlockFmaModel* b = block_fma_for(*prof, claim.cast ? *claim.cast : *claim.in, *claim.out);
-      p.tiling = b ? fmt::format("K in blocks of {} products summed at once, {} products per instruction, accumulator {} fraction bits "
-                                 "(+{} alignment bits)",
-                                 b->block_size, b->instruction_k, b->accumulator_fraction_bits, b->extra_alignment_bits)
-                   : fmt::format("no block-FMA variant of profile {} for these formats", prof->name);
+      // The unit the claim runs (block_fma_unit: the operands' formats, a mixed E4M3 x E5M2 unit,
+      // or the --cast format; the fp32 unit where the output has none of its own).
+      const FormatSpec& fa = claim.cast ? *claim.cast : *claim.in;
+      const FormatSpec& fb = claim.cast ? *claim.cast : claim.in_b ? *claim.in_b : *claim.in;
+      try {
+        const BlockFmaModel& b = block_fma_unit(*prof, fa, fb, *claim.out).model;
+        p.tiling = fmt::format("K in blocks of {} products summed at once, {} products per instruction, accumulator {} "
+                               "fraction bits (+{} alignment bits)",
+                               b.block_size, b.instruction_k, b.accumulator_fraction_bits, b.extra_alignment_bits);
+      } catch (const InputError&) {
+        p.tiling = fmt::format("no block-FMA variant of profile {} for these formats", prof->name);
+      }
     }
     else p.tiling = fmt::format("the profile's plan: {}", prof->reduction.plan.text());
   } else {

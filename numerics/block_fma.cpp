@@ -9,6 +9,7 @@
 #include <array>
 #include <bit>
 #include <stdexcept>
+#include <utility>
 
 #include "formats/arith.h"
 #include "formats/platform.h"
@@ -114,9 +115,10 @@ struct Codec {
 struct Context {
   const BlockFmaModel& m;
   const FormatSpec& out;
-  Codec in_codec;
+  Codec a_codec;  // A's stored format read into A's datapath format
+  Codec b_codec;  // B's (the same as A's unless the model is mixed)
   Codec out_codec;
-  int frac_in;   // fraction bits of a datapath operand
+  int prod_frac;  // fraction bits of an exact product: those of A's datapath + B's
   int frac_out;  // fraction bits of an output-format operand
   int window;
   int result_frac;
@@ -126,9 +128,10 @@ struct Context {
   explicit Context(const BlockFmaModel& model)
       : m(model),
         out(*model.output),
-        in_codec(*model.input, model.datapath_format(), !model.input_subnormals),
+        a_codec(*model.input, model.datapath_format(), !model.input_subnormals),
+        b_codec(model.input_b_format(), model.datapath_b_format(), !model.input_subnormals),
         out_codec(*model.output, *model.output, !model.output_subnormals),
-        frac_in(model.datapath_format().precision - 1),
+        prod_frac(model.datapath_format().precision - 1 + model.datapath_b_format().precision - 1),
         frac_out(model.output->precision - 1),
         window(model.window_bits()),
         result_frac(model.result_fraction_bits()),
@@ -207,8 +210,8 @@ Result block_impl(const Context& x, const Bits* a, const Bits* b, int n, Bits c)
   bool any_nan = false, pos_inf = false, neg_inf = false, invalid = false;
   int max_exp = m.min_alignment_exponent;
   for (int j = 0; j < n; ++j) {
-    const Operand oa = x.in_codec.decode(a[j]);
-    const Operand ob = x.in_codec.decode(b[j]);
+    const Operand oa = x.a_codec.decode(a[j]);
+    const Operand ob = x.b_codec.decode(b[j]);
     const bool s = oa.neg != ob.neg;
     if (oa.cls == FpClass::normal && ob.cls == FpClass::normal) {
       sig[terms] = oa.sig * ob.sig;
@@ -242,7 +245,7 @@ Result block_impl(const Context& x, const Bits* a, const Bits* b, int n, Bits c)
   const int lsb = max_exp - x.window;
   bool lost = false;
   int128 sum = 0;
-  const int prod_frac = 2 * x.frac_in;
+  const int prod_frac = x.prod_frac;
   for (int j = 0; j < terms; ++j) {
     const uint128 v = align(sig[j], ex[j] - prod_frac - lsb, m.alignment, &lost);
     sum += neg[j] ? -static_cast<int128>(v) : static_cast<int128>(v);
@@ -299,18 +302,20 @@ Result add_after(const Context& x, Bits acc, Bits c) {
 
 std::string validate(const BlockFmaModel& m) {
   if (!m.input || !m.output) return "input and output formats are required";
-  const FormatSpec& in = *m.input;
   const FormatSpec& out = *m.output;
-  const FormatSpec& dp = m.datapath_format();
-  for (const FormatSpec* f : {&in, &out, &dp})
+  for (const FormatSpec* f : {m.input, &m.input_b_format(), &out, &m.datapath_format(), &m.datapath_b_format()})
     if (!is_float(*f) || !f->has_sign || !f->has_subnormals || f->precision < 2)
       return fmt::format("format {} is not a signed binary float with subnormals", f->name);
-  // Products of two datapath significands and output addends must fit 48 bits (align()).
-  if (dp.precision > 24 || out.precision > 24)
-    return fmt::format("significands wider than 24 bits ({}, {}) are not supported", dp.name, out.name);
-  if (dp.precision < in.precision || emin(dp) - (dp.precision - 1) > emin(in) - (in.precision - 1) ||
-      emax(dp) < emax(in))
-    return fmt::format("datapath {} does not hold every {} value exactly", dp.name, in.name);
+  // Each operand's datapath holds its stored values exactly; products of two datapath
+  // significands and output addends must fit 48 bits (align()).
+  for (const auto& [in, dp] : {std::pair<const FormatSpec*, const FormatSpec*>{m.input, &m.datapath_format()},
+                               std::pair<const FormatSpec*, const FormatSpec*>{&m.input_b_format(), &m.datapath_b_format()}}) {
+    if (dp->precision > 24 || out.precision > 24)
+      return fmt::format("significands wider than 24 bits ({}, {}) are not supported", dp->name, out.name);
+    if (dp->precision < in->precision ||
+        emin(*dp) - (dp->precision - 1) > emin(*in) - (in->precision - 1) || emax(*dp) < emax(*in))
+      return fmt::format("datapath {} does not hold every {} value exactly", dp->name, in->name);
+  }
   if (m.block_size < 1 || m.block_size > kMaxBlock)
     return fmt::format("block_size {} not in [1, {}]", m.block_size, kMaxBlock);
   if (m.instruction_k < m.block_size || m.instruction_k % m.block_size != 0 || m.instruction_k > kMaxInstructionK)
@@ -409,8 +414,44 @@ std::string_view addend_entry_name(AddendEntry e) {
   return "?";
 }
 
+std::string unit_difference(const BlockFmaModel& x, const BlockFmaModel& y) {
+  const auto fmt_name = [](const FormatSpec* f) { return f ? std::string(f->name) : std::string("none"); };
+  const auto same_format = [](const FormatSpec* f, const FormatSpec* g) { return f == g || (f && g && *f == *g); };
+  if (!same_format(x.output, y.output)) return fmt::format("output {} vs {}", fmt_name(x.output), fmt_name(y.output));
+  if (!same_format(x.datapath, y.datapath))
+    return fmt::format("datapath {} vs {}", fmt_name(x.datapath), fmt_name(y.datapath));
+  const auto align_name = [](AlignmentRounding r) -> std::string_view { return r == AlignmentRounding::truncate ? "truncate" : "rne"; };
+  const auto norm_name = [](Normalisation n) -> std::string_view { return n == Normalisation::normalised ? "normalised" : "at_alignment"; };
+  const auto nan_name = [](NanResult n) -> std::string_view { return n == NanResult::canonical ? "canonical" : "all_ones"; };
+  const auto num = [](std::string_view what, auto u, auto v) {
+    return u == v ? std::string() : fmt::format("{} {} vs {}", what, u, v);
+  };
+  for (const std::string& d :
+       {num("block_size", x.block_size, y.block_size), num("instruction_k", x.instruction_k, y.instruction_k),
+        num("interleave", x.interleave, y.interleave),
+        num("addend", addend_entry_name(x.addend), addend_entry_name(y.addend)),
+        num("addend_rounding", rounding_name(x.addend_rounding), rounding_name(y.addend_rounding)),
+        num("accumulator_fraction_bits", x.accumulator_fraction_bits, y.accumulator_fraction_bits),
+        num("extra_alignment_bits", x.extra_alignment_bits, y.extra_alignment_bits),
+        num("alignment", align_name(x.alignment), align_name(y.alignment)),
+        num("min_alignment_exponent", x.min_alignment_exponent, y.min_alignment_exponent),
+        num("normalisation", norm_name(x.normalisation), norm_name(y.normalisation)),
+        num("final_rounding", rounding_name(x.final_rounding), rounding_name(y.final_rounding)),
+        num("input_subnormals", x.input_subnormals, y.input_subnormals),
+        num("output_subnormals", x.output_subnormals, y.output_subnormals),
+        num("overflow_to_infinity", x.overflow_to_infinity, y.overflow_to_infinity),
+        num("nan", nan_name(x.nan), nan_name(y.nan))})
+    if (!d.empty()) return d;
+  return {};
+}
+
+std::string format_pair_name(const BlockFmaModel& m) {
+  if (m.mixed()) return fmt::format("{} x {}->{}", m.input->name, m.input_b->name, m.output->name);
+  return fmt::format("{}->{}", m.input->name, m.output->name);
+}
+
 std::string describe(const BlockFmaModel& m) {
-  std::string s = fmt::format("{}: {}->{}", m.name, m.input->name, m.output->name);
+  std::string s = fmt::format("{}: {}", m.name, format_pair_name(m));
   if (m.datapath) s += fmt::format(" (datapath {})", m.datapath->name);
   s += fmt::format(", n={}, instruction k={}", m.block_size, m.instruction_k);
   if (m.interleave) s += fmt::format(" interleave {}", m.interleave);

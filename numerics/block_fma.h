@@ -65,15 +65,21 @@ struct BlockFmaProvenance {
 ///   d = round( Σ_j trunc_W(p_j) + trunc_W(c) ),  p_j = a_j·b_j exact,
 /// where every term is cut to `accumulator_fraction_bits + extra_alignment_bits` fraction bits
 /// below M = max(exponents of the non-zero terms, min_alignment_exponent), the exponent of a
-/// product being e(a) + e(b) with e(x) = max(floor(log2|x|), emin of the datapath format).
-/// The exact sum is normalised, cut to min(accumulator_fraction_bits, mantissa bits of the
+/// product being e(a) + e(b) with e(x) = max(floor(log2|x|), emin of x's datapath format).
+/// A and B may be stored in different formats (`input_b`: an fp8 E4M3 x E5M2 instruction); each
+/// product is exact all the same. The exact sum is normalised, cut to min(accumulator_fraction_bits, mantissa bits of the
 /// output) fraction bits by `final_rounding`, and encoded in `output`.
 struct BlockFmaModel {
+  // A new field must also be compared in unit_difference (block_fma.cpp).
   std::string_view name;             ///< e.g. "H100 fp16->fp32"
-  const FormatSpec* input = &fp16;   ///< format of a and b
+  const FormatSpec* input = &fp16;   ///< format of a (and of b where input_b is nullptr)
+  /// Format of b where it differs from a's (PTX `mma`/`wgmma` with .e4m3 A and .e5m2 B, or the
+  /// reverse); nullptr: b is in `input` too.
+  const FormatSpec* input_b = nullptr;
   const FormatSpec* output = &fp32;  ///< format of c and d (fp32 or fp16)
-  /// Format the multipliers see (inputs are converted to it exactly); nullptr: `input`.
-  /// Matters for the product exponents of values that are subnormal in `input` only.
+  /// Format the multipliers see (inputs are converted to it exactly); nullptr: each operand's
+  /// own format (`input` for a, input_b_format() for b). Matters for the product exponents of
+  /// values that are subnormal in the stored format only.
   const FormatSpec* datapath = nullptr;
   int block_size = 4;  ///< n: products summed in one block
   /// Products per instruction: the instruction's blocks are chained (each block's result is
@@ -105,18 +111,24 @@ struct BlockFmaModel {
     const int out = output->precision - 1;
     return accumulator_fraction_bits < out ? accumulator_fraction_bits : out;
   }
-  /// The format the multipliers see.
+  /// B's stored format.
+  constexpr const FormatSpec& input_b_format() const { return input_b ? *input_b : *input; }
+  /// Whether A and B are stored in different formats.
+  constexpr bool mixed() const { return input_b != nullptr && !(*input_b == *input); }
+  /// The format the multipliers see for a.
   constexpr const FormatSpec& datapath_format() const { return datapath ? *datapath : *input; }
+  /// The format the multipliers see for b.
+  constexpr const FormatSpec& datapath_b_format() const { return datapath ? *datapath : input_b_format(); }
 };
 
 /// Checks that a model can be evaluated: float formats, a datapath that holds every input
-/// exactly, 1 <= block_size <= 256, instruction_k a multiple of block_size (<= 4096),
+/// (a's and b's) exactly, 1 <= block_size <= 256, instruction_k a multiple of block_size (<= 4096),
 /// interleave 0 or a divisor of block_size, window_bits() in [1, 100], result_fraction_bits()
 /// >= 1, final and addend rounding not stochastic. Returns an empty string when valid, else what is wrong.
 std::string validate(const BlockFmaModel& m);
 
 /// One block: d = c + Σ_j a_j·b_j with c aligned together with the products (at most
-/// block_size of them). a, b: patterns of m.input; c and the result: patterns of m.output.
+/// block_size of them). a: patterns of m.input, b: of m.input_b_format(); c and the result: patterns of m.output.
 /// Status: invalid (NaN from non-NaN operands), overflow, inexact (bits lost in alignment or
 /// in the final rounding), underflow (tiny and inexact). Precondition: validate(m) is empty.
 Result block_fma(const BlockFmaModel& m, std::span<const Bits> a, std::span<const Bits> b, Bits c);
@@ -129,6 +141,15 @@ Result block_fma_dot(const BlockFmaModel& m, std::span<const Bits> a, std::span<
 
 /// Name of an AddendEntry ("in_block", "after_blocks").
 std::string_view addend_entry_name(AddendEntry e);
+
+/// The first parameter in which two units differ, other than their names, their input formats
+/// (input, input_b) and their provenance text, as "block_size 16 vs 32"; empty when they are the
+/// same unit read with other inputs. Every other field of BlockFmaModel is compared (a new
+/// field must be added here).
+std::string unit_difference(const BlockFmaModel& x, const BlockFmaModel& y);
+
+/// "fp8_e4m3->fp32", or "fp8_e4m3 x fp8_e5m2->fp32" where B's format differs.
+std::string format_pair_name(const BlockFmaModel& m);
 
 /// One-line summary of a model's parameters (for messages and reports).
 std::string describe(const BlockFmaModel& m);

@@ -2,6 +2,7 @@
 // provenance required on every field.
 #include "numerics/profile.h"
 
+#include "formats/error.h"
 #include "numerics/operand_cast.h"
 #include "numerics/yaml_strict_detail.h"
 
@@ -11,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -530,6 +532,7 @@ struct Loader {
         const YAML::Node vs = s["variants"];
         if (!vs || !vs.IsSequence() || vs.size() == 0) fail(s, "block_fma.variants must be a non-empty list");
         for (const auto& v : vs) variant(v);
+        derive_mixed_variants(p);
         if (root["plan"] || root["tensor_engine"]) fail(root, "model 'block-fma' takes no plan/tensor_engine section");
         break;
       }
@@ -547,6 +550,93 @@ struct Loader {
 };
 
 }  // namespace
+
+namespace {
+
+/// The operand formats an instruction takes as A and B in any combination: PTX ISA 9.0,
+/// `mma.sync.aligned.m16n8k32.row.col.dtype.f8type.f8type.ctype` with .f8type = {.e4m3, .e5m2}
+/// for A and B independently (sm_89+), and `wgmma.mma_async` .atype/.btype = .e4m3/.e5m2
+/// (sm_90a): https://docs.nvidia.com/cuda/parallel-thread-execution/#warp-level-matrix-instructions-mma,
+/// #asynchronous-warpgroup-level-matrix-instructions-wgmma-mma-async. No instruction multiplies
+/// fp16 by bf16, or a 16-bit format by an fp8 one.
+constexpr std::array<const FormatSpec*, 2> mixed_operand_formats{&fp8_e4m3, &fp8_e5m2};
+
+bool takes_mixed(const FormatSpec& f) {
+  return std::any_of(mixed_operand_formats.begin(), mixed_operand_formats.end(), [&](const FormatSpec* g) { return *g == f; });
+}
+
+/// "e4m3" from "H100 e4m3->fp32 (wgmma)": the word before "->"; empty if there is none.
+std::string input_word(const std::string& name) {
+  const std::size_t arrow = name.find("->");
+  if (arrow == std::string::npos) return {};
+  const std::size_t space = name.rfind(' ', arrow);
+  return name.substr(space == std::string::npos ? 0 : space + 1, arrow - (space == std::string::npos ? 0 : space + 1));
+}
+
+const BlockFmaVariant* find_variant(const std::vector<BlockFmaVariant>& vs, const FormatSpec& a, const FormatSpec& b,
+                                    const FormatSpec& out) {
+  for (const BlockFmaVariant& v : vs)
+    if (*v.model.input == a && v.model.input_b_format() == b && *v.model.output == out) return &v;
+  return nullptr;
+}
+
+}  // namespace
+
+void derive_mixed_variants(Profile& p) {
+  p.mixed_variants.clear();
+  for (const BlockFmaVariant& x : p.variants)
+    for (const BlockFmaVariant& y : p.variants) {
+      if (*x.model.input == *y.model.input || !takes_mixed(*x.model.input) || !takes_mixed(*y.model.input)) continue;
+      if (x.model.mixed() || y.model.mixed() || !unit_difference(x.model, y.model).empty()) continue;
+      BlockFmaVariant m;
+      const std::string wa = input_word(x.name), wb = input_word(y.name);
+      const std::size_t arrow = x.name.find("->");
+      m.name = !wa.empty() && !wb.empty() ? x.name.substr(0, arrow) + " x " + wb + x.name.substr(arrow)
+                                          : fmt::format("{} x {}", x.name, y.model.input->name);
+      m.instruction = fmt::format("{} (A {}, B {})", x.instruction, x.model.input->name, y.model.input->name);
+      m.model = x.model;
+      m.model.input_b = y.model.input;
+      m.provenance = fmt::format(
+          "assumed: the {} and {} units of {} are the same unit read with another input format (variants '{}' and "
+          "'{}', identical but for the input: each reproduces its recorded vectors in the shipped profiles); a mixed "
+          "instruction (PTX mma.sync/wgmma with .{} A and .{} B, "
+          "https://docs.nvidia.com/cuda/parallel-thread-execution/#warp-level-matrix-instructions-mma) is taken to run "
+          "the same datapath, every product exact; no recorded mixed vectors",
+          x.model.input->name, y.model.input->name, p.device.empty() ? p.name : p.device, x.name, y.name,
+          wa.empty() ? x.model.input->name : wa, wb.empty() ? y.model.input->name : wb);
+      p.mixed_variants.push_back(std::move(m));
+    }
+}
+
+const BlockFmaVariant& block_fma_unit(const Profile& p, const FormatSpec& a, const FormatSpec& b, const FormatSpec& out,
+                                      std::string_view hint) {
+  const auto fail = [&](const std::string& why) -> const BlockFmaVariant& {
+    throw InputError(hint.empty() ? why : fmt::format("{}; {}", why, hint));
+  };
+  if (p.model != ProfileModel::block_fma) return fail(fmt::format("profile {} is not a tensor-core (block-fma) profile", p.name));
+  const BlockFmaVariant* va = find_variant(p.variants, a, a, out);
+  const FormatSpec& o = va ? out : fp32;
+  if (!va) va = find_variant(p.variants, a, a, fp32);
+  if (!va)
+    return fail(fmt::format("profile {} has no tensor-core model for {} inputs (it has {})", p.name, a.name, variant_names(p)));
+  if (a == b) return *va;
+  if (const BlockFmaVariant* m = find_variant(p.mixed_variants, a, b, o)) return *m;
+  if (!takes_mixed(a) || !takes_mixed(b))
+    return fail(fmt::format("profile {}: a tensor-core profile takes A and B of one format (--in {}, --in-b {}): no "
+                            "instruction multiplies {} by {} (PTX mma/wgmma mix only fp8 e4m3 and e5m2)",
+                            p.name, a.name, b.name, a.name, b.name));
+  const BlockFmaVariant* vb = find_variant(p.variants, b, b, o);
+  if (!vb)
+    return fail(fmt::format("profile {}: no mixed {} x {} unit: the profile has no unit for {} inputs with {} results "
+                            "(it has {})",
+                            p.name, a.name, b.name, b.name, o.name, variant_names(p)));
+  const std::string diff = unit_difference(va->model, vb->model);
+  if (diff.empty())  // a profile built in memory without derive_mixed_variants
+    return fail(fmt::format("profile {}: no mixed {} x {} unit derived (derive_mixed_variants)", p.name, a.name, b.name));
+  return fail(fmt::format("profile {}: no mixed {} x {} unit: its units for {} ('{}') and {} ('{}') differ in {}, so "
+                          "which of them a mixed instruction runs is unknown",
+                          p.name, a.name, b.name, a.name, va->name, b.name, vb->name, diff));
+}
 
 const BlockFmaModel* block_fma_for(const Profile& p, const FormatSpec& in, const FormatSpec& out) {
   for (const BlockFmaVariant& v : p.variants)

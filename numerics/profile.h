@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "numerics/block_fma.h"
@@ -69,6 +70,10 @@ struct BlockFmaVariant {
   std::string name;         ///< e.g. "H100 fp16->fp32"
   std::string instruction;  ///< the PTX instruction the parameters describe
   BlockFmaModel model;      ///< (model.name is left empty: `name` owns the text)
+  /// Empty for a variant of the file (its fields carry their provenance). For a mixed-operand
+  /// unit derived from two of them (Profile::mixed_variants): where it comes from, as
+  /// "assumed: ..." with the reason.
+  std::string provenance;
 };
 
 /// A loaded profile.
@@ -85,6 +90,9 @@ struct Profile {
   std::vector<const FormatSpec*> double_row_formats;  ///< operand formats that use fp8 double-row mode
   std::string device;                    ///< block_fma: the GPU
   std::vector<BlockFmaVariant> variants;  ///< block_fma: one model per input/output format pair
+  /// block_fma: the E4M3 x E5M2 (and E5M2 x E4M3) units, derived by the loader from two variants
+  /// with the same output and otherwise identical parameters (block_fma_unit).
+  std::vector<BlockFmaVariant> mixed_variants;
   /// Accuracy claims of elementwise functions in ulps (e.g. exp: 2), from the `elementwise` section.
   std::map<std::string, double> elementwise_ulps;
   std::optional<BlockScaling> block_scaling;  ///< scaled_gemm: the recipe
@@ -96,6 +104,22 @@ TensorEngineModel tensor_engine_for(const Profile& p, const FormatSpec& in);
 /// The block-FMA model of a block-fma profile for inputs `in` and outputs `out`; nullptr if
 /// the profile has none (the caller names the pairs it has, see variant_names).
 const BlockFmaModel* block_fma_for(const Profile& p, const FormatSpec& in, const FormatSpec& out);
+
+/// The unit a block-fma profile runs for A in `a`, B in `b` and results in `out`: the variant
+/// for (a, out), else the one for (a, fp32) whose result the caller casts to `out`. Where b
+/// differs from a, the mixed-operand unit of Profile::mixed_variants for that output: it exists
+/// where the instruction set takes the two formats as A and B of one instruction (PTX
+/// mma.sync/wgmma .e4m3 x .e5m2, either order) and the profile's units for a and for b are the
+/// same unit read with another input format (unit_difference empty). Otherwise an InputError
+/// saying why (no unit for a, no instruction for the pair, no unit for b, or the two units
+/// differ and in which parameter), followed by `hint`. The one resolution behind check, tol,
+/// emulate, the prediction, the scaled GEMM and the Python module.
+const BlockFmaVariant& block_fma_unit(const Profile& p, const FormatSpec& a, const FormatSpec& b, const FormatSpec& out,
+                                      std::string_view hint = {});
+
+/// Derives p.mixed_variants from p.variants (load_profile calls it; a profile built in memory
+/// calls it after filling `variants`).
+void derive_mixed_variants(Profile& p);
 
 /// "fp16->fp32, bf16->fp32, ..." for messages.
 std::string variant_names(const Profile& p);

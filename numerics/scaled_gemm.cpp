@@ -133,11 +133,12 @@ bool hardware_fp32(const ScaledGemmModel& model) {
          model.acc_rounding == Rounding::rne;
 }
 
-/// The format scaled_element reads the operands in: the block-FMA unit's input, fp32 for the
-/// hardware path (every operand format of at most 16 bits is a subset), else the operand's own
-/// (the products are formed exactly from it).
-const FormatSpec& operand_format(const ScaledGemmModel& model, const FormatSpec& f, bool hardware) {
-  return model.block_fma ? *model.block_fma->input : hardware ? fp32 : f;
+/// The format scaled_element reads an operand in (B: b_side): the block-FMA unit's input (B's
+/// own in a mixed fp8 unit), fp32 for the hardware path (every operand format of at most 16 bits
+/// is a subset), else the operand's own (the products are formed exactly from it).
+const FormatSpec& operand_format(const ScaledGemmModel& model, const FormatSpec& f, bool hardware, bool b_side) {
+  if (model.block_fma) return b_side ? model.block_fma->input_b_format() : *model.block_fma->input;
+  return hardware ? fp32 : f;
 }
 
 }  // namespace
@@ -149,7 +150,7 @@ std::vector<Bits> scaled_gemm_emulate(const FormatSpec& fa, std::span<const Bits
   const FpEnvGuard env;  // the float cast of sa·sb below is hardware arithmetic
   check_chunk(model);
   const bool hardware = hardware_fp32(model) && M * N * K != 0;
-  const FormatSpec &ia = operand_format(model, fa, hardware), &ib = operand_format(model, fb, hardware);
+  const FormatSpec &ia = operand_format(model, fa, hardware, false), &ib = operand_format(model, fb, hardware, true);
   // Operands in the format the element reads (exact for the narrow inputs into fp32 / the unit's input).
   const std::vector<Bits> av = converted(fa, ia, a), bv = converted(fb, ib, b);
   std::vector<Bits> out(static_cast<std::size_t>(M * N));
@@ -213,7 +214,7 @@ std::vector<Bits> scaled_dot_emulate(const FormatSpec& fa, std::span<const Bits>
   const FpEnvGuard env;
   check_chunk(model);
   const bool hardware = hardware_fp32(model);
-  const FormatSpec &ia = operand_format(model, fa, hardware), &ib = operand_format(model, fb, hardware);
+  const FormatSpec &ia = operand_format(model, fa, hardware, false), &ib = operand_format(model, fb, hardware, true);
   const std::vector<Bits> av = converted(fa, ia, a), bv = converted(fb, ib, b);
   std::vector<Bits> out(static_cast<std::size_t>(R));
   for (std::int64_t r = 0; r < R; ++r) {

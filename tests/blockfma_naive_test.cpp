@@ -1,7 +1,7 @@
 // Block-FMA models of NVIDIA tensor cores against a deliberately naive second
 // implementation (exact rationals, each step of block_fma.h's definition written the obvious
-// slow way) on random and adversarial inputs, for every preset and for variants that
-// exercise the parameters no preset uses.
+// slow way) on random and adversarial inputs, for every preset, for variants that exercise
+// the parameters no preset uses, and for the mixed-operand (E4M3 x E5M2, E5M2 x E4M3) units.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -133,8 +133,10 @@ int align_exponent(const Rat& mag, const FormatSpec& dp) { return std::max(floor
 /// One block: the definition in block_fma.h, step by step.
 Bits block(const BlockFmaModel& m, const std::vector<Bits>& a, const std::vector<Bits>& b, Bits c) {
   const FormatSpec& in = *m.input;
+  const FormatSpec& in_b = m.input_b ? *m.input_b : in;  // B read in its own format
   const FormatSpec& out = *m.output;
   const FormatSpec& dp = m.datapath ? *m.datapath : in;
+  const FormatSpec& dp_b = m.datapath ? *m.datapath : in_b;
   struct TermQ {
     bool neg;
     Rat mag;
@@ -144,10 +146,10 @@ Bits block(const BlockFmaModel& m, const std::vector<Bits>& a, const std::vector
   bool nan = false, pinf = false, ninf = false;
   for (std::size_t j = 0; j < a.size(); ++j) {
     Num x = read(in, a[j]);
-    Num y = read(in, b[j]);
+    Num y = read(in_b, b[j]);
     if (!m.input_subnormals) {
       if (x.kind == Num::finite && x.mag < min_normal_of(in)) x.mag = 0;
-      if (y.kind == Num::finite && y.mag < min_normal_of(in)) y.mag = 0;
+      if (y.kind == Num::finite && y.mag < min_normal_of(in_b)) y.mag = 0;
     }
     const bool neg = x.neg != y.neg;
     if (x.kind == Num::nan || y.kind == Num::nan) {
@@ -159,7 +161,7 @@ Bits block(const BlockFmaModel& m, const std::vector<Bits>& a, const std::vector
       else
         (neg ? ninf : pinf) = true;
     } else if (x.mag != 0 && y.mag != 0) {
-      terms.push_back({neg, x.mag * y.mag, align_exponent(x.mag, dp) + align_exponent(y.mag, dp)});
+      terms.push_back({neg, x.mag * y.mag, align_exponent(x.mag, dp) + align_exponent(y.mag, dp_b)});
     }
   }
   Num cn = read(out, c);
@@ -285,7 +287,25 @@ Bits any_pattern(const FormatSpec& f, Rng& rng) { return Bits{static_cast<std::u
 Bits pos_inf(const FormatSpec& f) { return test::naive_inf(f, false); }
 
 /// The kinds of adversarial inputs.
-enum class Kind { narrow, wide, cancel, underflow, zeros, specials, overflow, bitsoup, count };
+enum class Kind { narrow, wide, cancel, underflow, zeros, specials, overflow, bitsoup, extremes, count };
+
+/// ±0, ±the least subnormal, ±the least normal, ±the largest finite value or a random finite
+/// value of f, each as likely (the fields written out, not taken from numfid's limits).
+Bits extreme(const FormatSpec& f, Rng& rng) {
+  const Fields fl = fields(f);
+  const bool neg = rng() & 1;
+  switch (rng() % 5) {
+    case 0: return make(f, neg, 0, 0);
+    case 1: return make(f, neg, 0, 1);
+    case 2: return make(f, neg, 1, 0);
+    case 3:  // the largest finite: the top field with the largest mantissa that is finite
+      for (std::uint32_t ef = fl.max_field(); ef > 0; --ef)
+        for (std::uint32_t man = (1u << fl.mb); man-- > 0;)
+          if (const Bits b = make(f, neg, ef, man); finite(f, b)) return b;
+      return make(f, neg, 0, 0);
+    default: return finite_in(f, rng, 0, 1 << 10);
+  }
+}
 
 struct Case {
   std::vector<Bits> a, b;
@@ -295,51 +315,53 @@ struct Case {
 /// A case of `kind` for model m with K products.
 Case make_case(const BlockFmaModel& m, Kind kind, std::size_t K, Rng& rng) {
   const FormatSpec& in = *m.input;
+  const FormatSpec& inb = m.input_b ? *m.input_b : in;  // B's own format (a mixed unit)
   const FormatSpec& out = *m.output;
   Case cs;
   cs.a.resize(K);
   cs.b.resize(K);
   const int in_emax = static_cast<int>(fields(in).max_field()) - in.bias;
+  const int inb_emax = static_cast<int>(fields(inb).max_field()) - inb.bias;
   switch (kind) {
     case Kind::narrow:  // like the recorded data: |a|, |b| around 2^-4 .. 2^1
       for (std::size_t k = 0; k < K; ++k) {
         cs.a[k] = near(in, rng, -1, 3);
-        cs.b[k] = near(in, rng, -1, 3);
+        cs.b[k] = near(inb, rng, -1, 3);
       }
       cs.c = near(out, rng, 0, 4);
       break;
     case Kind::wide:  // every exponent, subnormals included
       for (std::size_t k = 0; k < K; ++k) {
         cs.a[k] = finite_in(in, rng, 0, 1 << 10);
-        cs.b[k] = finite_in(in, rng, 0, 1 << 10);
+        cs.b[k] = finite_in(inb, rng, 0, 1 << 10);
       }
       cs.c = rng() % 4 == 0 ? test::naive_encode(out, 0.0) : finite_in(out, rng, 0, 1 << 10);
       break;
     case Kind::cancel: {  // pairs of opposite products, plus a small remainder and a c that cancels
       for (std::size_t k = 0; k < K; ++k) {
         cs.a[k] = near(in, rng, 0, 2);
-        cs.b[k] = near(in, rng, 0, 2);
+        cs.b[k] = near(inb, rng, 0, 2);
       }
       for (std::size_t k = 1; k < K; k += 2) {
         cs.a[k] = cs.a[k - 1];
-        cs.b[k] = Bits{cs.b[k - 1].raw ^ (1u << (in.bits - 1))};
-        if (rng() % 3 == 0) cs.b[k] = near(in, rng, -8, 4);  // a small survivor
+        cs.b[k] = Bits{cs.b[k - 1].raw ^ (1u << (inb.bits - 1))};
+        if (rng() % 3 == 0) cs.b[k] = near(inb, rng, -8, 4);  // a small survivor
       }
       // c close to minus the first product: catastrophic cancellation against the addend
-      const double p0 = test::naive_decode(in, cs.a[0]) * test::naive_decode(in, cs.b[0]);
+      const double p0 = test::naive_decode(in, cs.a[0]) * test::naive_decode(inb, cs.b[0]);
       const Result cr = convert(fp32, out, Bits{std::bit_cast<std::uint32_t>(static_cast<float>(-p0))});
       cs.c = rng() % 2 ? cr.bits : near(out, rng, 0, 1);
       break;
     }
     case Kind::underflow: {  // products around and below the output's smallest normal
-      const int emin_in = 1 - in.bias, emin_out = 1 - out.bias;
+      const int emin_in = 1 - in.bias, emin_inb = 1 - inb.bias, emin_out = 1 - out.bias;
       for (std::size_t k = 0; k < K; ++k) {
         const int target = emin_out + std::uniform_int_distribution<int>(-14, 2)(rng);
         const int e1 = std::clamp(target / 2 + std::uniform_int_distribution<int>(-3, 3)(rng),
                                   emin_in - in.precision + 1, in_emax);
-        const int e2 = std::clamp(target - e1, emin_in - in.precision + 1, in_emax);
+        const int e2 = std::clamp(target - e1, emin_inb - inb.precision + 1, inb_emax);
         cs.a[k] = e1 < emin_in ? finite_in(in, rng, 0, 0) : near(in, rng, e1, 0);
-        cs.b[k] = e2 < emin_in ? finite_in(in, rng, 0, 0) : near(in, rng, e2, 0);
+        cs.b[k] = e2 < emin_inb ? finite_in(inb, rng, 0, 0) : near(inb, rng, e2, 0);
       }
       cs.c = rng() % 2 ? finite_in(out, rng, 0, 2) : test::naive_encode(out, rng() % 2 ? -0.0 : 0.0);
       break;
@@ -347,27 +369,27 @@ Case make_case(const BlockFmaModel& m, Kind kind, std::size_t K, Rng& rng) {
     case Kind::zeros:  // signed zeros everywhere, a few finite values
       for (std::size_t k = 0; k < K; ++k) {
         cs.a[k] = rng() % 4 ? test::naive_encode(in, rng() % 2 ? -0.0 : 0.0) : near(in, rng, 0, 3);
-        cs.b[k] = rng() % 2 ? test::naive_encode(in, rng() % 2 ? -0.0 : 0.0) : near(in, rng, 0, 3);
+        cs.b[k] = rng() % 2 ? test::naive_encode(inb, rng() % 2 ? -0.0 : 0.0) : near(inb, rng, 0, 3);
       }
       cs.c = rng() % 2 ? test::naive_encode(out, rng() % 2 ? -0.0 : 0.0) : near(out, rng, 0, 2);
       break;
     case Kind::specials: {  // inf / NaN / inf·0 at random places, in a, b or c
       for (std::size_t k = 0; k < K; ++k) {
         cs.a[k] = near(in, rng, 0, 3);
-        cs.b[k] = near(in, rng, 0, 3);
+        cs.b[k] = near(inb, rng, 0, 3);
       }
       const int hits = 1 + static_cast<int>(rng() % 2);
       for (int h = 0; h < hits; ++h) {
         const std::size_t k = rng() % K;
-        const bool has_inf = in.non_finite == NonFinite::ieee;
+        const bool has_inf = in.non_finite == NonFinite::ieee, b_has_inf = inb.non_finite == NonFinite::ieee;
         switch (rng() % 4) {
           case 0: cs.a[k] = has_inf ? make(in, rng() & 1, fields(in).max_field(), 0) : canonical_nan(in); break;
-          case 1: cs.b[k] = canonical_nan(in, rng() & 1); break;
+          case 1: cs.b[k] = canonical_nan(inb, rng() & 1); break;
           case 2:
             cs.a[k] = has_inf ? make(in, rng() & 1, fields(in).max_field(), 0) : canonical_nan(in);
-            cs.b[k] = test::naive_encode(in, 0.0);
+            cs.b[k] = test::naive_encode(inb, 0.0);
             break;
-          default: cs.b[k] = has_inf ? make(in, rng() & 1, fields(in).max_field(), 0) : near(in, rng, 0, 0); break;
+          default: cs.b[k] = b_has_inf ? make(inb, rng() & 1, fields(inb).max_field(), 0) : near(inb, rng, 0, 0); break;
         }
       }
       switch (rng() % 4) {
@@ -382,18 +404,34 @@ Case make_case(const BlockFmaModel& m, Kind kind, std::size_t K, Rng& rng) {
       const int out_emax = static_cast<int>(fields(out).max_field()) - 1 - out.bias;
       for (std::size_t k = 0; k < K; ++k) {
         cs.a[k] = near(in, rng, std::min(in_emax - 1, out_emax / 2 + 1), 1);
-        cs.b[k] = near(in, rng, std::min(in_emax - 1, out_emax / 2 + 1), 1);
-        if (rng() % 2) cs.b[k] = Bits{cs.b[k].raw & ~(1u << (in.bits - 1))};
+        cs.b[k] = near(inb, rng, std::min(inb_emax - 1, out_emax / 2 + 1), 1);
+        if (rng() % 2) cs.b[k] = Bits{cs.b[k].raw & ~(1u << (inb.bits - 1))};
         if (rng() % 2) cs.a[k] = Bits{cs.a[k].raw & ~(1u << (in.bits - 1))};
       }
       cs.c = near(out, rng, out_emax, 1);
       break;
     }
+    case Kind::extremes:  // zeros, least subnormals, least normals and largest values of both formats
+      for (std::size_t k = 0; k < K; ++k) {
+        cs.a[k] = extreme(in, rng);
+        cs.b[k] = extreme(inb, rng);
+      }
+      cs.c = rng() % 2 ? extreme(out, rng) : near(out, rng, 0, 4);
+      if (rng() % 3 == 0) {  // one non-finite operand (inf where the format has one, else NaN), maybe times 0
+        const std::size_t k = rng() % K;
+        const bool in_b = rng() & 1;
+        const FormatSpec& f = in_b ? inb : in;
+        const Bits special = f.non_finite == NonFinite::ieee && rng() % 4 != 0 ? make(f, rng() & 1, fields(f).max_field(), 0)
+                                                                               : canonical_nan(f, rng() & 1);
+        (in_b ? cs.b : cs.a)[k] = special;
+        if (rng() & 1) (in_b ? cs.a : cs.b)[k] = test::naive_encode(in_b ? in : inb, rng() % 2 ? -0.0 : 0.0);
+      }
+      break;
     case Kind::bitsoup:  // uniformly random patterns (every class)
     case Kind::count:
       for (std::size_t k = 0; k < K; ++k) {
         cs.a[k] = any_pattern(in, rng);
-        cs.b[k] = any_pattern(in, rng);
+        cs.b[k] = any_pattern(inb, rng);
       }
       cs.c = any_pattern(out, rng);
       break;
@@ -411,6 +449,7 @@ std::string_view kind_name(Kind k) {
     case Kind::specials: return "specials";
     case Kind::overflow: return "overflow";
     case Kind::bitsoup: return "bitsoup";
+    case Kind::extremes: return "extremes";
     case Kind::count: break;
   }
   return "?";
@@ -440,7 +479,7 @@ void compare_with_naive(const BlockFmaModel& m, int per_kind, std::uint64_t seed
       if (got.bits == expected) continue;
       if (++failures <= 5)
         ADD_FAILURE() << describe(m) << "\n  kind " << kind_name(static_cast<Kind>(kind)) << " case " << i << " (seed "
-                      << seed << ")\n  a = " << hex_list(*m.input, cs.a) << "\n  b = " << hex_list(*m.input, cs.b)
+                      << seed << ")\n  a = " << hex_list(*m.input, cs.a) << "\n  b = " << hex_list(m.input_b ? *m.input_b : *m.input, cs.b)
                       << "\n  c = " << to_hex(*m.output, cs.c) << "\n  naive " << to_hex(*m.output, expected) << " = "
                       << test::naive_decode(*m.output, expected) << ", block_fma_dot " << to_hex(*m.output, got.bits)
                       << " = " << test::naive_decode(*m.output, got.bits);
@@ -551,6 +590,105 @@ std::vector<BlockFmaModel> variants() {
     m.addend_rounding = Rounding::rdn;
   });
   return v;
+}
+
+/// The mixed-operand units: every fp8 preset with B read in the other fp8 format (E4M3 x E5M2
+/// and E5M2 x E4M3), as block_fma_unit derives them from a profile whose two units are the same.
+std::vector<BlockFmaModel> mixed_models() {
+  std::vector<BlockFmaModel> v;
+  for (const TensorCorePreset& p : tensor_core_presets) {
+    BlockFmaModel m = p.model;
+    if (*m.input == fp8_e4m3) m.input_b = &fp8_e5m2;
+    else if (*m.input == fp8_e5m2) m.input_b = &fp8_e4m3;
+    else continue;
+    v.push_back(m);
+  }
+  return v;
+}
+
+TEST(NaiveOnMixed, AgreesOnRandomAndAdversarialInputs) {
+  const std::vector<BlockFmaModel> models = mixed_models();
+  ASSERT_EQ(models.size(), 14u);  // every fp8 preset: Ada 4, L40S 2, H100 4, B200 4
+  std::uint64_t seed = 0x313ed000u;
+  for (const BlockFmaModel& m : models) {
+    SCOPED_TRACE(describe(m));
+    ASSERT_TRUE(m.mixed());
+    compare_with_naive(m, 40, seed++);
+  }
+}
+
+/// Where B's values are values of both fp8 formats, normal in both, a mixed unit computes what
+/// the single-format unit computes on the same values (the datapath after the products is the
+/// same). Values subnormal in E4M3 but normal in E5M2 (2^-9 .. 2^-7) are excluded on purpose:
+/// there the product's alignment exponent e(b) = max(floor(log2|b|), emin) follows B's own
+/// format (E5M2: floor(log2|b|); E4M3: -6), so the two units may legitimately align differently
+/// (pinned in MixedUnitAlignsBInItsOwnFormat).
+TEST(NaiveOnMixed, EqualsTheSingleFormatUnitWhereBHoldsValuesOfBoth) {
+  Rng rng(0x51a6e1u);
+  int compared = 0, non_zero = 0;
+  for (const TensorCorePreset& p : tensor_core_presets) {
+    const FormatSpec& fa = *p.model.input;
+    if (fa != fp8_e4m3 && fa != fp8_e5m2) continue;
+    const FormatSpec& fo = fa == fp8_e4m3 ? fp8_e5m2 : fp8_e4m3;  // B's format in the mixed unit
+    BlockFmaModel mixed = p.model;
+    mixed.input_b = &fo;
+    SCOPED_TRACE(describe(mixed));
+    for (int i = 0; i < 200; ++i) {
+      const std::size_t K = static_cast<std::size_t>(p.model.instruction_k) * (1 + rng() % 2);
+      std::vector<Bits> a(K), b_own(K), b_other(K);
+      for (std::size_t k = 0; k < K; ++k) {
+        a[k] = i % 2 ? finite_in(fa, rng, 0, 1 << 10) : near(fa, rng, 0, 3);
+        // B: a value normal in both formats (|b| in [2^-6, 448], at most 2 fraction bits), or ±0.
+        for (;;) {
+          const Bits x = rng() % 8 == 0 ? test::naive_encode(fa, rng() % 2 ? -0.0 : 0.0) : finite_in(fa, rng, 0, 1 << 10);
+          const double v = test::naive_decode(fa, x);
+          const double mag = std::fabs(v);
+          if (v != 0 && (mag < std::ldexp(1.0, -6) || mag > 448)) continue;
+          int e = 0;
+          const double m = std::frexp(mag, &e);  // mag = m·2^e, m in [0.5, 1): normal in fo iff m·2^p is whole
+          if (std::ldexp(m, fo.precision) != std::floor(std::ldexp(m, fo.precision))) continue;
+          const Bits y = test::naive_encode(fo, v);
+          if (test::naive_decode(fo, y) != v || std::signbit(test::naive_decode(fo, y)) != std::signbit(v)) continue;
+          b_own[k] = x;
+          b_other[k] = y;
+          break;
+        }
+      }
+      const Bits c = near(*p.model.output, rng, 0, 4);
+      const Result single = block_fma_dot(p.model, a, b_own, c);
+      const Result mix = block_fma_dot(mixed, a, b_other, c);
+      ++compared;
+      if (test::naive_decode(*p.model.output, single.bits) != test::naive_decode(*p.model.output, c)) ++non_zero;
+      ASSERT_EQ(mix.bits, single.bits) << "case " << i << "\n  a = " << hex_list(fa, a) << "\n  b (" << fa.name
+                                       << ") = " << hex_list(fa, b_own) << "\n  b (" << fo.name
+                                       << ") = " << hex_list(fo, b_other) << "\n  c = " << to_hex(*p.model.output, c);
+    }
+  }
+  EXPECT_EQ(compared, 14 * 200);
+  EXPECT_GT(non_zero, compared / 2);  // the products mattered in most cases
+}
+
+/// The one place where a mixed unit and the single-format unit differ on equal values: B's
+/// alignment exponent e(b) = max(floor(log2|b|), emin) is taken in B's own format. H100 wgmma
+/// (n = 32, window 13 bits, c = 0): p0 = 8 · 2^-8, p1 = (3·2^-9) · 2^-9 = 2^-17 + 2^-18.
+/// b0 = 2^-8 read as E5M2 (normal): M = 3 - 8 = -5, the window reaches 2^-18 and keeps p1;
+/// read as E4M3 (subnormal, e = -6): M = -3, the window ends at 2^-16 and p1 is cut away.
+TEST(NaiveOnMixed, MixedUnitAlignsBInItsOwnFormat) {
+  const TensorCorePreset* p = find_tensor_core_preset("H100", fp8_e4m3, fp32);
+  ASSERT_NE(p, nullptr);
+  BlockFmaModel mixed = p->model;
+  mixed.input_b = &fp8_e5m2;
+  const std::vector<Bits> a{test::naive_encode(fp8_e4m3, 8.0), test::naive_encode(fp8_e4m3, std::ldexp(3.0, -9))};
+  const std::vector<Bits> b_e5m2{test::naive_encode(fp8_e5m2, std::ldexp(1.0, -8)), test::naive_encode(fp8_e5m2, std::ldexp(1.0, -9))};
+  const std::vector<Bits> b_e4m3{test::naive_encode(fp8_e4m3, std::ldexp(1.0, -8)), test::naive_encode(fp8_e4m3, std::ldexp(1.0, -9))};
+  for (std::size_t k = 0; k < 2; ++k)
+    ASSERT_EQ(test::naive_decode(fp8_e5m2, b_e5m2[k]), test::naive_decode(fp8_e4m3, b_e4m3[k]));
+  const Bits zero32{0};
+  const double with_p1 = std::ldexp(1.0, -5) + std::ldexp(1.0, -17) + std::ldexp(1.0, -18);
+  EXPECT_EQ(test::naive_decode(fp32, block_fma_dot(mixed, a, b_e5m2, zero32).bits), with_p1);
+  EXPECT_EQ(test::naive_decode(fp32, naive::dot(mixed, a, b_e5m2, zero32)), with_p1);
+  EXPECT_EQ(test::naive_decode(fp32, block_fma_dot(p->model, a, b_e4m3, zero32).bits), std::ldexp(1.0, -5));
+  EXPECT_EQ(test::naive_decode(fp32, naive::dot(p->model, a, b_e4m3, zero32)), std::ldexp(1.0, -5));
 }
 
 TEST(NaiveOnVariants, AgreesOnRandomAndAdversarialInputs) {

@@ -9,12 +9,16 @@
 #include <iterator>
 #include <random>
 #include <sstream>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "formats/convert.h"
+#include "formats/error.h"
 #include "numerics/emulate.h"
 #include "numerics/profile.h"
 #include "numerics/tensor_core_presets.h"
@@ -441,6 +445,125 @@ TEST(Profiles, NvidiaProfilesAgreeWithThePresets) {
     ++seen;
   }
   EXPECT_EQ(seen, tensor_core_presets.size());
+}
+
+// Mixed fp8 operands (E4M3 x E5M2): the loader derives one unit per ordered pair of fp8 variants
+// with the same output and otherwise identical parameters; block_fma_unit resolves it.
+TEST(MixedFp8, EveryNvidiaProfileDerivesTheUnitsOfItsFp8Pairs) {
+  int derived = 0;
+  for (const auto& name : list_profiles()) {
+    if (name.rfind("nvidia-", 0) != 0) continue;
+    const Profile p = find_profile(name);
+    if (p.model != ProfileModel::block_fma) continue;
+    SCOPED_TRACE(name);
+    for (const FormatSpec* out : {&fp32, &fp16}) {
+      const BlockFmaModel* e4 = block_fma_for(p, fp8_e4m3, *out);
+      const BlockFmaModel* e5 = block_fma_for(p, fp8_e5m2, *out);
+      if (!e4 || !e5) continue;
+      for (const auto& [a, b, unit_a] : {std::tuple{&fp8_e4m3, &fp8_e5m2, e4}, std::tuple{&fp8_e5m2, &fp8_e4m3, e5}}) {
+        const BlockFmaVariant& v = block_fma_unit(p, *a, *b, *out);
+        EXPECT_TRUE(v.model.mixed());
+        EXPECT_EQ(*v.model.input, *a);
+        EXPECT_EQ(v.model.input_b_format(), *b);
+        EXPECT_EQ(*v.model.output, *out);
+        EXPECT_EQ(unit_difference(v.model, *unit_a), "");
+        EXPECT_EQ(validate(v.model), "");
+        EXPECT_TRUE(v.provenance.starts_with("assumed: ")) << v.provenance;
+        EXPECT_NE(v.provenance.find("no recorded mixed vectors"), std::string::npos) << v.provenance;
+        EXPECT_NE(v.name.find(" x "), std::string::npos) << v.name;
+        ++derived;
+      }
+    }
+    // The same format on both sides is the file's own variant.
+    for (const BlockFmaVariant& v : p.variants)
+      EXPECT_EQ(&block_fma_unit(p, *v.model.input, *v.model.input, *v.model.output).model, &v.model);
+  }
+  // Ada: fp32 and fp16 outputs, L40S: fp32, H100: fp32 (wgmma) and fp16 (mma.sync), B200: both; two orders each.
+  EXPECT_EQ(derived, 2 * (2 + 1 + 2 + 2));
+  const Profile h100 = find_profile("nvidia-h100-tc");
+  EXPECT_EQ(block_fma_unit(h100, fp8_e4m3, fp8_e5m2, fp32).name, "H100 e4m3 x e5m2->fp32 (wgmma)");
+  EXPECT_EQ(block_fma_unit(h100, fp8_e5m2, fp8_e4m3, fp16).name, "H100 e5m2 x e4m3->fp16 (mma.sync)");
+  // An output without its own unit: the fp32 unit, whose result the caller casts (as for one format).
+  EXPECT_EQ(*block_fma_unit(h100, fp8_e4m3, fp8_e5m2, bf16).model.output, fp32);
+}
+
+std::string unit_error(const Profile& p, const FormatSpec& a, const FormatSpec& b, const FormatSpec& out) {
+  try {
+    (void)block_fma_unit(p, a, b, out, "HINT");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(MixedFp8, UnitsThatDifferOrAreMissingAreRefusedSayingWhy) {
+  const std::string h100 = shipped_text("nvidia-h100-tc");
+  const std::string e5 = "name: \"H100 e5m2->fp32 (wgmma)\"";
+  const std::size_t at = h100.find(e5);
+  ASSERT_NE(at, std::string::npos);
+  // The E5M2 unit with a 14-bit accumulator: the two units differ, no mixed unit is derived.
+  const std::string wider = h100.substr(0, at) + replaced(h100.substr(at), "accumulator_fraction_bits:\n        value: 13",
+                                                          "accumulator_fraction_bits:\n        value: 14");
+  const Profile differ = load_profile_text(wider, "nvidia-h100-tc.yaml");
+  EXPECT_EQ(unit_error(differ, fp8_e4m3, fp8_e5m2, fp32),
+            "profile nvidia-h100-tc: no mixed fp8_e4m3 x fp8_e5m2 unit: its units for fp8_e4m3 ('H100 e4m3->fp32 "
+            "(wgmma)') and fp8_e5m2 ('H100 e5m2->fp32 (wgmma)') differ in accumulator_fraction_bits 13 vs 14, so which "
+            "of them a mixed instruction runs is unknown; HINT");
+  EXPECT_NE(unit_error(differ, fp8_e5m2, fp8_e4m3, fp32).find("differ in accumulator_fraction_bits 14 vs 13"),
+            std::string::npos);
+  // The fp16-output (mma.sync) units are still identical: their mixed units remain.
+  EXPECT_TRUE(block_fma_unit(differ, fp8_e4m3, fp8_e5m2, fp16).model.mixed());
+  // No E5M2 unit with fp32 results (that variant now reads E4M3FNUZ).
+  const std::string none = h100.substr(0, at) + replaced(h100.substr(at), "input:\n        value: fp8_e5m2",
+                                                         "input:\n        value: fp8_e4m3fnuz");
+  const Profile missing = load_profile_text(none, "nvidia-h100-tc.yaml");
+  EXPECT_EQ(unit_error(missing, fp8_e4m3, fp8_e5m2, fp32),
+            fmt::format("profile nvidia-h100-tc: no mixed fp8_e4m3 x fp8_e5m2 unit: the profile has no unit for "
+                        "fp8_e5m2 inputs with fp32 results (it has {}); HINT",
+                        variant_names(missing)));
+  // Pairs no instruction takes, and an A format without a unit.
+  const Profile shipped = find_profile("nvidia-h100-tc");
+  EXPECT_EQ(unit_error(shipped, bf16, fp16, fp32),
+            "profile nvidia-h100-tc: a tensor-core profile takes A and B of one format (--in bf16, --in-b fp16): no "
+            "instruction multiplies bf16 by fp16 (PTX mma/wgmma mix only fp8 e4m3 and e5m2); HINT");
+  EXPECT_NE(unit_error(shipped, fp8_e4m3, fp16, fp32).find("takes A and B of one format"), std::string::npos);
+  EXPECT_EQ(unit_error(find_profile("nvidia-a100-tc"), fp8_e4m3, fp8_e5m2, fp32).rfind(
+                "profile nvidia-a100-tc has no tensor-core model for fp8_e4m3 inputs", 0),
+            0u);
+}
+
+// unit_difference compares every parameter but the names, the input formats and the provenance.
+TEST(MixedFp8, UnitDifferenceSeesEveryParameter) {
+  const BlockFmaModel base = find_tensor_core_preset("H100", fp8_e4m3, fp32)->model;
+  BlockFmaModel other = base;
+  other.name = "another name";
+  other.input = &fp8_e5m2;
+  other.provenance = {"x", "y", "z", "w"};
+  EXPECT_EQ(unit_difference(base, other), "");
+  const std::vector<std::pair<std::string, void (*)(BlockFmaModel&)>> changes{
+      {"output", [](BlockFmaModel& m) { m.output = &fp16; }},
+      {"datapath", [](BlockFmaModel& m) { m.datapath = &fp16; }},
+      {"block_size", [](BlockFmaModel& m) { m.block_size = 16; }},
+      {"instruction_k", [](BlockFmaModel& m) { m.instruction_k = 64; }},
+      {"interleave", [](BlockFmaModel& m) { m.interleave = 2; }},
+      {"addend", [](BlockFmaModel& m) { m.addend = AddendEntry::after_blocks; }},
+      {"addend_rounding", [](BlockFmaModel& m) { m.addend_rounding = Rounding::rtz; }},
+      {"accumulator_fraction_bits", [](BlockFmaModel& m) { m.accumulator_fraction_bits = 14; }},
+      {"extra_alignment_bits", [](BlockFmaModel& m) { m.extra_alignment_bits = 1; }},
+      {"alignment", [](BlockFmaModel& m) { m.alignment = AlignmentRounding::rne; }},
+      {"min_alignment_exponent", [](BlockFmaModel& m) { m.min_alignment_exponent = -132; }},
+      {"normalisation", [](BlockFmaModel& m) { m.normalisation = Normalisation::at_alignment; }},
+      {"final_rounding", [](BlockFmaModel& m) { m.final_rounding = Rounding::rne; }},
+      {"input_subnormals", [](BlockFmaModel& m) { m.input_subnormals = false; }},
+      {"output_subnormals", [](BlockFmaModel& m) { m.output_subnormals = false; }},
+      {"overflow_to_infinity", [](BlockFmaModel& m) { m.overflow_to_infinity = false; }},
+      {"nan", [](BlockFmaModel& m) { m.nan = NanResult::canonical; }},
+  };
+  for (const auto& [field, change] : changes) {
+    BlockFmaModel m = base;
+    change(m);
+    EXPECT_EQ(unit_difference(base, m).rfind(field + " ", 0), 0u) << field << ": " << unit_difference(base, m);
+  }
 }
 
 /// The recorded vectors, run through the models as loaded from the YAML profiles, on one copy

@@ -21,6 +21,9 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -421,7 +424,8 @@ TEST(SelfConsistency, EveryShippedProfileWithACastOrAnotherBFormatJudgesItsOwnOu
     for (const char* operands : {"--in fp32 --cast bf16", "--in fp32 --cast fp16", "--in fp32 --cast tf32",
                                  "--in fp32 --cast fp8_e4m3", "--in fp32 --cast bf16 --cast-rounding rtz",
                                  "--in bf16 --in-b fp32", "--in fp32 --in-b bf16", "--in bf16 --in-b fp16 --cast bf16",
-                                 "--in fp16 --in-b fp32 --cast fp16"})
+                                 "--in fp16 --in-b fp32 --cast fp16", "--in fp8_e4m3 --in-b fp8_e5m2",
+                                 "--in fp8_e5m2 --in-b fp8_e4m3"})
       for (const Data d : kData)
         for (const std::int64_t k : {std::int64_t{1}, std::int64_t{33}, std::int64_t{256}}) {
           ClaimSpec claim;
@@ -450,6 +454,117 @@ TEST(SelfConsistency, ATensorCoreProfileRefusesTwoOperandFormatsWithoutACast) {
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("takes A and B of one format (--in bf16, --in-b fp16)"));
   }
+}
+
+/// FP8 training's backward GEMMs (E5M2 gradients x E4M3 weights, and the reverse) on every
+/// profile with both fp8 units: check under the mixed claim predicts emulate's output bit for bit
+/// (--expect bit-exact) on every kind of data; the same GEMM with an fp16 accumulator is a
+/// proven defect; --cast still converts both operands first (the same output as casting them
+/// beforehand and claiming one format).
+TEST(MixedFp8, EmulateThenCheckIsBitExactAndAnFp16AccumulatorIsADefect) {
+  std::mt19937_64 g(seed(20261207));
+  int judged = 0;
+  for (const char* profile : {"nvidia-ada-tc", "nvidia-l40s-tc", "nvidia-h100-tc", "nvidia-b200-tc"})
+    for (const char* operands : {"--in fp8_e4m3 --in-b fp8_e5m2", "--in fp8_e5m2 --in-b fp8_e4m3"})
+      for (const char* out : {"fp32", "fp16", "bf16"})
+        for (const Data d : kData)
+          for (const std::int64_t k : {std::int64_t{33}, std::int64_t{256}}) {
+            const std::string text = fmt::format("{} --profile {} --out {} --expect bit-exact", operands, profile, out);
+            SCOPED_TRACE(fmt::format("{}, {}, K = {}", text, data_name(d), k));
+            const ClaimSpec claim = parse_claim(text);
+            const TensorData a = make(*claim.in, 4, k, true, d, g, "A");
+            const TensorData b = make(*claim.in_b, k, 4, false, d, g, "B");
+            const TensorData c = emulate_matmul(a, b, std::nullopt, claim);
+            const CheckResult r = check_matmul(a, b, c, claim);
+            EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+            ASSERT_TRUE(r.model.has_value()) << r.text();
+            EXPECT_EQ(r.model->equal, r.model->elements) << r.text();
+            EXPECT_THAT(r.claim_text, ::testing::HasSubstr(" x ")) << r.claim_text;
+            EXPECT_THAT(r.claim_text, ::testing::HasSubstr("assumed: ")) << r.claim_text;
+            ++judged;
+          }
+  EXPECT_EQ(judged, 4 * 2 * 3 * 5 * 2);
+  // Row-wise dot (A and B both R x K, B in its own format) on the same units.
+  for (const char* profile : {"nvidia-ada-tc", "nvidia-h100-tc", "nvidia-b200-tc"}) {
+    const ClaimSpec claim =
+        parse_claim(fmt::format("--in fp8_e5m2 --in-b fp8_e4m3 --profile {} --out fp16 --expect bit-exact", profile));
+    const TensorData a = make(fp8_e5m2, 6, 96, true, Data::wide, g, "A"), b = make(fp8_e4m3, 6, 96, true, Data::wide, g, "B");
+    const CheckResult r = check_dot(a, b, emulate_dot(a, b, std::nullopt, claim), claim);
+    EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << profile << "\n" << r.text();
+    ASSERT_TRUE(r.model.has_value()) << r.text();
+    EXPECT_EQ(r.model->equal, r.model->elements) << r.text();
+  }
+
+  // An fp16 accumulator: 1 + 255 products of 2^-12 (a_0 = b_0 = 1, the rest 2^-6). Summed in
+  // fp16 (11 significand bits) each 2^-12 is below half an ulp of 1 and vanishes: 1; the unit's
+  // 13-bit window keeps them: 1 + 255·2^-12 = 1.0623. The error 0.0623 exceeds the claim's
+  // deterministic bound ((1 + 34·2^-13)^8 - 1)·1.0623 = 0.0358: a proven defect.
+  const ClaimSpec mixed = parse_claim("--in fp8_e4m3 --in-b fp8_e5m2 --profile nvidia-h100-tc --out fp32");
+  TensorData a{&fp8_e4m3, {4, 256}, {}, "A"}, b{&fp8_e5m2, {256, 4}, {}, "B"};
+  for (std::int64_t i = 0; i < 4 * 256; ++i) a.values.push_back(value_of(fp8_e4m3, i % 256 == 0 ? 1.0 : std::ldexp(1.0, -6)));
+  for (std::int64_t i = 0; i < 256 * 4; ++i) b.values.push_back(value_of(fp8_e5m2, i < 4 ? 1.0 : std::ldexp(1.0, -6)));
+  const TensorData unit = emulate_matmul(a, b, std::nullopt, mixed);
+  EXPECT_EQ(unit.values[0], value_of(fp32, 1 + 255 * std::ldexp(1.0, -12)));
+  const TensorData half =
+      emulate_matmul(a, b, std::nullopt, parse_claim("--in fp8_e4m3 --in-b fp8_e5m2 --acc fp16 --plan sequential --out fp32"));
+  EXPECT_EQ(half.values[0], value_of(fp32, 1.0));
+  const CheckResult bad = check_matmul(a, b, half, mixed);
+  EXPECT_EQ(bad.verdict.kind, TensorKind::defect) << bad.text();
+  EXPECT_EQ(bad.verdict.counts[static_cast<std::size_t>(ElementClass::outside_deterministic)], 16) << bad.text();
+  EXPECT_EQ(check_matmul(a, b, unit, mixed).verdict.kind, TensorKind::consistent);
+
+  // --cast bf16: both operands converted first, then the bf16 unit (not the mixed one).
+  const ClaimSpec cast = parse_claim("--in fp8_e4m3 --in-b fp8_e5m2 --cast bf16 --profile nvidia-h100-tc --out fp32");
+  const TensorData ca = make(fp8_e4m3, 4, 64, true, Data::normal, g, "A"), cb = make(fp8_e5m2, 64, 4, false, Data::normal, g, "B");
+  const TensorData by_cast = emulate_matmul(ca, cb, std::nullopt, cast);
+  TensorData ca16{&bf16, ca.shape, {}, "A"}, cb16{&bf16, cb.shape, {}, "B"};
+  for (Bits x : ca.values) ca16.values.push_back(convert(fp8_e4m3, bf16, x).bits);
+  for (Bits x : cb.values) cb16.values.push_back(convert(fp8_e5m2, bf16, x).bits);
+  EXPECT_EQ(by_cast.values,
+            emulate_matmul(ca16, cb16, std::nullopt, parse_claim("--in bf16 --profile nvidia-h100-tc --out fp32")).values);
+  const CheckResult cr = check_matmul(ca, cb, by_cast, cast);
+  EXPECT_EQ(cr.verdict.kind, TensorKind::consistent) << cr.text();
+  EXPECT_THAT(cr.claim_text, ::testing::HasSubstr("bf16->fp32 block FMA"));
+}
+
+/// A profile whose E4M3 and E5M2 units differ (the E5M2 one with a 14-bit accumulator) gives no
+/// mixed unit: check, tol and emulate refuse and say why; the same-format claims still run.
+TEST(MixedFp8, AProfileWhoseFp8UnitsDifferRefusesTheMixedClaim) {
+  ClaimSpec claim = parse_claim("--in fp8_e4m3 --in-b fp8_e5m2 --profile nvidia-h100-tc --out fp32");
+  std::string text;
+  {
+    std::ifstream f(find_profile("nvidia-h100-tc").path);
+    std::ostringstream o;
+    o << f.rdbuf();
+    text = o.str();
+  }
+  const std::size_t at = text.find("name: \"H100 e5m2->fp32 (wgmma)\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string from = "accumulator_fraction_bits:\n        value: 13";
+  const std::size_t bits = text.find(from, at);
+  ASSERT_NE(bits, std::string::npos);
+  text.replace(bits, from.size(), "accumulator_fraction_bits:\n        value: 14");
+  claim.profile = std::make_shared<const Profile>(load_profile_text(text, "nvidia-h100-tc.yaml"));
+  const std::string why = "differ in accumulator_fraction_bits 13 vs 14";
+  try {
+    (void)detail::make_claim(claim, 64, false, true);
+    ADD_FAILURE() << "make_claim accepted";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(why));
+  }
+  std::mt19937_64 g(seed(20261208));
+  const TensorData a = make(fp8_e4m3, 2, 64, true, Data::normal, g, "A"), b = make(fp8_e5m2, 64, 2, false, Data::normal, g, "B");
+  try {
+    (void)emulate_matmul(a, b, std::nullopt, claim);
+    ADD_FAILURE() << "emulate accepted";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(why));
+  }
+  EXPECT_THROW((void)tolerance("matmul", 64, claim), InputError);
+  ClaimSpec single = claim;
+  single.in_b = nullptr;
+  const TensorData b4 = make(fp8_e4m3, 64, 2, false, Data::normal, g, "B");
+  EXPECT_EQ(check_matmul(a, b4, emulate_matmul(a, b4, std::nullopt, single), single).verdict.kind, TensorKind::consistent);
 }
 
 /// Cross-platform: C under `target` judged against R under `other` (both the models' own outputs

@@ -39,8 +39,8 @@ std::string describe(const Claim& c) {
   if (c.compute_input)
     s += fmt::format("{} cast to {} ({})", c.input_b ? ", both" : "", c.compute_input->name, rounding_name(c.input_rounding));
   if (c.block_fma)
-    return s + fmt::format(", tensor-core block FMA {}->{} (n = {}), out {} {}", c.block_fma->input->name,
-                           c.block_fma->output->name, c.block_fma->block_size, c.output->name,
+    return s + fmt::format(", tensor-core block FMA {} (n = {}), out {} {}", format_pair_name(*c.block_fma),
+                           c.block_fma->block_size, c.output->name,
                            rounding_name(c.output_rounding));
   s += fmt::format(", acc {} {}{}{} (products {}), out {} {}{}", c.acc.format->name, rounding_name(c.acc.rounding),
                    c.acc.ftz ? " ftz" : "", c.acc.daz ? " daz" : "",
@@ -109,9 +109,10 @@ ReductionBound block_fma_bound(const Claim& claim, std::int64_t k, bool has_adde
   b.u_acc = rho;
   d.push_back(fmt::format("claim: block FMA {} (n = {} products per block, {} per instruction, window {} bits = {} "
                           "accumulator fraction + {} extra, alignment {}, final rounding {} to {} fraction bits)",
-                          fmt::format("{}->{}", m.input->name, m.output->name), n, m.instruction_k, w,
+                          format_pair_name(m), n, m.instruction_k, w,
                           m.accumulator_fraction_bits, m.extra_alignment_bits, nearest_align ? "rne" : "truncate",
                           rounding_name(m.final_rounding), rbits));
+  if (!claim.block_fma_provenance.empty()) d.push_back(fmt::format("unit: {}", claim.block_fma_provenance));
   d.push_back(fmt::format("per block: the n + 1 = {} terms (products and the running addend) are cut at 2^(M - {}), M = "
                           "the exponent of the largest, 2^M <= Σ_block|t|: alignment error <= (n + 1)·2^-{}{} = {:.6g}·Σ_block|t|",
                           n + 1, w, w, nearest_align ? "/2" : "", align));

@@ -64,20 +64,17 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
                                    "--scale-a/--scale-b (check, emulate, tol matmul)",
                                    p.name));
     if (p.model == ProfileModel::block_fma) {
-      // A tensor-core instruction takes A and B in one format (the model is chosen by it): a
-      // kernel with two formats converts one or both first, which --cast states.
-      if (c.input_b && !c.compute_input)
-        throw InputError(fmt::format("profile {}: a tensor-core profile takes A and B of one format (--in {}, --in-b "
-                                     "{}); --cast F states a kernel that converts both to F first",
-                                     p.name, c.input->name, c.input_b->name));
+      // The unit of the operands' formats (a mixed E4M3 x E5M2 one where --in-b differs and
+      // the profile's two units are the same unit), or of the --cast format both are converted
+      // to first: the one resolution, block_fma_unit.
       const FormatSpec& in = c.compute_input ? *c.compute_input : *c.input;
-      c.block_fma = block_fma_for(p, in, *c.output);
-      if (!c.block_fma) c.block_fma = block_fma_for(p, in, fp32);
-      if (!c.block_fma)
-        throw InputError(fmt::format("profile {} has no tensor-core model for {} inputs (it has {})", p.name, in.name,
-                                     variant_names(p)));
-      s.order = fmt::format("profile {} (v{}), {}->{} block FMA", p.name, p.version, c.block_fma->input->name,
-                            c.block_fma->output->name);
+      const FormatSpec& in_b = c.compute_input ? *c.compute_input : c.input_b ? *c.input_b : *c.input;
+      const BlockFmaVariant& v =
+          block_fma_unit(p, in, in_b, *c.output, "--cast F states a kernel that converts both to F first");
+      c.block_fma = &v.model;
+      c.block_fma_provenance = v.provenance;
+      s.order = fmt::format("profile {} (v{}), {} block FMA", p.name, p.version, format_pair_name(v.model));
+      if (!v.provenance.empty()) s.order += fmt::format(" (derived unit '{}', assumed: see the derivation)", v.name);
       return s;
     }
     c.acc = {p.reduction.acc.format, p.reduction.acc.rounding.rounding, p.reduction.acc.products_rounded,

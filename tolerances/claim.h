@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "formats/rounding.h"
 #include "numerics/block_fma.h"
@@ -42,6 +43,10 @@ struct Claim {
   /// A tensor-core block-FMA model computes the reduction (chained blocks over K): its own
   /// bound replaces the any-order one (acc is then unused). nullptr: a plain accumulator.
   const BlockFmaModel* block_fma = nullptr;
+  /// Where block_fma comes from when it is not a unit of the profile file but derived from two of
+  /// them (a mixed E4M3 x E5M2 unit: "assumed: ..."); printed once in the bound's derivation.
+  /// Points into the profile, which outlives the claim as block_fma does. Empty otherwise.
+  std::string_view block_fma_provenance;
   /// The terms are products a·b (dot, matmul) rather than the input values themselves (sum).
   bool terms_are_products = true;
   /// Elementwise / normalisation ops: the claimed accuracy, |output - exact| <= ulps · ulp of

@@ -25,12 +25,11 @@ RoundOptions output_options(const ClaimSpec& c) {
   return o;
 }
 
-/// The block-FMA model of a tensor-core profile for inputs `in` and output `out`.
-const BlockFmaModel& block_model(const Profile& p, const FormatSpec& in, const FormatSpec& out) {
-  const BlockFmaModel* m = block_fma_for(p, in, out);
-  if (!m) m = block_fma_for(p, in, fp32);
-  if (!m) throw InputError(fmt::format("profile {} has no tensor-core model for {} inputs (it has {})", p.name, in.name, variant_names(p)));
-  return *m;
+/// The block-FMA unit of a tensor-core profile for A in `a`, B in `b` (or both in the claim's
+/// --cast format) and output `out`: block_fma_unit, as make_claim resolves it.
+const BlockFmaVariant& block_unit(const Profile& p, const ClaimSpec& claim, const FormatSpec& a, const FormatSpec& b) {
+  return block_fma_unit(p, claim.cast ? *claim.cast : a, claim.cast ? *claim.cast : b, *claim.out,
+                        "--cast F states a kernel that converts both to F first");
 }
 
 /// The operand's values in `to`: unchanged when already there, else cast element by element
@@ -80,15 +79,15 @@ std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optio
   if (c) cv = MatrixView{c->format, c->values, M, N};
   const Profile* p = claim.profile.get();
   if (p && p->model == ProfileModel::block_fma) {
-    if (!claim.cast && fa != fb) throw InputError("a tensor-core profile takes A and B of one format");
-    // The unit's input: the operands' format, or the claim's --cast (applied first).
-    const FormatSpec& in = claim.cast ? *claim.cast : fa;
-    const BlockFmaModel& m = block_model(*p, in, fout);
+    // The unit's inputs: the operands' formats (E4M3 x E5M2 on a mixed unit), or the claim's
+    // --cast (applied first to both).
+    const BlockFmaModel& m = block_unit(*p, claim, fa, fb).model;
+    const FormatSpec& ib = m.input_b_format();
     const std::vector<Bits> av = cast_values(a, *m.input, claim.cast_rounding, claim.seed);
-    const std::vector<Bits> bv = cast_values(b, *m.input, claim.cast_rounding, claim.seed);
+    const std::vector<Bits> bv = cast_values(b, ib, claim.cast_rounding, claim.seed);
     const MatrixView A{m.input, av, M, K};
-    if (dot) return block_fma_dot_rows(m, A, {m.input, bv, M, K}, cv, fout, output_options(claim));
-    return block_fma_matmul(m, A, {m.input, bv, K, N}, cv, fout, output_options(claim));
+    if (dot) return block_fma_dot_rows(m, A, {&ib, bv, M, K}, cv, fout, output_options(claim));
+    return block_fma_matmul(m, A, {&ib, bv, K, N}, cv, fout, output_options(claim));
   }
   if (p && p->model == ProfileModel::tensor_engine) {
     // The operands' cast as the bound reads it (detail::make_claim): the profile's where an
@@ -176,8 +175,9 @@ std::string emulation_description(const ClaimSpec& claim, const FormatSpec& in) 
   if (!claim.profile) return claim.plan ? fmt::format("plan {}", claim.plan->text()) : std::string("no model");
   const Profile& p = *claim.profile;
   if (p.model == ProfileModel::block_fma) {
-    const BlockFmaModel& m = block_model(p, claim.cast ? *claim.cast : in, *claim.out);
-    return fmt::format("profile {} v{}: {}->{} block FMA", p.name, p.version, m.input->name, m.output->name);
+    const BlockFmaVariant& v = block_unit(p, claim, in, claim.in_b ? *claim.in_b : in);
+    return fmt::format("profile {} v{}: {} block FMA{}", p.name, p.version, format_pair_name(v.model),
+                       v.provenance.empty() ? std::string() : fmt::format(" (derived unit '{}'; {})", v.name, v.provenance));
   }
   return fmt::format("profile {} v{}", p.name, p.version);
 }

@@ -41,6 +41,7 @@ struct Scaled {
   bool pow2 = true;            ///< every scale a power of two: sa·sb is exact
   bool values_known = true;    ///< false for tol: the scale files are not read
   const BlockFmaModel* block_fma = nullptr;
+  std::string_view block_fma_provenance;  ///< a derived (mixed) unit's provenance: in the derivation
   std::string inner;           ///< the partial sums' arithmetic, for messages
 };
 
@@ -114,18 +115,15 @@ Scaled scaled_of(const ClaimSpec& c, std::int64_t M, std::int64_t K, std::int64_
       throw InputError(fmt::format("scaled GEMM: profile {} is not a tensor-core (block-FMA) profile; give --acc F or a "
                                    "block-FMA profile for the partial sums",
                                    c.profile->name));
-    // The unit takes A and B in one format (its model is chosen by it; an H100's e4m3 and e5m2
-    // units differ in their alignment window): B converted to A's format would be another GEMM.
-    if (c.in_b && *c.in_b != in)
-      throw InputError(fmt::format("scaled GEMM: profile {}: a tensor-core profile takes A and B of one format (--in "
-                                   "{}, --in-b {}); give --acc F for partial sums of exact products instead",
-                                   c.profile->name, in.name, c.in_b->name));
-    s.block_fma = block_fma_for(*c.profile, in, fp32);
-    if (!s.block_fma)
-      throw InputError(fmt::format("profile {} has no tensor-core model for {} inputs (it has {})", c.profile->name,
-                                   in.name, variant_names(*c.profile)));
-    s.inner = fmt::format("profile {} (v{}) {}->{} block FMA", c.profile->name, c.profile->version,
-                          s.block_fma->input->name, s.block_fma->output->name);
+    // The unit of A's and B's formats (a mixed E4M3 x E5M2 unit where they differ and the
+    // profile's two units are the same unit: block_fma_unit), never B converted to A's format
+    // (another GEMM). Its fp32 results are the partial sums.
+    const BlockFmaVariant& v = block_fma_unit(*c.profile, in, c.in_b ? *c.in_b : in, fp32,
+                                              "give --acc F for partial sums of exact products instead");
+    s.block_fma = &v.model;
+    s.inner = fmt::format("profile {} (v{}) {} block FMA", c.profile->name, c.profile->version, format_pair_name(v.model));
+    s.block_fma_provenance = v.provenance;
+    if (!v.provenance.empty()) s.inner += fmt::format(" (derived unit '{}', assumed: see the derivation)", v.name);
   } else {
     s.inner = fmt::format("acc {} {} (products exact)", c.acc->name, rounding_name(c.acc_rounding));
   }
@@ -195,6 +193,7 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
     Claim bc;
     bc.input = &in;
     bc.block_fma = s.block_fma;
+    bc.block_fma_provenance = s.block_fma_provenance;
     const ReductionBound ib = block_fma_bound(bc, L, false);
     c_in = ib.deterministic;
     abs_in = ib.absolute;

@@ -139,6 +139,31 @@ def test_fp8_bit_patterns_in_uint8(cli, tmp_path):
     assert np.array_equal(d, c)
 
 
+def test_mixed_fp8_operands_on_a_tensor_core_profile(cli, tmp_path):
+    # FP8 training's backward GEMM: E4M3 A x E5M2 B (uint8 patterns, no NaN/inf) on the profile's
+    # mixed unit. The CLI's emulation (an independent process) is predicted bit for bit by the
+    # module's check (--expect bit-exact) and equals the module's own emulation; tol bounds it.
+    rng = np.random.default_rng(7)
+    e4m3 = np.array([p for p in range(256) if p & 0x7F != 0x7F], np.uint8)  # not NaN
+    e5m2 = np.array([p for p in range(256) if p & 0x7C != 0x7C], np.uint8)  # not inf/NaN
+    a = rng.choice(e4m3, (4, 64)).astype(np.uint8)
+    b = rng.choice(e5m2, (64, 3)).astype(np.uint8)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    claim = "--in fp8_e4m3 --in-b fp8_e5m2 --profile nvidia-h100-tc --out fp32"
+    e = cli("emulate", "matmul", "--a", tmp_path / "a.npy", "--b", tmp_path / "b.npy", *claim.split(), "--output",
+            tmp_path / "c.npy")
+    assert e.returncode == 0, e.stderr
+    c = np.load(tmp_path / "c.npy")
+    r = numfid.check_matmul(a, b, c, claim + " --expect bit-exact")
+    assert r.verdict == "consistent", r.text()
+    d = numfid.emulate("matmul", claim, a=a, b=b)
+    assert np.array_equal(d.view(np.uint32), c.view(np.uint32))
+    with pytest.raises(ValueError, match="no instruction multiplies"):
+        numfid.emulate("matmul", "--in bf16 --in-b fp16 --profile nvidia-h100-tc --out fp32",
+                       a=np.zeros((2, 4), np.float32), b=np.zeros((4, 2), np.float32))
+
+
 def test_dot_sum_and_row_ops_identical_to_cli(cli, tmp_path):
     rng = np.random.default_rng(3)
     x = bf16_values(bf16_bits(rng.standard_normal((5, 64)).astype(np.float32)))

@@ -139,7 +139,7 @@ Arithmetic arithmetic_of(const ClaimSpec& claim, const TensorData& A) {
   c.acc_daz = acc.rounding.daz;
   c.acc_zero_start = acc.zero_start;
   // The profile's cast converts each operand not already in its format (make_claim's rule).
-  if (p.input_cast && (*p.input_cast != *claim.in || (claim.in_b && *p.input_cast != *claim.in_b))) {
+  if (detail::profile_casts(p, *claim.in, claim.in_b)) {
     c.cast = p.input_cast;
     c.cast_rounding = p.input_cast_rounding;
   }

@@ -82,7 +82,7 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
     c.output_ftz = p.reduction.output_rounding.ftz;
     // The profile's cast converts each operand that is not already in its format: B's too where
     // --in-b differs (the bound then counts a cast error on every product, the safe side).
-    if (p.input_cast && (p.input_cast != c.input || (c.input_b && p.input_cast != c.input_b))) {
+    if (detail::profile_casts(p, *c.input, c.input_b)) {
       c.compute_input = p.input_cast;
       c.input_rounding = p.input_cast_rounding;
     }

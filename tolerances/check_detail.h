@@ -57,6 +57,10 @@ void refuse_gemm_options(const ClaimSpec& claim, std::string_view command);
 /// InputError where a sum's claim names what models matmul and dot only: a tensor-core or
 /// Tensor Engine profile, or --cast (an operand conversion): check, tol and emulate sum alike.
 void refuse_sum_model_options(const ClaimSpec& claim, std::string_view command);
+/// Whether profile `p`'s input cast applies to operands in `in` (and B in `in_b` where given): it
+/// converts each operand not already in its format, B's too where --in-b differs. The one rule
+/// behind make_claim's bound, the emulation (predict.cpp) and the calibration (calibrate.cpp).
+bool profile_casts(const Profile& p, const FormatSpec& in, const FormatSpec* in_b);
 /// InputError where the claim text states --exp-ulps (softmax's older name of --fn-ulps) for an
 /// op other than softmax: the CLI declares it for softmax alone, so claims elsewhere say --fn-ulps.
 void refuse_exp_ulps_outside_softmax(const ClaimSpec& claim, RowOp op, std::string_view command);

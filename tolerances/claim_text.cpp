@@ -375,6 +375,10 @@ void refuse_gemm_options(const ClaimSpec& c, std::string_view command) {
                                  command, given));
 }
 
+bool profile_casts(const Profile& p, const FormatSpec& in, const FormatSpec* in_b) {
+  return p.input_cast && (*p.input_cast != in || (in_b && *p.input_cast != *in_b));
+}
+
 void refuse_sum_model_options(const ClaimSpec& c, std::string_view command) {
   if (c.profile && c.profile->model != ProfileModel::plan)
     throw InputError(fmt::format("{}: profile {}: a tensor-core or Tensor Engine profile models matmul and dot, not a sum "

@@ -93,8 +93,7 @@ std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optio
     // The operands' cast as the bound reads it (detail::make_claim): the profile's where an
     // operand is not already in its format, else the claim's --cast. (Until 2026-12-03 the
     // model dropped --cast here and summed the uncast operands' products.)
-    const bool profile_casts =
-        p->input_cast && (*p->input_cast != *claim.in || (claim.in_b && *p->input_cast != *claim.in_b));
+    const bool profile_casts = detail::profile_casts(*p, *claim.in, claim.in_b);
     const FormatSpec* cast = profile_casts ? p->input_cast : claim.cast;
     TensorEngineModel te = tensor_engine_for(*p, cast ? *cast : fa);
     te.autocast = cast;

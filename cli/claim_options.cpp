@@ -52,7 +52,6 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind, bool one_operand) {
     opt("--out-scale", "integer GEMM: requantisation scale S, S0,S1,... per output column, or a file (.npy of fp32)");
     opt("--out-zero-point", "integer GEMM: zero point added after the rounding (integer outputs)");
     opt("--requant-rounding", "integer GEMM: rounding of acc × scale (rne, rna, rtz, rup, rdn)", "rne");
-    flag("--saturate", "integer GEMM: out-of-range results clamp to the output's range");
     flag("--requant-fixed-point", "integer GEMM: gemmlowp/TFLite fixed-point multiplier + shift instead of exact rounding");
     // Scaled float GEMM (fp8/fp6/fp4/bf16 operands with block scales).
     opt("--scale-a", "scaled GEMM: A's scales, ⌈M/R⌉×⌈K/k⌉ (.npy fp32, or uint8 E8M0 patterns: E4M3 under --scale-format fp8_e4m3), or one number");
@@ -62,6 +61,8 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind, bool one_operand) {
     opt("--promote-every", "scaled GEMM: partial sums promoted into an fp32 accumulator every N products");
   }
   opt("--out-rounding", "rounding of the output cast", "rne");
+  flag("--saturate", "the output cast clamps out-of-range results to ±max finite, ±inf too (OCP saturating mode, "
+                     "CUDA .satfinite); an integer output to its range");
   if (kind != ClaimKind::emulate) {
     opt("--confidence", "per-element probability of the probabilistic bound", "0.999999");
     if (reduction)

@@ -486,6 +486,151 @@ TEST(CheckMatmul, ASaturatingOutputFormatTakesEveryValueBeyondItsMaximum) {
   }
 }
 
+// --saturate: the output cast clamps to ±max finite (OCP OFP8's saturating mode, CUDA's
+// .satfinite). E4M3's largest value is 448 (0x7e): exact results of ±1024 saturate to 0x7e /
+// 0xfe, 464 (= 448 + half its spacing, which IEEE's rule overflows: NaN in E4M3) to 0x7e, 36
+// is 0x61. Expected patterns by hand (OCP OFP8 v1.0 table), not from the code under test.
+TEST(CheckMatmul, SaturateClaimsAnOutputCastThatClampsToTheRange) {
+  std::vector<float> av;
+  for (int k = 0; k < 8; ++k) av.push_back(128.0f);                // 1024
+  for (int k = 0; k < 8; ++k) av.push_back(-128.0f);               // -1024
+  for (int k = 0; k < 8; ++k) av.push_back(k < 7 ? 64.0f : 16.0f);  // 464
+  for (int k = 0; k < 8; ++k) av.push_back(static_cast<float>(k + 1));  // 36
+  const std::vector<float> bv(8, 1.0f);
+  const TensorData a = view(std::span<const float>(av), {4, 8}, "bf16", "A");
+  const TensorData b = view(std::span<const float>(bv), {8, 1}, "bf16", "B");
+  const ClaimSpec sat = parse_claim("--in bf16 --acc fp32 --out fp8_e4m3 --saturate");
+  const ClaimSpec ieee = parse_claim("--in bf16 --acc fp32 --out fp8_e4m3");
+  EXPECT_EQ(sat.text(), "--in bf16 --out fp8_e4m3 --saturate");
+  const auto judged = [&](std::vector<std::uint8_t> cv, const ClaimSpec& claim) {
+    return check_matmul(a, b, view(std::span<const std::uint8_t>(cv), {4, 1}, "fp8_e4m3", "C"), claim);
+  };
+  for (const char* plan : {"sequential", "pairwise", "reverse"}) {
+    SCOPED_TRACE(plan);
+    const TensorData c = emulate_matmul(a, b, std::nullopt,
+                                        parse_claim(fmt::format("--in bf16 --plan {} --out fp8_e4m3 --saturate", plan)));
+    EXPECT_EQ(c.values, (std::vector<Bits>{Bits{0x7e}, Bits{0xfe}, Bits{0x7e}, Bits{0x61}}));
+    const CheckResult r = check_matmul(a, b, c, sat);
+    EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+    EXPECT_EQ(r.verdict.counts[0], 4) << "the saturated values are the correctly rounded results";
+    EXPECT_THAT(r.claim_text, HasSubstr("out fp8_e4m3 rne saturating"));
+    // Without --saturate the same output is a proven defect (448 where the exact result is 1024),
+    // and the IEEE cast's NaN is one under --saturate.
+    EXPECT_EQ(check_matmul(a, b, c, ieee).verdict.kind, TensorKind::defect);
+    EXPECT_THAT(check_matmul(a, b, c, ieee).verdict.reason,
+                HasSubstr("2 of them are ±448 where the exact result overflows fp8_e4m3: the output cast saturates"));
+    EXPECT_EQ(check_matmul(a, b, emulate_matmul(a, b, std::nullopt,
+                                                parse_claim(fmt::format("--in bf16 --plan {} --out fp8_e4m3", plan))),
+                           sat)
+                  .verdict.kind,
+              TensorKind::defect);
+  }
+  for (const std::vector<std::uint8_t>& cv : {std::vector<std::uint8_t>{0x7d, 0xfe, 0x7e, 0x61},  // 416 for 1024
+                                              {0x7e, 0xfe, 0x7d, 0x61},                           // 416 for 464
+                                              {0x7f, 0xfe, 0x7e, 0x61},                           // NaN for 1024
+                                              {0x7e, 0x7e, 0x7e, 0x61},                           // +448 for -1024
+                                              {0x7e, 0xfe, 0x7e, 0x62}}) {                        // 40 for 36
+    SCOPED_TRACE(::testing::PrintToString(cv));
+    const CheckResult r = judged(cv, sat);
+    EXPECT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
+    EXPECT_FALSE(r.verdict.probable);
+  }
+  // The error of a saturated element is measured from the exact value clamped to the range.
+  const CheckResult off = judged({0x7d, 0xfe, 0x7e, 0x61}, sat);
+  ASSERT_FALSE(off.verdict.worst.empty());
+  EXPECT_EQ(off.verdict.worst[0].index, 0);
+  EXPECT_EQ(off.verdict.worst[0].error, -32.0);
+
+  // fp16: 65504 is the largest value (0x7bff); a saturating cast never gives +inf (0x7c00).
+  const std::vector<float> big(8, 0x1p15f);  // 8 · 2^15 · 1 = 2^18 > 65504
+  const TensorData abig = view(std::span<const float>(big), {1, 8}, "bf16", "A");
+  const auto fp16_out = [&](std::uint16_t c) {
+    const std::vector<std::uint16_t> cv{c};
+    return check_matmul(abig, b, view(std::span<const std::uint16_t>(cv), {1, 1}, "fp16", "C"),
+                        parse_claim("--in bf16 --acc fp32 --out fp16 --saturate"));
+  };
+  EXPECT_EQ(fp16_out(0x7bff).verdict.kind, TensorKind::consistent);
+  EXPECT_EQ(fp16_out(0x7c00).verdict.kind, TensorKind::defect);
+  EXPECT_EQ(fp16_out(0x7bfe).verdict.kind, TensorKind::defect);
+}
+
+// Saturation after an accumulator that overflows: 8 products of 2^127 (exact 2^130) overflow
+// fp32 to +inf, which the saturating cast turns into fp32's largest value; with mixed signs
+// (exact 0) a partial sum may overflow to either infinity (±max after the cast) or meet the
+// other (NaN, which stays NaN). A saturating cast never gives ±inf.
+TEST(CheckMatmul, SaturatedOverflowOfThePartialSumsIsTheLargestValueOfItsSign) {
+  const std::vector<float> av(8, 0x1p63f), bv(8, 0x1p64f);
+  std::vector<float> mixed = av;
+  for (std::size_t k = 1; k < mixed.size(); k += 2) mixed[k] = -mixed[k];
+  const TensorData b = view(std::span<const float>(bv), {8, 1}, "bf16", "B");
+  const ClaimSpec claim = parse_claim("--in bf16 --acc fp32 --out fp32 --saturate");
+  const auto judged = [&](const std::vector<float>& row, float c) {
+    const std::vector<float> cv{c};
+    return check_matmul(view(std::span<const float>(row), {1, 8}, "bf16", "A"), b,
+                        view(std::span<const float>(cv), {1, 1}, "fp32", "C"), claim);
+  };
+  const float max = 0x1.fffffep127f;
+  EXPECT_EQ(judged(av, max).verdict.kind, TensorKind::consistent) << judged(av, max).text();
+  for (const float c : {INFINITY, -max, NAN, 0x1p120f}) {
+    SCOPED_TRACE(c);
+    EXPECT_EQ(judged(av, c).verdict.kind, TensorKind::defect) << judged(av, c).text();
+  }
+  for (const float c : {max, -max, NAN, 0.0f}) {
+    SCOPED_TRACE(c);
+    EXPECT_NE(judged(mixed, c).verdict.kind, TensorKind::defect) << judged(mixed, c).text();
+  }
+  for (const float c : {INFINITY, -INFINITY}) {
+    SCOPED_TRACE(c);
+    EXPECT_EQ(judged(mixed, c).verdict.kind, TensorKind::defect) << judged(mixed, c).text();
+  }
+}
+
+// Every model's saturated output under --saturate is legal: bf16 N(0, 1) operands scaled so
+// that about a third of the results lie beyond the output's range, each plan, tensor-core and
+// Tensor Engine profile, output rounding and a row-wise dot and a sum, emulated with --saturate
+// and checked under the same claim (the probable-defect rules included): no false alarm, every
+// saturated element bit-exact.
+TEST(CheckMatmul, SaturatedOutputsOfEveryModelAreLegal) {
+  const Bf16Problem p(16, 64, 16, 7);
+  for (const auto& [out, scale] : {std::pair{"fp8_e4m3", 0x1p5f}, std::pair{"fp8_e5m2", 0x1p13f}, std::pair{"fp16", 0x1p13f}}) {
+    TensorData a = p.a;
+    for (Bits& v : a.values)  // a power of two: exact in bf16
+      v = convert(fp32, bf16, Bits{std::bit_cast<std::uint32_t>(static_cast<float>(to_double(bf16, v)) * scale)}).bits;
+    for (const std::string model : {"--plan sequential", "--plan pairwise", "--plan 'blocked(8)' --acc-rounding rtz",
+                                    "--plan reverse --out-rounding rtz", "--plan sequential --out-rounding rup",
+                                    "--profile nvidia-h100-tc", "--profile trn2"}) {
+      const std::string text = fmt::format("--in bf16 {} --out {} --saturate", model, out);
+      SCOPED_TRACE(text);
+      const ClaimSpec claim = parse_claim(text);
+      const TensorData c = emulate_matmul(a, p.b, std::nullopt, claim);
+      std::int64_t saturated = 0;
+      for (const Bits v : c.values) saturated += std::fabs(to_double(*c.format, v)) == max_finite(*c.format);
+      EXPECT_GT(saturated, 8);
+      const CheckResult r = check_matmul(a, p.b, c, claim);
+      EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+      EXPECT_EQ(r.model->equal, r.model->elements);
+      // The same output under the claim without --saturate: the saturated elements are defects
+      // where IEEE's overflow goes to ±inf (round to nearest; toward zero it is ±max already).
+      const ClaimSpec ieee = parse_claim(fmt::format("--in bf16 {} --out {}", model, out));
+      if (claim.output_rounding() == Rounding::rne) {
+        EXPECT_EQ(check_matmul(a, p.b, c, ieee).verdict.kind, TensorKind::defect);
+      }
+    }
+    const ClaimSpec dot = parse_claim(fmt::format("--in bf16 --plan pairwise --out {} --saturate", out));
+    const TensorData bt = [&] {  // B as 16 rows of 64 (a row-wise dot of A's rows with B's)
+      TensorData t{&bf16, {16, 64}, {}, "B"};
+      for (std::int64_t i = 0; i < 16; ++i)
+        for (std::int64_t k = 0; k < 64; ++k) t.values.push_back(p.b.values[static_cast<std::size_t>(k * 16 + i)]);
+      return t;
+    }();
+    const CheckResult rd = check_dot(a, bt, emulate_dot(a, bt, std::nullopt, dot), dot);
+    EXPECT_EQ(rd.verdict.kind, TensorKind::consistent) << rd.text();
+    const ClaimSpec sum = parse_claim(fmt::format("--in bf16 --plan sequential --out {} --saturate", out));
+    const CheckResult rs = check_sum(a, emulate_sum(a, 1, sum), 1, sum);
+    EXPECT_EQ(rs.verdict.kind, TensorKind::consistent) << rs.text();
+  }
+}
+
 TEST(CheckMatmul, ReferenceComputedOnceJudgesManyOutputs) {
   const Bf16Problem p(4, 256, 4, 3);
   const MatmulReference ref = matmul_reference(p.a, p.b);
@@ -929,6 +1074,32 @@ TEST(CheckRows, TextbookValuesAtNonFiniteInputsAreLegal) {
               TensorKind::defect);
     EXPECT_EQ(check_rows(op, tiny, minus_inf, claim).verdict.kind, TensorKind::defect);
   }
+}
+
+// A saturating fp16 output of exp: exp(12) = 162754.79... > 65504 (0x7bff); exp(11) = 59874.14...
+// rounds to 59872 (0x7b4f). Under --saturate 0x7bff is the correctly rounded result of exp(12)
+// and +inf (0x7c00) a defect; without it, 0x7bff is a defect (round to nearest overflows to +inf).
+TEST(CheckRows, SaturatedElementwiseOutputs) {
+  const std::vector<float> xv{12.0f, 11.0f};
+  const TensorData x = view(std::span<const float>(xv), {1, 2}, "fp32", "X");
+  const auto judged = [&](std::uint16_t c0, const char* claim) {
+    const std::vector<std::uint16_t> cv{c0, 0x7b4f};
+    return check_rows(RowOp::exp, x, view(std::span<const std::uint16_t>(cv), {1, 2}, "fp16", "C"), parse_claim(claim));
+  };
+  for (const char* claim : {"--in fp32 --compute fp32 --out fp16 --saturate", "--in fp32 --out fp16 --ulps 1 --saturate"}) {
+    SCOPED_TRACE(claim);
+    const CheckResult r = judged(0x7bff, claim);
+    EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+    EXPECT_EQ(r.verdict.counts[0], 2);
+    EXPECT_EQ(judged(0x7c00, claim).verdict.kind, TensorKind::defect);
+  }
+  // One ulp below: within "1 ulp" (at the clamped value), not within the derived bound (the fp32
+  // exp is far beyond 65504, so the saturated cast gives 65504 exactly).
+  EXPECT_EQ(judged(0x7bfe, "--in fp32 --out fp16 --ulps 1 --saturate").verdict.kind, TensorKind::consistent);
+  EXPECT_EQ(judged(0x7bfe, "--in fp32 --out fp16 --ulps 0.5 --saturate").verdict.kind, TensorKind::defect);
+  EXPECT_EQ(judged(0x7bfe, "--in fp32 --compute fp32 --out fp16 --saturate").verdict.kind, TensorKind::defect);
+  EXPECT_EQ(judged(0x7bff, "--in fp32 --compute fp32 --out fp16").verdict.kind, TensorKind::defect);
+  EXPECT_EQ(judged(0x7c00, "--in fp32 --compute fp32 --out fp16").verdict.kind, TensorKind::consistent);
 }
 
 TEST(CheckRows, GammaBetaAreOneDimensionalInTheirOwnFormat) {

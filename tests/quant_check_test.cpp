@@ -310,7 +310,7 @@ TEST(QuantCheck, FloatOutputOverflowIsIeee754s) {
     const CheckResult own = check_matmul(A, B, e, claim);
     EXPECT_EQ(own.verdict.kind, TensorKind::consistent) << own.text();
     TensorData other = e;  // the value of the other overflow rule is a defect
-    const bool sat = claim.quant.saturate;
+    const bool sat = claim.saturate;
     other.values[0] = Bits{c.pos ^ (sat ? (claim.out->bits == 8 ? 0x01u : 0x07ffu) : 0x01u)};
     EXPECT_EQ(check_matmul(A, B, other, claim).verdict.counts[3], 1);
   }

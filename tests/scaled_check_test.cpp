@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "formats/convert.h"
 #include "formats/error.h"
 #include "numerics/profile.h"
 #include "numerics/scaled_gemm.h"
@@ -345,6 +346,40 @@ TEST(ScaledGemm, LegalOutputsAreConsistent) {
   const CheckResult x = check_matmul(A_of(p), B_of(p), C_of(p, near), claim);
   EXPECT_EQ(x.verdict.kind, TensorKind::consistent) << x.text();
   EXPECT_GT(x.verdict.counts[0], 20);  // mostly the correctly rounded result itself
+}
+
+// An fp8 E4M3 output of a block-scaled GEMM under --saturate (Transformer Engine's fp8 GEMM
+// outputs): the model's fp32 result (the naive loop) cast with saturation by the format layer's
+// conversion, element for element; legal under the claim, a defect under the claim without it.
+TEST(ScaledGemm, ASaturatingFp8OutputIsTheNaiveModelCastWithSaturation) {
+  Problem p = make(6, 512, 5, 128, 2);
+  for (double& s : p.sa) s *= 0x1p10;  // results of a few hundred: some beyond 448, some not
+  const auto claim_of = [&](const char* extra) {
+    ClaimSpec c = parse_claim(fmt::format("--in fp8_e4m3 --out fp8_e4m3 --scale-a a.npy --scale-b b.npy --scale-block "
+                                          "1x{},{}x{} --promote-every 128 {}",
+                                          p.kb, p.kb, p.kb, extra));
+    c.quant.scale_a = p.sa;
+    c.quant.scale_b = p.sb;
+    return c;
+  };
+  const ClaimSpec sat = claim_of("--saturate");
+  const TensorData c = emulate_matmul(A_of(p), B_of(p), std::nullopt, sat);
+  const std::vector<float> want = naive(p, 128);
+  RoundOptions o;
+  o.overflow = Overflow::saturate;
+  std::int64_t saturated = 0, inside = 0;
+  ASSERT_EQ(c.values.size(), want.size());
+  for (std::size_t e = 0; e < want.size(); ++e) {
+    ASSERT_EQ(c.values[e], convert(fp32, fp8_e4m3, Bits{bits_of(want[e])}, o).bits) << e;
+    (std::fabs(want[e]) > 448 ? saturated : inside) += 1;
+  }
+  EXPECT_GT(saturated, 0) << inside;
+  EXPECT_GT(inside, 0) << saturated;
+  const CheckResult r = check_matmul(A_of(p), B_of(p), c, sat);
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+  ASSERT_TRUE(r.model);
+  EXPECT_EQ(r.model->equal, r.model->elements);
+  EXPECT_EQ(check_matmul(A_of(p), B_of(p), c, claim_of("")).verdict.kind, TensorKind::defect);
 }
 
 TEST(ScaledGemm, WrongBlockScaleIsADefect) {

@@ -39,16 +39,17 @@ std::string describe(const Claim& c) {
   if (c.compute_input)
     s += fmt::format("{} cast to {} ({})", c.input_b ? ", both" : "", c.compute_input->name, rounding_name(c.input_rounding));
   if (c.block_fma)
-    return s + fmt::format(", tensor-core block FMA {} (n = {}), out {} {}", format_pair_name(*c.block_fma),
+    return s + fmt::format(", tensor-core block FMA {} (n = {}), out {} {}{}", format_pair_name(*c.block_fma),
                            c.block_fma->block_size, c.output->name,
-                           rounding_name(c.output_rounding));
-  s += fmt::format(", acc {} {}{}{} (products {}), out {} {}{}", c.acc.format->name, rounding_name(c.acc.rounding),
+                           rounding_name(c.output_rounding), c.output_saturate ? " saturating" : "");
+  s += fmt::format(", acc {} {}{}{} (products {}), out {} {}{}{}", c.acc.format->name, rounding_name(c.acc.rounding),
                    c.acc.ftz ? " ftz" : "", c.acc.daz ? " daz" : "",
                    c.acc.products_rounded ? std::string("rounded")
                    : !c.terms_are_products || term_fits_accumulator(c)
                        ? std::string("exact")
                        : fmt::format("fused, not exact in {}", c.acc.format->name),
-                   c.output->name, rounding_name(c.output_rounding), c.output_ftz ? " ftz" : "");
+                   c.output->name, rounding_name(c.output_rounding), c.output_ftz ? " ftz" : "",
+                   c.output_saturate ? " saturating" : "");
   if (c.roundings_per_term) s += fmt::format(", {} roundings per term (plan)", *c.roundings_per_term);
   return s;
 }
@@ -294,7 +295,11 @@ ElementBound element_bound(const ReductionBound& b, const Claim& claim, double e
                            double finite_opposite) {
   ElementBound e;
   if (claim.ulps) {
-    const double bound = *claim.ulps * ulp_at(*claim.output, exact) + std::fabs(exact) * 0x1p-52;
+    // A saturating cast: the ulp at the exact value clamped to the range (what the judge measures from).
+    const double at = claim.output_saturate && std::isfinite(exact)
+                          ? std::clamp(exact, -max_finite(*claim.output), max_finite(*claim.output))
+                          : exact;
+    const double bound = *claim.ulps * ulp_at(*claim.output, at) + std::fabs(at) * 0x1p-52;
     e.deterministic = e.probabilistic = bound;
     e.output_rounding = 0;
     return e;
@@ -331,7 +336,12 @@ ElementBound element_bound(const ReductionBound& b, const Claim& claim, double e
   }
   // The computed sum lies within det_red of the exact value; the output rounding is bounded
   // at the largest magnitude it can have.
-  e.output_rounding = output_rounding_error(*claim.output, claim.output_rounding, std::fabs(exact) + det_red);
+  // Under a saturating cast (judged against the exact value clamped to the range, which moves
+  // no two values apart) at the largest finite value at most: |sat(RN(y)) - clamp(x)| <=
+  // |y - x| + the rounding of a value within the range.
+  const double reach = std::fabs(exact) + det_red;
+  e.output_rounding = output_rounding_error(*claim.output, claim.output_rounding,
+                                            claim.output_saturate ? std::min(reach, max_finite(*claim.output)) : reach);
   // A flushing output turns a result below the least normal value into 0: an error below that value.
   if (claim.output_ftz && std::fabs(exact) - det_red < min_normal(*claim.output))
     e.output_rounding = std::max(e.output_rounding, min_normal(*claim.output));

@@ -367,22 +367,23 @@ struct Finding {
 };
 
 /// `x` (an accumulator value) rounded into the output under the claim's output rounding.
-double round_out(const FormatSpec& out, Rounding r, double x) {
+double round_out(const FormatSpec& out, Rounding r, bool saturate, double x) {
   RoundOptions o;
   o.rounding = r;
+  if (saturate) o.overflow = Overflow::saturate;
   return to_double(out, convert_double(out, x, o).bits);
 }
 
 /// How far x lies beyond the reals that round to the output value o: half o's spacing about it
 /// (round to nearest; the spacing above o, the larger one at a binade's bottom) or a whole
 /// spacing (directed); and where o is the largest finite value of a conversion that saturates
-/// there (a format without inf and NaN — fp6, fp4 —, or a rounding toward zero on o's side),
-/// every real beyond o rounds to it too.
-double beyond_preimage(const FormatSpec& out, Rounding orr, bool nearest, double o, double x) {
+/// there (a format without inf and NaN — fp6, fp4 —, a rounding toward zero on o's side, or a
+/// saturating cast: --saturate), every real beyond o rounds to it too.
+double beyond_preimage(const FormatSpec& out, Rounding orr, bool saturate, bool nearest, double o, double x) {
   const double h = (nearest ? 0.5 : 1.0) * ulp_at(out, std::fabs(o));
   if (std::fabs(o) == max_finite(out)) {
     const bool up = o > 0;
-    const bool saturates = out.non_finite == NonFinite::finite_only || orr == Rounding::rtz ||
+    const bool saturates = saturate || out.non_finite == NonFinite::finite_only || orr == Rounding::rtz ||
                            (up ? orr == Rounding::rdn : orr == Rounding::rup);
     if (saturates && (up ? x >= o : x <= o)) return 0;
   }
@@ -458,7 +459,7 @@ double poisson_binomial_tail(const std::vector<double>& q, std::int64_t k) {
 /// fp16's 11) where the output format has p_out > p. Under assumption A a legal result lands
 /// on that grid with probability at most q_e = max(1.5, L_e/ulp)·2^-(p_out − p), L_e the
 /// element's lattice (`MatmulCalibration::lattice`), ulp the output spacing at |c_e| − r_e.
-Finding narrow_grid(const MatmulCalibration& cal, const TensorData& c, const FormatSpec& out, Rounding orr,
+Finding narrow_grid(const MatmulCalibration& cal, const TensorData& c, const FormatSpec& out, Rounding orr, bool saturate,
                     double alpha) {
   std::vector<int> grids;
   for (const int p : {8, 11})
@@ -479,7 +480,7 @@ Finding narrow_grid(const MatmulCalibration& cal, const TensorData& c, const For
       const double q = std::max(1.5, cal.lattice[i] / ulp) * std::ldexp(1.0, p - out.precision);
       // An exact result on the grid (small integers, equal products) is structure, not chance:
       // the element is left out, and the others are judged given that theirs is not.
-      if (q >= 0.5 || on_grid(round_out(out, orr, ctr))) {
+      if (q >= 0.5 || on_grid(round_out(out, orr, saturate, ctr))) {
         ++arranged;
         continue;
       }
@@ -493,7 +494,7 @@ Finding narrow_grid(const MatmulCalibration& cal, const TensorData& c, const For
     bool legal_hits = false;
     for (std::size_t f = 0; f < cal.legal.size() && !legal_hits; ++f) {
       std::int64_t h = 0;
-      for (const std::size_t i : used) h += on_grid(round_out(out, orr, cal.legal[f][i]));
+      for (const std::size_t i : used) h += on_grid(round_out(out, orr, saturate, cal.legal[f][i]));
       legal_hits = h > 0 && static_cast<double>(grids.size()) * poisson_binomial_tail(q_hit, h) <= alpha;
     }
     if (legal_hits) continue;
@@ -528,6 +529,7 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
   }
   const FormatSpec& out = *claim.out;
   const Rounding orr = claim.output_rounding();
+  const bool sat = claim.output_saturates();
   const bool nearest = orr == Rounding::rne || orr == Rounding::rna;
   const double alpha = 1e-9;
   const double tighter = [&] {
@@ -554,7 +556,7 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
     if (!std::isfinite(o)) continue;  // non-finite outputs are judged by the bounds (a proof either way)
     ++judged;
     const double slack = std::fabs(cal.center[i]) * 0x1p-50;  // double arithmetic on centre and radius
-    if (beyond_preimage(out, orr, nearest, o, cal.center[i]) > cal.radius[i] + slack) ++outside;
+    if (beyond_preimage(out, orr, sat, nearest, o, cal.center[i]) > cal.radius[i] + slack) ++outside;
   }
   const double p_exceed = 1 - r.bound.confidence;
   const std::int64_t threshold = binomial_threshold(judged, p_exceed, alpha);
@@ -591,7 +593,7 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
       const double o = to_double(out, c.values[static_cast<std::size_t>(cal.sample[i])]);
       if (!std::isfinite(o) || !(cal.spread[i] > 0)) continue;
       const double slack = std::fabs(cal.center[i]) * 0x1p-50;
-      const double e = (beyond_preimage(out, orr, nearest, o, cal.center[i]) - slack - cal.absolute) / cal.spread[i];
+      const double e = (beyond_preimage(out, orr, sat, nearest, o, cal.center[i]) - slack - cal.absolute) / cal.spread[i];
       if (e > e_max) e_max = e, where = i;
     }
     const double p = std::min(1.0, 2 * static_cast<double>(judged) * std::exp(-e_max * e_max / 2));
@@ -612,14 +614,14 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
         lean(cal, out, [&](std::size_t i) { return to_double(out, c.values[static_cast<std::size_t>(cal.sample[i])]); });
     bool legal_lean = false;
     for (std::size_t o = 0; o < cal.legal.size() && f.p <= alpha && !legal_lean; ++o)
-      legal_lean = lean(cal, out, [&](std::size_t i) { return round_out(out, orr, cal.legal[o][i]); }).p <= alpha;
+      legal_lean = lean(cal, out, [&](std::size_t i) { return round_out(out, orr, sat, cal.legal[o][i]); }).p <= alpha;
     if (f.p <= alpha && !legal_lean) {
       set_probable(f, fmt::format("{}; false-alarm probability {:g} at most; {}", f.evidence, alpha, model));
       return;
     }
   }
   // (c) The narrow grid.
-  const Finding g = narrow_grid(cal, c, out, orr, alpha);
+  const Finding g = narrow_grid(cal, c, out, orr, sat, alpha);
   if (g.p <= alpha)
     set_probable(g, fmt::format("{} <= {:g}: the output was stored in fewer bits than claimed (e.g. rounded through a "
                                 "narrower format)",

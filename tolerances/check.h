@@ -86,7 +86,7 @@ Rounding rounding_named(std::string_view s, std::string_view option);
 
 /// A claim as stated in its one text form, the CLI's claim options:
 ///   --in F [--in-b F] [--acc F] [--acc-rounding R] [--products-rounded] [--ftz] [--cast F [--cast-rounding R]]
-///   [--plan P | --profile NAME] --out F [--out-rounding R] [--seed S] [--confidence P]
+///   [--plan P | --profile NAME] --out F [--out-rounding R] [--saturate] [--seed S] [--confidence P]
 ///   [--probabilistic-defects] [--ulps N] [--compute F [--fn-ulps N] [--fn-abs E]] [--expect bit-exact]
 /// e.g. "--in bf16 --acc fp32 --out bf16" or "--in bf16 --out bf16 --profile trn2".
 /// Absent values are absent (std::optional), never sentinels: an absent --out-rounding is
@@ -107,6 +107,10 @@ struct ClaimSpec {
   std::string profile_name;                        ///< as given
   const FormatSpec* out = nullptr;                 ///< --out (required)
   std::optional<Rounding> out_rounding;            ///< --out-rounding
+  /// --saturate: the output cast clamps results beyond the output's range to its largest finite
+  /// value (±inf too; NaN stays NaN: the OCP OFP8 saturating mode, CUDA's .satfinite); an
+  /// integer output (integer GEMM) clamps to its range.
+  bool saturate = false;
   std::uint64_t seed = 0;                          ///< --seed: stochastic roundings' seed
   double confidence = 0.999999;                    ///< --confidence (per element, probabilistic bound)
   bool probabilistic_defects = false;              ///< --probabilistic-defects
@@ -125,6 +129,8 @@ struct ClaimSpec {
 
   /// The output rounding in force (the given one, the profile's, or rne).
   Rounding output_rounding() const;
+  /// Whether the output cast saturates: --saturate, or the profile's output overflow mode.
+  bool output_saturates() const;
   /// The claim in its text form (canonical order, only what differs from the defaults:
   /// `--acc fp32` is left out).
   std::string text() const;

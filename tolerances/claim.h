@@ -37,6 +37,10 @@ struct Claim {
   const FormatSpec* output = &fp32;       ///< format of the stored result
   Rounding output_rounding = Rounding::rne;
   bool output_ftz = false;                ///< results below the output's least normal value flushed to zero
+  /// The output cast saturates (--saturate, or a profile's output overflow mode): a result
+  /// beyond the range, ±inf included, becomes the largest finite value of its sign; NaN stays
+  /// NaN. The judge measures such an element's error from the exact value clamped to the range.
+  bool output_saturate = false;
   /// Summation order: absent = any order (the bound holds for every order), or a known
   /// number of roundings on each term's path (a plan's own bound).
   std::optional<std::int64_t> roundings_per_term;

@@ -40,6 +40,10 @@ Rounding ClaimSpec::output_rounding() const {
   return Rounding::rne;
 }
 
+bool ClaimSpec::output_saturates() const {
+  return saturate || (profile && profile->reduction.output_rounding.overflow == Overflow::saturate);
+}
+
 namespace {
 
 /// Whether any rounding a profile states is stochastic: every field that reads as a rounding
@@ -146,17 +150,17 @@ ClaimSpec parse_claim(std::string_view text) {
     if (!opt.starts_with("--")) throw InputError(fmt::format("claim: unexpected token '{}' (options start with --)", opt));
     const bool flag = opt == "--products-rounded" || opt == "--probabilistic-defects" || opt == "--ftz" ||
                       opt == "--daz" || opt == "--zero-start" ||
-                      detail::is_quant_flag(opt);
+                      opt == "--saturate" || detail::is_quant_flag(opt);
     static constexpr std::string_view known[] = {
         "--in",   "--in-b",         "--acc",  "--acc-rounding", "--products-rounded", "--ftz", "--daz", "--zero-start", "--cast",       "--cast-rounding",
-        "--plan", "--profile",      "--out",  "--out-rounding", "--seed",             "--confidence", "--probabilistic-defects",
+        "--plan", "--profile",      "--out",  "--out-rounding", "--saturate", "--seed",             "--confidence", "--probabilistic-defects",
         "--ulps", "--compute",      "--exp-ulps",     "--fn-ulps", "--fn-abs", "--expect"};
     bool is_known = false;
     for (std::string_view k : known) is_known = is_known || k == opt;
     if (!is_known && !detail::is_quant_option(opt))
       throw InputError(fmt::format("claim: unknown option '{}' (known: --in, --in-b, --acc, --acc-rounding, "
                                    "--products-rounded, --ftz, --daz, --zero-start, --cast, --cast-rounding, --plan, --profile, --out, "
-                                   "--out-rounding, --seed, --confidence, --probabilistic-defects, --ulps, --compute, "
+                                   "--out-rounding, --saturate, --seed, --confidence, --probabilistic-defects, --ulps, --compute, "
                                    "--fn-ulps, --fn-abs, --exp-ulps, --expect; integer GEMM: {})",
                                    opt, detail::quant_option_names()));
     for (const std::string& s : seen)
@@ -198,6 +202,7 @@ ClaimSpec parse_claim(std::string_view text) {
       c.profile_name = value;
     } else if (opt == "--out") c.out = &format_named(value);
     else if (opt == "--out-rounding") c.out_rounding = rounding_named(value, "--out-rounding");
+    else if (opt == "--saturate") c.saturate = true;
     else if (opt == "--seed") c.seed = parse_seed(value);
     else if (opt == "--confidence") {
       double p = 0;
@@ -431,7 +436,7 @@ std::string ClaimSpec::text() const {
   if (profile) add("--profile", profile_name);
   if (out) add("--out", out->name);
   if (out_rounding) add("--out-rounding", rounding_name(*out_rounding));
-  detail::append_quant_claim(s, quant);
+  detail::append_quant_claim(s, quant, saturate);  // --saturate among them
   if (ulps) add("--ulps", fmt::format("{}", *ulps));
   if (compute) {
     add("--compute", compute->name);

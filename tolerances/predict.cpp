@@ -21,6 +21,7 @@ namespace {
 RoundOptions output_options(const ClaimSpec& c) {
   RoundOptions o = c.profile ? c.profile->reduction.output_rounding : RoundOptions{};
   o.rounding = c.output_rounding();
+  if (c.output_saturates()) o.overflow = Overflow::saturate;
   o.seed = c.seed;
   return o;
 }

@@ -52,7 +52,7 @@ IntGemm int_gemm_of(const ClaimSpec& c, std::int64_t columns) {
   g.r.out = c.out;
   g.r.zero_point = q.out_zero_point.value_or(0);
   g.r.rounding = q.requant_rounding.value_or(Rounding::rne);
-  g.r.saturate = q.saturate;
+  g.r.saturate = c.saturate;
   g.r.fixed_point = q.fixed_point;
   g.scale = q.out_scale;
   if (g.scale.size() > 1 && static_cast<std::int64_t>(g.scale.size()) != columns)

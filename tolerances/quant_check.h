@@ -56,7 +56,7 @@ bool parse_quant_option(QuantClaim& q, std::string_view opt, const std::string& 
 /// formats' ranges, options that exclude each other).
 void validate_quant_claim(const ClaimSpec& c);
 /// Appends the quantisation options in their canonical order (claim text form).
-void append_quant_claim(std::string& text, const QuantClaim& q);
+void append_quant_claim(std::string& text, const QuantClaim& q, bool saturate);
 
 /// check_matmul / check_dot / emulate_* / tolerance / emulation_description of a quantised
 /// claim: the integer or the scaled GEMM below.

@@ -108,7 +108,7 @@ namespace {
 constexpr std::string_view kValueOptions[] = {"--zero-point-a", "--zero-point-b", "--out-scale", "--out-zero-point",
                                               "--requant-rounding", "--scale-a", "--scale-b", "--scale-block",
                                               "--promote-every", "--scale-format"};
-constexpr std::string_view kFlags[] = {"--saturate", "--requant-fixed-point"};
+constexpr std::string_view kFlags[] = {"--requant-fixed-point"};
 
 std::int64_t parse_integer(std::string_view opt, const std::string& s) {
   const char* begin = s.c_str();
@@ -186,7 +186,7 @@ bool is_quant_flag(std::string_view opt) {
 }
 
 std::string_view quant_option_names() {
-  return "--zero-point-a, --zero-point-b, --out-scale, --out-zero-point, --requant-rounding, --saturate, "
+  return "--zero-point-a, --zero-point-b, --out-scale, --out-zero-point, --requant-rounding, "
          "--requant-fixed-point; scaled float GEMM: --scale-a, --scale-b, --scale-block, --scale-format, --promote-every";
 }
 
@@ -222,8 +222,7 @@ bool parse_quant_option(QuantClaim& q, std::string_view opt, const std::string& 
     const std::int64_t v = parse_integer(opt, value);
     if (v <= 0) throw InputError(fmt::format("--promote-every '{}': a positive number of products", value));
     q.promote_every = v;
-  } else if (opt == "--saturate") q.saturate = true;
-  else if (opt == "--requant-fixed-point") q.fixed_point = true;
+  } else if (opt == "--requant-fixed-point") q.fixed_point = true;
   else return false;
   return true;
 }
@@ -308,13 +307,13 @@ void validate_quant_claim(const ClaimSpec& c) {
                      "--requant-rounding");
 }
 
-void append_quant_claim(std::string& text, const QuantClaim& q) {
+void append_quant_claim(std::string& text, const QuantClaim& q, bool saturate) {
   if (q.zero_point_a) append_claim_option(text, "--zero-point-a", fmt::format("{}", *q.zero_point_a));
   if (q.zero_point_b) append_claim_option(text, "--zero-point-b", fmt::format("{}", *q.zero_point_b));
   if (!q.out_scale_text.empty()) append_claim_option(text, "--out-scale", q.out_scale_text);
   if (q.out_zero_point) append_claim_option(text, "--out-zero-point", fmt::format("{}", *q.out_zero_point));
   if (q.requant_rounding) append_claim_option(text, "--requant-rounding", rounding_name(*q.requant_rounding));
-  if (q.saturate) append_claim_flag(text, "--saturate");
+  if (saturate) append_claim_flag(text, "--saturate");  // where integer claims have always had it
   if (q.fixed_point) append_claim_flag(text, "--requant-fixed-point");
   if (!q.scale_a_text.empty()) append_claim_option(text, "--scale-a", q.scale_a_text);
   if (!q.scale_b_text.empty()) append_claim_option(text, "--scale-b", q.scale_b_text);

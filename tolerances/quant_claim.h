@@ -31,7 +31,6 @@ struct QuantClaim {
   std::vector<double> out_scale;               ///< resolved scales: 1 (per tensor) or N (per column)
   std::optional<std::int64_t> out_zero_point;  ///< --out-zero-point: added after the rounding
   std::optional<Rounding> requant_rounding;    ///< --requant-rounding (default rne)
-  bool saturate = false;                       ///< --saturate: out-of-range results clamp
   bool fixed_point = false;                    ///< --requant-fixed-point: gemmlowp/TFLite multiplier + shift
 
   // Scaled float GEMM.
@@ -49,8 +48,7 @@ struct QuantClaim {
 
   /// Whether any integer-GEMM option was given.
   bool any() const {
-    return zero_point_a || zero_point_b || !out_scale_text.empty() || out_zero_point || requant_rounding || saturate ||
-           fixed_point;
+    return zero_point_a || zero_point_b || !out_scale_text.empty() || out_zero_point || requant_rounding || fixed_point;
   }
   /// Whether any scaled-GEMM option was given.
   bool scaled() const {

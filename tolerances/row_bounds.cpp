@@ -700,9 +700,12 @@ std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& 
     const LD d = std::max(yj - v.lo, v.hi - yj);
     if (std::isnan(d)) return;
     double out_round = 0;
-    if (!exact_cast) out_round = output_rounding_error(*c.out, c.out_rounding, static_cast<double>(std::min(mag(v), LD{1e300})));
+    // Under a saturating cast at the largest finite value at most (|sat(RN(z)) - clamp(y)| <=
+    // |z - y| + the rounding of a value within the range: docs/verdict.md §2).
+    const LD top = c.out_saturate ? LD{max_finite(*c.out)} : LD{1e300};
+    if (!exact_cast) out_round = output_rounding_error(*c.out, c.out_rounding, static_cast<double>(std::min(mag(v), top)));
     // Slack for evaluating the bound itself and for the exact result held as a double.
-    bound[j] = static_cast<double>(d * (1 + 0x1p-50L)) + out_round + std::fabs(y[j]) * 0x1p-52;
+    bound[j] = static_cast<double>(d * (1 + 0x1p-50L)) + out_round + static_cast<double>(std::min(LD{std::fabs(y[j])}, top)) * 0x1p-52;
   };
   std::vector<Iv> xc(n);
   bool finite = true, any_pos_inf = false, all_masked = true;
@@ -918,6 +921,7 @@ RowClaim row_claim(const ClaimSpec& claim, const RowCheckOptions& opt) {
   rc.eps = opt.eps;
   rc.out = claim.out;
   rc.out_rounding = claim.output_rounding();
+  rc.out_saturate = claim.output_saturates();
   return rc;
 }
 

@@ -46,6 +46,9 @@ struct RowClaim {
   double eps = 1e-5;                  ///< layernorm/rmsnorm: added to the variance, inside the square root
   const FormatSpec* out = &fp32;
   Rounding out_rounding = Rounding::rne;
+  /// The output cast saturates (--saturate): the judge measures from the exact value clamped to
+  /// the range, so the cast's rounding is bounded at the largest finite value at most.
+  bool out_saturate = false;
 };
 
 /// Checks the row-op options a check or tol states (InputError, prefixed with `command`, e.g.

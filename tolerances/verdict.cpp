@@ -449,11 +449,28 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
     // may overflow under a sticky overflow (ReductionBound::overflow_sticky): non-finite results
     // are legal there, a finite one meets the finite bound.
     std::int64_t mismatches = 0, trivial = 0, zeros = 0, unbounded = 0, sticky = 0;
+    // Outside the bound at ±max where the exact result overflows the output (its correctly
+    // rounded value non-finite) under a claim without --saturate: a saturating cast's output.
+    std::int64_t unclaimed_saturation = 0;
     double max_ulps = 0;
   };
   constexpr std::int64_t kGrain = 4096;
   const auto n_all = static_cast<std::int64_t>(out.size());
   std::vector<Tally> tallies(static_cast<std::size_t>((n_all + kGrain - 1) / kGrain));
+  // A saturating output cast (Claim::output_saturate) turns what would be ±inf — or NaN in a
+  // format without inf — into the largest finite value of its sign: the correctly rounded
+  // result saturates too, and a finite element's error is measured from the exact value
+  // clamped to the range (clamping moves no two values apart, so a bound on the unclamped error
+  // bounds the clamped one).
+  const bool sat = claim.output_saturate && f.kind == FormatKind::binary_float;
+  const double top = max_finite(f);
+  const Bits top_pos = sat ? max_finite_bits(f, false) : Bits{}, top_neg = sat ? max_finite_bits(f, true) : Bits{};
+  const auto rounded_of = [&](std::size_t i) {
+    const Bits r = ref.rounded(i);
+    const double x = ref.exact(i);
+    if (!sat || std::isnan(x) || std::isfinite(to_double(f, r))) return r;
+    return x < 0 ? top_neg : top_pos;  // an overflow of the exact value, or an infinite one
+  };
   detail::parallel_for(n_all, kGrain, [&](std::int64_t i0, std::int64_t i1) {
     Tally& t = tallies[static_cast<std::size_t>(i0 / kGrain)];
     for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
@@ -483,9 +500,15 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
       }
       // NaN where the exact result is NaN, or the same infinity, is the exact result (NaN payloads
       // and signs carry no value: the NaN policy of same_nonfinite).
-      const bool bit_exact = out[i] == ref.rounded(i) ||
-                             (!std::isfinite(e.value) && !std::isfinite(e.exact) && same_nonfinite(f, out[i], ref.rounded(i)));
+      const Bits rounded = rounded_of(i);
+      const bool bit_exact = out[i] == rounded ||
+                             (!std::isfinite(e.value) && !std::isfinite(e.exact) && same_nonfinite(f, out[i], rounded));
       e.cls = ElementClass::bit_exact;
+      // The accumulator's own NaN and infinities: under a saturating output an infinity leaves
+      // the cast as ±max, never as NaN, so only the accumulator's lack of inf makes an overflow
+      // NaN (overflow_allows reads the output format for that alone).
+      const FormatSpec& acc = claim.block_fma ? *claim.block_fma->output : *claim.acc.format;
+      const FormatSpec& nonfinite_out = sat ? acc : f;
       if (!bit_exact && (!std::isfinite(e.value) || !std::isfinite(e.exact))) {
         // Non-finite on either side: legal only as the same non-finite value, or as an overflow
         // the deterministic bound allows (the exact value within the bound of the range's end).
@@ -493,7 +516,7 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
         // range on that side (the bound may exceed |exact|: then the sign may differ too).
         // An output format without infinities (OCP E4M3, FNUZ) overflows to NaN instead.
         const auto overflows_to = [&](double bound) {
-          if (!std::isfinite(e.exact)) return false;
+          if (!std::isfinite(e.exact) || sat) return false;  // saturated: ±max, judged as a finite value
           const bool above = e.exact + bound > max_finite(f), below = e.exact - bound < -max_finite(f);
           if (std::isinf(e.value)) return e.value > 0 ? above : below;
           return std::isnan(e.value) && f.non_finite == NonFinite::nan_only && (above || below);
@@ -503,13 +526,13 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
         // overflow is NaN there, so an accumulator without inf never gives ±inf); an infinite
         // term meeting a partial sum overflowed to the other infinity gives NaN: the one rule of
         // overflow_allows (tolerances/bounds.h).
-        const FormatSpec& acc = claim.block_fma ? *claim.block_fma->output : *claim.acc.format;
-        const bool sticky_legal = overflow_allows(reach, acc, f, e.exact, e.value);
+        // A saturating cast never gives ±inf.
+        const bool sticky_legal = !(sat && std::isinf(e.value)) && overflow_allows(reach, acc, nonfinite_out, e.exact, e.value);
         // A step that may overflow (an operand's cast) makes ±inf and NaN legal; where the exact
         // result is ±inf (an infinite term), NaN: the step's infinity may be the other one.
-        const bool step_legal =
-            may_overflow && (std::isfinite(e.exact) || (std::isinf(e.exact) && std::isnan(e.value)));
-        const bool legal = same_nonfinite(f, out[i], ref.rounded(i)) || overflows_to(e.det_bound) || step_legal ||
+        const bool step_legal = may_overflow && !(sat && std::isinf(e.value)) &&
+                                (std::isfinite(e.exact) || (std::isinf(e.exact) && std::isnan(e.value)));
+        const bool legal = same_nonfinite(f, out[i], rounded) || overflows_to(e.det_bound) || step_legal ||
                            sticky_legal;
         // A legal non-finite result is within the probabilistic bound where that bound reaches the
         // overflow too (or is vacuous: the accumulator may overflow), else within the deterministic only.
@@ -523,15 +546,28 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
       if (bit_exact && !(std::isfinite(e.value) && std::isfinite(e.exact))) {
         e.error = 0;  // the same non-finite value as the oracle's
       } else if (std::isfinite(e.value) && std::isfinite(e.exact)) {
-        e.error = e.value - e.exact;
+        const double target = sat ? std::clamp(e.exact, -top, top) : e.exact;
+        e.error = e.value - target;
         const double a = std::fabs(e.error);
         if (!bit_exact)
           e.cls = a <= e.prob_bound  ? ElementClass::within_probabilistic
                   : a <= e.det_bound ? ElementClass::within_deterministic
                                      : ElementClass::outside_deterministic;
+        // ±max under a saturating cast is what an overflow of a partial sum or an operand's
+        // cast becomes (±inf there): legal wherever that infinity would be.
+        if (sat && e.cls == ElementClass::outside_deterministic && std::fabs(e.value) == top) {
+          const double inf = std::copysign(INFINITY, e.value);
+          if (may_overflow || overflow_allows(reach, acc, nonfinite_out, e.exact, inf)) {
+            e.cls = ElementClass::within_probabilistic;
+            e.error = 0;  // as for the infinity it stands for (the non-finite branch above)
+          }
+        }
       }
-      e.error_ulps = std::isfinite(e.error) ? e.error / ulp_at(f, e.exact) : e.error;
+      e.error_ulps = std::isfinite(e.error) ? e.error / ulp_at(f, sat && std::isfinite(e.exact) ? std::clamp(e.exact, -top, top) : e.exact)
+                                            : e.error;
       all.record(i) = {e.error, e.error_ulps, e.det_bound, e.prob_bound, e.cls};
+      t.unclaimed_saturation += !sat && e.cls == ElementClass::outside_deterministic && std::fabs(e.value) == top &&
+                                std::isfinite(e.exact) && !std::isfinite(to_double(f, rounded)) && (e.value > 0) == (e.exact > 0);
       if (std::isfinite(e.error_ulps)) t.max_ulps = std::max(t.max_ulps, std::fabs(e.error_ulps));
       ++t.counts[static_cast<std::size_t>(e.cls)];
       t.trivial += ref.exact(i) == 0 && ref.sum_abs(i) == 0;
@@ -540,8 +576,9 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
       t.sticky += sticky;
     }
   });
-  std::int64_t trivial = 0, zeros = 0, unbounded = 0, overflowable = 0;
+  std::int64_t trivial = 0, zeros = 0, unbounded = 0, overflowable = 0, unclaimed_saturation = 0;
   for (const Tally& t : tallies) {
+    unclaimed_saturation += t.unclaimed_saturation;
     for (std::size_t c = 0; c < 4; ++c) v.counts[c] += t.counts[c];
     v.nonfinite_mismatches += t.mismatches;
     v.max_error_ulps = std::max(v.max_error_ulps, t.max_ulps);
@@ -580,6 +617,10 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
     v.reason = fmt::format("every element is within the bounds of the claim ({} bit-exact of {})", v.counts[0],
                            v.elements);
   }
+  if (unclaimed_saturation > 0)
+    v.reason += fmt::format("; {} of them are ±{:g} where the exact result overflows {}: the output cast saturates "
+                            "(OCP saturating mode, CUDA .satfinite): claim --saturate if the kernel's cast should",
+                            unclaimed_saturation, top, f.name);
   if (v.kind != TensorKind::defect) bias_rule(v, claim, all, ref, opt.false_alarm);
   if (v.kind != TensorKind::defect) stochastic_lean_rule(v, claim, b, all, ref, opt.false_alarm);
   degenerate_note(v, b, claim, trivial, zeros, unbounded);

@@ -139,6 +139,26 @@ def test_fp8_bit_patterns_in_uint8(cli, tmp_path):
     assert np.array_equal(d, c)
 
 
+def test_saturating_fp8_output(cli, tmp_path):
+    # A GEMM whose E4M3 output cast saturates (Transformer Engine, .satfinite): 0x7e (448) where
+    # the exact result is beyond the range. Legal under --saturate, a defect without it; the
+    # module's emulation and verdict are the CLI's.
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal((6, 32)) * 16).astype(np.float32)
+    b = (rng.standard_normal((32, 5)) * 4).astype(np.float32)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    c = numfid.emulate("matmul", "--in fp32 --plan pairwise --out fp8_e4m3 --saturate", a=a, b=b, bits=True)
+    assert (c & 0x7F == 0x7E).any() and not (c & 0x7F == 0x7F).any()
+    np.save(tmp_path / "c.npy", c)
+    claim = "--in fp32 --acc fp32 --out fp8_e4m3 --saturate"
+    r = numfid.check_matmul(a, b, c, claim)
+    _, js, _ = cli_json(cli, tmp_path, "check", "matmul", "--a", tmp_path / "a.npy", "--b", tmp_path / "b.npy", "--c",
+                        tmp_path / "c.npy", *claim.split())
+    assert r.to_json() == js and r.verdict == "consistent", r.report
+    assert numfid.check_matmul(a, b, c, "--in fp32 --acc fp32 --out fp8_e4m3").verdict == "defect"
+
+
 def test_mixed_fp8_operands_on_a_tensor_core_profile(cli, tmp_path):
     # FP8 training's backward GEMM: E4M3 A x E5M2 B (uint8 patterns, no NaN/inf) on the profile's
     # mixed unit. The CLI's emulation (an independent process) is predicted bit for bit by the

@@ -4,7 +4,9 @@
 #include <charconv>
 #include <cstdint>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -75,6 +77,29 @@ void decimal_integers(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({})) decimal_integers(*sub);
 }
 
+/// Floating-point options (--eps) are numbers as strtod reads them, the whole text: CLI11 2.1
+/// converts an empty value to 0 (`--eps ''` was eps 0) and words a bad one "Could not convert:
+/// --eps = 1e-5x"; a value beyond double's range (1e5000, 1e-400) is refused rather than read as
+/// inf or 0. The range the option takes is its consumer's to check (check_rows: --eps >= 0).
+void decimal_numbers(CLI::App& app) {
+  const CLI::Validator number(
+      [](std::string& text) -> std::string {
+        const char* first = text.c_str();
+        char* end = nullptr;
+        errno = 0;
+        const double v = std::strtod(first, &end);
+        if (text.empty() || end != first + text.size()) return fmt::format("'{}' is not a number", text);
+        if (errno == ERANGE && (std::isinf(v) || v == 0)) return fmt::format("'{}' is out of range", text);
+        return {};
+      },
+      "", "number");
+  for (CLI::Option* o : app.get_options()) {
+    const std::string type = o->get_type_name();
+    if (type == "FLOAT" || type.starts_with("FLOAT:")) o->transform(number);
+  }
+  for (CLI::App* sub : app.get_subcommands({})) decimal_numbers(*sub);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,6 +115,7 @@ int main(int argc, char** argv) {
                                       add_emulate_command(app), add_profiles_command(app), add_gate_command(app),
                                       add_quantize_command(app), add_probe_command(app)};
   decimal_integers(app);
+  decimal_numbers(app);
   // A first word that names no command: say so (CLI11 would answer "A subcommand is required").
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> names;

@@ -1187,6 +1187,57 @@ TEST(CheckRows, AnotherAxisIsMovedLast) {
   EXPECT_EQ(e.verdict.counts, check_rows(RowOp::exp, x, x, parse_claim("--in bf16 --compute fp32 --out bf16")).verdict.counts);
 }
 
+// Along another axis, every element the text names is C's as given: the lone outlier's
+// signature and the derivation's widest bound said the moved grid's flat index until
+// 2026-12-04 ("only element 22 (row 5, column 2)" for C's element [1][2][1], index 29).
+TEST(CheckRows, AnotherAxisNamesElementsOfCAsGiven) {
+  constexpr std::int64_t D0 = 3, D1 = 5, D2 = 4;
+  std::mt19937_64 g(11);
+  std::normal_distribution<double> nd(0, 2);
+  TensorData x{&bf16, {D0, D1, D2}, {}, "X"};
+  for (std::int64_t i = 0; i < D0 * D1 * D2; ++i) x.values.push_back(convert_double(bf16, nd(g)).bits);
+  const auto at = [](std::int64_t i, std::int64_t j, std::int64_t k) { return static_cast<std::size_t>((i * D1 + j) * D2 + k); };
+  TensorData c{&bf16, x.shape, std::vector<Bits>(x.values.size()), "C"};
+  for (std::int64_t i = 0; i < D0; ++i)
+    for (std::int64_t k = 0; k < D2; ++k) {
+      double m = -INFINITY, sum = 0;
+      for (std::int64_t j = 0; j < D1; ++j) m = std::max(m, to_double(bf16, x.values[at(i, j, k)]));
+      for (std::int64_t j = 0; j < D1; ++j) sum += std::exp(to_double(bf16, x.values[at(i, j, k)]) - m);
+      for (std::int64_t j = 0; j < D1; ++j)
+        c.values[at(i, j, k)] = convert_double(bf16, std::exp(to_double(bf16, x.values[at(i, j, k)]) - m) / sum).bits;
+    }
+  // C[1][2][1] doubled: row 1·D2 + 1 = 5 of the moved grid, column 2; flat index 29 as given.
+  const std::size_t bad = at(1, 2, 1);
+  c.values[bad] = convert_double(bf16, 2 * to_double(bf16, c.values[bad])).bits;
+  const ClaimSpec claim = parse_claim("--in bf16 --compute fp32 --out bf16");
+  RowCheckOptions axis1;
+  axis1.axis = 1;
+  const CheckResult r = check_rows(RowOp::softmax, x, c, claim, axis1);
+  ASSERT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
+  ASSERT_FALSE(r.verdict.worst.empty());
+  EXPECT_EQ(r.verdict.worst[0].index, 29);
+  EXPECT_THAT(r.text(), HasSubstr("only element 29 (row 5, column 2)"));
+  // The same with no element listed (--worst 0): the signature alone names it.
+  axis1.worst = 0;
+  EXPECT_THAT(check_rows(RowOp::softmax, x, c, claim, axis1).text(), HasSubstr("only element 29 (row 5, column 2)"));
+  // The widest bound: the element named is C's, whose exact value the derivation prints.
+  const std::string text = r.text();
+  const std::size_t w = text.find("widest bound relative to its exact value: ");
+  ASSERT_NE(w, std::string::npos) << text;
+  const std::size_t e = text.find(" at element ", w);
+  ASSERT_NE(e, std::string::npos) << text;
+  const long long widest = std::stoll(text.substr(e + 12));
+  ASSERT_GE(widest, 0);
+  ASSERT_LT(widest, D0 * D1 * D2);
+  // Its exact value, recomputed at C's element [i][j][k], is the one printed.
+  const std::int64_t i = widest / (D1 * D2), j = widest / D2 % D1, k = widest % D2;
+  double m = -INFINITY, sum = 0;
+  for (std::int64_t jj = 0; jj < D1; ++jj) m = std::max(m, to_double(bf16, x.values[at(i, jj, k)]));
+  for (std::int64_t jj = 0; jj < D1; ++jj) sum += std::exp(to_double(bf16, x.values[at(i, jj, k)]) - m);
+  const double exact = std::exp(to_double(bf16, x.values[at(i, j, k)]) - m) / sum;
+  EXPECT_THAT(text.substr(e), HasSubstr(fmt::format("(exact {:.6g})", exact))) << text;
+}
+
 TEST(CheckRows, DerivedClaimReportsItsArithmetic) {
   // sigmoid(-100) = 3.7e-44 (fp32 subnormal): 0 is what 1/(1 + exp(100)) gives once exp
   // overflows, so it is legal under the derived claim and not under --ulps 1.

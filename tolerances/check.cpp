@@ -1054,8 +1054,11 @@ std::vector<RowElementBound> row_bounds_under_claim(RowOp op, const ClaimSpec& c
   return out;
 }
 
-CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const ClaimSpec& claim,
-                       const RowCheckOptions& opt) {
+namespace {
+/// check_rows; `inner` > 1: X and C are the caller's with the judged axis moved last, whose axes
+/// after it held `inner` positions (Grid::inner): element indices name the caller's C.
+CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C, const ClaimSpec& claim,
+                             const RowCheckOptions& opt, std::int64_t inner) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   const std::string_view name = row_op_name(op);
   detail::require_formats(claim, fmt::format("check {}", name));
@@ -1096,12 +1099,8 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
       };
       RowCheckOptions last = opt;
       last.axis = -1;
-      CheckResult r = check_rows(op, moved(X), moved(C), claim, last);
-      // The listed elements' flat index is C's as given (row and column stay the moved grid's).
-      for (ElementReport& e : r.verdict.worst) {
-        const std::int64_t o = e.row / ax.inner, i = e.row % ax.inner;
-        e.index = (o * ax.len + e.col) * ax.inner + i;
-      }
+      // Every element named by its flat index in C as given (row and column stay the moved grid's).
+      CheckResult r = check_rows_moved(op, moved(X), moved(C), claim, last, ax.inner);
       r.bound.derivation.insert(
           r.bound.derivation.begin(),
           fmt::format("rows: along axis {} of shape {} (moved last: a row is one position of the other axes, in order; "
@@ -1186,9 +1185,14 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
         widest_at = e;
       }
     }
+    const Grid grid{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols), inner};
     if (widest > 0)
       b.derivation.push_back(fmt::format("widest bound relative to its exact value: {:.3g} at element {} (exact {:.6g})",
-                                         widest, widest_at, ref[widest_at].exact));
+                                         widest,
+                                         inner == 1 ? static_cast<std::int64_t>(widest_at)
+                                                    : grid.index(static_cast<std::int64_t>(widest_at / cols),
+                                                                 static_cast<std::int64_t>(widest_at % cols)),
+                                         ref[widest_at].exact));
     if (const std::int64_t n = accept_textbook_specials(op, X, C, opt.gamma, &fparam, *claim.compute, cols, ref)) {
       const bool minus_zero = op == RowOp::log || op == RowOp::rsqrt;  // the specials' cause: −0, not ±inf
       b.derivation.push_back(fmt::format("{}: {} element{} equal what the textbook formula gives in IEEE "
@@ -1204,7 +1208,8 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
   } else {
     b = ulps_bound(s.claim);
   }
-  Verdict v = judge(s.claim, b, C.values, ref, {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)},
+  Verdict v = judge(s.claim, b, C.values, ref,
+                    {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols), inner},
                     detail::judge_options(claim, opt.worst, false));
   if (derived && !t_in_function_accuracy_probe && v.counts[3] > 0 && v.nonfinite_mismatches == 0 && claim.fn_abs == 0)
     if (std::optional<Signature> sig = function_accuracy_signature(op, X, C, claim, opt, ref, elementwise, cols)) {
@@ -1213,6 +1218,12 @@ CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const
       v.signatures.insert(v.signatures.begin(), std::move(*sig));
     }
   return detail::finish(std::string(name), s, claim, std::move(b), std::move(v), rows > 1);
+}
+}  // namespace
+
+CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const ClaimSpec& claim,
+                       const RowCheckOptions& opt) {
+  return check_rows_moved(op, X, C, claim, opt, 1);
 }
 
 // ------------------------------------------------------------------- row ops

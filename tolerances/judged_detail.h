@@ -120,9 +120,9 @@ class JudgedElements {
   ElementReport report(std::size_t i) const {
     const JudgedElement& r = records_[i];
     ElementReport e;
-    e.index = static_cast<std::int64_t>(i);
     e.row = row(i);
     e.col = col(i);
+    e.index = grid_.inner == 1 ? static_cast<std::int64_t>(i) : grid_.index(e.row, e.col);
     e.bits = out_[i];
     e.value = value(i);
     e.exact = exact(i);

@@ -49,6 +49,16 @@ std::string_view kind_name(TensorKind k);
 struct Grid {
   std::int64_t rows = 1;
   std::int64_t cols = 1;
+  /// Rows judged along another axis than the output's last (check_rows with --axis): the
+  /// output's axes after the judged one hold `inner` positions, and grid element (row, col) is
+  /// the output's flat index (row / inner · cols + col) · inner + row % inner. 1: the grid is
+  /// the output's own row-major layout.
+  std::int64_t inner = 1;
+
+  /// The output's flat index of grid element (row, col).
+  std::int64_t index(std::int64_t row, std::int64_t col) const {
+    return (row / inner * cols + col) * inner + row % inner;
+  }
 };
 
 /// One element as reported.

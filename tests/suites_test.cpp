@@ -215,6 +215,14 @@ TEST(NumfidGtest, Matchers) {
   ASSERT_GE(typo.size(), 1u);
   EXPECT_THAT(typo.all(), HasSubstr("HasSignature(\"narrow_accumulator\"): not a numfid signature"));
   EXPECT_FALSE(capture([&] { EXPECT_THAT(bad, HasSignature("Bias")); }).parts.empty());
+  // Said once, with every valid name (gMock calls a failing matcher twice: it was added twice,
+  // and the names list stopped at "..."): the added failure and EXPECT_THAT's own.
+  const Failures once = capture([&] { EXPECT_THAT(bad, HasSignature("narrow_accumulator")); });
+  EXPECT_EQ(once.size(), 2u) << once.all();
+  EXPECT_THAT(once.all(), HasSubstr("numfid::signature_names: bias, narrow-accumulator"));
+  EXPECT_THAT(once.all(), HasSubstr("scale-transposed"));
+  EXPECT_THAT(once.all(), ::testing::Not(HasSubstr(", ...)")));
+  EXPECT_EQ(capture([&] { EXPECT_THAT(bad, Not(HasSignature("narrow_accumulator"))); }).size(), 1u);
   EXPECT_TRUE(numfid::is_signature_name("reference-narrow-accumulator"));
   EXPECT_TRUE(numfid::is_signature_name("reference-defect"));
   EXPECT_FALSE(numfid::is_signature_name("reference-"));

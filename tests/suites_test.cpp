@@ -118,8 +118,8 @@ TEST(NumfidGtest, Bf16AccumulationFailsWithTheEvidence) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_FALSE(f.fatal());
   const std::string m = f.all();
-  EXPECT_THAT(m, HasSubstr("Expected r to be numfid-consistent, but it is DEFECT."));
-  EXPECT_THAT(m, HasSubstr("numfid matmul: DEFECT — "));
+  EXPECT_THAT(m, HasSubstr("Expected r to be numfid-consistent, but it is DEFECT (proven)."));
+  EXPECT_THAT(m, HasSubstr("numfid matmul: DEFECT (proven) — "));
   EXPECT_THAT(m, HasSubstr("claim: "));
   EXPECT_THAT(m, HasSubstr("bf16"));
   // k/N (%) counts: the defect count is the verdict's own.
@@ -146,6 +146,23 @@ TEST(NumfidGtest, TruncatingOutputFailsWithBias) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_THAT(f.all(), HasSubstr("DEFECT"));
   EXPECT_THAT(f.all(), HasSubstr("bias: mean signed error -"));
+  // Evidence, not proof: the message says so as `numfid check` does (it said "DEFECT", which
+  // docs/gtest.md reads as an element outside the deterministic bound).
+  EXPECT_THAT(f.all(), HasSubstr("but it is DEFECT (proven)."));
+}
+
+TEST(NumfidGtest, AProbableDefectSaysSo) {
+  // A probable defect (evidence, not proof: every element inside the deterministic bound) is
+  // labelled as `numfid check` labels it; the message said "DEFECT", which docs/gtest.md's
+  // "Reading a failure" reads as an element outside the deterministic bound.
+  numfid::CheckResult r = check(operands(8, 64, 8), k::GemmDefect::truncating_output);
+  r.verdict.probable = true;
+  r.verdict.false_alarm_probability = 3e-12;
+  const Failures f = capture([&] { EXPECT_NUMFID_CONSISTENT(r); });
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_THAT(f.all(), HasSubstr("but it is DEFECT (probable, false-alarm probability 3e-12)."));
+  EXPECT_THAT(f.all(), HasSubstr("numfid matmul: DEFECT (probable, false-alarm probability 3e-12) — "));
+  EXPECT_EQ(r.verdict_label(), "DEFECT (probable, false-alarm probability 3e-12)");
 }
 
 TEST(NumfidGtest, CorrectKernelPassesAndFailsExpectDefect) {

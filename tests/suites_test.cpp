@@ -163,6 +163,7 @@ TEST(NumfidGtest, AProbableDefectSaysSo) {
   EXPECT_THAT(f.all(), HasSubstr("but it is DEFECT (probable, false-alarm probability 3e-12)."));
   EXPECT_THAT(f.all(), HasSubstr("numfid matmul: DEFECT (probable, false-alarm probability 3e-12) — "));
   EXPECT_EQ(r.verdict_label(), "DEFECT (probable, false-alarm probability 3e-12)");
+  EXPECT_THAT(::testing::PrintToString(r), HasSubstr("CheckResult matmul: DEFECT (probable, false-alarm probability 3e-12) — "));
 }
 
 TEST(NumfidGtest, CorrectKernelPassesAndFailsExpectDefect) {

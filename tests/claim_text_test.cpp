@@ -180,12 +180,12 @@ TEST(ParseClaim, ErrorsNameTheToken) {
       // check's own options written into the claim text (the README's row-op examples show them
       // beside the claim): said where they go, not "unknown".
       {"--in bf16 --out bf16 --compute fp32 --softmax online",
-       "claim: --softmax is an option of `numfid check` (softmax, log_softmax), not part of the claim text"},
+       "claim: '--softmax' is an option of `numfid check` (softmax, log_softmax), not part of the claim text"},
       {"--in bf16 --out bf16 --compute fp32 --variance welford",
-       "claim: --variance is an option of `numfid check` (layernorm), not part of the claim text: give it beside the "
+       "claim: '--variance' is an option of `numfid check` (layernorm), not part of the claim text: give it beside the "
        "claim (a gate case's key 'variance'"},
-      {"--in bf16 --out bf16 --compute fp32 --norm-form=shifted", "claim: --norm-form is an option of `numfid check`"},
-      {"--in bf16 --out bf16 --ref r.npy", "claim: --ref is an option of `numfid check` (matmul, dot)"},
+      {"--in bf16 --out bf16 --compute fp32 --norm-form=shifted", "claim: '--norm-form' is an option of `numfid check`"},
+      {"--in bf16 --out bf16 --ref r.npy", "claim: '--ref' is an option of `numfid check` (matmul, dot)"},
       {"--in bf16 --out bf16 bf16", "claim: unexpected token 'bf16'"},
       {"--in bf16 --in fp16 --out bf16", "claim: --in given twice"},
       {"--out bf16", "claim: --in F is required"},

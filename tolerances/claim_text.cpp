@@ -161,7 +161,7 @@ ClaimSpec parse_claim(std::string_view text) {
       for (const std::string& op : check_op_names())
         if (check_takes(op, key)) ops += fmt::format("{}{}", ops.empty() ? "" : ", ", op);
       if (!ops.empty())
-        throw InputError(fmt::format("claim: {} is an option of `numfid check` ({}), not part of the claim text: give it "
+        throw InputError(fmt::format("claim: '{}' is an option of `numfid check` ({}), not part of the claim text: give it "
                                      "beside the claim (a gate case's key '{}', the Python keyword {}; in C++ "
                                      "RowCheckOptions / RowSuiteOptions for row ops, the check function's arguments for "
                                      "matmul and dot)",

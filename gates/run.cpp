@@ -330,7 +330,10 @@ GateCaseResult run_one(const Gate& gate, std::size_t index, const GateRunOptions
   std::string step = "claim";
   int line = c.claim_line;
   const auto error = [&](const char* what) {
-    cr.error = fmt::format("{}:{}: case '{}': {}{}", c.file, line, printable(c.name), step.empty() ? "" : step + ": ", what);
+    // parse_claim's messages begin with "claim: " already: say it once.
+    const std::string prefix = step.empty() ? "" : step + ": ";
+    const bool said = !prefix.empty() && std::string_view(what).starts_with(prefix);
+    cr.error = fmt::format("{}:{}: case '{}': {}{}", c.file, line, printable(c.name), said ? "" : prefix, what);
   };
   try {
     ClaimSpec claim = case_claim(c, c.claim);

@@ -29,10 +29,6 @@ std::string percent(std::int64_t k, std::int64_t n) {
   return fmt::format("{}/{} ({:.3g}%)", k, n, n > 0 ? 100.0 * static_cast<double>(k) / static_cast<double>(n) : 0.0);
 }
 
-std::string_view kind_label(TensorKind k) {
-  return k == TensorKind::defect ? "DEFECT" : k == TensorKind::suspicious ? "SUSPICIOUS" : "CONSISTENT";
-}
-
 /// A path or value for a shell command line: single-quoted when it holds anything a shell reads.
 std::string shell_word(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") ==
@@ -188,7 +184,9 @@ Checked check_rows(RowOp op, const TensorData& x, const TensorData& c, std::stri
 
 std::string explain(const CheckResult& r) {
   const Verdict& v = r.verdict;
-  std::string out = fmt::format("numfid {}: {} — {}\n", r.op, kind_label(v.kind), v.reason);
+  // The label says proven or probable, as `numfid check` does: a probable defect has no element
+  // outside the deterministic bound, and "DEFECT" alone read as a proof.
+  std::string out = fmt::format("numfid {}: {} — {}\n", r.op, r.verdict_label(), v.reason);
   out += fmt::format("  claim: {}\n", r.claim_text);
   out += fmt::format("  elements: {} outside the deterministic bound, {} outside only the probabilistic bound, "
                      "{} within it, {} bit-exact; max error {:.3g} output ulps\n",
@@ -260,7 +258,7 @@ namespace {
   if (defect == want_defect) return ::testing::AssertionSuccess();
   ::testing::AssertionResult f = ::testing::AssertionFailure();
   f << "Expected " << expr << (want_defect ? " to be a numfid DEFECT" : " to be numfid-consistent") << ", but it is "
-    << kind_label(r.verdict.kind) << ".\n"
+    << r.verdict_label() << ".\n"
     << explain(r);
   if (c != nullptr) {
     f << reproduction(*c);

@@ -547,6 +547,7 @@ std::vector<RowCase> row_cases(RowOp op, const RowSuiteOptions& o) {
   auto add = [&](std::int64_t rows, std::int64_t cols, DataKind d) {
     RowCase c;
     c.op = op, c.rows = rows, c.cols = cols, c.data = d, c.eps = o.eps;
+    c.variance = o.variance, c.norm_form = o.norm_form, c.softmax = o.softmax;
     c.seed = case_seed(o.seed, cases.size());
     c.name = fmt::format("{}_rows{}_cols{}", data_kind_name(d), rows, cols);
     // Tiles 6 and 8 make t ± 1 = 7 and tile 2 makes t - 1 = 1: one case per length.
@@ -613,8 +614,12 @@ ConformanceReport evaluate_row_case(const RowKernel& kernel, std::string_view cl
   const TensorData x = row_input(c, claim);
   const std::string_view op = row_op_name(c.op);
   ConformanceReport rep;
-  rep.case_text = fmt::format("{} case {} (rows={}, cols={}, data {}, seed {:#x}), claim {}", op, c.name, c.rows, c.cols,
-                              data_kind_name(c.data), c.seed, claim_text_of(claim));
+  std::string methods;  // the suite's method options, as check's flags
+  for (const auto& [flag, value] : {std::pair<std::string_view, const std::optional<std::string>&>{"--variance", c.variance},
+                                    {"--norm-form", c.norm_form}, {"--softmax", c.softmax}})
+    if (value) methods += fmt::format(" {} {}", flag, *value);
+  rep.case_text = fmt::format("{} case {} (rows={}, cols={}, data {}, seed {:#x}), claim {}{}", op, c.name, c.rows, c.cols,
+                              data_kind_name(c.data), c.seed, claim_text_of(claim), methods);
   TensorData out = kernel(x);
   out.name = "kernel output";
   if (out.format->name != fo.name || out.shape != x.shape)
@@ -622,6 +627,10 @@ ConformanceReport evaluate_row_case(const RowKernel& kernel, std::string_view cl
                                  shape_string(out.shape), fo.name, shape_string(x.shape)));
   RowCheckOptions opt;
   opt.eps = c.eps;
+  // The method options, checked against the op and the claim as check's are.
+  RowOptionsGiven given;
+  given.variance = c.variance, given.norm_form = c.norm_form, given.softmax = c.softmax;
+  apply_row_options(opt, c.op, given, claim, false);
   rep.kernel = testing::check_rows(c.op, x, out, claim, opt);
   const auto R = static_cast<std::size_t>(c.rows), C = static_cast<std::size_t>(c.cols);
   std::optional<std::size_t> finite_row;

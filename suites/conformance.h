@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -141,6 +142,14 @@ struct RowSuiteOptions {
   std::uint64_t seed = kDefaultSeed;
   std::int64_t large_row = 4096; ///< the long-row case (2 rows)
   double eps = 1e-5;             ///< layernorm / rmsnorm: the epsilon the kernel adds to the variance
+  /// The method options of `numfid check` (not claim text: parse_claim refuses them), as its
+  /// `--variance`, `--norm-form` and `--softmax` take them; absent: check's default. Applied by
+  /// apply_row_options, so an option the op does not take, or one under an --ulps claim, fails
+  /// each case saying so: `.variance = "chan"` (layernorm), `.softmax = "online"` (softmax,
+  /// log_softmax), `.norm_form = "shifted"` (layernorm).
+  std::optional<std::string> variance = std::nullopt;
+  std::optional<std::string> norm_form = std::nullopt;
+  std::optional<std::string> softmax = std::nullopt;
 };
 using SoftmaxSuiteOptions = RowSuiteOptions;
 
@@ -152,6 +161,7 @@ struct RowCase {
   DataKind data = DataKind::random;
   std::uint64_t seed = 0;
   double eps = 1e-5;
+  std::optional<std::string> variance, norm_form, softmax;  ///< RowSuiteOptions' method options
 };
 using SoftmaxCase = RowCase;
 void PrintTo(const RowCase& c, std::ostream* os);

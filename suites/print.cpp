@@ -18,10 +18,7 @@ void PrintTo(const TensorData& t, std::ostream* os) {
 }
 
 void PrintTo(const CheckResult& r, std::ostream* os) {
-  const std::string_view kind = r.verdict.kind == TensorKind::defect       ? "DEFECT"
-                                : r.verdict.kind == TensorKind::suspicious ? "SUSPICIOUS"
-                                                                           : "CONSISTENT";
-  *os << fmt::format("CheckResult {}: {} — {}", r.op, kind, r.verdict.reason);
+  *os << fmt::format("CheckResult {}: {} — {}", r.op, r.verdict_label(), r.verdict.reason);
 }
 
 void PrintTo(const ClaimSpec& c, std::ostream* os) {

@@ -16,7 +16,7 @@ void PrintTo(Bits b, std::ostream* os);
 void PrintTo(const FormatSpec& f, std::ostream* os);
 /// "TensorData 'A' bf16 [4, 8]": format, shape and name, never the data.
 void PrintTo(const TensorData& t, std::ostream* os);
-/// The verdict line: "CheckResult matmul: DEFECT — 3 of 16 elements lie outside ...".
+/// The verdict line: "CheckResult matmul: DEFECT (proven) — 3 of 16 elements lie outside ...".
 void PrintTo(const CheckResult& r, std::ostream* os);
 /// The claim in its text form: "ClaimSpec{--in bf16 --acc fp32 --out bf16}".
 void PrintTo(const ClaimSpec& c, std::ostream* os);

@@ -177,6 +177,15 @@ TEST(ParseClaim, ErrorsNameTheToken) {
       {"--in bf16 --out bf16 --ulps -1", "--ulps '-1' must be a positive number"},
       {"--in bf16 --out bf16 --confidence 1", "--confidence '1' must be a probability strictly between 0 and 1"},
       {"--in bf16 --out bf16 --frobnicate", "claim: unknown option '--frobnicate'"},
+      // check's own options written into the claim text (the README's row-op examples show them
+      // beside the claim): said where they go, not "unknown".
+      {"--in bf16 --out bf16 --compute fp32 --softmax online",
+       "claim: '--softmax' is an option of `numfid check` (softmax, log_softmax), not part of the claim text"},
+      {"--in bf16 --out bf16 --compute fp32 --variance welford",
+       "claim: '--variance' is an option of `numfid check` (layernorm), not part of the claim text: give it beside the "
+       "claim (a gate case's key 'variance'"},
+      {"--in bf16 --out bf16 --compute fp32 --norm-form=shifted", "claim: '--norm-form' is an option of `numfid check`"},
+      {"--in bf16 --out bf16 --ref r.npy", "claim: '--ref' is an option of `numfid check` (matmul, dot)"},
       {"--in bf16 --out bf16 bf16", "claim: unexpected token 'bf16'"},
       {"--in bf16 --in fp16 --out bf16", "claim: --in given twice"},
       {"--out bf16", "claim: --in F is required"},

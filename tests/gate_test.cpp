@@ -213,6 +213,11 @@ TEST_F(GateTest, ABadClaimIsThatCasesErrorAtTheClaimsLine) {
   EXPECT_EQ(r.cases[0].error, fmt::format("{}:10: case 'bad_claim': claim: {}", path, claim_message));
   EXPECT_EQ(r.cases[1].status(), "consistent");
   EXPECT_EQ(r.exit_code(), 2);
+  // parse_claim's own "claim: " is not said twice ("claim: claim: --acc given twice").
+  const std::string twice = write(gate_with(matmul_case("twice", "c_sequential_fp32acc.npy") +
+                                            "    claim: --in bf16 --acc fp32 --acc fp16 --out bf16\n"));
+  EXPECT_EQ(run_gate(load_gate(twice)).cases[0].error,
+            fmt::format("{}:10: case 'twice': claim: --acc given twice", twice));
 }
 
 TEST_F(GateTest, CrossPlatformCaseUsesRefAndRefClaim) {

@@ -372,6 +372,43 @@ TEST(DotConformance, DefectiveDotsFailAndEveryCaseRequiresAMutant) {
   }
 }
 
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const numfid::InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(RowConformance, MethodOptionsReachTheCheck) {
+  // check's --variance, --norm-form and --softmax are no claim text (parse_claim refuses them):
+  // the suites take them as options, judge with them and restate them in the reproduction.
+  const auto with = [](numfid::RowOp op, const nt::RowSuiteOptions& o) {
+    for (const nt::RowCase& c : nt::row_cases(op, o))
+      if (c.data == nt::DataKind::random) return c;
+    throw std::runtime_error("no random case");
+  };
+  const nt::RowCase sm = with(numfid::RowOp::softmax, {.tile = kTile, .softmax = "online"});
+  const nt::ConformanceReport r = nt::evaluate_row_case(good_softmax, kSoftmaxClaim, sm);
+  EXPECT_THAT(r.kernel, nt::IsConsistent());
+  EXPECT_THAT(nt::explain(r.kernel.result), HasSubstr("softmax in fp32 (online)"));
+  EXPECT_THAT(r.kernel.extra_args, ::testing::ElementsAre("--softmax", "online"));
+  EXPECT_THAT(r.case_text, HasSubstr("--softmax online"));
+  const nt::RowCase ln =
+      with(numfid::RowOp::layernorm, {.tile = kTile, .variance = "two-pass", .norm_form = "shifted"});
+  const nt::ConformanceReport l = nt::evaluate_row_case(good_layernorm, "--in bf16 --out bf16 --compute fp32", ln);
+  EXPECT_THAT(nt::explain(l.kernel.result), HasSubstr("variance: two-pass"));
+  EXPECT_THAT(l.kernel.extra_args, ::testing::IsSupersetOf({"--variance", "two-pass", "--norm-form", "shifted"}));
+  // An option the op does not take, or one under an --ulps claim, fails the case as check does.
+  EXPECT_THAT(error_of([&] {
+                nt::evaluate_row_case(good_softmax, kSoftmaxClaim, with(numfid::RowOp::softmax, {.variance = "welford"}));
+              }),
+              HasSubstr("option variance does not apply to softmax"));
+  EXPECT_THAT(error_of([&] { nt::evaluate_row_case(good_layernorm, "--in bf16 --out bf16 --ulps 1", ln); }),
+              HasSubstr("--variance describes the arithmetic of --compute F"));
+}
+
 TEST(RowConformance, Fp32SquaresRmsNormFailsNearOverflow) {
   nt::RowCase c;
   for (const nt::RowCase& r : nt::row_cases(numfid::RowOp::rmsnorm, {.tile = kTile}))

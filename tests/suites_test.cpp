@@ -118,8 +118,8 @@ TEST(NumfidGtest, Bf16AccumulationFailsWithTheEvidence) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_FALSE(f.fatal());
   const std::string m = f.all();
-  EXPECT_THAT(m, HasSubstr("Expected r to be numfid-consistent, but it is DEFECT."));
-  EXPECT_THAT(m, HasSubstr("numfid matmul: DEFECT — "));
+  EXPECT_THAT(m, HasSubstr("Expected r to be numfid-consistent, but it is DEFECT (proven)."));
+  EXPECT_THAT(m, HasSubstr("numfid matmul: DEFECT (proven) — "));
   EXPECT_THAT(m, HasSubstr("claim: "));
   EXPECT_THAT(m, HasSubstr("bf16"));
   // k/N (%) counts: the defect count is the verdict's own.
@@ -146,6 +146,24 @@ TEST(NumfidGtest, TruncatingOutputFailsWithBias) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_THAT(f.all(), HasSubstr("DEFECT"));
   EXPECT_THAT(f.all(), HasSubstr("bias: mean signed error -"));
+  // Evidence, not proof: the message says so as `numfid check` does (it said "DEFECT", which
+  // docs/gtest.md reads as an element outside the deterministic bound).
+  EXPECT_THAT(f.all(), HasSubstr("but it is DEFECT (proven)."));
+}
+
+TEST(NumfidGtest, AProbableDefectSaysSo) {
+  // A probable defect (evidence, not proof: every element inside the deterministic bound) is
+  // labelled as `numfid check` labels it; the message said "DEFECT", which docs/gtest.md's
+  // "Reading a failure" reads as an element outside the deterministic bound.
+  numfid::CheckResult r = check(operands(8, 64, 8), k::GemmDefect::truncating_output);
+  r.verdict.probable = true;
+  r.verdict.false_alarm_probability = 3e-12;
+  const Failures f = capture([&] { EXPECT_NUMFID_CONSISTENT(r); });
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_THAT(f.all(), HasSubstr("but it is DEFECT (probable, false-alarm probability 3e-12)."));
+  EXPECT_THAT(f.all(), HasSubstr("numfid matmul: DEFECT (probable, false-alarm probability 3e-12) — "));
+  EXPECT_EQ(r.verdict_label(), "DEFECT (probable, false-alarm probability 3e-12)");
+  EXPECT_THAT(::testing::PrintToString(r), HasSubstr("CheckResult matmul: DEFECT (probable, false-alarm probability 3e-12) — "));
 }
 
 TEST(NumfidGtest, CorrectKernelPassesAndFailsExpectDefect) {
@@ -215,6 +233,14 @@ TEST(NumfidGtest, Matchers) {
   ASSERT_GE(typo.size(), 1u);
   EXPECT_THAT(typo.all(), HasSubstr("HasSignature(\"narrow_accumulator\"): not a numfid signature"));
   EXPECT_FALSE(capture([&] { EXPECT_THAT(bad, HasSignature("Bias")); }).parts.empty());
+  // Said once, with every valid name (gMock calls a failing matcher twice: it was added twice,
+  // and the names list stopped at "..."): the added failure and EXPECT_THAT's own.
+  const Failures once = capture([&] { EXPECT_THAT(bad, HasSignature("narrow_accumulator")); });
+  EXPECT_EQ(once.size(), 2u) << once.all();
+  EXPECT_THAT(once.all(), HasSubstr("numfid::signature_names: bias, narrow-accumulator"));
+  EXPECT_THAT(once.all(), HasSubstr("scale-transposed"));
+  EXPECT_THAT(once.all(), ::testing::Not(HasSubstr(", ...)")));
+  EXPECT_EQ(capture([&] { EXPECT_THAT(bad, Not(HasSignature("narrow_accumulator"))); }).size(), 1u);
   EXPECT_TRUE(numfid::is_signature_name("reference-narrow-accumulator"));
   EXPECT_TRUE(numfid::is_signature_name("reference-defect"));
   EXPECT_FALSE(numfid::is_signature_name("reference-"));

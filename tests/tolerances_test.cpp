@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <bit>
 #include <cstring>
 #include <cmath>
@@ -152,6 +153,11 @@ TEST(Bounds, BinomialTailMatchesNaiveSum) {
   const std::int64_t k = binomial_threshold(65536, 1e-6, 1e-9);
   EXPECT_LE(binomial_tail(65536, 1e-6, k), 1e-9);
   EXPECT_GT(binomial_tail(65536, 1e-6, k - 1), 1e-9);
+  // Far in the tail every term underflows: still positive (a probable defect printed
+  // "false-alarm probability 0"), and still 0 where the count is impossible.
+  EXPECT_EQ(binomial_tail(256, 1e-6, 73), std::numeric_limits<double>::min());
+  EXPECT_EQ(binomial_tail(256, 1e-6, 257), 0.0);
+  EXPECT_EQ(binomial_tail(256, 0.0, 1), 0.0);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 #include "tolerances/bounds.h"
 
 #include <algorithm>
+#include <limits>
 #include <bit>
 #include <cmath>
 #include <stdexcept>
@@ -384,7 +385,9 @@ double binomial_tail(std::int64_t n, double p, std::int64_t k) {
     // n zero terms: seconds at n = 10^7 — the rest add nothing.
     if (static_cast<double>(i) > static_cast<double>(n) * p && (t < total * 1e-17 || t == 0)) break;
   }
-  return std::min(total, 1.0);
+  // Every term underflowed (k far in the tail): the tail is positive, not 0 (a probable
+  // defect's "false-alarm probability 0" claimed a certainty it does not have).
+  return std::clamp(total, std::numeric_limits<double>::min(), 1.0);
 }
 
 std::int64_t binomial_threshold(std::int64_t n, double p, double alpha) {

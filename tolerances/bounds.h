@@ -121,7 +121,9 @@ std::vector<ElementBound> softmax_element_bounds(const SoftmaxClaim& c, const Fo
 /// probabilistic bound that chance can no longer explain at false-alarm probability alpha.
 std::int64_t binomial_threshold(std::int64_t n, double p, double alpha);
 
-/// P(Binomial(n, p) >= k).
+/// P(Binomial(n, p) >= k). Where it is positive (0 < p, k <= n) but below the least normal
+/// double, that least normal value (DBL_MIN): a false-alarm probability printed as 0 would
+/// read as a proof.
 double binomial_tail(std::int64_t n, double p, std::int64_t k);
 
 }  // namespace numfid

@@ -204,6 +204,9 @@ struct CheckResult {
 
   /// Exit code of the CLI contract: 1 for a defect, else 0.
   int exit_code() const;
+  /// The verdict as the report's first line names it: "CONSISTENT", "SUSPICIOUS", "DEFECT
+  /// (proven)" or "DEFECT (probable, false-alarm probability P)" (the gtest messages too).
+  std::string verdict_label() const;
   /// The report `numfid check` prints (one verdict line, claim, counts, worst elements,
   /// signatures, bound derivation).
   std::string text() const;

@@ -157,6 +157,20 @@ ClaimSpec parse_claim(std::string_view text) {
         "--ulps", "--compute",      "--exp-ulps",     "--fn-ulps", "--fn-abs", "--expect"};
     bool is_known = false;
     for (std::string_view k : known) is_known = is_known || k == opt;
+    if (!is_known && !detail::is_quant_option(opt)) {
+      // An option of `numfid check` beside the claim (--variance, --softmax, --eps, --ref, ...),
+      // written into the claim text: say where it goes instead of calling it unknown.
+      std::string key, ops;
+      for (const char ch : std::string_view(opt).substr(2)) key += ch == '-' ? '_' : ch;
+      for (const std::string& op : check_op_names())
+        if (check_takes(op, key)) ops += fmt::format("{}{}", ops.empty() ? "" : ", ", op);
+      if (!ops.empty())
+        throw InputError(fmt::format("claim: '{}' is an option of `numfid check` ({}), not part of the claim text: give it "
+                                     "beside the claim (a gate case's key '{}', the Python keyword {}; in C++ "
+                                     "RowCheckOptions / RowSuiteOptions for row ops, the check function's arguments for "
+                                     "matmul and dot)",
+                                     opt, ops, key, key));
+    }
     if (!is_known && !detail::is_quant_option(opt))
       throw InputError(fmt::format("claim: unknown option '{}' (known: --in, --in-b, --acc, --acc-rounding, "
                                    "--products-rounded, --ftz, --daz, --zero-start, --cast, --cast-rounding, --plan, --profile, --out, "

@@ -44,6 +44,15 @@ std::string model_line(const ModelMatch& m) {
 
 int CheckResult::exit_code() const { return verdict.kind == TensorKind::defect ? 1 : 0; }
 
+std::string CheckResult::verdict_label() const {
+  const Verdict& v = verdict;
+  return v.kind == TensorKind::defect
+             ? (v.probable ? fmt::format("DEFECT (probable, false-alarm probability {:.2g})", v.false_alarm_probability)
+                           : std::string("DEFECT (proven)"))
+         : v.kind == TensorKind::suspicious ? "SUSPICIOUS"
+                                            : "CONSISTENT";
+}
+
 std::string CheckResult::text() const {
   const Verdict& v = verdict;
   const ReductionBound& b = bound;
@@ -52,12 +61,7 @@ std::string CheckResult::text() const {
     out += s;
     out += '\n';
   };
-  const std::string label = v.kind == TensorKind::defect
-                                ? (v.probable ? fmt::format("DEFECT (probable, false-alarm probability {:.2g})",
-                                                            v.false_alarm_probability)
-                                              : std::string("DEFECT (proven)"))
-                            : v.kind == TensorKind::suspicious ? "SUSPICIOUS"
-                                                               : "CONSISTENT";
+  const std::string label = verdict_label();
   line(fmt::format("numfid check {}: {} — {}", op, label, v.reason));
   line(fmt::format("claim: {}", claim_text));
   line(fmt::format("elements: {} | bit-exact {} | within probabilistic bound {} | within deterministic bound only {} | "

@@ -255,13 +255,15 @@ def test_messages_name_the_python_arguments():
     with pytest.raises(ValueError) as e:  # claim-text options stay as the caller wrote them
         numfid.check("exp", "--in fp32 --acc fp16 --compute fp32 --out fp32", x=x, c=x)
     assert "--acc belongs to a reduction's claim" in str(e.value)
-    # A keyword's option written into the claim text by mistake is named as written: "unknown
-    # option 'eps='" read as if the keyword eps= were unknown.
+    # A keyword's option written into the claim text by mistake is named as written ("unknown
+    # option 'eps='" read as if the keyword eps= were unknown), and said to be check's own.
     for option in ("--param-format fp32", "--eps 1e-3", "--axis 0", "--variance sumsq"):
         with pytest.raises(ValueError) as e:
             numfid.check("rmsnorm", "--in fp32 --out fp32 --compute fp32 " + option, x=x, c=x)
         flag = option.split()[0]
-        assert f"claim: unknown option '{flag}'" in str(e.value), str(e.value)
+        keyword = flag[2:].replace("-", "_")
+        assert f"claim: '{flag}' is an option of `numfid check`" in str(e.value), str(e.value)
+        assert f"the Python keyword {keyword};" in str(e.value), str(e.value)
 
 
 X = np.ones((4, 8), np.float32)

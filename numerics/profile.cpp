@@ -639,9 +639,8 @@ const BlockFmaVariant& block_fma_unit(const Profile& p, const FormatSpec& a, con
 }
 
 const BlockFmaModel* block_fma_for(const Profile& p, const FormatSpec& in, const FormatSpec& out) {
-  for (const BlockFmaVariant& v : p.variants)
-    if (*v.model.input == in && *v.model.output == out) return &v.model;
-  return nullptr;
+  const BlockFmaVariant* v = find_variant(p.variants, in, in, out);  // a profile's own units read A and B alike
+  return v ? &v->model : nullptr;
 }
 
 std::string variant_names(const Profile& p) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "gates/gate_detail.h"
+#include "tolerances/check_detail.h"
 #include "io/error.h"
 #include "numerics/profile.h"
 
@@ -72,7 +73,7 @@ GatePlatform describe_platform(const ClaimSpec& claim, const CheckResult& own) {
       const FormatSpec& fa = claim.cast ? *claim.cast : *claim.in;
       const FormatSpec& fb = claim.cast ? *claim.cast : claim.in_b ? *claim.in_b : *claim.in;
       try {
-        const BlockFmaModel& b = block_fma_unit(*prof, fa, fb, *claim.out).model;
+        const BlockFmaModel& b = detail::claim_block_fma_unit(claim, fa, fb, "").model;
         p.tiling = fmt::format("K in blocks of {} products summed at once, {} products per instruction, accumulator {} "
                                "fraction bits (+{} alignment bits)",
                                b.block_size, b.instruction_k, b.accumulator_fraction_bits, b.extra_alignment_bits);

@@ -631,6 +631,45 @@ TEST(CheckMatmul, SaturatedOutputsOfEveryModelAreLegal) {
   }
 }
 
+// A tensor-core profile's --acc picks the unit by its results: cuBLAS's fp16 GEMM with fp32
+// accumulation (torch's default) on H100 is the fp16 -> fp32 unit, its result rounded to fp16;
+// without --acc an fp16 output names the fp16 -> fp16 unit (the fp16-accumulating instruction).
+// The emulation under --acc fp32 --out fp16 is the --out fp32 emulation cast to fp16 by the
+// format layer (rne), element for element.
+TEST(CheckMatmul, ATensorCoreProfilesAccPicksTheUnitWhoseResultsAreCastToTheOutput) {
+  Bf16Problem p(8, 2048, 8, 21);
+  for (TensorData* t : {&p.a, &p.b}) {
+    t->format = &fp16;
+    for (Bits& v : t->values) v = convert(bf16, fp16, v).bits;
+  }
+  const ClaimSpec acc32 = parse_claim("--in fp16 --profile nvidia-h100-tc --acc fp32 --out fp16");
+  EXPECT_EQ(acc32.text(), "--in fp16 --profile nvidia-h100-tc --acc fp32 --out fp16");
+  const TensorData c = emulate_matmul(p.a, p.b, std::nullopt, acc32);
+  const TensorData wide = emulate_matmul(p.a, p.b, std::nullopt, parse_claim("--in fp16 --profile nvidia-h100-tc --out fp32"));
+  ASSERT_EQ(c.values.size(), wide.values.size());
+  for (std::size_t e = 0; e < c.values.size(); ++e) ASSERT_EQ(c.values[e], convert(fp32, fp16, wide.values[e]).bits) << e;
+  ClaimSpec exact = acc32;
+  exact.expect_bit_exact = true;
+  const CheckResult r = check_matmul(p.a, p.b, c, exact);
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+  EXPECT_THAT(r.claim_text, HasSubstr("fp16->fp32"));
+  // The same output against the fp16-accumulating unit's model: it differs.
+  ClaimSpec fp16_unit = parse_claim("--in fp16 --profile nvidia-h100-tc --out fp16 --expect bit-exact");
+  EXPECT_EQ(check_matmul(p.a, p.b, c, fp16_unit).verdict.kind, TensorKind::defect);
+  // And the fp16-accumulating unit's output under --acc fp32: outside the fp32 unit's bound.
+  const TensorData narrow = emulate_matmul(p.a, p.b, std::nullopt, parse_claim("--in fp16 --profile nvidia-h100-tc --out fp16"));
+  EXPECT_EQ(check_matmul(p.a, p.b, narrow, acc32).verdict.kind, TensorKind::defect);
+  // A unit the profile does not have, and accumulator options beside --acc, are refused.
+  EXPECT_THAT(error_of([&] { check_matmul(p.a, p.b, c, parse_claim("--in fp16 --profile nvidia-h100-tc --acc bf16 --out fp16")); }),
+              HasSubstr("(it has "));
+  EXPECT_THAT(error_of([&] { emulate_matmul(p.a, p.b, std::nullopt, parse_claim("--in fp16 --profile nvidia-h100-tc --acc bf16 --out fp16")); }),
+              HasSubstr("--acc bf16: profile nvidia-h100-tc has no tensor-core unit for fp16 inputs with bf16 results"));
+  EXPECT_THAT(error_of([] { parse_claim("--in fp16 --profile nvidia-h100-tc --acc fp32 --acc-rounding rtz --out fp16"); }),
+              HasSubstr("--acc F picks the tensor-core unit with results in F"));
+  EXPECT_THAT(error_of([] { parse_claim("--in bf16 --profile trn2 --acc fp32 --out bf16"); }),
+              HasSubstr("--acc: profile trn2 states the accumulation itself"));
+}
+
 TEST(CheckMatmul, ReferenceComputedOnceJudgesManyOutputs) {
   const Bf16Problem p(4, 256, 4, 3);
   const MatmulReference ref = matmul_reference(p.a, p.b);

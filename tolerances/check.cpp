@@ -71,7 +71,7 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
       const FormatSpec& in = c.compute_input ? *c.compute_input : *c.input;
       const FormatSpec& in_b = c.compute_input ? *c.compute_input : c.input_b ? *c.input_b : *c.input;
       const BlockFmaVariant& v =
-          block_fma_unit(p, in, in_b, *c.output, "--cast F states a kernel that converts both to F first");
+          detail::claim_block_fma_unit(a, in, in_b, "--cast F states a kernel that converts both to F first");
       c.block_fma = &v.model;
       c.block_fma_provenance = v.provenance;
       s.order = fmt::format("profile {} (v{}), {} block FMA", p.name, p.version, format_pair_name(v.model));

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "numerics/profile.h"
 #include "tolerances/check.h"
 
 namespace numfid {
@@ -61,6 +62,13 @@ void refuse_sum_model_options(const ClaimSpec& claim, std::string_view command);
 /// converts each operand not already in its format, B's too where --in-b differs. The one rule
 /// behind make_claim's bound, the emulation (predict.cpp) and the calibration (calibrate.cpp).
 bool profile_casts(const Profile& p, const FormatSpec& in, const FormatSpec* in_b);
+/// The tensor-core unit a block-FMA profile runs for A in `a` and B in `b` (the operands' formats
+/// or the --cast format): block_fma_unit for the results the claim names — `--acc F` where given
+/// (the unit whose results are F, then cast to --out: fp32 accumulation with an fp16 output),
+/// else --out (the fp32 unit where --out has none). A stated --acc the profile has no unit for is
+/// an InputError naming the units. The one resolution of make_claim, the emulation and the gates.
+const BlockFmaVariant& claim_block_fma_unit(const ClaimSpec& c, const FormatSpec& a, const FormatSpec& b,
+                                            std::string_view hint);
 /// InputError where the claim text states --exp-ulps (softmax's older name of --fn-ulps) for an
 /// op other than softmax: the CLI declares it for softmax alone, so claims elsewhere say --fn-ulps.
 void refuse_exp_ulps_outside_softmax(const ClaimSpec& claim, RowOp op, std::string_view command);

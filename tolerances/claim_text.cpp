@@ -286,14 +286,19 @@ ClaimSpec parse_claim(std::string_view text) {
   detail::validate_quant_claim(c);  // a scaled-gemm profile's own refusals first
   // A profile states the accumulation itself: an accumulator option beside it would be ignored,
   // and a claim that says fp16 accumulation must not be judged as the profile's fp32 silently.
+  // A tensor-core profile's --acc names which of its units runs (the one with results in that
+  // format: claim_block_fma_unit); the unit states the rest.
   if (c.profile)
     for (const std::string& o : seen)
-      if (o == "--acc" || o == "--acc-rounding" || o == "--products-rounded" || o == "--ftz" || o == "--daz" ||
+      if ((o == "--acc" && c.profile->model != ProfileModel::block_fma) || o == "--acc-rounding" || o == "--products-rounded" || o == "--ftz" || o == "--daz" ||
           o == "--zero-start")
         throw InputError(fmt::format("{}: profile {} states the accumulation itself (accumulator format, rounding, "
                                      "products, FTZ/DAZ, start value); give accumulator options with --plan or "
-                                     "without a profile, not with --profile",
-                                     o, c.profile_name));
+                                     "without a profile, not with --profile{}",
+                                     o, c.profile_name,
+                                     c.profile->model == ProfileModel::block_fma
+                                         ? " (--acc F picks the tensor-core unit with results in F)"
+                                         : ""));
   c.given = std::move(seen);
   return c;
 }
@@ -394,6 +399,18 @@ void refuse_gemm_options(const ClaimSpec& c, std::string_view command) {
                                  command, given));
 }
 
+const BlockFmaVariant& claim_block_fma_unit(const ClaimSpec& c, const FormatSpec& a, const FormatSpec& b,
+                                            std::string_view hint) {
+  const bool acc_given = std::find(c.given.begin(), c.given.end(), "--acc") != c.given.end();
+  const BlockFmaVariant& v = block_fma_unit(*c.profile, a, b, acc_given ? *c.acc : *c.out, hint);
+  if (acc_given && *v.model.output != *c.acc)
+    throw InputError(fmt::format("--acc {}: profile {} has no tensor-core unit for {}{} inputs with {} results (it has "
+                                 "{}): --acc names the unit whose results are cast to --out",
+                                 c.acc->name, c.profile_name, a.name, a == b ? "" : fmt::format(" x {}", b.name),
+                                 c.acc->name, variant_names(*c.profile)));
+  return v;
+}
+
 bool profile_casts(const Profile& p, const FormatSpec& in, const FormatSpec* in_b) {
   return p.input_cast && (*p.input_cast != in || (in_b && *p.input_cast != *in_b));
 }
@@ -448,6 +465,7 @@ std::string ClaimSpec::text() const {
   }
   if (plan) add("--plan", plan->text());
   if (profile) add("--profile", profile_name);
+  if (profile && std::find(given.begin(), given.end(), "--acc") != given.end()) add("--acc", acc->name);
   if (out) add("--out", out->name);
   if (out_rounding) add("--out-rounding", rounding_name(*out_rounding));
   detail::append_quant_claim(s, quant, saturate);  // --saturate among them

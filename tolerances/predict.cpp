@@ -26,11 +26,11 @@ RoundOptions output_options(const ClaimSpec& c) {
   return o;
 }
 
-/// The block-FMA unit of a tensor-core profile for A in `a`, B in `b` (or both in the claim's
-/// --cast format) and output `out`: block_fma_unit, as make_claim resolves it.
-const BlockFmaVariant& block_unit(const Profile& p, const ClaimSpec& claim, const FormatSpec& a, const FormatSpec& b) {
-  return block_fma_unit(p, claim.cast ? *claim.cast : a, claim.cast ? *claim.cast : b, *claim.out,
-                        "--cast F states a kernel that converts both to F first");
+/// The block-FMA unit of the claim's tensor-core profile for A in `a`, B in `b` (or both in the
+/// claim's --cast format): detail::claim_block_fma_unit, as make_claim resolves it.
+const BlockFmaVariant& block_unit(const ClaimSpec& claim, const FormatSpec& a, const FormatSpec& b) {
+  return detail::claim_block_fma_unit(claim, claim.cast ? *claim.cast : a, claim.cast ? *claim.cast : b,
+                                      "--cast F states a kernel that converts both to F first");
 }
 
 /// The operand's values in `to`: unchanged when already there, else cast element by element
@@ -82,7 +82,7 @@ std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optio
   if (p && p->model == ProfileModel::block_fma) {
     // The unit's inputs: the operands' formats (E4M3 x E5M2 on a mixed unit), or the claim's
     // --cast (applied first to both).
-    const BlockFmaModel& m = block_unit(*p, claim, fa, fb).model;
+    const BlockFmaModel& m = block_unit(claim, fa, fb).model;
     const FormatSpec& ib = m.input_b_format();
     const std::vector<Bits> av = cast_values(a, *m.input, claim.cast_rounding, claim.seed);
     const std::vector<Bits> bv = cast_values(b, ib, claim.cast_rounding, claim.seed);
@@ -175,7 +175,7 @@ std::string emulation_description(const ClaimSpec& claim, const FormatSpec& in) 
   if (!claim.profile) return claim.plan ? fmt::format("plan {}", claim.plan->text()) : std::string("no model");
   const Profile& p = *claim.profile;
   if (p.model == ProfileModel::block_fma) {
-    const BlockFmaVariant& v = block_unit(p, claim, in, claim.in_b ? *claim.in_b : in);
+    const BlockFmaVariant& v = block_unit(claim, in, claim.in_b ? *claim.in_b : in);
     return fmt::format("profile {} v{}: {} block FMA{}", p.name, p.version, format_pair_name(v.model),
                        v.provenance.empty() ? std::string() : fmt::format(" (derived unit '{}'; {})", v.name, v.provenance));
   }

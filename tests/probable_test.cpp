@@ -2,6 +2,7 @@
 // truncating bf16 cast after fp32 softmax is a defect and the round-to-nearest output of the
 // same values is not (the probable rules are measured in verdict_heldout_test.cpp), NaN where the exact result is NaN is bit-exact, an empty
 // output is nothing to check.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -91,6 +92,39 @@ std::vector<Bits> fp32_sums(const TensorData& a, const TensorData& b, bool posit
       out.push_back(reduce(ReductionPlan{}, AccumulatorModel{}, t));
     }
   return out;
+}
+
+// The bias rule (§4.2) far out in its tail: 100 000 distinct exact values in [1, 1.1) cast to
+// bf16 by truncation, judged with bounds given per element (1 ulp deterministic — every
+// truncation inside it —, 0.55 ulp probabilistic: the reduction's own share 0.05 ulp, so every
+// element is evidence). The lean of about half an ulp gives t far beyond 38, where erfc(t/√2)
+// underflows to 0; the false-alarm probability stays positive (0 would read as a certainty).
+TEST(ProbableDefects, ALeanFarBeyondTheThresholdHasAPositiveFalseAlarmProbability) {
+  Claim claim;
+  claim.input = &fp32;
+  claim.output = &bf16;
+  ReductionBound b;
+  b.confidence = 0.999999;
+  RoundOptions rtz;
+  rtz.rounding = Rounding::rtz;
+  std::vector<ReferenceElement> ref;
+  std::vector<Bits> out;
+  for (int i = 0; i < 100000; ++i) {
+    const float x = 1.0f + static_cast<float>(i) * 0x1p-20f;
+    const Bits xb{std::bit_cast<std::uint32_t>(x)};
+    ReferenceElement e{convert(fp32, bf16, xb).bits, static_cast<double>(x), static_cast<double>(x)};
+    e.det_bound = 0x1p-7;
+    e.prob_bound = 0.55 * 0x1p-7;
+    ref.push_back(e);
+    out.push_back(convert(fp32, bf16, xb, rtz).bits);
+  }
+  const Verdict v = judge(claim, b, out, ref, {1, static_cast<std::int64_t>(out.size())});
+  ASSERT_EQ(v.kind, TensorKind::defect) << v.reason;
+  EXPECT_TRUE(v.probable);
+  EXPECT_EQ(v.counts[3], 0) << "inside the deterministic bound: the lean decides";
+  EXPECT_THAT(v.reason, ::testing::HasSubstr("the outputs lean toward zero from the correctly rounded results"));
+  EXPECT_GT(v.false_alarm_probability, 0.0);
+  EXPECT_LE(v.false_alarm_probability, 1e-300);
 }
 
 TEST(CalibratedRules, TreeRadiusHoldsForAnUnseenWorstOrderAndIsTighterThanHighamMary) {

@@ -284,7 +284,9 @@ void bias_rule(Verdict& v, const Claim& claim, const detail::JudgedElements& all
   if (!(t > z)) return;
   v.kind = TensorKind::defect;
   v.probable = true;
-  v.false_alarm_probability = std::erfc(t / std::sqrt(2.0));
+  // Positive however far out t lies: erfc underflows to 0 from t ≈ 38, and a probability of 0
+  // reads as a certainty (binomial_tail and the stochastic rule floor theirs alike).
+  v.false_alarm_probability = std::max(std::erfc(t / std::sqrt(2.0)), std::numeric_limits<double>::min());
   v.reason = fmt::format("the outputs lean {} the correctly rounded results by {:+.3f} output ulps on average over {} "
                          "distinct exact values, beyond the {:.3f} that rounding errors the claim allows can cause: "
                          "t = {:.1f} > {:.2f} (false-alarm probability {:g}, normal approximation); a {} output should "

@@ -1166,16 +1166,17 @@ TEST(CheckRows, GammaBetaAreOneDimensionalInTheirOwnFormat) {
   EXPECT_EQ(variance_method_named("welford"), VarianceMethod::welford);
 }
 
-// A row op along another axis (PyTorch's dim): the check on X and C with that axis moved last by
-// hand gives the same verdict; an output normalised along a different axis is a defect.
-TEST(CheckRows, AnotherAxisIsMovedLast) {
-  constexpr std::int64_t D0 = 3, D1 = 5, D2 = 4;
-  std::mt19937_64 g(7);
+constexpr std::int64_t kAxisD0 = 3, kAxisD1 = 5, kAxisD2 = 4;
+
+/// X: a 3×5×4 bf16 tensor of N(0, 2) values (seeded), and C: its softmax along axis 1, naively
+/// in double, rounded once to bf16.
+std::pair<TensorData, TensorData> softmax_along_axis1(std::uint64_t seed) {
+  constexpr std::int64_t D0 = kAxisD0, D1 = kAxisD1, D2 = kAxisD2;
+  std::mt19937_64 g(seed);
   std::normal_distribution<double> nd(0, 2);
   TensorData x{&bf16, {D0, D1, D2}, {}, "X"};
   for (std::int64_t i = 0; i < D0 * D1 * D2; ++i) x.values.push_back(convert_double(bf16, nd(g)).bits);
   const auto at = [](std::int64_t i, std::int64_t j, std::int64_t k) { return static_cast<std::size_t>((i * D1 + j) * D2 + k); };
-  // softmax along axis 1, naively in double, rounded once to bf16.
   TensorData c{&bf16, x.shape, std::vector<Bits>(x.values.size()), "C"};
   for (std::int64_t i = 0; i < D0; ++i)
     for (std::int64_t k = 0; k < D2; ++k) {
@@ -1185,6 +1186,15 @@ TEST(CheckRows, AnotherAxisIsMovedLast) {
       for (std::int64_t j = 0; j < D1; ++j)
         c.values[at(i, j, k)] = convert_double(bf16, std::exp(to_double(bf16, x.values[at(i, j, k)]) - m) / sum).bits;
     }
+  return {std::move(x), std::move(c)};
+}
+
+// A row op along another axis (PyTorch's dim): the check on X and C with that axis moved last by
+// hand gives the same verdict; an output normalised along a different axis is a defect.
+TEST(CheckRows, AnotherAxisIsMovedLast) {
+  constexpr std::int64_t D0 = kAxisD0, D1 = kAxisD1, D2 = kAxisD2;
+  const auto [x, c] = softmax_along_axis1(7);
+  const auto at = [](std::int64_t i, std::int64_t j, std::int64_t k) { return static_cast<std::size_t>((i * D1 + j) * D2 + k); };
   // The same tensors transposed by hand to [D0, D2, D1].
   const auto moved = [&](const TensorData& t) {
     TensorData m{t.format, {D0, D2, D1}, {}, t.name};
@@ -1230,21 +1240,9 @@ TEST(CheckRows, AnotherAxisIsMovedLast) {
 // signature and the derivation's widest bound said the moved grid's flat index until
 // 2026-12-04 ("only element 22 (row 5, column 2)" for C's element [1][2][1], index 29).
 TEST(CheckRows, AnotherAxisNamesElementsOfCAsGiven) {
-  constexpr std::int64_t D0 = 3, D1 = 5, D2 = 4;
-  std::mt19937_64 g(11);
-  std::normal_distribution<double> nd(0, 2);
-  TensorData x{&bf16, {D0, D1, D2}, {}, "X"};
-  for (std::int64_t i = 0; i < D0 * D1 * D2; ++i) x.values.push_back(convert_double(bf16, nd(g)).bits);
+  constexpr std::int64_t D0 = kAxisD0, D1 = kAxisD1, D2 = kAxisD2;
+  auto [x, c] = softmax_along_axis1(11);
   const auto at = [](std::int64_t i, std::int64_t j, std::int64_t k) { return static_cast<std::size_t>((i * D1 + j) * D2 + k); };
-  TensorData c{&bf16, x.shape, std::vector<Bits>(x.values.size()), "C"};
-  for (std::int64_t i = 0; i < D0; ++i)
-    for (std::int64_t k = 0; k < D2; ++k) {
-      double m = -INFINITY, sum = 0;
-      for (std::int64_t j = 0; j < D1; ++j) m = std::max(m, to_double(bf16, x.values[at(i, j, k)]));
-      for (std::int64_t j = 0; j < D1; ++j) sum += std::exp(to_double(bf16, x.values[at(i, j, k)]) - m);
-      for (std::int64_t j = 0; j < D1; ++j)
-        c.values[at(i, j, k)] = convert_double(bf16, std::exp(to_double(bf16, x.values[at(i, j, k)]) - m) / sum).bits;
-    }
   // C[1][2][1] doubled: row 1·D2 + 1 = 5 of the moved grid, column 2; flat index 29 as given.
   const std::size_t bad = at(1, 2, 1);
   c.values[bad] = convert_double(bf16, 2 * to_double(bf16, c.values[bad])).bits;

@@ -34,6 +34,18 @@ inline constexpr std::string_view specials_fp32 =
 inline constexpr std::string_view specials_fp16 =
     "published: KM models (subnormals kept, min_exp_limit for fp16 output, overflow to inf), "
     "MMA-Sim (NaN 0x7fff); not exercised by the recorded data";
+// Hopper's mma.sync units met every kind of special on an H200 (scripts/h200/record.py,
+// tests/data/h200, tests/h200_mma_test.cpp): the published parameters, now measured.
+inline constexpr std::string_view specials_hopper_fp32 =
+    "published: KM models, MMA-Sim (NaN 0x7fffffff); measured: H200 mma.sync records (tests/data/h200/mma) "
+    "with subnormal operands and results, overflow, inf/NaN and signed zeros reproduced bit for bit; a "
+    "canonical NaN refuted on every set, DAZ, FTZ and no-overflow-to-inf wherever the records reach them "
+    "(tests/h200_mma_test.cpp); the alignment floor Mmin is not pinned (Mmin +-1 and none agree)";
+inline constexpr std::string_view specials_hopper_fp16 =
+    "published: KM models, MMA-Sim (NaN 0x7fff); measured: H200 mma.sync records (tests/data/h200/mma) "
+    "with subnormal operands and results, overflow, inf/NaN and signed zeros reproduced bit for bit; a "
+    "canonical NaN refuted on every set, DAZ, FTZ and no-overflow-to-inf wherever the records reach them "
+    "(tests/h200_mma_test.cpp); the alignment floor Mmin is not pinned (Mmin +-1 and none agree)";
 inline constexpr std::string_view rz_fp32 =
     "published: FHMP (V100, A100: round toward zero), KM frmode='rz', MMA-Sim RZ; measured";
 inline constexpr std::string_view rn_fp16 = "published: KM frmode='rne' for fp16 output, MMA-Sim RNE for f16; measured";
@@ -82,9 +94,35 @@ inline constexpr TensorCorePreset h100_fp8_fp16{
          "measured: H100/E4M3 and E5M2 d_fp16 5000/5000: products k with k/2 even form block 1 (from "
          "+0), the others block 2 (chained), then c added with RNE; rejects c in the block, RZ add, "
          "contiguous halves, n=8 and n=32; KM Generic_BFMA_TC.m mentions the pattern without implementing it",
-         "published: the H100 fp16 HMMA window (KM neab=2); not resolved by the data; datapath fp16 "
-         "assumed (HMMA operands)",
-         rn_fp16, specials_fp16}}};
+         "published: the H100 fp16 HMMA window (KM neab=2); not resolved by the H100 data; measured: H200 "
+         "mma.sync E5M2 and mixed records refute W-1 and W+1; datapath fp16 assumed (HMMA operands)",
+         rn_fp16, specials_hopper_fp16}}};
+
+// Warp-level mma.sync with fp8 operands and an f32 accumulator on Hopper: not the wgmma unit
+// (13 bits) but the fp16 HMMA path that B200's mma.sync runs, measured on an H200.
+inline constexpr TensorCorePreset h100_fp8_fp32_mma_sync{
+    "H100",
+    "mma.sync m16n8k32 e4m3/e5m2, f32 accumulator (runs as two fp16 HMMA k16 + an add)",
+    {.name = "H100 e4m3->fp32 (mma.sync)",
+     .input = &fp8_e4m3,
+     .output = &fp32,
+     .datapath = &fp16,
+     .block_size = 16,
+     .instruction_k = 32,
+     .interleave = 2,
+     .addend = AddendEntry::after_blocks,
+     .addend_rounding = Rounding::rne,
+     .accumulator_fraction_bits = 23,
+     .extra_alignment_bits = 2,
+     .min_alignment_exponent = -133,
+     .final_rounding = Rounding::rtz,
+     .provenance = {"measured: H200 mma.sync m16n8k32 .f32 records (tests/data/h200/mma: e4m3, e5m2 and both mixed "
+                    "orders, 4000/4000 each, c non-zero): the structure of B200's mma.sync (pairs dealt to two "
+                    "16-term fp16 HMMA blocks from +0, c added after with RNE); the wgmma unit (one 32-term block, "
+                    "13 bits) differs on ~70 % of the records",
+                    "published: the Hopper fp16 HMMA window (KM neab=2); measured: H200 records refute W-1 and "
+                    "W+1 (tests/h200_mma_test.cpp prints the counts)",
+                    "published: HMMA f32 RZ; measured: H200 records, RNE refuted", specials_hopper_fp32}}};
 
 inline constexpr TensorCorePreset b200_fp8_fp32{
     "B200",
@@ -502,7 +540,7 @@ inline constexpr std::array<TensorCorePreset, 40> tensor_core_presets{{
       .final_rounding = Rounding::rtz,
       .provenance = {"published: KM H100TC.m fma=16; measured: H100/fp16 5000/5000, rejects n=8",
                      "published: KM neab=2, MMA-Sim Hopper 25; measured: rejects 1 and 3 extra bits",
-                     detail::tc::rz_fp32, detail::tc::specials_fp32}}},
+                     detail::tc::rz_fp32, detail::tc::specials_hopper_fp32}}},
     {"H100",
      "wmma/mma k16 f16, f16 accumulator",
      {.name = "H100 fp16->fp16",
@@ -516,7 +554,7 @@ inline constexpr std::array<TensorCorePreset, 40> tensor_core_presets{{
       .final_rounding = Rounding::rne,
       .provenance = {"published: KM H100TC.m fma=16; measured: H100/fp16 d_fp16 5000/5000",
                      "published: KM neab=2; barely resolved by the fp16 data (docs/tensor-cores.md)",
-                     detail::tc::rn_fp16, detail::tc::specials_fp16}}},
+                     detail::tc::rn_fp16, detail::tc::specials_hopper_fp16}}},
     {"H100",
      "wmma/mma k16 bf16",
      {.name = "H100 bf16->fp32",
@@ -530,7 +568,7 @@ inline constexpr std::array<TensorCorePreset, 40> tensor_core_presets{{
       .final_rounding = Rounding::rtz,
       .provenance = {"published: KM H100TC.m fma=16; measured: H100/bf16 5000/5000",
                      "published: KM neab=2; measured: rejects ±1 bit", detail::tc::rz_fp32,
-                     detail::tc::specials_fp32}}},
+                     detail::tc::specials_hopper_fp32}}},
     {"H100",
      "wmma m16n16k8 tf32",
      {.name = "H100 tf32->fp32",
@@ -542,9 +580,10 @@ inline constexpr std::array<TensorCorePreset, 40> tensor_core_presets{{
       .extra_alignment_bits = 2,
       .min_alignment_exponent = -133,
       .final_rounding = Rounding::rtz,
-      .provenance = {"published: KM H100TC.m fma=8 for tf32; measured: H100/tf32 5000/5000 (K=4: n=4 and n=8 agree)",
+      .provenance = {"published: KM H100TC.m fma=8 for tf32; measured: H100/tf32 5000/5000 (K=4: n=4 and n=8 agree); "
+                     "H200 mma.sync m16n8k8 records with K=8 4000/4000, n=4 refuted",
                      "published: KM neab=2; measured: rejects ±1 bit", detail::tc::rz_fp32,
-                     detail::tc::specials_fp32}}},
+                     detail::tc::specials_hopper_fp32}}},
     detail::tc::h100_fp8_fp32,
     detail::tc::with_input(detail::tc::h100_fp8_fp32, fp8_e5m2, "H100 e5m2->fp32 (wgmma)"),
     detail::tc::h100_fp8_fp16,
@@ -637,5 +676,20 @@ constexpr const TensorCorePreset* find_tensor_core_preset(std::string_view devic
   }
   return nullptr;
 }
+
+/// Hopper's warp-level `mma.sync` units (profile nvidia-h100-mma-sync): the kernels that do not use
+/// wgmma (FlashAttention-2, CUTLASS SM80-style kernels, hand-written PTX, Triton's fallback). The
+/// fp16, bf16, tf32 and fp8 -> fp16 units are nvidia-h100-tc's; fp8 -> fp32 is the fp16 HMMA path,
+/// not wgmma's 13-bit unit. Every unit reproduces the H200 records of tests/data/h200/mma.
+inline constexpr std::array<TensorCorePreset, 8> hopper_mma_sync_presets{{
+    *find_tensor_core_preset("H100", fp16, fp32),
+    *find_tensor_core_preset("H100", fp16, fp16),
+    *find_tensor_core_preset("H100", bf16, fp32),
+    *find_tensor_core_preset("H100", tf32, fp32),
+    detail::tc::h100_fp8_fp32_mma_sync,
+    detail::tc::with_input(detail::tc::h100_fp8_fp32_mma_sync, fp8_e5m2, "H100 e5m2->fp32 (mma.sync)"),
+    detail::tc::h100_fp8_fp16,
+    detail::tc::with_input(detail::tc::h100_fp8_fp16, fp8_e5m2, "H100 e5m2->fp16 (mma.sync)"),
+}};
 
 }  // namespace numfid

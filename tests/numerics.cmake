@@ -16,3 +16,6 @@ numfid_add_test(blockfma_naive_test SOURCES blockfma_naive_test.cpp
 # Integer GEMM and requantisation against naive loops, brute force and exact rationals (Boost):
 # about a second.
 numfid_add_test(int_gemm_test SOURCES int_gemm_test.cpp DEPS numfid::numerics Boost::headers fmt::fmt)
+# nvidia-h100-tc's units against mma.sync results recorded on an H200 (tests/data/h200): a second.
+numfid_add_test(h200_mma_test SOURCES h200_mma_test.cpp DEPS numfid::numerics numfid::io fmt::fmt)
+target_compile_definitions(h200_mma_test PRIVATE NUMFID_H200_DATA="${PROJECT_SOURCE_DIR}/tests/data/h200")

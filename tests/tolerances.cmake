@@ -52,3 +52,6 @@ endif()
 # The model's own output is never a defect under its claim: seeded claims over plans, accumulator
 # formats, roundings and flags, and every shipped profile (docs/verdict.md §2).
 numfid_add_test(self_consistency_test SOURCES self_consistency_test.cpp DEPS numfid::tolerances fmt::fmt)
+# cuBLAS GEMMs recorded on an H200 (tests/data/h200/gemm) under the claims a user states: seconds.
+numfid_add_test(h200_gemm_test SOURCES h200_gemm_test.cpp DEPS numfid::tolerances numfid::io fmt::fmt)
+target_compile_definitions(h200_gemm_test PRIVATE NUMFID_H200_DATA="${PROJECT_SOURCE_DIR}/tests/data/h200")

@@ -1,0 +1,175 @@
+// Whole cuBLAS GEMMs recorded on an NVIDIA H200 through PyTorch 2.11 (cuBLAS 13; scripts/h200/
+// record.py, tests/data/h200/README.md), judged by the library's check pipeline with the
+// claims a user would state. The operands come from a counter-based generator (splitmix64),
+// regenerated here, so only the outputs travel.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "formats/convert.h"
+#include "formats/format_spec.h"
+#include "io/npy.h"
+#include "tolerances/check.h"
+
+namespace numfid {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// scripts/h200/record.py's splitmix(): the mix of seed * 2^32 + i.
+std::uint64_t mix(std::uint64_t seed, std::uint64_t i) {
+  std::uint64_t z = (seed * (std::uint64_t{1} << 32) + i) * 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+/// record.py's gemm_operand(): ±(1 + m)·2^e with e in [-6, 1] (3 bits of z), every mantissa
+/// bit of the format from z's low bits, the sign from bit 63. Row-major rows x cols.
+std::vector<Bits> operand(const FormatSpec& f, std::uint64_t seed, std::int64_t rows, std::int64_t cols) {
+  const int m = f.precision - 1;
+  const int bias = f.bias;
+  std::vector<Bits> v;
+  v.reserve(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t i = 0; i < rows * cols; ++i) {
+    const std::uint64_t z = mix(seed, static_cast<std::uint64_t>(i));
+    const std::uint32_t sign = static_cast<std::uint32_t>(z >> 63);
+    const std::uint32_t biased = static_cast<std::uint32_t>(static_cast<int>((z >> 32) & 7) - 6 + bias);
+    const std::uint32_t mant = static_cast<std::uint32_t>(z & ((std::uint64_t{1} << m) - 1));
+    v.push_back(Bits{(sign << (f.bits - 1)) | (biased << m) | mant});
+  }
+  return v;
+}
+
+struct Gemm {
+  TensorData a, b;  ///< A: M x K, B: K x N (record.py stores B^T and passes its transpose)
+};
+
+Gemm operands(const FormatSpec& f, std::int64_t M, std::int64_t K, std::int64_t N) {
+  Gemm g;
+  g.a = {&f, {M, K}, operand(f, 1, M, K), "A"};
+  const std::vector<Bits> bt = operand(f, 2, N, K);
+  std::vector<Bits> b(static_cast<std::size_t>(K * N));
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t k = 0; k < K; ++k) b[static_cast<std::size_t>(k * N + n)] = bt[static_cast<std::size_t>(n * K + k)];
+  g.b = {&f, {K, N}, std::move(b), "B"};
+  return g;
+}
+
+/// The recorded output: raw patterns of `f` (uint16 or uint32).
+TensorData output(const std::string& name, const FormatSpec& f) {
+  const fs::path p = fs::path(NUMFID_H200_DATA) / "gemm" / (name + ".npy");
+  const Tensor t = read_npy(p);
+  TensorData c{&f, t.shape, {}, p.filename().string()};
+  const auto* bytes = reinterpret_cast<const unsigned char*>(t.data.data());
+  const std::size_t size = t.data.size() / static_cast<std::size_t>(t.element_count());
+  for (std::int64_t i = 0; i < t.element_count(); ++i) {
+    std::uint32_t w = 0;
+    for (std::size_t j = 0; j < size; ++j) w |= static_cast<std::uint32_t>(bytes[static_cast<std::size_t>(i) * size + j]) << (8 * j);
+    c.values.push_back(Bits{w});
+  }
+  return c;
+}
+
+CheckResult check(const Gemm& g, const TensorData& c, const std::string& claim) {
+  return check_matmul(g.a, g.b, c, parse_claim(claim));
+}
+
+struct Case {
+  const char* data;       ///< tests/data/h200/gemm/DATA.npy
+  const FormatSpec* in;
+  const FormatSpec* out;
+  int M, K, N;
+  const char* claim;      ///< the claim as a user states it (formats and shapes added here)
+  bool bit_exact;         ///< the claim carries --expect bit-exact and the model matches every element
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.data << " under " << c.claim; }
+
+// Every claim below holds on the hardware's output: CONSISTENT, and where the claim is
+// --expect bit-exact, every element equals the model's.
+const Case kConsistent[] = {
+    // cuBLAS bf16/fp16 GEMMs with fp32 accumulation (PyTorch's default), one wgmma chain over K.
+    {"bf16_default_128x1024x128", &bf16, &bf16, 128, 1024, 128, "--profile nvidia-h100-tc --expect bit-exact", true},
+    {"bf16_fp32_128x1024x128", &bf16, &fp32, 128, 1024, 128, "--profile nvidia-h100-tc --expect bit-exact", true},
+    {"fp16_default_128x1024x128", &fp16, &fp16, 128, 1024, 128, "--acc fp32 --profile nvidia-h100-tc --expect bit-exact", true},
+    {"fp16_fp32_128x1024x128", &fp16, &fp32, 128, 1024, 128, "--profile nvidia-h100-tc --expect bit-exact", true},
+    // fp8 with fast accumulation (torch._scaled_mm use_fast_accum=True): wgmma's 13-bit unit over all of K.
+    {"e4m3_fp32_fast1_128x1024x128", &fp8_e4m3, &fp32, 128, 1024, 128, "--profile nvidia-h100-tc --expect bit-exact", true},
+    {"e4m3_bf16_fast1_128x1024x128", &fp8_e4m3, &bf16, 128, 1024, 128, "--profile nvidia-h100-tc --expect bit-exact", true},
+    // fp8 without it: wgmma partials of 128 products promoted into fp32 (the DeepGEMM recipe), per-tensor scales 1.
+    {"e4m3_fp32_fast0_128x1024x128", &fp8_e4m3, &fp32, 128, 1024, 128,
+     "--scale-a 1 --scale-b 1 --scale-block 128x1024 --scale-format fp32 --promote-every 128 --profile nvidia-h100-tc "
+     "--expect bit-exact", true},
+    {"e4m3_bf16_fast0_128x1024x128", &fp8_e4m3, &bf16, 128, 1024, 128,
+     "--scale-a 1 --scale-b 1 --scale-block 128x1024 --scale-format fp32 --promote-every 128 --profile nvidia-h100-tc "
+     "--expect bit-exact", true},
+    // Shapes where cuBLAS splits K (bf16 at 64x8192x64, tf32 at 128x1024x128): not one chain, so not
+    // bit for bit, but within the profile's bound and within fp32 accumulation in any order.
+    {"bf16_default_64x8192x64", &bf16, &bf16, 64, 8192, 64, "--profile nvidia-h100-tc", false},
+    {"bf16_fp32_64x8192x64", &bf16, &fp32, 64, 8192, 64, "--profile nvidia-h100-tc", false},
+    {"tf32_default_128x1024x128", &tf32, &fp32, 128, 1024, 128, "--profile nvidia-h100-tc", false},
+    {"bf16_fp32_64x8192x64", &bf16, &fp32, 64, 8192, 64, "--acc fp32", false},
+    {"fp16_fp32_128x1024x128", &fp16, &fp32, 128, 1024, 128, "--acc fp32", false},
+};
+
+class H200Gemm : public ::testing::TestWithParam<Case> {};
+
+TEST_P(H200Gemm, TheClaimHolds) {
+  const Case& t = GetParam();
+  const Gemm g = operands(*t.in, t.M, t.K, t.N);
+  const TensorData c = output(t.data, *t.out);
+  ASSERT_EQ(c.values.size(), static_cast<std::size_t>(t.M) * static_cast<std::size_t>(t.N));
+  const std::string claim = fmt::format("--in {} --out {} {}", t.in->name, t.out->name, t.claim);
+  const CheckResult r = check(g, c, claim);
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << claim << "\n" << r.text();
+  if (t.bit_exact) {
+    ASSERT_TRUE(r.model.has_value()) << claim;
+    EXPECT_EQ(r.model->equal, r.model->elements) << claim << "\n" << r.text();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Recorded, H200Gemm, ::testing::ValuesIn(kConsistent), [](const auto& p) {
+  return fmt::format("{}_{}", p.index, p.param.data);
+});
+
+// Where cuBLAS splits K the output is not the model's single chain: --expect bit-exact says so
+// (a regression test pinned to one kernel choice would catch a library update that changes it).
+TEST(H200Gemm, SplitKOutputsAreNotTheSingleChainBitForBit) {
+  const Gemm g = operands(bf16, 64, 8192, 64);
+  const CheckResult r = check(g, output("bf16_fp32_64x8192x64", fp32),
+                              "--in bf16 --out fp32 --profile nvidia-h100-tc --expect bit-exact");
+  EXPECT_EQ(r.verdict.kind, TensorKind::defect);
+  ASSERT_TRUE(r.model.has_value());
+  EXPECT_LT(r.model->equal, r.model->elements / 2);
+}
+
+// The records pin the claims: the promotion interval of cuBLAS's fp8 GEMM without fast
+// accumulation is 128 (64 and 256 are refuted), the fp16 output is the fp32 unit's result
+// cast (the fp16-accumulating unit is refuted), and fp8 with fast accumulation is not fp32
+// accumulation (wgmma's 13-bit partial sums exceed that claim's bound: a proven defect of the
+// narrower claim).
+TEST(H200Gemm, NeighbouringClaimsAreRefuted) {
+  const Gemm fp8 = operands(fp8_e4m3, 128, 1024, 128);
+  const TensorData fast0 = output("e4m3_fp32_fast0_128x1024x128", fp32);
+  for (const int every : {64, 256}) {
+    const CheckResult r = check(fp8, fast0,
+                                fmt::format("--in fp8_e4m3 --out fp32 --scale-a 1 --scale-b 1 --scale-block 128x1024 "
+                                            "--scale-format fp32 --promote-every {} --profile nvidia-h100-tc "
+                                            "--expect bit-exact", every));
+    EXPECT_EQ(r.verdict.kind, TensorKind::defect) << "promote every " << every;
+  }
+  const Gemm half = operands(fp16, 128, 1024, 128);
+  const CheckResult h = check(half, output("fp16_default_128x1024x128", fp16),
+                              "--in fp16 --out fp16 --profile nvidia-h100-tc --expect bit-exact");
+  EXPECT_EQ(h.verdict.kind, TensorKind::defect) << "the fp16-accumulating unit";
+  const CheckResult f = check(fp8, output("e4m3_fp32_fast1_128x1024x128", fp32), "--in fp8_e4m3 --out fp32 --acc fp32");
+  EXPECT_EQ(f.verdict.kind, TensorKind::defect) << f.text();
+}
+
+}  // namespace
+}  // namespace numfid

@@ -21,7 +21,7 @@ import sys
 import numpy as np
 import torch
 
-OUT = sys.argv[1]
+OUT = sys.argv[1]  # argv[2] == "mmin": only the alignment-floor records (mmin_records)
 HERE = os.path.dirname(os.path.abspath(__file__))
 rng = np.random.default_rng(20261204)
 
@@ -231,6 +231,63 @@ MMA_KINDS = [  # (kind id of mma_record.cu, name, A format, B format, C/D format
 ]
 
 
+def encode(f, x):
+    """Bit patterns of float64 values exactly representable in f (asserted)."""
+    x = np.asarray(x, dtype=np.float64)
+    if f == "fp16":
+        h = x.astype(np.float16)
+        assert np.array_equal(h.astype(np.float64), x), f
+        return h.view(np.uint16)
+    w = x.astype(np.float32)
+    assert np.array_equal(w.astype(np.float64), x), f
+    b = w.view(np.uint32)
+    if f == "bf16":
+        assert not np.any(b & 0xffff), f
+        return (b >> 16).astype(np.uint16)
+    if f == "tf32":
+        assert not np.any(b & 0x1fff), f
+    return b
+
+
+def mmin_records(f, fc, K, n):
+    """Records whose result depends on the alignment floor Mmin: every term below 2^Mmin, so the
+    window's quantum is 2^(Mmin - 25) (fp32 results: Mmin = -133, fp16: -21, published); a large
+    term p1 on the output's grid (RZ, fp32) or on a tie between two fp16 subnormals (RNE), and one
+    or two tiny terms +-2^(Mmin - 25 + j), j = -2..2, that the window keeps or cuts."""
+    if fc == "fp32":
+        q, floor = 2.0 ** -149, -158
+    else:
+        q, floor = 2.0 ** -24, -46
+    a = np.zeros((n, K))
+    b = np.zeros((n, K))
+    c = np.zeros(n)
+    for r in range(n):
+        pos = rng.choice(K, 3, replace=False)
+        s1 = rng.choice([-1.0, 1.0])
+        if fc == "fp32":
+            k = int(rng.integers(1, 256)) * 2 ** int(rng.integers(0, 8))  # 8 significant bits, k q < 2^-134
+            a[r, pos[0]], b[r, pos[0]] = s1 * k * 2.0 ** -90, 2.0 ** -59
+            if rng.integers(0, 2):
+                c[r] = rng.choice([-1.0, 1.0]) * int(rng.integers(1, 1 << 12)) * q
+        else:
+            k = int(rng.integers(0, 8))
+            tie = rng.integers(0, 2)
+            a[r, pos[0]], b[r, pos[0]] = s1 * (2 * k + 1 if tie else 2 * k + 2) * 2.0 ** -10, 2.0 ** -15
+            if rng.integers(0, 4) == 0:
+                c[r] = rng.choice([-1.0, 1.0]) * int(rng.integers(1, 16)) * q
+        for t in range(1 + int(rng.integers(0, 2))):
+            j = int(rng.integers(-2 if fc == "fp32" else -1, 3))
+            e = floor + j
+            ea = -23 if fc == "fp16" else e // 2
+            a[r, pos[1 + t]] = 2.0 ** ea
+            b[r, pos[1 + t]] = rng.choice([-1.0, 1.0]) * 2.0 ** (e - ea)
+    return encode(f, a), encode(f, b), encode(fc, c)
+
+
+MMIN_SETS = [(2, "bf16_fp32_mmin", "bf16", "fp32", 16), (3, "tf32_fp32_mmin", "tf32", "fp32", 8),
+             (1, "fp16_fp16_mmin", "fp16", "fp16", 16)]
+
+
 def run_mma(lib, kind, fa, fb, fc, K, a, b, c):
     """Records: 8 per instruction, record r at row r % 8 and column r % 8 of instruction r // 8."""
     n = a.shape[0]
@@ -287,7 +344,17 @@ def layout_check(lib):
     return ok
 
 
-def record_mma():
+def record_mmin(lib):
+    os.makedirs(os.path.join(OUT, "mma"), exist_ok=True)
+    for kind, name, f, fc, K in MMIN_SETS:
+        a, b, c = mmin_records(f, fc, K, 2000)
+        d, _ = run_mma(lib, kind, f, f, fc, K, a, b, c)
+        d2, _ = run_mma(lib, kind, f, f, fc, K, a, b, c)
+        np.savez(os.path.join(OUT, "mma", name + ".npz"), a=a, b=b, c=c, d=d)
+        print(f"mma {name}: {len(d)} records, deterministic: {np.array_equal(d, d2)}", flush=True)
+
+
+def record_mma(only_mmin=False):
     so = os.path.join("/tmp", "libmma_record.so")
     subprocess.run(["nvcc", "-O2", "-arch=sm_90a", "-shared", "-Xcompiler", "-fPIC", "-o", so,
                     os.path.join(HERE, "mma_record.cu")], check=True)
@@ -296,6 +363,9 @@ def record_mma():
     lib.run_mma.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 4 + [ctypes.c_int]
     if not layout_check(lib):
         print("layout check failed: records not written", flush=True)
+        return
+    if only_mmin:
+        record_mmin(lib)
         return
     os.makedirs(os.path.join(OUT, "mma"), exist_ok=True)
     for kind, name, fa, fb, fc, K in MMA_KINDS:
@@ -405,7 +475,10 @@ if __name__ == "__main__":
                              capture_output=True, text=True).stdout, flush=True)
     except Exception:
         pass
-    record_mma()
-    record_gemm()
-    subprocess.run(["tar", "czf", os.path.join(OUT, "h200.tar.gz"), "-C", OUT, "mma", "gemm"], check=True)
-    subprocess.run(["rm", "-rf", os.path.join(OUT, "mma"), os.path.join(OUT, "gemm")], check=True)
+    mmin = len(sys.argv) > 2 and sys.argv[2] == "mmin"  # the second session run: the alignment floor only
+    record_mma(only_mmin=mmin)
+    if not mmin:
+        record_gemm()
+    parts = ["mma"] if mmin else ["mma", "gemm"]
+    subprocess.run(["tar", "czf", os.path.join(OUT, "h200.tar.gz"), "-C", OUT] + parts, check=True)
+    subprocess.run(["rm", "-rf"] + [os.path.join(OUT, x) for x in parts], check=True)

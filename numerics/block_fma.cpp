@@ -283,6 +283,7 @@ Result block_impl(const Context& x, const Bits* a, const Bits* b, int n, Bits c)
     if (cut_lost) r.status |= status_inexact;
   }
   if (m.overflow_to_infinity && (r.status & status_overflow)) r.bits = infinity(x.out, sneg);
+  if (m.zero_results_positive && classify(x.out, r.bits) == FpClass::zero) r.bits = zero(x.out, false);
   r.status |= align_status;
   if ((r.status & status_inexact) && bit_length(mag) + lsb - 1 < emin(x.out)) r.status |= status_underflow;
   return r;
@@ -440,7 +441,8 @@ std::string unit_difference(const BlockFmaModel& x, const BlockFmaModel& y) {
         num("input_subnormals", x.input_subnormals, y.input_subnormals),
         num("output_subnormals", x.output_subnormals, y.output_subnormals),
         num("overflow_to_infinity", x.overflow_to_infinity, y.overflow_to_infinity),
-        num("nan", nan_name(x.nan), nan_name(y.nan))})
+        num("nan", nan_name(x.nan), nan_name(y.nan)),
+        num("zero_result", x.zero_results_positive ? "positive" : "signed", y.zero_results_positive ? "positive" : "signed")})
     if (!d.empty()) return d;
   return {};
 }

@@ -102,6 +102,10 @@ struct BlockFmaModel {
   bool output_subnormals = true;            ///< false: subnormal results and addends flushed to zero
   bool overflow_to_infinity = true;         ///< a finite result beyond the range gives ±inf in every rounding mode
   NanResult nan = NanResult::all_ones;
+  /// A non-zero sum whose rounded (or flushed) result is zero gives +0; false: it keeps the
+  /// sum's sign, as IEEE rounding does. (An exact zero sum is +0 either way.) Measured on
+  /// Hopper's fp16-accumulating mma.sync: +0 (docs/tensor-cores.md, H200 records).
+  bool zero_results_positive = false;
   BlockFmaProvenance provenance{};
 
   /// Window width: fraction bits kept below the alignment exponent.

@@ -409,8 +409,10 @@ BlockFmaSearchResult search_block_fma(const ProbeOptions& o, const ProbeEvidence
         for (bool ftz : {false, true})
           for (bool inf : {true, false})
             for (NanResult nan : {NanResult::all_ones, NanResult::canonical})
+              for (bool zero_positive : {false, true})
               for (int floor : floors) {
                 BlockFmaModel m = b;
+                m.zero_results_positive = zero_positive;
                 m.datapath = dp;
                 m.input_subnormals = !daz;
                 m.output_subnormals = !ftz;
@@ -428,7 +430,7 @@ BlockFmaSearchResult search_block_fma(const ProbeOptions& o, const ProbeEvidence
                 ++kept;
               }
   }
-  say(fmt::format("block-fma search: stage 3 (alignment floor, DAZ, FTZ, datapath, overflow, NaN): {} of {} survive",
+  say(fmt::format("block-fma search: stage 3 (alignment floor, DAZ, FTZ, datapath, overflow, NaN, sign of zero results): {} of {} survive",
                   res.models.size(), res.tried - tried2));
   return res;
 }

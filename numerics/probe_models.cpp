@@ -129,6 +129,7 @@ std::string probe_profile_yaml(const ProbeModel& m, const ProbeOptions& o, std::
     f("output_subnormals", u.output_subnormals ? "keep" : "flush");
     f("overflow_to_infinity", u.overflow_to_infinity ? "true" : "false");
     f("nan", u.nan == NanResult::all_ones ? "all_ones" : "canonical");
+    if (u.zero_results_positive) f("zero_result", "positive");
     return y;
   }
   const ReductionModel& r = m.reduction;

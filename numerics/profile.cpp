@@ -196,7 +196,7 @@ struct Loader {
                {"name", "instruction", "input", "output", "datapath", "block_size", "instruction_k", "interleave",
                 "addend", "addend_rounding", "accumulator_fraction_bits", "extra_alignment_bits", "alignment",
                 "min_alignment_exponent", "normalisation", "final_rounding", "input_subnormals", "output_subnormals",
-                "overflow_to_infinity", "nan"},
+                "overflow_to_infinity", "nan", "zero_result"},
                "a block_fma variant");
     if (!v["name"] || !v["name"].IsScalar()) fail(v, "a block_fma variant needs a name");
     BlockFmaVariant bv;
@@ -223,6 +223,8 @@ struct Loader {
     m.output_subnormals = choice<bool>(v, sn, "output_subnormals", {{"keep", true}, {"flush", false}});
     m.overflow_to_infinity = choice<bool>(v, sn, "overflow_to_infinity", {{"true", true}, {"false", false}});
     m.nan = choice<NanResult>(v, sn, "nan", {{"canonical", NanResult::canonical}, {"all_ones", NanResult::all_ones}});
+    if (v["zero_result"])
+      m.zero_results_positive = choice<bool>(v, sn, "zero_result", {{"signed", false}, {"positive", true}});
     if (const std::string err = validate(m); !err.empty()) fail(v, fmt::format("{}: {}", sn, err));
     for (const BlockFmaVariant& o : p.variants)
       if (o.model.input == m.input && o.model.output == m.output)

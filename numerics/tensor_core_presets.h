@@ -40,12 +40,19 @@ inline constexpr std::string_view specials_hopper_fp32 =
     "published: KM models, MMA-Sim (NaN 0x7fffffff); measured: H200 mma.sync records (tests/data/h200/mma) "
     "with subnormal operands and results, overflow, inf/NaN and signed zeros reproduced bit for bit; a "
     "canonical NaN refuted on every set, DAZ, FTZ and no-overflow-to-inf wherever the records reach them "
-    "(tests/h200_mma_test.cpp); the alignment floor Mmin is not pinned (Mmin +-1 and none agree)";
+    "(tests/h200_mma_test.cpp); the alignment floor -133 pinned by the bf16 and tf32 mmin records (+-1 and none "
+    "refuted), invisible with fp16 or fp8 operands (products >= 2^-48)";
 inline constexpr std::string_view specials_hopper_fp16 =
     "published: KM models, MMA-Sim (NaN 0x7fff); measured: H200 mma.sync records (tests/data/h200/mma) "
     "with subnormal operands and results, overflow, inf/NaN and signed zeros reproduced bit for bit; a "
     "canonical NaN refuted on every set, DAZ, FTZ and no-overflow-to-inf wherever the records reach them "
-    "(tests/h200_mma_test.cpp); the alignment floor Mmin is not pinned (Mmin +-1 and none agree)";
+    "(tests/h200_mma_test.cpp); the alignment floor -21 invisible with fp8 operands (products are multiples "
+    "of 2^-32, above the window's quantum 2^-46)";
+inline constexpr std::string_view specials_hopper_fp16_zero =
+    "published: KM models, MMA-Sim (NaN 0x7fff); measured: H200 mma.sync records (tests/data/h200/mma) "
+    "with subnormal operands and results, overflow, inf/NaN and signed zeros reproduced bit for bit; a "
+    "canonical NaN, DAZ, FTZ, the alignment floor -21 +-1 and none refuted; a non-zero sum that rounds to zero "
+    "is +0 (fp16_fp16_mmin: 35 of 2000 records refute the IEEE sign)";
 inline constexpr std::string_view rz_fp32 =
     "published: FHMP (V100, A100: round toward zero), KM frmode='rz', MMA-Sim RZ; measured";
 inline constexpr std::string_view rn_fp16 = "published: KM frmode='rne' for fp16 output, MMA-Sim RNE for f16; measured";
@@ -552,9 +559,10 @@ inline constexpr std::array<TensorCorePreset, 40> tensor_core_presets{{
       .extra_alignment_bits = 2,
       .min_alignment_exponent = -21,
       .final_rounding = Rounding::rne,
+      .zero_results_positive = true,
       .provenance = {"published: KM H100TC.m fma=16; measured: H100/fp16 d_fp16 5000/5000",
                      "published: KM neab=2; barely resolved by the fp16 data (docs/tensor-cores.md)",
-                     detail::tc::rn_fp16, detail::tc::specials_hopper_fp16}}},
+                     detail::tc::rn_fp16, detail::tc::specials_hopper_fp16_zero}}},
     {"H100",
      "wmma/mma k16 bf16",
      {.name = "H100 bf16->fp32",

@@ -63,6 +63,7 @@ static void write_profile(const std::string& dir, const std::string& name, const
       field("output_subnormals", m.output_subnormals ? "keep" : "flush", m.provenance.specials);
       field("overflow_to_infinity", m.overflow_to_infinity ? "true" : "false", m.provenance.specials);
       field("nan", m.nan == NanResult::canonical ? "canonical" : "all_ones", m.provenance.specials);
+      if (m.zero_results_positive) field("zero_result", "positive", m.provenance.specials);
     }
   std::fclose(f);
   std::printf("%s: %zu variants\n", path.c_str(), units.size());

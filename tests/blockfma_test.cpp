@@ -147,6 +147,26 @@ TEST(BlockFmaMeasured, Fp8MmaSyncAddsTheAddendAfterTheProducts) {
   EXPECT_EQ(block_fma_dot(in_block, a, b, h(0x3c00)).bits, h(0x3c00));
 }
 
+// Hopper's fp16-accumulating HMMA (H200 records, tests/data/h200/mma/fp16_fp16_mmin): a non-zero
+// sum that rounds to zero is +0. -2^-25 (half the smallest fp16 subnormal) + 2^-45 is negative and
+// rounds (RNE) to zero: IEEE's -0 (0x8000) under zero_result: signed, 0x0000 on the H200.
+TEST(BlockFmaMeasured, HopperFp16ResultsThatRoundToZeroArePlusZero) {
+  const BlockFmaModel& m = preset("H100", fp16, fp16);
+  EXPECT_TRUE(m.zero_results_positive);
+  std::vector<Bits> a(16, h(0)), b(16, h(0));
+  a[0] = h(0x9400);  // -2^-10
+  b[0] = h(0x0200);  // 2^-15 (subnormal): product -2^-25
+  a[1] = h(0x0002);  // 2^-23
+  b[1] = h(0x0004);  // 2^-22: product 2^-45, kept (the window's quantum is 2^(-21 - 25) = 2^-46)
+  EXPECT_EQ(block_fma_dot(m, a, b, h(0)).bits, h(0x0000));
+  BlockFmaModel ieee = m;
+  ieee.zero_results_positive = false;
+  EXPECT_EQ(block_fma_dot(ieee, a, b, h(0)).bits, h(0x8000));
+  // A result that does not round to zero keeps its sign either way: -2^-24 + 2^-45 -> -2^-24.
+  a[0] = h(0x9800);  // -2^-9: product -2^-24
+  EXPECT_EQ(block_fma_dot(m, a, b, h(0)).bits, h(0x8001));
+}
+
 TEST(BlockFmaValidate, RejectsUnusableModels) {
   BlockFmaModel m = tensor_core_presets[0].model;
   EXPECT_EQ(validate(m), "");

@@ -424,12 +424,13 @@ TEST(ProfileHardening, FilesThatAreNotRegularAreRefusedWithoutBlocking) {
 
 std::string model_text(const BlockFmaModel& m) {
   return fmt::format("{}->{} dp={} n={} k={} il={} addend={} ar={} f={} x={} al={} min={} norm={} fr={} isub={} osub={} "
-                     "ovf={} nan={}",
+                     "ovf={} nan={} zero+={}",
                      m.input->name, m.output->name, m.datapath ? m.datapath->name : "-", m.block_size, m.instruction_k,
                      m.interleave, static_cast<int>(m.addend), rounding_name(m.addend_rounding),
                      m.accumulator_fraction_bits, m.extra_alignment_bits, static_cast<int>(m.alignment),
                      m.min_alignment_exponent, static_cast<int>(m.normalisation), rounding_name(m.final_rounding),
-                     m.input_subnormals, m.output_subnormals, m.overflow_to_infinity, static_cast<int>(m.nan));
+                     m.input_subnormals, m.output_subnormals, m.overflow_to_infinity, static_cast<int>(m.nan),
+                     m.zero_results_positive);
 }
 
 TEST(Profiles, NvidiaProfilesAgreeWithThePresets) {
@@ -543,6 +544,25 @@ TEST(MixedFp8, UnitsThatDifferOrAreMissingAreRefusedSayingWhy) {
 }
 
 // unit_difference compares every parameter but the names, the input formats and the provenance.
+// zero_result (optional; measured on Hopper's fp16 -> fp16 unit): positive or signed, anything else
+// refused naming the line; absent means signed.
+TEST(Profiles, ZeroResultKeyIsOptionalAndChecked) {
+  const std::string text = shipped_text("nvidia-h100-tc");
+  const std::string key = "zero_result:\n        value: positive";
+  ASSERT_NE(text.find(key), std::string::npos);
+  const Profile p = load_profile_text(text, "nvidia-h100-tc.yaml");
+  EXPECT_TRUE(block_fma_for(p, fp16, fp16)->zero_results_positive);
+  EXPECT_FALSE(block_fma_for(p, fp16, fp32)->zero_results_positive);
+  std::string bad = text;
+  bad.replace(bad.find(key), key.size(), "zero_result:\n        value: negative");
+  try {
+    (void)load_profile_text(bad, "nvidia-h100-tc.yaml");
+    ADD_FAILURE() << "zero_result: negative accepted";
+  } catch (const ProfileError& e) {
+    EXPECT_NE(std::string(e.what()).find("zero_result: 'negative' must be one of"), std::string::npos) << e.what();
+  }
+}
+
 TEST(MixedFp8, UnitDifferenceSeesEveryParameter) {
   const BlockFmaModel base = find_tensor_core_preset("H100", fp8_e4m3, fp32)->model;
   BlockFmaModel other = base;
@@ -568,6 +588,7 @@ TEST(MixedFp8, UnitDifferenceSeesEveryParameter) {
       {"output_subnormals", [](BlockFmaModel& m) { m.output_subnormals = false; }},
       {"overflow_to_infinity", [](BlockFmaModel& m) { m.overflow_to_infinity = false; }},
       {"nan", [](BlockFmaModel& m) { m.nan = NanResult::canonical; }},
+      {"zero_result", [](BlockFmaModel& m) { m.zero_results_positive = !m.zero_results_positive; }},
   };
   for (const auto& [field, change] : changes) {
     BlockFmaModel m = base;

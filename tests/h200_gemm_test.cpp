@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -45,14 +46,43 @@ std::vector<Bits> operand(const FormatSpec& f, std::uint64_t seed, std::int64_t 
   return v;
 }
 
+/// record.py's gemm_operand_range(): ±(1 + m)·2^e with e = lo + (z >> 32) mod (hi - lo + 1), at
+/// most emax; below emin the significand 1.m is shifted into a subnormal (possibly 0).
+std::vector<Bits> operand_range(const FormatSpec& f, std::uint64_t seed, std::int64_t rows, std::int64_t cols, int lo,
+                                int hi) {
+  const int m = f.precision - 1;
+  const int fmin = 1 - f.bias;
+  const int fmax = (f == fp8_e4m3) ? 8 : (1 << f.exponent_bits) - 2 - f.bias;
+  std::vector<Bits> v;
+  v.reserve(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t i = 0; i < rows * cols; ++i) {
+    const std::uint64_t z = mix(seed, static_cast<std::uint64_t>(i));
+    const std::uint32_t sign = static_cast<std::uint32_t>(z >> 63);
+    const int e = std::min(lo + static_cast<int>((z >> 32) % static_cast<std::uint64_t>(hi - lo + 1)), fmax);
+    std::uint32_t mant = static_cast<std::uint32_t>(z & ((std::uint64_t{1} << m) - 1));
+    std::uint32_t biased = static_cast<std::uint32_t>(e + f.bias);
+    if (e < fmin) {
+      mant = ((std::uint32_t{1} << m) | mant) >> std::min(fmin - e, m + 1);
+      biased = 0;
+    }
+    if (f == fp8_e4m3 && biased == 15 && mant == 7) mant = 6;  // 0x7f is NaN
+    v.push_back(Bits{(sign << (f.bits - 1)) | (biased << m) | mant});
+  }
+  return v;
+}
+
 struct Gemm {
   TensorData a, b;  ///< A: M x K, B: K x N (record.py stores B^T and passes its transpose)
 };
 
-Gemm operands(const FormatSpec& f, std::int64_t M, std::int64_t K, std::int64_t N) {
+/// A from seed `seed`, B^T from seed + 1; exponents in [lo, hi] when lo < hi (operand_range),
+/// else record.py's gemm_operand.
+Gemm operands(const FormatSpec& f, std::int64_t M, std::int64_t K, std::int64_t N, std::uint64_t seed = 1, int lo = 0,
+              int hi = 0) {
   Gemm g;
-  g.a = {&f, {M, K}, operand(f, 1, M, K), "A"};
-  const std::vector<Bits> bt = operand(f, 2, N, K);
+  const bool range = lo < hi;
+  g.a = {&f, {M, K}, range ? operand_range(f, seed, M, K, lo, hi) : operand(f, seed, M, K), "A"};
+  const std::vector<Bits> bt = range ? operand_range(f, seed + 1, N, K, lo, hi) : operand(f, seed + 1, N, K);
   std::vector<Bits> b(static_cast<std::size_t>(K * N));
   for (std::int64_t n = 0; n < N; ++n)
     for (std::int64_t k = 0; k < K; ++k) b[static_cast<std::size_t>(k * N + n)] = bt[static_cast<std::size_t>(n * K + k)];
@@ -86,6 +116,7 @@ struct Case {
   int M, K, N;
   const char* claim;      ///< the claim as a user states it (formats and shapes added here)
   bool bit_exact;         ///< the claim carries --expect bit-exact and the model matches every element
+  int lo = 0, hi = 0;     ///< operands of record.py's GEMM_RANGES (seeds 3, 4), exponents in [lo, hi]
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.data << " under " << c.claim; }
@@ -115,13 +146,27 @@ const Case kConsistent[] = {
     {"tf32_default_128x1024x128", &tf32, &fp32, 128, 1024, 128, "--profile nvidia-h100-tc", false},
     {"bf16_fp32_64x8192x64", &bf16, &fp32, 64, 8192, 64, "--acc fp32", false},
     {"fp16_fp32_128x1024x128", &fp16, &fp32, 128, 1024, 128, "--acc fp32", false},
+    // Operands of wide or tiny exponent ranges (third run): subnormal operands, results near and
+    // below fp32's and fp16's normal range, bf16 sums that overflow to inf, every E4M3 value.
+    {"bf16_tiny_default_128x1024x128", &bf16, &bf16, 128, 1024, 128, "--profile nvidia-h100-tc --expect bit-exact", true,
+     -75, -57},
+    {"bf16_tiny_fp32_128x1024x128", &bf16, &fp32, 128, 1024, 128, "--profile nvidia-h100-tc --expect bit-exact", true,
+     -75, -57},
+    {"bf16_wide_fp32_128x1024x128", &bf16, &fp32, 128, 1024, 128, "--profile nvidia-h100-tc --expect bit-exact", true,
+     -133, 127},
+    {"fp16_tiny_default_128x1024x128", &fp16, &fp16, 128, 1024, 128,
+     "--acc fp32 --profile nvidia-h100-tc --expect bit-exact", true, -24, -9},
+    {"fp16_tiny_fp32_128x1024x128", &fp16, &fp32, 128, 1024, 128, "--profile nvidia-h100-tc --expect bit-exact", true,
+     -24, -9},
+    {"e4m3_wide_fp32_fast1_128x1024x128", &fp8_e4m3, &fp32, 128, 1024, 128,
+     "--profile nvidia-h100-tc --expect bit-exact", true, -9, 8},
 };
 
 class H200Gemm : public ::testing::TestWithParam<Case> {};
 
 TEST_P(H200Gemm, TheClaimHolds) {
   const Case& t = GetParam();
-  const Gemm g = operands(*t.in, t.M, t.K, t.N);
+  const Gemm g = t.lo < t.hi ? operands(*t.in, t.M, t.K, t.N, 3, t.lo, t.hi) : operands(*t.in, t.M, t.K, t.N);
   const TensorData c = output(t.data, *t.out);
   ASSERT_EQ(c.values.size(), static_cast<std::size_t>(t.M) * static_cast<std::size_t>(t.N));
   const std::string claim = fmt::format("--in {} --out {} {}", t.in->name, t.out->name, t.claim);

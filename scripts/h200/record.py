@@ -21,7 +21,7 @@ import sys
 import numpy as np
 import torch
 
-OUT = sys.argv[1]  # argv[2] == "mmin": only the alignment-floor records (mmin_records)
+OUT = sys.argv[1]  # argv[2]: "mmin" only the alignment-floor records, "ranges" only record_gemm_ranges
 HERE = os.path.dirname(os.path.abspath(__file__))
 rng = np.random.default_rng(20261204)
 
@@ -399,6 +399,62 @@ def gemm_operand(f, seed, shape):
     return pack(f, sign, e + FMT[f][2], mant).reshape(shape)
 
 
+def gemm_operand_range(f, seed, shape, lo, hi):
+    """Bits of +-(1 + m) 2^e with e uniform in [lo, hi] ((z >> 32) mod (hi - lo + 1)); below the
+    format's emin the significand (1.m) is shifted into a subnormal (possibly 0); above emax, emax."""
+    z = splitmix(seed, int(np.prod(shape)))
+    e_bits, m_bits, bias = FMT[f][0], FMT[f][1], FMT[f][2]
+    sign = (z >> np.uint64(63)).astype(np.int64)
+    e = ((z >> np.uint64(32)) % np.uint64(hi - lo + 1)).astype(np.int64) + lo
+    e = np.minimum(e, emax(f))
+    mant = (z & np.uint64((1 << m_bits) - 1)).astype(np.int64)
+    sub = e < emin(f)
+    shift = np.clip(emin(f) - e, 0, 62)
+    submant = (((1 << m_bits) | mant) >> np.minimum(shift, m_bits + 1))
+    biased = np.where(sub, 0, e + bias)
+    mant = np.where(sub, submant, mant)
+    if f == "e4m3":
+        mant = np.where((biased == 15) & (mant == 7), 6, mant)
+    return pack(f, sign, biased, mant).reshape(shape)
+
+
+GEMM_RANGES = [  # (format, name, exponent range): seeds 3 (A) and 4 (B^T), 128 x 1024 x 128
+    ("bf16", "tiny", -75, -57),     # products 2^-150 .. 2^-112: fp32 results near and below 2^-126, the floor -133
+    ("bf16", "wide", -133, 127),    # every finite exponent incl. subnormals: overflow to inf, NaN from inf - inf
+    ("fp16", "tiny", -24, -9),      # subnormal operands, fp16 results in the subnormal range
+    ("e4m3", "wide", -9, 8),        # every finite E4M3 value incl. subnormals
+]
+
+
+def record_gemm_ranges():
+    os.makedirs(os.path.join(OUT, "gemm"), exist_ok=True)
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    M, K, N = 128, 1024, 128
+    one = torch.tensor(1.0, device="cuda")
+    for f, tag, lo, hi in GEMM_RANGES:
+        a = torch_tensor(f, gemm_operand_range(f, 3, (M, K), lo, hi))
+        bT = torch_tensor(f, gemm_operand_range(f, 4, (N, K), lo, hi))
+        runs = {}
+        try:
+            if f == "e4m3":
+                runs["fp32_fast1"] = torch._scaled_mm(a, bT.t(), scale_a=one, scale_b=one, out_dtype=torch.float32,
+                                                      use_fast_accum=True)
+            else:
+                runs["default"] = a @ bT.t()
+                runs["fp32"] = torch.mm(a, bT.t(), out_dtype=torch.float32)
+        except Exception as e:
+            print(f"gemm {f} {tag}: {e}", flush=True)
+        for key, c in runs.items():
+            torch.cuda.synchronize()
+            name = f"{f}_{tag}_{key}_{M}x{K}x{N}"
+            np.save(os.path.join(OUT, "gemm", name + ".npy"), out_bits(c))
+            x = c.float()
+            print(f"gemm {name}: {c.dtype}, finite {int(torch.isfinite(x).sum())}, zero {int((x == 0).sum())}, "
+                  f"-0 {int(((x == 0) & torch.signbit(x)).sum())}, inf {int(torch.isinf(x).sum())}, "
+                  f"nan {int(torch.isnan(x).sum())}", flush=True)
+
+
 def torch_tensor(f, bits):
     if f == "fp16":
         return torch.from_numpy(bits.view(np.float16).copy()).cuda()
@@ -475,10 +531,15 @@ if __name__ == "__main__":
                              capture_output=True, text=True).stdout, flush=True)
     except Exception:
         pass
-    mmin = len(sys.argv) > 2 and sys.argv[2] == "mmin"  # the second session run: the alignment floor only
-    record_mma(only_mmin=mmin)
-    if not mmin:
-        record_gemm()
-    parts = ["mma"] if mmin else ["mma", "gemm"]
+    mode = sys.argv[2] if len(sys.argv) > 2 else "all"
+    if mode == "ranges":  # the third session run: GEMMs on operands of wide or tiny exponent ranges
+        record_gemm_ranges()
+        parts = ["gemm"]
+    else:
+        mmin = mode == "mmin"  # the second session run: the alignment floor only
+        record_mma(only_mmin=mmin)
+        if not mmin:
+            record_gemm()
+        parts = ["mma"] if mmin else ["mma", "gemm"]
     subprocess.run(["tar", "czf", os.path.join(OUT, "h200.tar.gz"), "-C", OUT] + parts, check=True)
     subprocess.run(["rm", "-rf"] + [os.path.join(OUT, x) for x in parts], check=True)

@@ -297,9 +297,7 @@ ElementBound element_bound(const ReductionBound& b, const Claim& claim, double e
   ElementBound e;
   if (claim.ulps) {
     // A saturating cast: the ulp at the exact value clamped to the range (what the judge measures from).
-    const double at = claim.output_saturate && std::isfinite(exact)
-                          ? std::clamp(exact, -max_finite(*claim.output), max_finite(*claim.output))
-                          : exact;
+    const double at = saturated_target(*claim.output, claim.output_saturate, exact);
     const double bound = *claim.ulps * ulp_at(*claim.output, at) + std::fabs(at) * 0x1p-52;
     e.deterministic = e.probabilistic = bound;
     e.output_rounding = 0;

@@ -65,6 +65,16 @@ double output_rounding_error(const FormatSpec& f, Rounding r, double magnitude);
 /// Spacing of `f` at magnitude `x` (2^(max(floor(log2 x), emin) - p + 1)).
 double ulp_at(const FormatSpec& f, double x);
 
+/// What an output is judged against under a saturating output cast (docs/verdict.md §2): the
+/// exact value `x` clamped to ±(largest finite value of `f`); `x` itself without `saturate` or
+/// where `x` is not finite. Clamping moves no two values apart, so a bound on the unclamped
+/// error bounds the clamped one.
+inline double saturated_target(const FormatSpec& f, bool saturate, double x) {
+  if (!saturate || !std::isfinite(x)) return x;
+  const double top = max_finite(f);
+  return x > top ? top : (x < -top ? -top : x);
+}
+
 /// Admissible |output - exact| for one element.
 struct ElementBound {
   double deterministic = 0;  ///< sound for every order: reduction + output rounding

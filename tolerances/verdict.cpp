@@ -473,6 +473,11 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
     if (!sat || std::isnan(x) || std::isfinite(to_double(f, r))) return r;
     return x < 0 ? top_neg : top_pos;  // an overflow of the exact value, or an infinite one
   };
+  // The accumulator's own NaN and infinities: under a saturating output an infinity leaves
+  // the cast as ±max, never as NaN, so only the accumulator's lack of inf makes an overflow
+  // NaN (overflow_allows reads the output format for that alone).
+  const FormatSpec& acc = claim.block_fma ? *claim.block_fma->output : *claim.acc.format;
+  const FormatSpec& nonfinite_out = sat ? acc : f;
   detail::parallel_for(n_all, kGrain, [&](std::int64_t i0, std::int64_t i1) {
     Tally& t = tallies[static_cast<std::size_t>(i0 / kGrain)];
     for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
@@ -506,11 +511,8 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
       const bool bit_exact = out[i] == rounded ||
                              (!std::isfinite(e.value) && !std::isfinite(e.exact) && same_nonfinite(f, out[i], rounded));
       e.cls = ElementClass::bit_exact;
-      // The accumulator's own NaN and infinities: under a saturating output an infinity leaves
-      // the cast as ±max, never as NaN, so only the accumulator's lack of inf makes an overflow
-      // NaN (overflow_allows reads the output format for that alone).
-      const FormatSpec& acc = claim.block_fma ? *claim.block_fma->output : *claim.acc.format;
-      const FormatSpec& nonfinite_out = sat ? acc : f;
+      // What a finite output is measured from (the exact value, clamped under --saturate).
+      const double target = saturated_target(f, sat, e.exact);
       if (!bit_exact && (!std::isfinite(e.value) || !std::isfinite(e.exact))) {
         // Non-finite on either side: legal only as the same non-finite value, or as an overflow
         // the deterministic bound allows (the exact value within the bound of the range's end).
@@ -548,7 +550,6 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
       if (bit_exact && !(std::isfinite(e.value) && std::isfinite(e.exact))) {
         e.error = 0;  // the same non-finite value as the oracle's
       } else if (std::isfinite(e.value) && std::isfinite(e.exact)) {
-        const double target = sat ? std::clamp(e.exact, -top, top) : e.exact;
         e.error = e.value - target;
         const double a = std::fabs(e.error);
         if (!bit_exact)
@@ -565,8 +566,7 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
           }
         }
       }
-      e.error_ulps = std::isfinite(e.error) ? e.error / ulp_at(f, sat && std::isfinite(e.exact) ? std::clamp(e.exact, -top, top) : e.exact)
-                                            : e.error;
+      e.error_ulps = std::isfinite(e.error) ? e.error / ulp_at(f, target) : e.error;
       all.record(i) = {e.error, e.error_ulps, e.det_bound, e.prob_bound, e.cls};
       t.unclaimed_saturation += !sat && e.cls == ElementClass::outside_deterministic && std::fabs(e.value) == top &&
                                 std::isfinite(e.exact) && !std::isfinite(to_double(f, rounded)) && (e.value > 0) == (e.exact > 0);
@@ -627,7 +627,6 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
   if (v.kind != TensorKind::defect) stochastic_lean_rule(v, claim, b, all, ref, opt.false_alarm);
   degenerate_note(v, b, claim, trivial, zeros, unbounded);
   if (overflowable > 0) {
-    const FormatSpec& acc = claim.block_fma ? *claim.block_fma->output : *claim.acc.format;
     const bool acc_inf = acc.non_finite == NonFinite::ieee;
     v.reason += fmt::format("; {} of {} elements' partial sums may overflow the {} accumulator: {} is legal there, a "
                             "finite output must meet the finite bound (an overflow is {}, and stays non-finite)",

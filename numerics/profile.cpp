@@ -603,7 +603,8 @@ void derive_mixed_variants(Profile& p) {
           "'{}', identical but for the input: each reproduces its recorded vectors in the shipped profiles); a mixed "
           "instruction (PTX mma.sync/wgmma with .{} A and .{} B, "
           "https://docs.nvidia.com/cuda/parallel-thread-execution/#warp-level-matrix-instructions-mma) is taken to run "
-          "the same datapath, every product exact; no recorded mixed vectors",
+          "the same datapath, every product exact; recorded mixed vectors exist only for Hopper's mma.sync units "
+          "(tests/data/h200/mma, reproduced bit for bit)",
           x.model.input->name, y.model.input->name, p.device.empty() ? p.name : p.device, x.name, y.name,
           wa.empty() ? x.model.input->name : wa, wb.empty() ? y.model.input->name : wb);
       p.mixed_variants.push_back(std::move(m));

@@ -105,31 +105,7 @@ inline constexpr TensorCorePreset h100_fp8_fp16{
          "mma.sync E5M2 and mixed records refute W-1 and W+1; datapath fp16 assumed (HMMA operands)",
          rn_fp16, specials_hopper_fp16}}};
 
-// Warp-level mma.sync with fp8 operands and an f32 accumulator on Hopper: not the wgmma unit
-// (13 bits) but the fp16 HMMA path that B200's mma.sync runs, measured on an H200.
-inline constexpr TensorCorePreset h100_fp8_fp32_mma_sync{
-    "H100",
-    "mma.sync m16n8k32 e4m3/e5m2, f32 accumulator (runs as two fp16 HMMA k16 + an add)",
-    {.name = "H100 e4m3->fp32 (mma.sync)",
-     .input = &fp8_e4m3,
-     .output = &fp32,
-     .datapath = &fp16,
-     .block_size = 16,
-     .instruction_k = 32,
-     .interleave = 2,
-     .addend = AddendEntry::after_blocks,
-     .addend_rounding = Rounding::rne,
-     .accumulator_fraction_bits = 23,
-     .extra_alignment_bits = 2,
-     .min_alignment_exponent = -133,
-     .final_rounding = Rounding::rtz,
-     .provenance = {"measured: H200 mma.sync m16n8k32 .f32 records (tests/data/h200/mma: e4m3, e5m2 and both mixed "
-                    "orders, 4000/4000 each, c non-zero): the structure of B200's mma.sync (pairs dealt to two "
-                    "16-term fp16 HMMA blocks from +0, c added after with RNE); the wgmma unit (one 32-term block, "
-                    "13 bits) differs on ~70 % of the records",
-                    "published: the Hopper fp16 HMMA window (KM neab=2); measured: H200 records refute W-1 and "
-                    "W+1 (tests/h200_mma_test.cpp prints the counts)",
-                    "published: HMMA f32 RZ; measured: H200 records, RNE refuted", specials_hopper_fp32}}};
+
 
 inline constexpr TensorCorePreset b200_fp8_fp32{
     "B200",
@@ -154,6 +130,25 @@ inline constexpr TensorCorePreset b200_fp8_fp32{
                     "published: the B200 fp16 HMMA window (KM neab=2); not resolved (fp8 products sum exactly); "
                     "datapath fp16 assumed (HMMA operands)",
                     "published: HMMA f32 RZ (B200 fp16->fp32 row); not resolved here", specials_fp32}}};
+
+// Warp-level mma.sync with fp8 operands and an f32 accumulator on Hopper: not the wgmma unit
+// (13 bits) but the fp16 HMMA path, parameter for parameter B200's mma.sync unit (measured on an H200).
+constexpr TensorCorePreset on_device(TensorCorePreset p, std::string_view device, std::string_view name,
+                                     BlockFmaProvenance provenance) {
+  p.device = device;
+  p.model.name = name;
+  p.model.provenance = provenance;
+  return p;
+}
+
+inline constexpr TensorCorePreset h100_fp8_fp32_mma_sync = on_device(
+    b200_fp8_fp32, "H100", "H100 e4m3->fp32 (mma.sync)",
+    {"measured: H200 mma.sync m16n8k32 .f32 records (tests/data/h200/mma: e4m3, e5m2 and both mixed orders, "
+     "4000/4000 each, c non-zero): the structure of B200's mma.sync (pairs dealt to two 16-term fp16 HMMA blocks "
+     "from +0, c added after with RNE); the wgmma unit (one 32-term block, 13 bits) differs on ~70 % of the records",
+     "published: the Hopper fp16 HMMA window (KM neab=2); measured: H200 records refute W-1 and W+1 "
+     "(tests/h200_mma_test.cpp prints the counts)",
+     "published: HMMA f32 RZ; measured: H200 records, RNE refuted", specials_hopper_fp32});
 
 inline constexpr TensorCorePreset b200_fp8_fp16{
     "B200",

@@ -466,6 +466,7 @@ std::string describe(const BlockFmaModel& m) {
   if (m.min_alignment_exponent > -1024) s += fmt::format(", M >= {}", m.min_alignment_exponent);
   if (!m.input_subnormals) s += ", DAZ";
   if (!m.output_subnormals) s += ", FTZ";
+  if (m.zero_results_positive) s += ", results rounding to zero are +0";
   return s;
 }
 

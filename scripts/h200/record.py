@@ -21,7 +21,7 @@ import sys
 import numpy as np
 import torch
 
-OUT = sys.argv[1]  # argv[2]: "mmin" only the alignment-floor records, "ranges" only record_gemm_ranges
+OUT = sys.argv[1]  # argv[2]: "mmin" only the alignment-floor records, "ranges" only record_gemm_ranges, "addend" only record_gemm_addend
 HERE = os.path.dirname(os.path.abspath(__file__))
 rng = np.random.default_rng(20261204)
 
@@ -455,6 +455,31 @@ def record_gemm_ranges():
                   f"nan {int(torch.isnan(x).sum())}", flush=True)
 
 
+def record_gemm_addend():
+    """cuBLAS with an addend: torch.addmm(C, A, B) (beta = 1 in cuBLAS's epilogue), 128 x 1024 x 128,
+    A, B^T from seeds 1, 2 (gemm_operand), C from seed 5 (gemm_operand in the output's format)."""
+    os.makedirs(os.path.join(OUT, "gemm"), exist_ok=True)
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    M, K, N = 128, 1024, 128
+    for f in ("bf16", "fp16"):
+        a = torch_tensor(f, gemm_operand(f, 1, (M, K)))
+        bT = torch_tensor(f, gemm_operand(f, 2, (N, K)))
+        runs = {}
+        c16 = torch_tensor(f, gemm_operand(f, 5, (M, N)))
+        runs["addmm"] = torch.addmm(c16, a, bT.t())
+        try:
+            c32 = torch.from_numpy(gemm_operand("fp32", 5, (M, N)).view(np.float32).copy()).cuda()
+            runs["addmm_fp32"] = torch.addmm(c32, a, bT.t(), out_dtype=torch.float32)
+        except Exception as e:
+            print(f"addmm {f} fp32: {e}", flush=True)
+        for key, c in runs.items():
+            torch.cuda.synchronize()
+            name = f"{f}_{key}_{M}x{K}x{N}"
+            np.save(os.path.join(OUT, "gemm", name + ".npy"), out_bits(c))
+            print(f"gemm {name}: {c.dtype}", flush=True)
+
+
 def torch_tensor(f, bits):
     if f == "fp16":
         return torch.from_numpy(bits.view(np.float16).copy()).cuda()
@@ -534,6 +559,9 @@ if __name__ == "__main__":
     mode = sys.argv[2] if len(sys.argv) > 2 else "all"
     if mode == "ranges":  # the third session run: GEMMs on operands of wide or tiny exponent ranges
         record_gemm_ranges()
+        parts = ["gemm"]
+    elif mode == "addend":  # the fourth: GEMMs with an addend (addmm)
+        record_gemm_addend()
         parts = ["gemm"]
     else:
         mmin = mode == "mmin"  # the second session run: the alignment floor only

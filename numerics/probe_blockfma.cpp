@@ -410,25 +410,25 @@ BlockFmaSearchResult search_block_fma(const ProbeOptions& o, const ProbeEvidence
           for (bool inf : {true, false})
             for (NanResult nan : {NanResult::all_ones, NanResult::canonical})
               for (bool zero_positive : {false, true})
-              for (int floor : floors) {
-                BlockFmaModel m = b;
-                m.zero_results_positive = zero_positive;
-                m.datapath = dp;
-                m.input_subnormals = !daz;
-                m.output_subnormals = !ftz;
-                m.overflow_to_infinity = inf;
-                m.nan = nan;
-                m.min_alignment_exponent = floor;
-                if (kept >= 4 || res.models.size() >= 32) continue;
-                ++res.tried;
-                if (!validate(m).empty() || !c_out.all(m) || !all_out.all(m)) continue;
-                ProbeModel pm;
-                pm.block_fma = true;
-                pm.unit = m;
-                pm.source = "parameter search";
-                res.models.push_back(std::move(pm));
-                ++kept;
-              }
+                for (int floor : floors) {
+                  BlockFmaModel m = b;
+                  m.zero_results_positive = zero_positive;
+                  m.datapath = dp;
+                  m.input_subnormals = !daz;
+                  m.output_subnormals = !ftz;
+                  m.overflow_to_infinity = inf;
+                  m.nan = nan;
+                  m.min_alignment_exponent = floor;
+                  if (kept >= 4 || res.models.size() >= 32) continue;
+                  ++res.tried;
+                  if (!validate(m).empty() || !c_out.all(m) || !all_out.all(m)) continue;
+                  ProbeModel pm;
+                  pm.block_fma = true;
+                  pm.unit = m;
+                  pm.source = "parameter search";
+                  res.models.push_back(std::move(pm));
+                  ++kept;
+                }
   }
   say(fmt::format("block-fma search: stage 3 (alignment floor, DAZ, FTZ, datapath, overflow, NaN, sign of zero results): {} of {} survive",
                   res.models.size(), res.tried - tried2));

@@ -105,8 +105,6 @@ inline constexpr TensorCorePreset h100_fp8_fp16{
          "mma.sync E5M2 and mixed records refute W-1 and W+1; datapath fp16 assumed (HMMA operands)",
          rn_fp16, specials_hopper_fp16}}};
 
-
-
 inline constexpr TensorCorePreset b200_fp8_fp32{
     "B200",
     "mma.sync m16n8k32 e4m3/e5m2, f32 accumulator (runs as two fp16 HMMA k16 + an add)",

@@ -190,8 +190,11 @@ Bits block(const BlockFmaModel& m, const std::vector<Bits>& a, const std::vector
   const int fraction_bits = std::min(m.accumulator_fraction_bits, out.precision - 1);
   std::optional<int> floor_q;
   if (m.normalisation == Normalisation::at_alignment) floor_q = big - m.accumulator_fraction_bits;
-  return round_value(out, neg, neg ? Rat(-sum) : sum, fraction_bits, m.final_rounding, m.overflow_to_infinity,
-                     m.output_subnormals, floor_q);
+  const Bits r = round_value(out, neg, neg ? Rat(-sum) : sum, fraction_bits, m.final_rounding, m.overflow_to_infinity,
+                             m.output_subnormals, floor_q);
+  // zero_result: positive: a non-zero sum that rounds or flushes to zero is +0 (Hopper fp16 -> fp16).
+  if (m.zero_results_positive && r == test::naive_encode(out, -0.0)) return test::naive_encode(out, 0.0);
+  return r;
 }
 
 /// IEEE 754 addition of two output-format values, rounded once (the separate addend step).
@@ -537,6 +540,13 @@ std::vector<BlockFmaModel> variants() {
     m.nan = NanResult::canonical;
   });
   add("min exponent 0", [](BlockFmaModel& m) { m.min_alignment_exponent = 0; });
+  add("zero results +0, fp16 out ftz", [](BlockFmaModel& m) {
+    m.output = &fp16;
+    m.output_subnormals = false;
+    m.final_rounding = Rounding::rne;
+    m.zero_results_positive = true;
+  });
+  add("zero results +0, rtz", [](BlockFmaModel& m) { m.zero_results_positive = true; });
   add("window 5", [](BlockFmaModel& m) { m.accumulator_fraction_bits = 5; });
   add("window 90 rne", [](BlockFmaModel& m) {
     m.extra_alignment_bits = 67;

@@ -38,33 +38,33 @@ static void write_profile(const std::string& dir, const std::string& name, const
   std::fprintf(f, "summary: %s\nmodel: block-fma\n\nblock_fma:\n", q(summary).c_str());
   std::fprintf(f, "  device:\n    value: %s\n    measured: %s\n  variants:\n", d.c_str(), q(device_source).c_str());
   for (const TensorCorePreset* p : units) {
-      const BlockFmaModel& m = p->model;
-      auto field = [&](const char* key, std::string value, std::string_view pv) {
-        auto [k, t] = prov(pv);
-        std::fprintf(f, "      %s:\n        value: %s\n        %s: %s\n", key, value.c_str(), k.c_str(), q(t).c_str());
-      };
-      std::fprintf(f, "    - name: %s\n      instruction: %s\n", q(m.name).c_str(), q(p->instruction).c_str());
-      const std::string io = "measured: " + data + " (" + std::string(m.input->name) + " inputs, " + std::string(m.output->name) + " results)";
-      field("input", std::string(m.input->name), io);
-      field("output", std::string(m.output->name), io);
-      if (m.datapath) field("datapath", std::string(m.datapath->name), m.provenance.structure);
-      field("block_size", std::to_string(m.block_size), m.provenance.structure);
-      field("instruction_k", std::to_string(m.instruction_k), m.provenance.structure);
-      if (m.interleave) field("interleave", std::to_string(m.interleave), m.provenance.structure);
-      field("addend", m.addend == AddendEntry::in_block ? "in_block" : "after_blocks", m.provenance.structure);
-      if (m.addend == AddendEntry::after_blocks) field("addend_rounding", rname(m.addend_rounding), m.provenance.structure);
-      field("accumulator_fraction_bits", std::to_string(m.accumulator_fraction_bits), m.provenance.window);
-      field("extra_alignment_bits", std::to_string(m.extra_alignment_bits), m.provenance.window);
-      field("alignment", m.alignment == AlignmentRounding::truncate ? "truncate" : "rne", m.provenance.window);
-      field("normalisation", m.normalisation == Normalisation::normalised ? "normalised" : "at_alignment", m.provenance.window);
-      field("final_rounding", rname(m.final_rounding), m.provenance.rounding);
-      field("min_alignment_exponent", std::to_string(m.min_alignment_exponent), m.provenance.specials);
-      field("input_subnormals", m.input_subnormals ? "keep" : "flush", m.provenance.specials);
-      field("output_subnormals", m.output_subnormals ? "keep" : "flush", m.provenance.specials);
-      field("overflow_to_infinity", m.overflow_to_infinity ? "true" : "false", m.provenance.specials);
-      field("nan", m.nan == NanResult::canonical ? "canonical" : "all_ones", m.provenance.specials);
-      if (m.zero_results_positive) field("zero_result", "positive", m.provenance.specials);
-    }
+    const BlockFmaModel& m = p->model;
+    auto field = [&](const char* key, std::string value, std::string_view pv) {
+      auto [k, t] = prov(pv);
+      std::fprintf(f, "      %s:\n        value: %s\n        %s: %s\n", key, value.c_str(), k.c_str(), q(t).c_str());
+    };
+    std::fprintf(f, "    - name: %s\n      instruction: %s\n", q(m.name).c_str(), q(p->instruction).c_str());
+    const std::string io = "measured: " + data + " (" + std::string(m.input->name) + " inputs, " + std::string(m.output->name) + " results)";
+    field("input", std::string(m.input->name), io);
+    field("output", std::string(m.output->name), io);
+    if (m.datapath) field("datapath", std::string(m.datapath->name), m.provenance.structure);
+    field("block_size", std::to_string(m.block_size), m.provenance.structure);
+    field("instruction_k", std::to_string(m.instruction_k), m.provenance.structure);
+    if (m.interleave) field("interleave", std::to_string(m.interleave), m.provenance.structure);
+    field("addend", m.addend == AddendEntry::in_block ? "in_block" : "after_blocks", m.provenance.structure);
+    if (m.addend == AddendEntry::after_blocks) field("addend_rounding", rname(m.addend_rounding), m.provenance.structure);
+    field("accumulator_fraction_bits", std::to_string(m.accumulator_fraction_bits), m.provenance.window);
+    field("extra_alignment_bits", std::to_string(m.extra_alignment_bits), m.provenance.window);
+    field("alignment", m.alignment == AlignmentRounding::truncate ? "truncate" : "rne", m.provenance.window);
+    field("normalisation", m.normalisation == Normalisation::normalised ? "normalised" : "at_alignment", m.provenance.window);
+    field("final_rounding", rname(m.final_rounding), m.provenance.rounding);
+    field("min_alignment_exponent", std::to_string(m.min_alignment_exponent), m.provenance.specials);
+    field("input_subnormals", m.input_subnormals ? "keep" : "flush", m.provenance.specials);
+    field("output_subnormals", m.output_subnormals ? "keep" : "flush", m.provenance.specials);
+    field("overflow_to_infinity", m.overflow_to_infinity ? "true" : "false", m.provenance.specials);
+    field("nan", m.nan == NanResult::canonical ? "canonical" : "all_ones", m.provenance.specials);
+    if (m.zero_results_positive) field("zero_result", "positive", m.provenance.specials);
+  }
   std::fclose(f);
   std::printf("%s: %zu variants\n", path.c_str(), units.size());
 }

@@ -14,6 +14,7 @@
 #include "formats/convert.h"
 #include "formats/format_spec.h"
 #include "io/npy.h"
+#include "io/tensor.h"
 #include "formats/arith.h"
 #include "tolerances/check.h"
 
@@ -28,23 +29,6 @@ std::uint64_t mix(std::uint64_t seed, std::uint64_t i) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);
-}
-
-/// record.py's gemm_operand(): ±(1 + m)·2^e with e in [-6, 1] (3 bits of z), every mantissa
-/// bit of the format from z's low bits, the sign from bit 63. Row-major rows x cols.
-std::vector<Bits> operand(const FormatSpec& f, std::uint64_t seed, std::int64_t rows, std::int64_t cols) {
-  const int m = f.precision - 1;
-  const int bias = f.bias;
-  std::vector<Bits> v;
-  v.reserve(static_cast<std::size_t>(rows * cols));
-  for (std::int64_t i = 0; i < rows * cols; ++i) {
-    const std::uint64_t z = mix(seed, static_cast<std::uint64_t>(i));
-    const std::uint32_t sign = static_cast<std::uint32_t>(z >> 63);
-    const std::uint32_t biased = static_cast<std::uint32_t>(static_cast<int>((z >> 32) & 7) - 6 + bias);
-    const std::uint32_t mant = static_cast<std::uint32_t>(z & ((std::uint64_t{1} << m) - 1));
-    v.push_back(Bits{(sign << (f.bits - 1)) | (biased << m) | mant});
-  }
-  return v;
 }
 
 /// record.py's gemm_operand_range(): ±(1 + m)·2^e with e = lo + (z >> 32) mod (hi - lo + 1), at
@@ -72,18 +56,21 @@ std::vector<Bits> operand_range(const FormatSpec& f, std::uint64_t seed, std::in
   return v;
 }
 
+/// record.py's gemm_operand(): the range [-6, 1], every value normal in every format used.
+std::vector<Bits> operand(const FormatSpec& f, std::uint64_t seed, std::int64_t rows, std::int64_t cols) {
+  return operand_range(f, seed, rows, cols, -6, 1);
+}
+
 struct Gemm {
   TensorData a, b;  ///< A: M x K, B: K x N (record.py stores B^T and passes its transpose)
 };
 
-/// A from seed `seed`, B^T from seed + 1; exponents in [lo, hi] when lo < hi (operand_range),
-/// else record.py's gemm_operand.
-Gemm operands(const FormatSpec& f, std::int64_t M, std::int64_t K, std::int64_t N, std::uint64_t seed = 1, int lo = 0,
-              int hi = 0) {
+/// A from seed `seed`, B^T from seed + 1, exponents in [lo, hi] (the defaults: record.py's gemm_operand).
+Gemm operands(const FormatSpec& f, std::int64_t M, std::int64_t K, std::int64_t N, std::uint64_t seed = 1, int lo = -6,
+              int hi = 1) {
   Gemm g;
-  const bool range = lo < hi;
-  g.a = {&f, {M, K}, range ? operand_range(f, seed, M, K, lo, hi) : operand(f, seed, M, K), "A"};
-  const std::vector<Bits> bt = range ? operand_range(f, seed + 1, N, K, lo, hi) : operand(f, seed + 1, N, K);
+  g.a = {&f, {M, K}, operand_range(f, seed, M, K, lo, hi), "A"};
+  const std::vector<Bits> bt = operand_range(f, seed + 1, N, K, lo, hi);
   std::vector<Bits> b(static_cast<std::size_t>(K * N));
   for (std::int64_t n = 0; n < N; ++n)
     for (std::int64_t k = 0; k < K; ++k) b[static_cast<std::size_t>(k * N + n)] = bt[static_cast<std::size_t>(n * K + k)];
@@ -95,15 +82,8 @@ Gemm operands(const FormatSpec& f, std::int64_t M, std::int64_t K, std::int64_t 
 TensorData output(const std::string& name, const FormatSpec& f) {
   const fs::path p = fs::path(NUMFID_H200_DATA) / "gemm" / (name + ".npy");
   const Tensor t = read_npy(p);
-  TensorData c{&f, t.shape, {}, p.filename().string()};
-  const auto* bytes = reinterpret_cast<const unsigned char*>(t.data.data());
-  const std::size_t size = t.data.size() / static_cast<std::size_t>(t.element_count());
-  for (std::int64_t i = 0; i < t.element_count(); ++i) {
-    std::uint32_t w = 0;
-    for (std::size_t j = 0; j < size; ++j) w |= static_cast<std::uint32_t>(bytes[static_cast<std::size_t>(i) * size + j]) << (8 * j);
-    c.values.push_back(Bits{w});
-  }
-  return c;
+  // An unsigned container of the format's storage width holds its bit patterns (io/tensor.h).
+  return {&f, t.shape, tensor_values(t, f), p.filename().string()};
 }
 
 CheckResult check(const Gemm& g, const TensorData& c, const std::string& claim) {
@@ -117,7 +97,8 @@ struct Case {
   int M, K, N;
   const char* claim;      ///< the claim as a user states it (formats and shapes added here)
   bool bit_exact;         ///< the claim carries --expect bit-exact and the model matches every element
-  int lo = 0, hi = 0;     ///< operands of record.py's GEMM_RANGES (seeds 3, 4), exponents in [lo, hi]
+  int lo = -6, hi = 1;    ///< operands' exponent range (record.py's GEMM_RANGES: seeds 3, 4)
+  std::uint64_t seed = 1;  ///< A's seed; B^T's is seed + 1
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.data << " under " << c.claim; }
@@ -150,24 +131,24 @@ const Case kConsistent[] = {
     // Operands of wide or tiny exponent ranges (third run): subnormal operands, results near and
     // below fp32's and fp16's normal range, bf16 sums that overflow to inf, every E4M3 value.
     {"bf16_tiny_default_128x1024x128", &bf16, &bf16, 128, 1024, 128, "--profile nvidia-h100-tc --expect bit-exact", true,
-     -75, -57},
+     -75, -57, 3},
     {"bf16_tiny_fp32_128x1024x128", &bf16, &fp32, 128, 1024, 128, "--profile nvidia-h100-tc --expect bit-exact", true,
-     -75, -57},
+     -75, -57, 3},
     {"bf16_wide_fp32_128x1024x128", &bf16, &fp32, 128, 1024, 128, "--profile nvidia-h100-tc --expect bit-exact", true,
-     -133, 127},
+     -133, 127, 3},
     {"fp16_tiny_default_128x1024x128", &fp16, &fp16, 128, 1024, 128,
-     "--acc fp32 --profile nvidia-h100-tc --expect bit-exact", true, -24, -9},
+     "--acc fp32 --profile nvidia-h100-tc --expect bit-exact", true, -24, -9, 3},
     {"fp16_tiny_fp32_128x1024x128", &fp16, &fp32, 128, 1024, 128, "--profile nvidia-h100-tc --expect bit-exact", true,
-     -24, -9},
+     -24, -9, 3},
     {"e4m3_wide_fp32_fast1_128x1024x128", &fp8_e4m3, &fp32, 128, 1024, 128,
-     "--profile nvidia-h100-tc --expect bit-exact", true, -9, 8},
+     "--profile nvidia-h100-tc --expect bit-exact", true, -9, 8, 3},
 };
 
 class H200Gemm : public ::testing::TestWithParam<Case> {};
 
 TEST_P(H200Gemm, TheClaimHolds) {
   const Case& t = GetParam();
-  const Gemm g = t.lo < t.hi ? operands(*t.in, t.M, t.K, t.N, 3, t.lo, t.hi) : operands(*t.in, t.M, t.K, t.N);
+  const Gemm g = operands(*t.in, t.M, t.K, t.N, t.seed, t.lo, t.hi);
   const TensorData c = output(t.data, *t.out);
   ASSERT_EQ(c.values.size(), static_cast<std::size_t>(t.M) * static_cast<std::size_t>(t.N));
   const std::string claim = fmt::format("--in {} --out {} {}", t.in->name, t.out->name, t.claim);

@@ -9,8 +9,9 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <iostream>
 #include <filesystem>
+#include <iostream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "formats/format_spec.h"
 #include "formats/value.h"
 #include "io/npy.h"
+#include "io/tensor.h"
 #include "numerics/block_fma.h"
 #include "numerics/profile.h"
 
@@ -30,19 +32,6 @@ namespace fs = std::filesystem;
 fs::path data_root() {
   if (const char* env = std::getenv("NUMFID_H200_MMA"); env != nullptr && *env != '\0') return env;
   return fs::path(NUMFID_H200_DATA) / "mma";
-}
-
-/// Raw bit patterns of an unsigned-integer .npy (U8, U16 or U32), in C order.
-std::vector<std::uint32_t> words(const Tensor& t) {
-  std::vector<std::uint32_t> w(static_cast<std::size_t>(t.element_count()));
-  const auto* p = reinterpret_cast<const unsigned char*>(t.data.data());
-  const std::size_t size = t.data.size() / w.size();
-  for (std::size_t i = 0; i < w.size(); ++i) {
-    std::uint32_t v = 0;
-    for (std::size_t j = 0; j < size; ++j) v |= static_cast<std::uint32_t>(p[i * size + j]) << (8 * j);
-    w[i] = v;
-  }
-  return w;
 }
 
 struct MmaSet {
@@ -79,17 +68,24 @@ const MmaSet kSets[] = {
     {"fp16_fp16_mmin", &fp16, &fp16, &fp16, "mma.sync.m16n8k16.f16.f16.f16.f16", "no-inf NaN-canonical"},
 };
 
-// The random kinds never put every term below the alignment floor with a result that shows it:
-// Mmin is pinned by the *_mmin sets alone.
-
 const char* const kKinds[] = {"KM-like",  "KM-like",       "all finite patterns", "specials",  "cancelling",
                               "tiny",     "near overflow", "signed zeros",        "far addend", "alignment"};
 
-/// One recorded set: K products and an addend per record, the H200's result.
+/// One recorded set: K products and an addend per record, the H200's result, as patterns of
+/// the unit's formats.
 struct Records {
-  std::vector<std::uint32_t> a, b, c, d;
+  std::vector<Bits> a, b, c, d;
   std::size_t n = 0, k = 0;
 };
+
+/// An operand file: the unsigned container holds the format's bit patterns (io/tensor.h); tf32
+/// records are fp32 words of tf32 values (the low 13 bits zero), narrowed here once.
+std::vector<Bits> operand_patterns(const fs::path& file, const FormatSpec& f) {
+  if (f != tf32) return tensor_values(read_npy(file), f);
+  std::vector<Bits> v = tensor_values(read_npy(file), fp32);
+  for (Bits& x : v) x = convert(fp32, tf32, x).bits;
+  return v;
+}
 
 Records load(const MmaSet& s) {
   const fs::path dir = data_root() / s.name;
@@ -98,10 +94,10 @@ Records load(const MmaSet& s) {
     ADD_FAILURE() << "the recorded H200 data is missing: " << dir;
     return r;
   }
-  r.a = words(read_npy(dir / "a.npy"));
-  r.b = words(read_npy(dir / "b.npy"));
-  r.c = words(read_npy(dir / "c.npy"));
-  r.d = words(read_npy(dir / "d.npy"));
+  r.a = operand_patterns(dir / "a.npy", *s.a);
+  r.b = operand_patterns(dir / "b.npy", *s.b);
+  r.c = tensor_values(read_npy(dir / "c.npy"), *s.out);
+  r.d = tensor_values(read_npy(dir / "d.npy"), *s.out);
   r.n = r.d.size();
   EXPECT_GT(r.n, 0u);
   EXPECT_EQ(r.c.size(), r.n);
@@ -119,24 +115,19 @@ struct Outcome {
 
 Outcome run(const BlockFmaModel& m, const MmaSet& s, const Records& r, int report) {
   Outcome out;
-  std::vector<Bits> ra(r.k), rb(r.k);
   for (std::size_t i = 0; i < r.n; ++i) {
-    for (std::size_t k = 0; k < r.k; ++k) {
-      // tf32 records are fp32 words of tf32 values (the low 13 bits zero).
-      ra[k] = s.a == &tf32 ? convert(fp32, tf32, Bits{r.a[i * r.k + k]}).bits : Bits{r.a[i * r.k + k]};
-      rb[k] = s.b == &tf32 ? convert(fp32, tf32, Bits{r.b[i * r.k + k]}).bits : Bits{r.b[i * r.k + k]};
-    }
-    const Result got = block_fma_dot(m, ra, rb, Bits{r.c[i]});
-    if (got.bits.raw == r.d[i]) continue;
+    const std::span<const Bits> ra(r.a.data() + i * r.k, r.k), rb(r.b.data() + i * r.k, r.k);
+    const Result got = block_fma_dot(m, ra, rb, r.c[i]);
+    if (got.bits == r.d[i]) continue;
     ++out.mismatches;
     ++out.per_kind[i % 10];
     if (out.mismatches <= report) {
       std::string row;
-      for (std::size_t k = 0; k < r.k; ++k) row += fmt::format("{:x}*{:x} ", r.a[i * r.k + k], r.b[i * r.k + k]);
+      for (std::size_t k = 0; k < r.k; ++k) row += fmt::format("{:x}*{:x} ", ra[k].raw, rb[k].raw);
       const bool mmin = std::string_view(s.name).ends_with("_mmin");
       out.details += fmt::format("  record {} ({}): c {:#x}  model {:#x}  H200 {:#x}\n    a*b: {}\n", i,
                                  mmin ? "alignment floor" : kKinds[i % 10],
-                                 r.c[i], got.bits.raw, r.d[i], row);
+                                 r.c[i].raw, got.bits.raw, r.d[i].raw, row);
     }
   }
   return out;
@@ -188,7 +179,8 @@ TEST_P(H200Mma, TensorCoreProfileReproducesItsMmaSyncUnitsAndNotWgmmaFp8) {
 
 // What the records pin: each neighbouring parameter value of the mma.sync unit, and the
 // mismatches it gives (printed as a table row; docs/tensor-cores.md copies it). Every
-// perturbation listed in `pinned` must be refuted by at least one record.
+// perturbation not in the set's `unpinned` list must be refuted by at least one record, and
+// every one in it by none (the alignment floor only by the *_mmin sets).
 TEST_P(H200Mma, NeighbouringParametersAreRefuted) {
   const MmaSet& s = GetParam();
   const Records r = load(s);
@@ -233,7 +225,8 @@ TEST_P(H200Mma, NeighbouringParametersAreRefuted) {
           << s.name << ": " << q.name << " is not refuted by any record";
     else
       EXPECT_EQ(allowed.find(std::string(" ") + q.name + " "), std::string::npos)
-          << s.name << ": " << q.name << " is now refuted: take it out of the unpinned list";}
+          << s.name << ": " << q.name << " is now refuted: take it out of the unpinned list";
+}
 
 INSTANTIATE_TEST_SUITE_P(Recorded, H200Mma, ::testing::ValuesIn(kSets),
                          [](const auto& p) { return std::string(p.param.name); });

@@ -390,20 +390,11 @@ def splitmix(seed, count):
         return z ^ (z >> np.uint64(31))
 
 
-def gemm_operand(f, seed, shape):
-    """Bits of +-(1 + m) 2^e, e in [-6, 1] (3 bits of z), m all mantissa bits of f (z's low bits), sign bit 63."""
-    z = splitmix(seed, int(np.prod(shape)))
-    sign = (z >> np.uint64(63)).astype(np.int64)
-    e = ((z >> np.uint64(32)) & np.uint64(7)).astype(np.int64) - 6
-    mant = (z & np.uint64((1 << FMT[f][1]) - 1)).astype(np.int64)
-    return pack(f, sign, e + FMT[f][2], mant).reshape(shape)
-
-
 def gemm_operand_range(f, seed, shape, lo, hi):
     """Bits of +-(1 + m) 2^e with e uniform in [lo, hi] ((z >> 32) mod (hi - lo + 1)); below the
     format's emin the significand (1.m) is shifted into a subnormal (possibly 0); above emax, emax."""
     z = splitmix(seed, int(np.prod(shape)))
-    e_bits, m_bits, bias = FMT[f][0], FMT[f][1], FMT[f][2]
+    m_bits, bias = FMT[f][1], FMT[f][2]
     sign = (z >> np.uint64(63)).astype(np.int64)
     e = ((z >> np.uint64(32)) % np.uint64(hi - lo + 1)).astype(np.int64) + lo
     e = np.minimum(e, emax(f))
@@ -416,6 +407,11 @@ def gemm_operand_range(f, seed, shape, lo, hi):
     if f == "e4m3":
         mant = np.where((biased == 15) & (mant == 7), 6, mant)
     return pack(f, sign, biased, mant).reshape(shape)
+
+
+def gemm_operand(f, seed, shape):
+    """Bits of +-(1 + m) 2^e, e in [-6, 1]: normal in every format used, m all mantissa bits of f."""
+    return gemm_operand_range(f, seed, shape, -6, 1)
 
 
 GEMM_RANGES = [  # (format, name, exponent range): seeds 3 (A) and 4 (B^T), 128 x 1024 x 128

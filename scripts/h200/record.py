@@ -21,7 +21,7 @@ import sys
 import numpy as np
 import torch
 
-OUT = sys.argv[1]  # argv[2]: "mmin" only the alignment-floor records, "ranges" only record_gemm_ranges, "addend" only record_gemm_addend
+OUT = sys.argv[1]  # argv[2]: "mmin" only the alignment-floor records, "ranges" only record_gemm_ranges, "addend" only record_gemm_addend, "bias" only record_gemm_bias
 HERE = os.path.dirname(os.path.abspath(__file__))
 rng = np.random.default_rng(20261204)
 
@@ -476,6 +476,40 @@ def record_gemm_addend():
             print(f"gemm {name}: {c.dtype}", flush=True)
 
 
+def record_gemm_bias():
+    """A bias vector (the addend of every row), 128 x 1024 x 128: torch.nn.functional.linear(A, W, bias)
+    and torch.addmm(bias, A, W^T) (cuBLASLt's bias epilogue), A and W (N x K) from seeds 1, 2
+    (gemm_operand), bias (N) from seed 6 in the output's format; an fp32 output through
+    addmm(..., out_dtype=torch.float32) with an fp32 bias."""
+    os.makedirs(os.path.join(OUT, "gemm"), exist_ok=True)
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    M, K, N = 128, 1024, 128
+    for f in ("bf16", "fp16"):
+        a = torch_tensor(f, gemm_operand(f, 1, (M, K)))
+        w = torch_tensor(f, gemm_operand(f, 2, (N, K)))
+        bias = torch_tensor(f, gemm_operand(f, 6, (N,)))
+        runs = {}
+        for key, fn in (("linear", lambda: torch.nn.functional.linear(a, w, bias)),
+                        ("addmm_bias", lambda: torch.addmm(bias, a, w.t())),
+                        ("addmm_bias_fp32", lambda: torch.addmm(
+                            torch.from_numpy(gemm_operand("fp32", 6, (N,)).view(np.float32).copy()).cuda(), a, w.t(),
+                            out_dtype=torch.float32))):
+            try:
+                runs[key] = fn()
+                runs[key + "_again"] = fn()
+            except Exception as e:
+                print(f"{key} {f}: {e}", flush=True)
+        for key, c in runs.items():
+            torch.cuda.synchronize()
+            if key.endswith("_again"):
+                print(f"{f} {key}: equal to the first run {bool(torch.equal(c, runs[key[:-6]]))}", flush=True)
+                continue
+            name = f"{f}_{key}_{M}x{K}x{N}"
+            np.save(os.path.join(OUT, "gemm", name + ".npy"), out_bits(c))
+            print(f"gemm {name}: {c.dtype}", flush=True)
+
+
 def torch_tensor(f, bits):
     if f == "fp16":
         return torch.from_numpy(bits.view(np.float16).copy()).cuda()
@@ -558,6 +592,9 @@ if __name__ == "__main__":
         parts = ["gemm"]
     elif mode == "addend":  # the fourth: GEMMs with an addend (addmm)
         record_gemm_addend()
+        parts = ["gemm"]
+    elif mode == "bias":  # the fifth (session 21): a bias vector (linear, addmm's bias epilogue)
+        record_gemm_bias()
         parts = ["gemm"]
     else:
         mmin = mode == "mmin"  # the second session run: the alignment floor only

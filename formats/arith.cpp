@@ -108,6 +108,12 @@ Result add(const FormatSpec& f, Bits a, Bits b, const RoundOptions& o) {
   return add_operands(f, operand(f, a, o), operand(f, b, o), o);
 }
 
+Result add_mixed(const FormatSpec& to, const FormatSpec& fx, Bits x, const FormatSpec& fy, Bits y,
+                 const RoundOptions& o) {
+  if (!require_float(to) || !require_float(fx) || !require_float(fy)) return {Bits{0}, status_invalid};
+  return add_operands(to, operand(fx, x, o), operand(fy, y, o), o);
+}
+
 Result sub(const FormatSpec& f, Bits a, Bits b, const RoundOptions& o) {
   if (!require_float(f)) return {Bits{0}, status_invalid};
   Operand y = operand(f, b, o);

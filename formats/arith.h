@@ -16,6 +16,10 @@ enum class ArithOp : std::uint8_t { add, sub, mul, div, fma, sqrt };
 
 /// a + b
 Result add(const FormatSpec& f, Bits a, Bits b, const RoundOptions& o = {});
+/// x + y for x a pattern of `fx` and y one of `fy`, correctly rounded into `to` in one step (an
+/// epilogue adding an fp32 addend to a bf16 result). NaN, ±inf and signed zeros as add().
+Result add_mixed(const FormatSpec& to, const FormatSpec& fx, Bits x, const FormatSpec& fy, Bits y,
+                 const RoundOptions& o = {});
 /// a - b
 Result sub(const FormatSpec& f, Bits a, Bits b, const RoundOptions& o = {});
 /// a * b

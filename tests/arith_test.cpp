@@ -339,6 +339,73 @@ TEST_P(ArithWide, BoundaryRandomAndTies) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, ArithWide, ::testing::Values(&fp16, &bf16, &tf32, &fp32), test::format_param_name);
 
+// add_mixed: x of one format + y of another, rounded once into a third (an epilogue's add of
+// an fp32 addend to a bf16 result), against MPFR adding the two exact values.
+void check_mixed(Sweep& sweep, const FormatSpec& to, const FormatSpec& fx, Bits x, const FormatSpec& fy, Bits y,
+                 Rounding r) {
+  for (const bool ftz : {false, true}) {
+    for (const bool daz : {false, true}) {
+      const RoundOptions o{r, Overflow::ieee, ftz, daz, 0, 0};
+      const std::array<double, 2> v{test::oracle_operand(fx, x, daz), test::oracle_operand(fy, y, daz)};
+      const Rounded rd = test::oracle_round_sum(to, v[0], v[1], r);
+      sweep.check(to, test::oracle_finish(to, rd, o), add_mixed(to, fx, x, fy, y, o), test::checked_flags(to, rd),
+                  NanPolicy::any_nan, [&] {
+                    return fmt::format("{} {} + {} {} into {} {}", fx.name, show(fx, x), fy.name, show(fy, y), to.name,
+                                       test::options_name(o));
+                  });
+    }
+  }
+}
+
+TEST(ArithMixed, EveryPairOfTwoEightBitFormats) {
+  // Every E4M3 x every E5M2 pattern, into fp16 (both exact there: the sum rounds once), bf16
+  // and E4M3 itself (the sum rounds into one operand's format), every mode.
+  for (const FormatSpec* to : {&fp16, &bf16, &fp8_e4m3}) {
+    SCOPED_TRACE(std::string(to->name));
+    for (const Rounding r : kModes) {
+      SCOPED_TRACE(std::string(rounding_name(r)));
+      Sweep sweep(fmt::format("e4m3 + e5m2 into {} {}", to->name, rounding_name(r)));
+      for (std::uint32_t a = 0; a < 256; ++a)
+        for (std::uint32_t b = 0; b < 256; ++b) check_mixed(sweep, *to, fp8_e4m3, Bits{a}, fp8_e5m2, Bits{b}, r);
+    }
+  }
+}
+
+TEST(ArithMixed, WideFormatsBoundaryAndRandom) {
+  // A result's format plus an fp32 addend (and the reverse): boundary patterns of both, then
+  // seeded random pairs, random pairs of nearby magnitudes with opposite signs (cancellation)
+  // and pairs far apart (the smaller one only a sticky bit).
+  struct Case {
+    const FormatSpec *to, *fx, *fy;
+  };
+  for (const Case c : {Case{&bf16, &bf16, &fp32}, Case{&fp16, &fp16, &fp32}, Case{&fp32, &fp32, &bf16},
+                       Case{&fp32, &fp16, &fp32}, Case{&bf16, &fp32, &fp16}}) {
+    SCOPED_TRACE(fmt::format("{} + {} into {}", c.fx->name, c.fy->name, c.to->name));
+    Sweep sweep(fmt::format("{} + {} into {} (seed 77)", c.fx->name, c.fy->name, c.to->name));
+    const std::vector<Bits> px = boundary_pool(*c.fx), py = boundary_pool(*c.fy);
+    for (const Rounding r : kModes)
+      for (const Bits x : px)
+        for (const Bits y : py) check_mixed(sweep, *c.to, *c.fx, x, *c.fy, y, r);
+    std::mt19937 gen(77);
+    const std::uint32_t mx = storage_mask(*c.fx), my = storage_mask(*c.fy);
+    for (int i = 0; i < 60000; ++i) {
+      const Rounding r = kModes[static_cast<std::size_t>(i) % kModes.size()];
+      const Bits x{u32(gen) & mx};
+      Bits y{u32(gen) & my};
+      if (i % 3 == 1) {  // y near -x: cancellation
+        const double v = -test::naive_decode(*c.fx, x);
+        if (std::isfinite(v)) {
+          const RoundOptions o{Rounding::rne, Overflow::ieee, false, false, 0, 0};
+          y = test::oracle_convert_value(*c.fy, v, o).bits;
+          y.raw = (y.raw + (u32(gen) % 16u) - 8u) & my;
+        }
+      }
+      check_mixed(sweep, *c.to, *c.fx, x, *c.fy, y, r);
+    }
+    EXPECT_GT(sweep.cases(), 240000);
+  }
+}
+
 TEST(ArithIntegers, AreInvalid) {
   // Arithmetic is defined on float formats only; integer formats answer invalid.
   for (const FormatSpec* f : {&int8, &uint8, &int32}) {

@@ -224,5 +224,97 @@ TEST(H200Gemm, AddmmRoundsTheProductToTheOutputThenAddsTheAddend) {
   }
 }
 
+/// The addend of a recorded run as an M×N tensor of `f`: seed 5's M×N values (addmm's C), or
+/// seed 6's N values repeated in every row (a bias vector).
+TensorData addend_of(const FormatSpec& f, bool bias) {
+  const std::vector<Bits> v = operand(f, bias ? 6 : 5, bias ? 1 : 128, 128);
+  std::vector<Bits> full(128 * 128);
+  for (std::size_t i = 0; i < full.size(); ++i) full[i] = bias ? v[i % 128] : v[i];
+  return {&f, {128, 128}, std::move(full), bias ? "bias" : "C"};
+}
+
+TEST(H200Gemm, BiasEpilogueAddsTheBiasInFp32ThenRounds) {
+  // torch.nn.functional.linear and addmm with a bias vector (cuBLASLt's bias epilogue): the
+  // products' fp32 sum (one wgmma chain), the bias added in fp32 to nearest, one cast to the
+  // output, out = fl_out(fl_fp32(P + bias)), every element; computed here from the model's fp32
+  // sum with formats/arith, not through --addend-at.
+  for (const FormatSpec* f : {&bf16, &fp16}) {
+    const Gemm g = operands(*f, 128, 1024, 128);
+    const TensorData p32 =
+        emulate_matmul(g.a, g.b, std::nullopt, parse_claim(fmt::format("--in {} --out fp32 --profile nvidia-h100-tc", f->name)));
+    for (const char* kind : {"linear", "addmm_bias", "addmm_bias_fp32"}) {
+      const FormatSpec& out = std::string(kind).ends_with("fp32") ? fp32 : *f;
+      SCOPED_TRACE(fmt::format("{} {} -> {}", kind, f->name, out.name));
+      const TensorData c = addend_of(out, true);
+      const TensorData d = output(fmt::format("{}_{}_128x1024x128", f->name, kind), out);
+      int differ = 0;
+      for (std::size_t i = 0; i < d.values.size(); ++i) {
+        const Bits sum = add(fp32, p32.values[i], convert(out, fp32, c.values[i]).bits).bits;
+        differ += !(convert(fp32, out, sum).bits == d.values[i]);
+      }
+      EXPECT_EQ(differ, 0);
+    }
+  }
+}
+
+struct AddendCase {
+  const char* data;
+  const FormatSpec* in;
+  bool fp32_out, bias;
+  std::vector<std::string> exact;    ///< --addend-at values whose model reproduces every element
+  std::vector<std::string> refuted;  ///< ... and those it refutes (some element differs)
+  bool start_is_false_alarm = false;  ///< the start claim (numfid's only one before --addend-at) calls it a DEFECT
+};
+
+TEST(H200Gemm, TheAddendEntersWhereTheClaimSays) {
+  const std::vector<AddendCase> cases = {
+      // addmm with an M×N C and a bf16/fp16 output: fl_out(fl_out(A·B) + C).
+      {"bf16_addmm", &bf16, false, false, {"output"}, {"start", "end"}, true},
+      {"fp16_addmm", &fp16, false, false, {"output"}, {"start", "end"}, true},
+      // ... with an fp32 output: C added after the chain (end and output coincide in fp32).
+      {"bf16_addmm_fp32", &bf16, true, false, {"end", "output"}, {"start"}},
+      {"fp16_addmm_fp32", &fp16, true, false, {"end", "output"}, {"start"}},
+      // A bias vector (cuBLASLt's bias epilogue): added to the fp32 sum, then one cast. (For
+      // bf16 the chain started from the bias rounds the same on these data.)
+      {"bf16_linear", &bf16, false, true, {"end", "start"}, {"output"}},
+      {"bf16_addmm_bias", &bf16, false, true, {"end", "start"}, {"output"}},
+      {"fp16_linear", &fp16, false, true, {"end"}, {"start", "output"}},
+      {"fp16_addmm_bias", &fp16, false, true, {"end"}, {"start", "output"}},
+      {"bf16_addmm_bias_fp32", &bf16, true, true, {"end", "output"}, {"start"}},
+      {"fp16_addmm_bias_fp32", &fp16, true, true, {"end", "output"}, {"start"}},
+  };
+  for (const AddendCase& k : cases) {
+    SCOPED_TRACE(k.data);
+    const FormatSpec& out = k.fp32_out ? fp32 : *k.in;
+    const Gemm g = operands(*k.in, 128, 1024, 128);
+    const TensorData d = output(fmt::format("{}_128x1024x128", k.data), out);
+    MatmulCheckOptions o;
+    o.addend = addend_of(out, k.bias);
+    const std::string base = fmt::format("--in {} --out {} --profile nvidia-h100-tc{}", k.in->name, out.name,
+                                         !k.fp32_out && *k.in == fp16 ? " --acc fp32" : "");
+    for (const std::string& at : k.exact) {
+      SCOPED_TRACE("--addend-at " + at);
+      const CheckResult r = check_matmul(g.a, g.b, d, parse_claim(base + " --addend-at " + at + " --expect bit-exact"), o);
+      ASSERT_TRUE(r.model.has_value());
+      EXPECT_EQ(r.model->equal, 16384) << r.text();
+      EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+      // The bound alone (no model): consistent, nothing outside the deterministic bound.
+      const CheckResult b = check_matmul(g.a, g.b, d, parse_claim(base + " --addend-at " + at), o);
+      EXPECT_EQ(b.verdict.kind, TensorKind::consistent) << b.text();
+      EXPECT_EQ(b.verdict.counts[3], 0);
+    }
+    for (const std::string& at : k.refuted) {
+      SCOPED_TRACE("--addend-at " + at);
+      const CheckResult r = check_matmul(g.a, g.b, d, parse_claim(base + " --addend-at " + at + " --expect bit-exact"), o);
+      ASSERT_TRUE(r.model.has_value());
+      EXPECT_LT(r.model->equal, 16384);
+      EXPECT_EQ(r.verdict.kind, TensorKind::defect);
+    }
+    // Before --addend-at, the addend was always the chain's start: a false alarm on addmm.
+    const CheckResult start = check_matmul(g.a, g.b, d, parse_claim(base), o);
+    EXPECT_EQ(start.verdict.kind == TensorKind::defect, k.start_is_false_alarm) << start.text();
+  }
+}
+
 }  // namespace
 }  // namespace numfid

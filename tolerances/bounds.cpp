@@ -164,8 +164,54 @@ ReductionBound block_fma_bound(const Claim& claim, std::int64_t k, bool has_adde
   return b;
 }
 
+std::string_view addend_at_name(AddendAt a) {
+  switch (a) {
+    case AddendAt::start: return "start";
+    case AddendAt::end: return "end";
+    case AddendAt::output: return "output";
+  }
+  return "start";
+}
+
+EpilogueAccumulator epilogue_accumulator(const Claim& claim) {
+  if (claim.block_fma) return {claim.block_fma->output, Rounding::rne};
+  return {claim.acc.format, claim.acc.rounding};
+}
+
+namespace {
+ReductionBound chain_bound(const Claim& claim, std::int64_t k, bool has_addend, double confidence);
+}  // namespace
+
 ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_addend, double confidence) {
-  if (claim.block_fma) return block_fma_bound(claim, k, has_addend);
+  // An addend at the end or after the output cast is no term of the chain: the chain's bound is
+  // that of the k products, and element_bound adds the epilogue's roundings per element.
+  const bool epilogue = has_addend && claim.addend_at != AddendAt::start;
+  ReductionBound b = claim.block_fma ? block_fma_bound(claim, k, has_addend && !epilogue)
+                                     : chain_bound(claim, k, has_addend && !epilogue, confidence);
+  if (epilogue) {
+    const EpilogueAccumulator acc = epilogue_accumulator(claim);
+    const std::string out = fmt::format("{} {}", claim.output->name, rounding_name(claim.output_rounding));
+    if (claim.addend_at == AddendAt::end)
+      b.derivation.push_back(fmt::format(
+          "addend at the end (--addend-at end): D = fl_out(fl_acc(P + C)), P the sum of the {} products above, C "
+          "added in {} ({}{}), then the output cast ({}); per element, E_P = the bound above at Σ|a·b| = Σ|terms| - "
+          "|C|, |D - (A·B + C)| <= E_P + r_acc(|A·B + C| + E_P) + r_out(|A·B + C| + E_P + r_acc), r = the rounding "
+          "error at that magnitude (half an ulp to nearest, one ulp otherwise)",
+          k, acc.format->name, rounding_name(acc.rounding),
+          claim.block_fma ? ": the epilogue's CUDA-core add, measured on an H200's bias epilogue" : "", out));
+    else
+      b.derivation.push_back(fmt::format(
+          "addend after the output cast (--addend-at output): D = fl_out(fl_out(P) + C), P the sum of the {} products "
+          "above rounded to {}, then C added in {}; per element, E_P = the bound above at Σ|a·b| = Σ|terms| - |C|, "
+          "|D - (A·B + C)| <= E_P + r_out(|A·B| + E_P) + r_out(|A·B + C| + E_P + r_out(|A·B| + E_P)), r_out = the "
+          "output's rounding error at that magnitude (half an ulp to nearest, one ulp otherwise)",
+          k, out, claim.output->name));
+  }
+  return b;
+}
+
+namespace {
+ReductionBound chain_bound(const Claim& claim, std::int64_t k, bool has_addend, double confidence) {
   ReductionBound b;
   auto& d = b.derivation;
   const FormatSpec& acc = *claim.acc.format;
@@ -274,6 +320,7 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
                           b.lambda, confidence, gt, b.probabilistic));
   return b;
 }
+}  // namespace
 
 ReductionBound ulps_bound(const Claim& claim) {
   if (!claim.ulps) throw std::invalid_argument("ulps_bound: the claim states no accuracy in ulps");
@@ -292,8 +339,94 @@ ReductionBound ulps_bound(const Claim& claim) {
   return b;
 }
 
+namespace {
+
+/// The output cast's rounding error at `reach` (the largest magnitude the value rounded can
+/// have), as element_bound bounds it: under a saturating cast at most the largest finite
+/// value's rounding where the judge measures from the clamped exact value (`clamped`), else the
+/// distance to that value beyond the range; under a flushing output at least the least normal
+/// value where `low` (the smallest magnitude it can have) is below it.
+double output_cast_error(const Claim& claim, double reach, double low, bool clamped) {
+  const FormatSpec& f = *claim.output;
+  double r = 0;
+  if (claim.output_saturate && reach > max_finite(f)) {
+    const double top = max_finite(f);
+    r = clamped ? output_rounding_error(f, claim.output_rounding, top)
+                : std::max(reach - top, output_rounding_error(f, claim.output_rounding, top));
+  } else {
+    r = output_rounding_error(f, claim.output_rounding, reach);
+  }
+  if (claim.output_ftz && low < min_normal(f)) r = std::max(r, min_normal(f));
+  return r;
+}
+
+/// element_bound where the addend enters after the chain (claim.addend_at end or output) and
+/// the exact result and the addend are finite: docs/verdict.md §2, "Where the addend enters".
+ElementBound epilogue_element_bound(const ReductionBound& b, const Claim& claim, double exact, double sum_abs,
+                                   double addend) {
+  ElementBound e;
+  // The products' sum P = exact - addend and Σ|a·b| = sum_abs - |addend|, formed in double:
+  // each within a few units of 2^-53 of its operands' magnitudes (slack covers them).
+  const double slack = 0x1p-50 * (std::fabs(exact) + std::fabs(addend) + sum_abs);
+  const double p = exact - addend;
+  const double p_abs = std::fabs(p) + slack;
+  const double s_p = std::max(0.0, sum_abs - std::fabs(addend)) + slack;
+  const double det_red = b.deterministic * s_p + b.absolute;
+  const double prob_red = b.probabilistic * s_p + b.absolute;
+  if (s_p + det_red >= b.overflow_at) {  // a partial sum of the products may overflow the accumulator
+    e.may_overflow = true;
+    if (!b.overflow_sticky) {
+      e.deterministic = e.probabilistic = e.output_rounding = INFINITY;
+      return e;
+    }
+    // Then P is ±inf, and so is every step after it (an addend is finite here).
+    e.overflow_pos = (s_p + p) / 2 + slack + det_red >= b.overflow_at;
+    e.overflow_neg = (s_p - p) / 2 + slack + det_red >= b.overflow_at;
+  }
+  const double mag = std::fabs(exact);
+  double first = 0;  // the epilogue's first rounding
+  if (claim.addend_at == AddendAt::output) {
+    // P rounded to the output: beyond its range (to nearest, with inf) P becomes ±inf and D too.
+    const FormatSpec& f = *claim.output;
+    const bool nearest = claim.output_rounding == Rounding::rne || claim.output_rounding == Rounding::rna;
+    if (!claim.output_saturate && nearest && f.non_finite != NonFinite::finite_only && p_abs + det_red >= max_finite(f)) {
+      e.may_overflow = true;
+      e.overflow_pos = e.overflow_pos || p + slack + det_red >= max_finite(f);
+      e.overflow_neg = e.overflow_neg || -p + slack + det_red >= max_finite(f);
+    }
+    first = output_cast_error(claim, p_abs + det_red, p_abs - det_red, false);
+  } else {
+    // P + C rounded in the accumulator (an overflow there is ±inf to nearest, and stays).
+    const EpilogueAccumulator acc = epilogue_accumulator(claim);
+    first = output_rounding_error(*acc.format, acc.rounding, mag + slack + det_red);
+    if (claim.acc.ftz && !claim.block_fma && mag + slack - det_red < min_normal(*acc.format))
+      first = std::max(first, min_normal(*acc.format));
+    if (mag + slack + det_red >= max_finite(*acc.format)) {
+      const bool nearest = acc.rounding == Rounding::rne || acc.rounding == Rounding::rna;
+      if (!nearest || acc.format->non_finite == NonFinite::finite_only) {
+        e.deterministic = e.probabilistic = e.output_rounding = INFINITY;
+        e.may_overflow = true;
+        return e;
+      }
+      e.may_overflow = true;
+      e.overflow_pos = e.overflow_pos || exact + slack + det_red >= max_finite(*acc.format);
+      e.overflow_neg = e.overflow_neg || -exact + slack + det_red >= max_finite(*acc.format);
+    }
+  }
+  const double before_last = det_red + first;  // |the value the last rounding rounds - exact|
+  e.output_rounding = output_cast_error(claim, mag + slack + before_last, mag - slack - before_last, true);
+  const double repr = mag * 0x1p-52;
+  e.deterministic = before_last + e.output_rounding + repr;
+  e.probabilistic = prob_red + first + e.output_rounding + repr;
+  return e;
+}
+
+}  // namespace
+
 ElementBound element_bound(const ReductionBound& b, const Claim& claim, double exact, double sum_abs,
-                           double finite_opposite) {
+                           double finite_opposite, double addend) {
+  if (claim.addend_at != AddendAt::start && !claim.ulps && std::isfinite(exact) && std::isfinite(addend))
+    return epilogue_element_bound(b, claim, exact, sum_abs, addend);
   ElementBound e;
   if (claim.ulps) {
     // A saturating cast: the ulp at the exact value clamped to the range (what the judge measures from).
@@ -314,7 +447,11 @@ ElementBound element_bound(const ReductionBound& b, const Claim& claim, double e
     e.deterministic = e.probabilistic = e.output_rounding = INFINITY;
     const double slack = 1 + 0x1p-50;
     e.may_overflow = sum_abs + det_red >= b.overflow_at;
-    const bool other = finite_opposite * slack + det_red >= b.overflow_at;
+    // With the addend after the output cast, the finite terms' sum is cast to the output first,
+    // which overflows at the output's largest value.
+    const double at = claim.addend_at == AddendAt::output ? std::min(b.overflow_at, max_finite(*claim.output))
+                                                          : b.overflow_at;
+    const bool other = finite_opposite * slack + det_red >= at;
     e.overflow_pos = exact > 0 || other;
     e.overflow_neg = exact < 0 || other;
     return e;

@@ -42,7 +42,20 @@ struct ReductionBound {
 
 /// Derives the bound of a dot/sum/matmul element of `k` products (+ addend) under `claim`.
 /// `confidence` is the per-element probability for the probabilistic bound (e.g. 1 - 1e-6).
+/// With the addend at the end or after the output cast (claim.addend_at), the bound of the k
+/// products alone, its derivation ending with the epilogue's line; element_bound adds the
+/// epilogue's roundings at each element's values.
 ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_addend, double confidence);
+
+/// The format and rounding of an `--addend-at end` add (D = fl_out(fl_acc(P + C))): the claim's
+/// accumulator and its rounding; for a tensor-core unit its result format, rounded to nearest
+/// (the epilogue is an ordinary add on the CUDA cores: measured, an H200's bias epilogue,
+/// tests/h200_gemm_test.cpp).
+struct EpilogueAccumulator {
+  const FormatSpec* format = nullptr;
+  Rounding rounding = Rounding::rne;
+};
+EpilogueAccumulator epilogue_accumulator(const Claim& claim);
 
 /// The bound of a chained block-FMA dot of `k` products (+ addend) under claim.block_fma:
 /// per block, n + 1 terms aligned and cut at 2^(M - w) (w window bits, M the largest term's
@@ -97,8 +110,12 @@ struct ElementBound {
 /// Where `exact` is ±inf, `sum_abs` is Σ|t| of the finite terms and `finite_opposite` the
 /// magnitude of the sum of the finite terms of the other sign (ExactElement::opposite): the
 /// bounds are +inf (no finite result is legal), overflow_pos / overflow_neg as above.
+/// `addend`: the element's addend where the claim adds it at the end or after the output cast
+/// (claim.addend_at; 0 where there is none): the products' sum is exact - addend, Σ|a·b| is
+/// sum_abs - |addend|, and the bound is E_P plus the epilogue's one or two roundings
+/// (reduction_bound's last derivation line); `output_rounding` is the last rounding's.
 ElementBound element_bound(const ReductionBound& b, const Claim& claim, double exact, double sum_abs,
-                           double finite_opposite = 0);
+                           double finite_opposite = 0, double addend = 0);
 
 /// The overflow rule (docs/verdict.md §2, Overflow), for every check that derives its bounds
 /// from a reduction claim: is the non-finite `value` a result some partial sum's overflow can

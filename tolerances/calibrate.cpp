@@ -180,6 +180,9 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const TensorData&
   if (claim.ulps) return not_applicable("an accuracy claim in ulps has no reduction model");
   if (claim.cast && claim.cast_rounding == Rounding::stochastic)
     return not_applicable("a stochastic input cast is not deterministic");
+  if (ref.addend && stated.addend_at == AddendAt::output)
+    return not_applicable("the addend added after the output cast: a second output rounding, which the legal orders "
+                          "emulated here do not model");
   if ((claim.plan || te) && ref.addend)
     return not_applicable(te ? "a Tensor Engine model with an addend" : "a plan with an addend");
   if (claim.acc_ftz || claim.acc_daz)

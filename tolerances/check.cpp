@@ -39,6 +39,10 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
   c.output_rounding = a.output_rounding();
   c.output_saturate = a.output_saturates();
   c.terms_are_products = products;
+  if (has_addend) c.addend_at = a.addend_at;
+  // The addend is a term of the chain only at its start; at the end or after the output cast
+  // the plan's roundings are those of the products alone (bounds.h, reduction_bound).
+  const bool chained = has_addend && c.addend_at == AddendAt::start;
   if (a.ulps) {
     c.ulps = *a.ulps;
     return s;
@@ -55,7 +59,7 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
     c.input_rounding = a.cast_rounding;
   }
   if (a.plan) {
-    c.roundings_per_term = a.plan->roundings(k, has_addend);
+    c.roundings_per_term = a.plan->roundings(k, chained);
     s.order = fmt::format("plan {}", a.plan->text());
   }
   if (a.profile) {
@@ -88,9 +92,9 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
       c.input_rounding = p.input_cast_rounding;
     }
     if (p.model == ProfileModel::tensor_engine) {
-      c.roundings_per_term = tensor_engine_for(p, c.compute_input ? *c.compute_input : *c.input).roundings(k, has_addend);
+      c.roundings_per_term = tensor_engine_for(p, c.compute_input ? *c.compute_input : *c.input).roundings(k, chained);
     } else {
-      c.roundings_per_term = p.reduction.plan.roundings(k, has_addend);
+      c.roundings_per_term = p.reduction.plan.roundings(k, chained);
     }
     s.order = fmt::format("profile {} (v{})", p.name, p.version);
   }
@@ -140,6 +144,17 @@ void expect_whole(const TensorData& t, std::string_view what) {
 void require_formats(const ClaimSpec& claim, std::string_view command) {
   if (claim.in == nullptr) throw InputError(fmt::format("{}: the claim states no input format (--in)", command));
   if (claim.out == nullptr) throw InputError(fmt::format("{}: the claim states no output format (--out)", command));
+}
+
+void refuse_addend_placement(const ClaimSpec& claim, bool has_addend, std::string_view command) {
+  if (claim.addend_at == AddendAt::start) return;
+  if (!has_addend)
+    throw InputError(fmt::format("{}: --addend-at {} says where an addend enters the sum: give the addend (--addend)",
+                                 command, addend_at_name(claim.addend_at)));
+  if (is_quantised_claim(claim))
+    throw InputError(fmt::format("{}: --addend-at {}: an integer or block-scaled GEMM's addend enters as its claim "
+                                 "states (int32 exactly; a scaled GEMM's recipe): --addend-at is for float GEMMs",
+                                 command, addend_at_name(claim.addend_at)));
 }
 
 void expect_format(const TensorData& t, const FormatSpec& f, std::string_view what) {
@@ -541,6 +556,7 @@ MatmulReference dot_reference(const TensorData& A, const TensorData& B, const st
 CheckResult check_dot(const TensorData& A, const TensorData& B, const TensorData& D, const ClaimSpec& claim,
                       const MatmulCheckOptions& opt) {
   detail::require_formats(claim, "check dot");
+  detail::refuse_addend_placement(claim, opt.addend.has_value(), "check dot");
   if (is_quantised_claim(claim)) return detail::check_quantised_gemm(A, B, D, claim, opt, true);  // quant_check.h
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
@@ -574,6 +590,7 @@ void attach_prediction(CheckResult& r, TensorData predicted, const TensorData& C
 CheckResult check_matmul(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& claim,
                          const MatmulCheckOptions& opt) {
   detail::require_formats(claim, "check matmul");
+  detail::refuse_addend_placement(claim, opt.addend.has_value(), "check matmul");
   if (is_quantised_claim(claim)) return detail::check_quantised_gemm(A, B, C, claim, opt, false);  // quant_check.h
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
@@ -588,6 +605,7 @@ CheckResult check_matmul(const TensorData& A, const TensorData& B, const TensorD
 CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const ClaimSpec& claim,
                          const MatmulCheckOptions& opt) {
   detail::require_formats(claim, "check matmul");
+  detail::refuse_addend_placement(claim, mr.addend.has_value(), "check matmul");
   if (is_quantised_claim(claim)) {  // integer or scaled GEMM: the reference's operands, judged by quant_check.h
     MatmulCheckOptions o = opt;
     o.addend = mr.addend;
@@ -610,6 +628,8 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
   if (mr.rowwise_dot) rowwise_dot_dims(detail::shape_of(A), detail::shape_of(B), &cs);
   else matmul_dims(detail::shape_of(A), detail::shape_of(B), &cs);
   const TensorData* D = mr.addend ? &*mr.addend : nullptr;
+  // Element e's addend, as element_bound reads it (0 without one).
+  const auto addend_value = [D](std::size_t e) { return D != nullptr ? to_double(*D->format, D->values[e]) : 0.0; };
   const std::int64_t M = mr.dims.m, K = mr.dims.k, N = mr.dims.n;
   detail::refuse_options_of_other_ops(claim, false, mr.rowwise_dot ? "check dot" : "check matmul");
   const ClaimSetup s = detail::make_claim(claim, K, D != nullptr, true);
@@ -626,7 +646,12 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
   if (!opt.ref) {
     // The verdict reads the exact elements in place (tolerances/judged_detail.h).
     const std::vector<char> cast_overflow = cast_overflow_elements(s.claim, A, B, mr.dims, mr.rowwise_dot);
-    v = detail::judge_exact(s.claim, b, C.values, {mr.elements, rounded, cast_overflow}, {M, N}, jo);
+    detail::ExactReference er{mr.elements, rounded, cast_overflow};
+    if (D != nullptr && s.claim.addend_at != AddendAt::start) {
+      er.addend_bits = D->values;
+      er.addend_format = D->format;
+    }
+    v = detail::judge_exact(s.claim, b, C.values, er, {M, N}, jo);
   } else {
     detail::ParallelArray<ReferenceElement> ref(static_cast<std::int64_t>(mr.elements.size()));  // first touched on every core
     detail::parallel_for(static_cast<std::int64_t>(ref.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
@@ -649,8 +674,9 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
       // judged against it under its own claim, the bounds (and the overflow rule's reach of the
       // finite terms) derived by judge() from that claim.
       if (!std::isfinite(ref[e].exact)) continue;
-      const ElementBound x = element_bound(b, s.claim, ref[e].exact, ref[e].sum_abs);
-      const ElementBound y = element_bound(rb, rs.claim, ref[e].exact, ref[e].sum_abs);
+      const double d = addend_value(e);
+      const ElementBound x = element_bound(b, s.claim, ref[e].exact, ref[e].sum_abs, 0, d);
+      const ElementBound y = element_bound(rb, rs.claim, ref[e].exact, ref[e].sum_abs, 0, d);
       const double r = to_double(fout, R.values[e]);
       const bool ref_may_overflow = y.may_overflow || (!ref_cast_overflow.empty() && ref_cast_overflow[e]);
       if ((ref_may_overflow || !std::isfinite(r)) && std::isfinite(ref[e].exact)) {
@@ -688,8 +714,9 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
                                        [&](std::size_t e) -> std::optional<detail::CrossSides> {
         if (ref[e].rounded != R.values[e]) return std::nullopt;  // judged against the exact result alone (R may overflow)
         const double exact = mr.elements[e].exact;
-        return detail::CrossSides{exact, element_bound(b, s.claim, exact, mr.elements[e].sum_abs).deterministic,
-                                  element_bound(rb, rs.claim, exact, mr.elements[e].sum_abs).deterministic};
+        const double d = addend_value(e);
+        return detail::CrossSides{exact, element_bound(b, s.claim, exact, mr.elements[e].sum_abs, 0, d).deterministic,
+                                  element_bound(rb, rs.claim, exact, mr.elements[e].sum_abs, 0, d).deterministic};
       });
   }
   CheckResult r = detail::finish(mr.rowwise_dot ? "dot" : "matmul", s, claim, std::move(b), std::move(v), !mr.rowwise_dot);

@@ -86,7 +86,7 @@ Rounding rounding_named(std::string_view s, std::string_view option);
 
 /// A claim as stated in its one text form, the CLI's claim options:
 ///   --in F [--in-b F] [--acc F] [--acc-rounding R] [--products-rounded] [--ftz] [--cast F [--cast-rounding R]]
-///   [--plan P | --profile NAME] --out F [--out-rounding R] [--saturate] [--seed S] [--confidence P]
+///   [--plan P | --profile NAME] --out F [--out-rounding R] [--saturate] [--addend-at start|end|output] [--seed S] [--confidence P]
 ///   [--probabilistic-defects] [--ulps N] [--compute F [--fn-ulps N] [--fn-abs E]] [--expect bit-exact]
 /// e.g. "--in bf16 --acc fp32 --out bf16" or "--in bf16 --out bf16 --profile trn2".
 /// Absent values are absent (std::optional), never sentinels: an absent --out-rounding is
@@ -111,6 +111,9 @@ struct ClaimSpec {
   /// value (±inf too; NaN stays NaN: the OCP OFP8 saturating mode, CUDA's .satfinite); an
   /// integer output (integer GEMM) clamps to its range.
   bool saturate = false;
+  /// --addend-at start|end|output: where a GEMM's addend enters (claim.h, AddendAt); refused
+  /// by checks without an addend and by ops without one (sum, row ops, integer/scaled GEMMs).
+  AddendAt addend_at = AddendAt::start;
   std::uint64_t seed = 0;                          ///< --seed: stochastic roundings' seed
   double confidence = 0.999999;                    ///< --confidence (per element, probabilistic bound)
   bool probabilistic_defects = false;              ///< --probabilistic-defects
@@ -238,7 +241,8 @@ struct MatmulCheckOptions {
 
 /// The format a GEMM's addend is read in: `named` (the CLI's --addend-format and emulate's
 /// --c-format, Python's addend_format= and c_format=, a gate case's addend_format) or else the
-/// claim's accumulator (fp32 under a profile, which states no --acc). A format named
+/// claim's accumulator (fp32 under a profile, which states no --acc), or its output under
+/// --addend-at output (the addend is added in the output's format there). A format named
 /// without an addend is an InputError ("<format_what> names the format of an addend: give the
 /// addend with <addend_what>"), not ignored.
 const FormatSpec& addend_format(const ClaimSpec& claim, bool has_addend, const std::optional<std::string>& named,
@@ -443,6 +447,9 @@ struct ToleranceResult {
   double mean_abs_term = 0;
   bool products = true;
   bool output_rounding_half = true;  ///< the output rounding errs by 1/2 ulp (nearest), else 1 ulp
+  /// Where the addend enters (tol --addend with --addend-at): the bound's coefficients are the
+  /// products' and the epilogue's roundings follow (printed so).
+  AddendAt addend_at = AddendAt::start;
   /// The claim is exact (an integer GEMM): no rounding freedom, so no rtol/atol applies and
   /// text() says to compare bit for bit instead of printing equivalent tolerances.
   bool exact = false;

@@ -146,6 +146,9 @@ const FormatSpec& addend_format(const ClaimSpec& claim, bool has_addend, const s
                                 std::string_view format_what, std::string_view addend_what) {
   if (named && !has_addend)
     throw InputError(fmt::format("{} names the format of an addend: give the addend with {}", format_what, addend_what));
+  // After the output cast the addend is added in the output's format (torch.addmm's C has the
+  // output's dtype); elsewhere it enters the accumulator.
+  if (!named && claim.addend_at == AddendAt::output && claim.out != nullptr) return *claim.out;
   return named ? format_named(*named) : *claim.acc;
 }
 

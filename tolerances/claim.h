@@ -12,6 +12,18 @@
 
 namespace numfid {
 
+/// Where a GEMM's addend C enters (D = A·B + C). Measured on an H200 through PyTorch 2.11 /
+/// cuBLAS 13 (tests/data/h200, tests/h200_gemm_test.cpp): the tensor-core instruction's own C
+/// operand is `start`; cuBLASLt's bias epilogue (torch.nn.functional.linear, addmm with a bias
+/// vector) and addmm with an fp32 output are `end`; addmm with a bf16/fp16 M×N C is `output`.
+enum class AddendAt : std::uint8_t {
+  start,   ///< C is the sum's first term: the accumulation (chain of blocks, plan) starts from it
+  end,     ///< C added to the finished sum in the accumulator's format, then one output cast: fl_out(fl_acc(P + C))
+  output,  ///< C added after the output cast, in the output's format: fl_out(fl_out(P) + C)
+};
+/// "start", "end", "output".
+std::string_view addend_at_name(AddendAt a);
+
 /// The accumulator a reduction claims to use.
 struct AccumulatorClaim {
   const FormatSpec* format = &fp32;      ///< format of every partial sum
@@ -51,6 +63,10 @@ struct Claim {
   /// them (a mixed E4M3 x E5M2 unit: "assumed: ..."); printed once in the bound's derivation.
   /// Points into the profile, which outlives the claim as block_fma does. Empty otherwise.
   std::string_view block_fma_provenance;
+  /// Where the addend enters (a GEMM with an addend; `start` otherwise). With `end` or `output`
+  /// the reduction's own bound is that of the k products alone (reduction_bound), and the
+  /// element's bound adds the epilogue's roundings at the element's own values (element_bound).
+  AddendAt addend_at = AddendAt::start;
   /// The terms are products a·b (dot, matmul) rather than the input values themselves (sum).
   bool terms_are_products = true;
   /// Elementwise / normalisation ops: the claimed accuracy, |output - exact| <= ulps · ulp of

@@ -153,7 +153,7 @@ ClaimSpec parse_claim(std::string_view text) {
                       opt == "--saturate" || detail::is_quant_flag(opt);
     static constexpr std::string_view known[] = {
         "--in",   "--in-b",         "--acc",  "--acc-rounding", "--products-rounded", "--ftz", "--daz", "--zero-start", "--cast",       "--cast-rounding",
-        "--plan", "--profile",      "--out",  "--out-rounding", "--saturate", "--seed",             "--confidence", "--probabilistic-defects",
+        "--plan", "--profile",      "--out",  "--out-rounding", "--saturate", "--addend-at", "--seed",             "--confidence", "--probabilistic-defects",
         "--ulps", "--compute",      "--exp-ulps",     "--fn-ulps", "--fn-abs", "--expect"};
     bool is_known = false;
     for (std::string_view k : known) is_known = is_known || k == opt;
@@ -174,7 +174,7 @@ ClaimSpec parse_claim(std::string_view text) {
     if (!is_known && !detail::is_quant_option(opt))
       throw InputError(fmt::format("claim: unknown option '{}' (known: --in, --in-b, --acc, --acc-rounding, "
                                    "--products-rounded, --ftz, --daz, --zero-start, --cast, --cast-rounding, --plan, --profile, --out, "
-                                   "--out-rounding, --saturate, --seed, --confidence, --probabilistic-defects, --ulps, --compute, "
+                                   "--out-rounding, --saturate, --addend-at, --seed, --confidence, --probabilistic-defects, --ulps, --compute, "
                                    "--fn-ulps, --fn-abs, --exp-ulps, --expect; integer GEMM: {})",
                                    opt, detail::quant_option_names()));
     for (const std::string& s : seen)
@@ -217,6 +217,17 @@ ClaimSpec parse_claim(std::string_view text) {
     } else if (opt == "--out") c.out = &format_named(value);
     else if (opt == "--out-rounding") c.out_rounding = rounding_named(value, "--out-rounding");
     else if (opt == "--saturate") c.saturate = true;
+    else if (opt == "--addend-at") {
+      if (value == "start") c.addend_at = AddendAt::start;
+      else if (value == "end") c.addend_at = AddendAt::end;
+      else if (value == "output") c.addend_at = AddendAt::output;
+      else
+        throw InputError(fmt::format("--addend-at '{}': give start (the addend is the sum's first term, the tensor-core "
+                                     "instruction's C), end (added to the finished sum in the accumulator's format, "
+                                     "then the output cast: cuBLASLt's bias epilogue) or output (added after the output "
+                                     "cast, in the output's format: torch.addmm with a bf16/fp16 output)",
+                                     value));
+    }
     else if (opt == "--seed") c.seed = parse_seed(value);
     else if (opt == "--confidence") {
       double p = 0;
@@ -387,15 +398,17 @@ void refuse_exp_ulps_outside_softmax(const ClaimSpec& c, RowOp op, std::string_v
 void refuse_gemm_options(const ClaimSpec& c, std::string_view command) {
   const char* given = nullptr;
   for (const std::string& o : c.given)
-    if (o == "--in-b" || is_quant_option(o) || is_quant_flag(o)) {
+    if (o == "--in-b" || o == "--addend-at" || is_quant_option(o) || is_quant_flag(o)) {
       given = o.c_str();
       break;
     }
   if (!given && c.in_b) given = "--in-b";
+  if (!given && c.addend_at != AddendAt::start) given = "--addend-at";
   if (!given && (c.quant.any() || c.quant.scaled())) given = "an integer or block-scaled GEMM option";
   if (given)
-    throw InputError(fmt::format("{}: {} belongs to a GEMM's claim (matmul, dot: a second operand's format, integer "
-                                 "zero points and requantisation, block scales); this op has one operand",
+    throw InputError(fmt::format("{}: {} belongs to a GEMM's claim (matmul, dot: a second operand's format, where the "
+                                 "addend enters, integer zero points and requantisation, block scales); this op has one "
+                                 "operand",
                                  command, given));
 }
 
@@ -469,6 +482,7 @@ std::string ClaimSpec::text() const {
   if (out) add("--out", out->name);
   if (out_rounding) add("--out-rounding", rounding_name(*out_rounding));
   detail::append_quant_claim(s, quant, saturate);  // --saturate among them
+  if (addend_at != AddendAt::start) add("--addend-at", addend_at_name(addend_at));
   if (ulps) add("--ulps", fmt::format("{}", *ulps));
   if (compute) {
     add("--compute", compute->name);

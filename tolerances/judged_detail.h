@@ -57,6 +57,9 @@ struct ReferenceElements {
   std::optional<double> det_bound(std::size_t i) const { return ref[i].det_bound; }
   std::optional<double> prob_bound(std::size_t i) const { return ref[i].prob_bound; }
   bool may_overflow(std::size_t i) const { return ref[i].may_overflow; }
+  /// 0: a reference element carries no addend (element_bound's bound with the addend at 0 is
+  /// still sound where the claim adds one after the chain, only wider).
+  double addend(std::size_t) const { return 0; }
   const double* first_exact() const { return ref.empty() ? nullptr : &ref[0].exact; }
   static constexpr std::size_t kStride = sizeof(ReferenceElement);
 };
@@ -69,6 +72,11 @@ struct ExactReference {
   std::span<const ExactElement> elements;
   std::span<const Bits> rounded_bits;  ///< elements[i].rounded(claim's output)
   std::span<const char> cast_overflow;  ///< empty, or 1 where an operand's cast may overflow
+  /// The addend's patterns where the claim adds it at the end or after the output cast (empty
+  /// otherwise: element_bound reads it only then).
+  std::span<const Bits> addend_bits = {};
+  const FormatSpec* addend_format = nullptr;
+  double addend(std::size_t i) const { return addend_bits.empty() ? 0 : to_double(*addend_format, addend_bits[i]); }
   Bits rounded(std::size_t i) const { return rounded_bits[i]; }
   double exact(std::size_t i) const { return elements[i].exact; }
   double sum_abs(std::size_t i) const { return elements[i].sum_abs; }

@@ -3,6 +3,7 @@
 // of `numfid check` (tolerances/check.h).
 #include <fmt/format.h>
 
+#include "formats/arith.h"
 #include "formats/convert.h"
 #include "formats/error.h"
 #include "formats/platform.h"
@@ -48,8 +49,8 @@ std::vector<Bits> cast_values(const TensorData& t, const FormatSpec& to, Roundin
   return v;
 }
 
-/// The plan model of a claim (--plan), or of a plan profile.
-ReductionModel plan_model(const ClaimSpec& c) {
+/// The plan model of a claim (--plan), or of a plan profile, its result cast to `out` with `oo`.
+ReductionModel plan_model(const ClaimSpec& c, const FormatSpec& out, const RoundOptions& oo) {
   ReductionModel m;
   if (c.profile) {
     m = c.profile->reduction;
@@ -63,18 +64,22 @@ ReductionModel plan_model(const ClaimSpec& c) {
     m.acc.zero_start = c.acc_zero_start;
   }
   m.acc.rounding.seed = c.seed;
-  m.output = c.out;
-  m.output_rounding = output_options(c);
+  m.output = &out;
+  m.output_rounding = oo;
   return m;
 }
 
-std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c, const ClaimSpec& claim,
-                      bool dot) {
+ReductionModel plan_model(const ClaimSpec& c) { return plan_model(c, *c.out, output_options(c)); }
+
+/// The claim's model on A, B (and the addend `c` at the sum's start), its result cast to
+/// `fout` with `oo` (the claim's output; the accumulator's format unrounded for an addend at
+/// the end).
+std::vector<Bits> run_chain(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
+                            const ClaimSpec& claim, bool dot, const FormatSpec& fout, const RoundOptions& oo) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change an emulated bit
   if (!claim.plan && !claim.profile) throw InputError("give exactly one of --plan P or --profile NAME");
   const FormatSpec& fa = *a.format;
   const FormatSpec& fb = *b.format;
-  const FormatSpec& fout = *claim.out;
   const std::int64_t M = a.shape[0], K = a.shape[1], N = dot ? 1 : b.shape[1];
   std::optional<MatrixView> cv;
   if (c) cv = MatrixView{c->format, c->values, M, N};
@@ -87,8 +92,8 @@ std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optio
     const std::vector<Bits> av = cast_values(a, *m.input, claim.cast_rounding, claim.seed);
     const std::vector<Bits> bv = cast_values(b, ib, claim.cast_rounding, claim.seed);
     const MatrixView A{m.input, av, M, K};
-    if (dot) return block_fma_dot_rows(m, A, {&ib, bv, M, K}, cv, fout, output_options(claim));
-    return block_fma_matmul(m, A, {&ib, bv, K, N}, cv, fout, output_options(claim));
+    if (dot) return block_fma_dot_rows(m, A, {&ib, bv, M, K}, cv, fout, oo);
+    return block_fma_matmul(m, A, {&ib, bv, K, N}, cv, fout, oo);
   }
   if (p && p->model == ProfileModel::tensor_engine) {
     // The operands' cast as the bound reads it (detail::make_claim): the profile's where an
@@ -100,13 +105,13 @@ std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optio
     te.autocast = cast;
     te.autocast_rounding = profile_casts ? p->input_cast_rounding : claim.cast_rounding;
     te.output = &fout;
-    te.output_rounding = output_options(claim);
+    te.output_rounding = oo;
     te.array_acc.rounding.seed = te.psum.rounding.seed = claim.seed;
     if (dot) return tensor_engine_dot_rows(te, {&fa, a.values, M, K}, {&fb, b.values, M, K}, cv);
     return tensor_engine_matmul(te, {&fa, a.values, M, K}, {&fb, b.values, K, N}, cv);
   }
   if (p && p->input_cast) throw InputError(fmt::format("profile {}: input casts apply to tensor-engine profiles", p->name));
-  const ReductionModel m = plan_model(claim);
+  const ReductionModel m = plan_model(claim, fout, oo);
   // A --cast under a plan: the operands are cast first (stream = flat index), then summed.
   const FormatSpec& ca = claim.cast ? *claim.cast : fa;
   const FormatSpec& cb = claim.cast ? *claim.cast : fb;
@@ -118,6 +123,40 @@ std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optio
   return emulate_matmul({&ca, as, M, K}, {&cb, bs, K, N}, cv, m);
 }
 
+/// The claim's model with its addend where the claim puts it (AddendAt): at the start, the
+/// model's own; at the end, the products' sum in the accumulator's format, C added there
+/// (epilogue_accumulator's rounding), then the output cast; after the output cast, the
+/// products' sum cast to the output, then C added in the output's format (the output's
+/// rounding). Element i's roundings draw stochastic stream i.
+std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c, const ClaimSpec& claim,
+                      bool dot) {
+  const RoundOptions oo = output_options(claim);
+  if (!c || claim.addend_at == AddendAt::start) return run_chain(a, b, c, claim, dot, *claim.out, oo);
+  const FormatSpec& fc = *c->format;
+  const FormatSpec& fout = *claim.out;
+  RoundOptions o = oo;
+  if (claim.addend_at == AddendAt::output) {
+    std::vector<Bits> d = run_chain(a, b, std::nullopt, claim, dot, fout, oo);
+    for (std::size_t i = 0; i < d.size(); ++i) {
+      o.stream = i;
+      d[i] = add_mixed(fout, fout, d[i], fc, c->values[i], o).bits;
+    }
+    return d;
+  }
+  // At the end: the chain's result unrounded (the accumulator's own format, nothing flushed).
+  const detail::ClaimSetup s = detail::make_claim(claim, a.shape[1], true, true);
+  const EpilogueAccumulator acc = epilogue_accumulator(s.claim);
+  std::vector<Bits> d = run_chain(a, b, std::nullopt, claim, dot, *acc.format, RoundOptions{});
+  RoundOptions ao;
+  ao.rounding = acc.rounding;
+  ao.ftz = s.claim.acc.ftz;
+  ao.seed = claim.seed;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    o.stream = ao.stream = i;
+    d[i] = convert(*acc.format, fout, add_mixed(*acc.format, *acc.format, d[i], fc, c->values[i], ao).bits, o).bits;
+  }
+  return d;
+}
 
 }  // namespace
 
@@ -126,6 +165,7 @@ using detail::expect_format;
 TensorData emulate_matmul(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
                           const ClaimSpec& claim) {
   detail::require_formats(claim, "emulate matmul");
+  detail::refuse_addend_placement(claim, c.has_value(), "emulate matmul");
   if (is_quantised_claim(claim)) return detail::emulate_quantised_gemm(a, b, c, claim, false);  // quant_check.h
   expect_format(a, *claim.in, "A");
   expect_format(b, claim.in_b ? *claim.in_b : *claim.in, "B");
@@ -157,6 +197,7 @@ TensorData emulate_sum(const TensorData& x, int axis_in, const ClaimSpec& claim)
 
 TensorData emulate_dot(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c, const ClaimSpec& claim) {
   detail::require_formats(claim, "emulate dot");
+  detail::refuse_addend_placement(claim, c.has_value(), "emulate dot");
   if (is_quantised_claim(claim)) return detail::emulate_quantised_gemm(a, b, c, claim, true);  // quant_check.h
   expect_format(a, *claim.in, "A");
   expect_format(b, claim.in_b ? *claim.in_b : *claim.in, "B");

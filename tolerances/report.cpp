@@ -164,6 +164,8 @@ void set_same_sign_equivalents(ToleranceResult& t, double coef_det, double coef_
 ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim, const ToleranceOptions& opt) {
   if (op != "matmul" && op != "dot" && op != "sum")
     throw InputError(fmt::format("tol: unknown op '{}' (matmul, dot or sum)", op));
+  detail::refuse_addend_placement(claim, opt.addend, fmt::format("tol {}", op));
+  if (opt.ref_claim) detail::refuse_addend_placement(*opt.ref_claim, opt.addend, fmt::format("tol {}", op));
   if (is_quantised_claim(claim)) {  // integer or scaled GEMM: their own bounds (quant_check.h)
     return detail::quantised_tolerance(op, k, claim, opt.ref_claim ? &*opt.ref_claim : nullptr);
   }
@@ -200,7 +202,16 @@ ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& 
   t.output_rounding_half = c.output_rounding == Rounding::rne || c.output_rounding == Rounding::rna;
   t.output = c.output;
   const double u_out = unit_roundoff(*c.output, c.output_rounding);
-  const double out_rel = rs ? 2 * u_out : u_out;
+  // An addend at the end or after the output cast: one more rounding of the result's magnitude
+  // (terms of one sign: |A·B| <= |A·B + C|), in the accumulator or the output.
+  const auto epilogue_rel = [&](const Claim& cl) {
+    if (!opt.addend || cl.addend_at == AddendAt::start) return 0.0;
+    if (cl.addend_at == AddendAt::output) return unit_roundoff(*cl.output, cl.output_rounding);
+    const EpilogueAccumulator e = epilogue_accumulator(cl);
+    return unit_roundoff(*e.format, e.rounding);
+  };
+  const double out_rel = (rs ? 2 * u_out : u_out) + epilogue_rel(c) + (rs ? epilogue_rel(rs->claim) : 0);
+  if (opt.addend) t.addend_at = c.addend_at;
   // Typical data, for the rtol/atol of torch.testing.assert_close / numpy.allclose:
   //  - all terms of one sign: Σ|t| = |s|, so a relative tolerance is sound;
   //  - zero-mean terms (a, b ~ N(0, 1)): Σ|a b| ≈ K·2/π while |s| ~ √K·|N(0,1)| can be 0:
@@ -216,6 +227,7 @@ ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& 
   j["k"] = k;
   j["claim"] = t.claim_text;
   j["order"] = s.order;
+  if (opt.addend) j["addend_at"] = addend_at_name(c.addend_at);
   j["equivalent"]["same_sign_terms"] = {
       {"rtol_deterministic", t.rtol_deterministic}, {"rtol_probabilistic", t.rtol_probabilistic}, {"atol", t.atol_same_sign}};
   j["equivalent"]["zero_mean_unit_variance"] = {
@@ -248,8 +260,14 @@ std::string ToleranceResult::text() const {
          "numpy.array_equal) or check it: numfid check");
     return out;
   }
-  line(fmt::format("|computed - exact| <= C · Σ|terms| + A, then the output rounding ({} ulp of {} at the result):",
-                   output_rounding_half ? "1/2" : "1", output->name));
+  if (addend_at == AddendAt::start)
+    line(fmt::format("|computed - exact| <= C · Σ|terms| + A, then the output rounding ({} ulp of {} at the result):",
+                     output_rounding_half ? "1/2" : "1", output->name));
+  else
+    line(fmt::format("|computed - exact| <= C · Σ|a·b| + A for the products' sum, then the addend {} (the derivation's "
+                     "last line) and the output rounding ({} ulp of {} at the result):",
+                     addend_at == AddendAt::end ? "added at the end in the accumulator" : "added after the output cast",
+                     output_rounding_half ? "1/2" : "1", output->name));
   line(fmt::format("  deterministic (every order the claim allows): C = {:.6g}, A = {:.3g}", b.deterministic, b.absolute));
   if (b.probabilistic_applies)
     line(fmt::format("  probabilistic (confidence {:.12g} per element):  C = {:.6g}", b.confidence, b.probabilistic));

@@ -338,7 +338,7 @@ void stochastic_lean_rule(Verdict& v, const Claim& claim, const ReductionBound& 
         ++part.given;
         continue;
       }
-      const ElementBound eb = element_bound(b, claim, exact, ref.sum_abs(i), ref.finite_opposite(i));
+      const ElementBound eb = element_bound(b, claim, exact, ref.sum_abs(i), ref.finite_opposite(i), ref.addend(i));
       const double d = eb.deterministic - eb.output_rounding;  // reduction, cast and |x|·2^-52
       const double mag = std::fabs(exact);
       if (!std::isfinite(d) || eb.may_overflow || mag + d >= top || (claim.output_ftz && mag - d < least_normal)) continue;
@@ -494,7 +494,8 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
         e.det_bound = *given;
         e.prob_bound = ref.prob_bound(i).value_or(*given);
       } else {
-        const ElementBound eb = element_bound(b, claim, ref.exact(i), ref.sum_abs(i), ref.finite_opposite(i));
+        const ElementBound eb =
+            element_bound(b, claim, ref.exact(i), ref.sum_abs(i), ref.finite_opposite(i), ref.addend(i));
         e.det_bound = eb.deterministic;
         e.prob_bound = eb.probabilistic;
         const bool eb_sticky = eb.may_overflow && std::isfinite(eb.deterministic);

@@ -308,6 +308,14 @@ Rounded oracle_round_arith(ArithOp op, const FormatSpec& f, std::span<const doub
   return rd;
 }
 
+Rounded oracle_round_sum(const FormatSpec& to, double x, double y, Rounding r) {
+  Work& w = work();
+  mpfr_set_d(w.in[0], x, MPFR_RNDN);  // exact
+  mpfr_set_d(w.in[1], y, MPFR_RNDN);
+  const Op o{Op::Kind::add, w.in[0], w.in[1], nullptr, false};
+  return round_float(to, o, r, std::isnan(x) || std::isnan(y));
+}
+
 Result oracle_finish(const FormatSpec& f, const Rounded& rd, const RoundOptions& o) {
   using K = Rounded::Kind;
   if (f.kind == FormatKind::integer) {

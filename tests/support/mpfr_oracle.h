@@ -52,6 +52,12 @@ Rounded oracle_round_scaled(const FormatSpec& to, bool negative, uint128 signifi
 /// that `f` represents, NaN/inf allowed).
 Rounded oracle_round_arith(ArithOp op, const FormatSpec& f, std::span<const double> operands, Rounding r);
 
+/// x + y correctly rounded into `to`, for operands of other formats (not necessarily in `to`'s
+/// exponent range: e5m2 + e4m3 into e4m3, fp32 + bf16 into bf16): the sum rounded at `to`'s
+/// precision in MPFR's default range, then mpfr_check_range and mpfr_subnormalize, as for a
+/// conversion.
+Rounded oracle_round_sum(const FormatSpec& to, double x, double y, Rounding r);
+
 /// Applies the overflow mode, FTZ and the target's rules to an MPFR outcome and encodes it
 /// with the naive encoder. Rules (formats/rounding.h, value.h):
 ///  - overflow: ieee -> ±inf; ±max for the directed modes toward zero; formats without inf

@@ -55,3 +55,6 @@ numfid_add_test(self_consistency_test SOURCES self_consistency_test.cpp DEPS num
 # cuBLAS GEMMs recorded on an H200 (tests/data/h200/gemm) under the claims a user states: seconds.
 numfid_add_test(h200_gemm_test SOURCES h200_gemm_test.cpp DEPS numfid::tolerances numfid::io fmt::fmt)
 target_compile_definitions(h200_gemm_test PRIVATE NUMFID_H200_DATA="${PROJECT_SOURCE_DIR}/tests/data/h200")
+# --addend-at: the epilogue's emulation against the MPFR oracle, the bound's soundness on legal
+# outputs (cancelling addends, subnormal results, overflowing products) and sharpness.
+numfid_add_test(addend_at_test SOURCES addend_at_test.cpp DEPS numfid::tolerances numfid_test_support fmt::fmt)

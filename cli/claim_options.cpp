@@ -45,6 +45,11 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind, bool one_operand) {
       opt("--plan", "known summation order: sequential, pairwise, blocked(T), ... (its own bound)");
       opt("--profile", "platform profile (profiles/NAME.yaml): its accumulator, casts and order; a scaled-gemm profile: its scale layout, scale format, promotion and partial sums");
     }
+    opt("--addend-at", "where the addend enters: start (the sum's first term, the tensor-core instruction's C), end "
+                       "(added to the finished sum in the accumulator, then the output cast: cuBLASLt's bias epilogue, "
+                       "F.linear), output (added after the output cast, in the output's format: torch.addmm with a "
+                       "bf16/fp16 C)",
+        "start");
     opt("--seed", "seed of stochastic roundings (stream = the output element's index)", "0");
     // Integer GEMM (int8/uint8 inputs, --acc int32): zero points and requantisation.
     opt("--zero-point-a", "integer GEMM: zero point subtracted from A's values");
@@ -75,7 +80,8 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind, bool one_operand) {
   }
   if (one_operand)
     for (const Entry& e : entries_)
-      if (e.name == "--in-b" || numfid::detail::is_quant_option(e.name) || numfid::detail::is_quant_flag(e.name))
+      if (e.name == "--in-b" || e.name == "--addend-at" || numfid::detail::is_quant_option(e.name) ||
+          numfid::detail::is_quant_flag(e.name))
         e.option->group("");
 }
 

@@ -179,7 +179,8 @@ Command add_check_command(CLI::App& parent) {
     c->add_option("--c", a.c, fmt::format("the output to judge ({})", out_shape))->required();
     if (takes("addend")) c->add_option("--addend", a.addend, fmt::format("the addend the kernel added ({})", out_shape));
     if (takes("addend_format"))
-      c->add_option("--addend-format", a.addend_format, "format of the addend (default: the accumulator's)");
+      c->add_option("--addend-format", a.addend_format,
+                    "format of the addend (default: the accumulator's; the output's under --addend-at output)");
     if (takes("ref"))
       c->add_option("--ref", a.ref,
                     "judge the output against this reference output of another platform instead of the exact result");

@@ -89,8 +89,9 @@ int run_emulate_sum(const EmulateSumArgs& e) {
 void add_emulate_options(CLI::App& app, EmulateArgs& e) {
   app.add_option("--a", e.a, "A (.npy or FILE.safetensors:NAME)")->required();
   app.add_option("--b", e.b, "B")->required();
-  app.add_option("--c", e.c, "addend C that starts each sum");
-  app.add_option("--c-format", e.c_format, "format of C's values (default: the accumulator's)");
+  app.add_option("--c", e.c, "addend C (it starts each sum; --addend-at end|output: added after it)");
+  app.add_option("--c-format", e.c_format,
+                 "format of C's values (default: the accumulator's; the output's under --addend-at output)");
   e.claim.declare(app, ClaimKind::emulate);
   app.add_option("--output", e.output, "where to write the result (.npy or .safetensors)")->check(output_file())->required();
 }

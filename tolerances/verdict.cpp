@@ -78,6 +78,16 @@ template <class Reference>
 void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, const detail::JudgedElements& all,
                     const Reference& ref, Grid grid) {
   const FormatSpec& out = *claim.output;
+  // An addend at the end or after the output cast rounds once more before the output: its
+  // rounding error (at the element's own values) is no error of the output's rounding or of the
+  // accumulator, so both signatures below leave it out.
+  const bool epilogue = claim.addend_at != AddendAt::start;
+  const auto first_rounding = [&](std::size_t i) {
+    const double exact = ref.exact(i), p = exact - ref.addend(i);
+    if (claim.addend_at == AddendAt::output) return output_rounding_error(out, claim.output_rounding, std::fabs(p));
+    const EpilogueAccumulator acc = epilogue_accumulator(claim);
+    return output_rounding_error(*acc.format, acc.rounding, std::fabs(exact));
+  };
   // Bias of the signed error, in output ulps, sign-normalised (negative = toward zero).
   // Round-to-nearest outputs average about 0; a truncating cast averages about -0.5.
   {
@@ -86,6 +96,9 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
     for (std::size_t i = 0; i < all.size(); ++i) {
       const double error_ulps = all.error_ulps(i), exact = all.exact(i);
       if (!std::isfinite(error_ulps) || exact == 0) continue;
+      // The epilogue's first rounding reaching half an output ulp at the result: the output's
+      // rounding direction is not what the error shows there.
+      if (epilogue && first_rounding(i) >= 0.5 * ulp_at(out, std::fabs(exact))) continue;
       const double s = std::copysign(1.0, exact) * error_ulps;
       sum += s;
       sum2 += s * s;
@@ -116,8 +129,17 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
           excess[i] = NAN;
           continue;
         }
-        const double orr = output_rounding_error(out, claim.output_rounding, std::fabs(ref.exact(i)));
-        excess[i] = std::max(0.0, std::fabs(error) - orr) / ref.sum_abs(i);
+        double orr = output_rounding_error(out, claim.output_rounding, std::fabs(ref.exact(i)));
+        double terms = ref.sum_abs(i);
+        if (epilogue) {  // the epilogue's rounding too, per Σ|a·b| of the products alone
+          orr += first_rounding(i);
+          terms = std::max(terms - std::fabs(ref.addend(i)), 0.0);
+          if (terms <= 0) {
+            excess[i] = NAN;
+            continue;
+          }
+        }
+        excess[i] = std::max(0.0, std::fabs(error) - orr) / terms;
       }
     });
     double* const kept = std::remove_if(excess.begin(), excess.end(), [](double x) { return std::isnan(x); });

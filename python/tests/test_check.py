@@ -360,3 +360,32 @@ def test_numpy_sums_a_strided_axis_in_order():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert np.array_equal(numfid.emulate("sum", "--in fp32 --plan numpy --out fp32", x=x, axis=1), x.sum(1))
+
+
+def test_addend_at_identical_to_cli(cli, data, data_dir, tmp_path):
+    # --addend-at output (torch.addmm's epilogue with a bf16 C): emulate and check through the
+    # module and the CLI give the same output, JSON and report. C = -(the bf16 result of A·B),
+    # the last bit of every third pattern flipped (tests/cli/data/make_addend_cancel.py).
+    c = data["c_sequential_fp32acc"]
+    addend = ((c ^ 0x8000) ^ (np.arange(c.size).reshape(c.shape) % 3 == 0)).astype(np.uint16)
+    np.save(tmp_path / "addend.npy", addend)
+    claim = "--in bf16 --out bf16 --plan sequential --addend-at output"
+    d = numfid.emulate("matmul", claim, a=data["a"], b=data["b"], c=addend, bits=True)
+    e = cli("emulate", "matmul", "--a", data_dir / "a.npy", "--b", data_dir / "b.npy", "--c", tmp_path / "addend.npy",
+            *claim.split(), "--output", tmp_path / "d.npy")
+    assert e.returncode == 0, e.stderr
+    assert np.array_equal(np.load(tmp_path / "d.npy"), d)
+    r = numfid.check_matmul(data["a"], data["b"], d, claim, addend=addend)
+    rc, js, stdout = cli_json(cli, tmp_path, "check", "matmul", "--a", data_dir / "a.npy", "--b", data_dir / "b.npy",
+                              "--c", tmp_path / "d.npy", "--addend", tmp_path / "addend.npy", *claim.split())
+    assert r.to_json() == js and r.report == stdout and r.exit_code == rc == 0
+    assert r.verdict == "consistent", r.report
+    # The same output under the start claim (the addend as the sum's first term): a false alarm.
+    s = numfid.check_matmul(data["a"], data["b"], d, "--in bf16 --out bf16", addend=addend, addend_format="bf16")
+    assert s.verdict == "defect"
+    t = numfid.tol("matmul", "--in bf16 --out bf16 --addend-at end", k=512, addend=True)
+    assert t.report == cli("tol", "matmul", "--k", 512, "--addend", "--in", "bf16", "--out", "bf16", "--addend-at",
+                           "end").stdout
+    assert "--addend-at end" in t.report
+    with pytest.raises(ValueError, match="--addend-at output says where an addend enters the sum"):
+        numfid.check_matmul(data["a"], data["b"], d, claim)

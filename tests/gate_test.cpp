@@ -129,6 +129,32 @@ TEST_F(GateTest, AnAddendInItsOwnFormat) {
             0u);
 }
 
+// torch.addmm with a bf16 C (measured on an H200: fl(fl(A·B) + C)): a case whose claim says
+// --addend-at output passes where the addend-first claim calls it a defect; the repro command
+// carries the placement; a placement without an addend is the case's error.
+TEST_F(GateTest, AnAddendAfterTheOutputCast) {
+  const auto load = [&](const std::string& f) { return tensor_data(read_tensor(dir_ / "data" / f), bf16); };
+  const TensorData A = load("a.npy"), B = load("b.npy");
+  TensorData addend = load("c_sequential_fp32acc.npy");
+  for (std::size_t i = 0; i < addend.values.size(); ++i)  // -(A·B rounded), every third last bit flipped
+    addend.values[i] = Bits{addend.values[i].raw ^ 0x8000u ^ (i % 3 == 0 ? 1u : 0u)};
+  const std::string output_claim = "--in bf16 --out bf16 --addend-at output";
+  const TensorData d = emulate_matmul(A, B, addend, parse_claim(output_claim + " --plan sequential"));
+  write_tensor(dir_ / "data" / "addend.npy", make_tensor(bf16, addend.shape, addend.values));
+  write_tensor(dir_ / "data" / "d.npy", make_tensor(bf16, d.shape, d.values));
+  const std::string with_addend = "    addend: data/addend.npy\n";
+  const GateResult r = run_gate(load_gate(write(gate_with(
+      matmul_case("after_cast", "d.npy") + with_addend + "    claim: " + output_claim + "\n" + matmul_case("first_term", "d.npy") +
+      with_addend + "    addend_format: bf16\n" + matmul_case("no_addend", "d.npy") + "    claim: " + output_claim + "\n"))));
+  ASSERT_EQ(r.cases.size(), 3u);
+  EXPECT_EQ(r.cases[0].status(), "consistent") << r.cases[0].error;
+  EXPECT_NE(r.cases[0].repro.find("--addend-at output"), std::string::npos) << r.cases[0].repro;
+  EXPECT_EQ(r.cases[1].status(), "defect");
+  EXPECT_NE(r.cases[2].error.find("--addend-at output says where an addend enters the sum"), std::string::npos)
+      << r.cases[2].error;
+  EXPECT_NE(r.exit_code(), 0);
+}
+
 TEST_F(GateTest, DefectFailsTheGateAndIsReported) {
   const std::string path = write(gate_with(matmul_case("legal", "c_sequential_fp32acc.npy") + matmul_case("bf16acc", "c_bf16acc.npy")));
   const GateResult r = run_gate(load_gate(path));

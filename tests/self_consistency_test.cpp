@@ -186,6 +186,51 @@ TEST(SelfConsistency, ThePlanModelsOwnOutputIsNeverADefect) {
   EXPECT_GT(judged, 1900);
 }
 
+// An addend at the end or after the output cast (--addend-at): the plan's own output, with the
+// epilogue's roundings in every mode (the accumulator's for end, the output's for output; FTZ,
+// DAZ, casts, products rounded), the addend in the accumulator's or the output's format, is never
+// a defect under the claim that states it.
+TEST(SelfConsistency, AnAddendWhereverItEntersIsNeverADefect) {
+  g_failures = 0;
+  const std::vector<std::string> plans = {"sequential", "reverse", "pairwise", "'blocked(16)'", "'splitk(4)'", "numpy"};
+  const std::vector<std::string> accs = {"fp32", "fp32", "bf16", "fp16", "tf32"};
+  const std::vector<std::string> roundings = {"rne", "rne", "rtz", "stochastic", "rup", "rdn"};
+  const std::vector<std::string> ins = {"bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp32"};
+  const std::vector<std::string> outs = {"fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz"};
+  const std::vector<std::int64_t> ks = {1, 2, 7, 64, 300};
+  std::mt19937_64 g(seed(20261204));
+  auto pick = [&](const auto& v) { return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(g)]; };
+  std::bernoulli_distribution coin(0.3);
+  int judged = 0;
+  for (int trial = 0; trial < 800 && g_failures < 5; ++trial) {
+    const std::string plan = pick(plans), acc = pick(accs), rnd = pick(roundings), in = pick(ins), out = pick(outs);
+    const bool at_output = coin(g) || coin(g);
+    std::string text = fmt::format("--in {} --acc {} --acc-rounding {} --plan {} --out {} --seed {} --addend-at {}", in, acc,
+                                   rnd, plan, out, trial, at_output ? "output" : "end");
+    if (coin(g)) text += " --products-rounded";
+    if (coin(g)) text += fmt::format(" --out-rounding {}", pick(std::vector<std::string>{"rtz", "rup", "rdn", "rna", "stochastic"}));
+    if (coin(g)) text += " --ftz";
+    if (coin(g)) text += " --daz";
+    if (coin(g)) text += " --saturate";
+    if (coin(g)) text += fmt::format(" --cast {}", pick(std::vector<std::string>{"bf16", "fp16", "fp8_e4m3"}));
+    const ClaimSpec claim = parse_claim(seeded(text));
+    const std::int64_t k = pick(ks);
+    const Data d = pick(std::vector<Data>(std::begin(kData), std::end(kData)));
+    const TensorData a = make(*claim.in, 4, k, true, d, g, "A");
+    const TensorData b = make(*claim.in, k, 4, false, d, g, "B");
+    std::optional<TensorData> addend = make_addend(coin(g) ? *claim.out : *claim.acc, 4, 4, true, g);
+    if (coin(g)) {  // an addend cancelling the exact products to a few of its ulps
+      const MatmulReference mr = matmul_reference(a, b, std::nullopt);
+      for (std::size_t i = 0; i < addend->values.size(); ++i)
+        if (std::isfinite(mr.elements[i].exact))
+          addend->values[i] = value_of(*addend->format, -mr.elements[i].exact * (1 + 0x1p-9 * static_cast<double>(i % 5)));
+    }
+    SCOPED_TRACE(fmt::format("trial {}: {} K = {}, addend in {}", trial, data_name(d), k, addend->format->name));
+    judged += expect_own_output_passes(a, b, addend, claim, fmt::format("trial {}: {}, K = {}", trial, data_name(d), k));
+  }
+  EXPECT_GT(judged, 700);
+}
+
 // Partial sums that reach the accumulator's largest finite value: under round to nearest an
 // overflow is ±inf and stays non-finite, so the check keeps the finite bound for finite outputs
 // and allows only the infinities a partial sum can reach (docs/verdict.md §2). Every plan's own

@@ -386,10 +386,17 @@ ElementBound epilogue_element_bound(const ReductionBound& b, const Claim& claim,
   const double mag = std::fabs(exact);
   double first = 0;  // the epilogue's first rounding
   if (claim.addend_at == AddendAt::output) {
-    // P rounded to the output: beyond its range (to nearest, with inf) P becomes ±inf and D too.
+    // P rounded to the output: beyond its range P may become ±inf (NaN in a format without inf;
+    // under directed or stochastic rounding ±max too, which the first rounding's distance to the
+    // largest value covers), and D stays non-finite.
     const FormatSpec& f = *claim.output;
-    const bool nearest = claim.output_rounding == Rounding::rne || claim.output_rounding == Rounding::rna;
-    if (!claim.output_saturate && nearest && f.non_finite != NonFinite::finite_only && p_abs + det_red >= max_finite(f)) {
+    if (claim.output_saturate && e.may_overflow) {
+      // An overflowed chain (±inf) saturates to ±max, and C is added to that: any rounding of
+      // ±max + C, unrelated to the exact result. No finite bound.
+      e.deterministic = e.probabilistic = e.output_rounding = INFINITY;
+      return e;
+    }
+    if (!claim.output_saturate && f.non_finite != NonFinite::finite_only && p_abs + det_red >= max_finite(f)) {
       e.may_overflow = true;
       e.overflow_pos = e.overflow_pos || p + slack + det_red >= max_finite(f);
       e.overflow_neg = e.overflow_neg || -p + slack + det_red >= max_finite(f);

@@ -380,14 +380,35 @@ std::vector<ProbeModel> arithmetic_space(const ReductionPlan& plan, const ProbeO
 std::vector<ProbeModel> block_fma_space(const ProbeOptions& o) {
   std::vector<ProbeModel> ms;
   if (!o.presets) return ms;
-  for (const TensorCorePreset& t : tensor_core_presets) {
-    if (!(*t.model.input == *o.in) || !(*t.model.output == *o.out)) continue;
+  // Every unit once; a unit two GPUs share (Hopper's mma.sync fp8 -> fp32 is B200's) names both
+  // ("B200 e4m3->fp32 (mma.sync) = H100 e4m3->fp32 (mma.sync) preset"), so that a probe matched
+  // by it does not name one GPU alone.
+  std::vector<std::vector<std::string_view>> names;
+  const auto parameters = [](const BlockFmaModel& m) {  // describe() without its "NAME: " prefix
+    const std::string d = describe(m);
+    const std::string prefix = fmt::format("{}: ", m.name);
+    return d.starts_with(prefix) ? d.substr(prefix.size()) : d;
+  };
+  const auto add = [&](const TensorCorePreset& t) {
+    if (!(*t.model.input == *o.in) || !(*t.model.output == *o.out)) return;
+    const std::string d = parameters(t.model);
+    for (std::size_t i = 0; i < ms.size(); ++i)
+      if (parameters(ms[i].unit) == d) {
+        if (std::find(names[i].begin(), names[i].end(), t.model.name) == names[i].end()) names[i].push_back(t.model.name);
+        return;
+      }
     ProbeModel m;
     m.block_fma = true;
     m.unit = t.model;
-    m.source = fmt::format("{} preset", t.model.name);
-    const bool dup = std::any_of(ms.begin(), ms.end(), [&](const ProbeModel& x) { return describe(x.unit) == describe(m.unit); });
-    if (!dup) ms.push_back(m);
+    ms.push_back(m);
+    names.push_back({t.model.name});
+  };
+  for (const TensorCorePreset& t : tensor_core_presets) add(t);
+  for (const TensorCorePreset& t : hopper_mma_sync_presets) add(t);
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    std::string joined;
+    for (const std::string_view n : names[i]) joined += fmt::format("{}{}", joined.empty() ? "" : " = ", n);
+    ms[i].source = joined + " preset";
   }
   return ms;
 }

@@ -141,3 +141,31 @@ INSTANTIATE_TEST_SUITE_P(Presets, BlindTensorCore, ::testing::Range<std::size_t>
 
 }  // namespace
 }  // namespace numfid
+
+namespace numfid {
+namespace {
+
+// With the presets among the candidates, a probe of Hopper's warp-level fp8 -> fp32 unit (the
+// H200-measured mma.sync unit, parameter for parameter B200's) is matched by a preset whose name
+// says both GPUs, not B200's alone (until 2026-12-04 the written profile named B200).
+TEST(ProbePresets, AUnitTwoGpusShareNamesBoth) {
+  const TensorCorePreset& hopper = hopper_mma_sync_presets[4];
+  ASSERT_EQ(hopper.model.name, "H100 e4m3->fp32 (mma.sync)");
+  ProbeModel truth;
+  truth.block_fma = true;
+  truth.unit = hopper.model;
+  ProbeOptions o;
+  o.op = ProbeOp::dot;
+  o.k = 2 * hopper.model.instruction_k;
+  o.in = hopper.model.input;
+  o.out = hopper.model.output;
+  const ProbeResult r = probe(model_black_box(truth), o);
+  ASSERT_TRUE(r.pinned) << r.message;
+  ASSERT_TRUE(r.model);
+  EXPECT_NE(r.model->source.find("B200 e4m3->fp32"), std::string::npos) << r.model->source;
+  EXPECT_NE(r.model->source.find(" = H100 e4m3->fp32 (mma.sync) preset"), std::string::npos) << r.model->source;
+  EXPECT_EQ(r.validation_mismatches, 0);
+}
+
+}  // namespace
+}  // namespace numfid

@@ -21,7 +21,7 @@ import sys
 import numpy as np
 import torch
 
-OUT = sys.argv[1]  # argv[2]: "mmin" only the alignment-floor records, "ranges" only record_gemm_ranges, "addend" only record_gemm_addend, "bias" only record_gemm_bias
+OUT = sys.argv[1]  # argv[2]: "mmin" only the alignment-floor records, "ranges" only record_gemm_ranges, "addend" only record_gemm_addend, "bias" only record_gemm_bias, "bias8" only record_gemm_bias8
 HERE = os.path.dirname(os.path.abspath(__file__))
 rng = np.random.default_rng(20261204)
 
@@ -510,6 +510,34 @@ def record_gemm_bias():
             print(f"gemm {name}: {c.dtype}", flush=True)
 
 
+def record_gemm_bias8():
+    """fp8 GEMMs with a bias vector: torch._scaled_mm(A, B, scale_a=1, scale_b=1, bias=bias, out_dtype=O,
+    use_fast_accum=F), 128 x 1024 x 128, A and B^T e4m3 from seeds 1, 2 (gemm_operand), the bias (N)
+    from seed 6 in the output's format (bf16, fp16, fp32); each run twice."""
+    os.makedirs(os.path.join(OUT, "gemm"), exist_ok=True)
+    M, K, N = 128, 1024, 128
+    a = torch_tensor("e4m3", gemm_operand("e4m3", 1, (M, K)))
+    bT = torch_tensor("e4m3", gemm_operand("e4m3", 2, (N, K)))
+    one = torch.tensor(1.0, device="cuda")
+    for out, od in (("bf16", torch.bfloat16), ("fp16", torch.float16), ("fp32", torch.float32)):
+        if out == "fp32":
+            bias = torch.from_numpy(gemm_operand("fp32", 6, (N,)).view(np.float32).copy()).cuda()
+        else:
+            bias = torch_tensor(out, gemm_operand(out, 6, (N,)))
+        for fast in (True, False):
+            key = f"e4m3_{out}_bias_fast{int(fast)}_{M}x{K}x{N}"
+            try:
+                runs = [torch._scaled_mm(a, bT.t(), scale_a=one, scale_b=one, bias=bias, out_dtype=od,
+                                         use_fast_accum=fast) for _ in range(2)]
+            except Exception as e:
+                print(f"gemm {key}: {e}", flush=True)
+                continue
+            torch.cuda.synchronize()
+            np.save(os.path.join(OUT, "gemm", key + ".npy"), out_bits(runs[0]))
+            print(f"gemm {key}: {runs[0].dtype}, equal to the second run {bool(torch.equal(runs[0], runs[1]))}",
+                  flush=True)
+
+
 def torch_tensor(f, bits):
     if f == "fp16":
         return torch.from_numpy(bits.view(np.float16).copy()).cuda()
@@ -595,6 +623,9 @@ if __name__ == "__main__":
         parts = ["gemm"]
     elif mode == "bias":  # the fifth (session 21): a bias vector (linear, addmm's bias epilogue)
         record_gemm_bias()
+        parts = ["gemm"]
+    elif mode == "bias8":  # the sixth (session 21): fp8 _scaled_mm with a bias vector
+        record_gemm_bias8()
         parts = ["gemm"]
     else:
         mmin = mode == "mmin"  # the second session run: the alignment floor only

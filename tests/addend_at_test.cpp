@@ -242,6 +242,63 @@ TEST(AddendAt, DefectsAreCaught) {
   EXPECT_NE(r.verdict.kind, TensorKind::consistent) << r.text();
 }
 
+TEST(AddendAt, ScaledGemmsPlaceTheAddendToo) {
+  // A block-scaled fp8 GEMM (per-tensor scales that are no powers of two, partials promoted
+  // every 32 products) with a bias-like addend in bf16: the model with the addend at the end is
+  // the chain without it in fp32 (the promotion accumulator), C added there by MPFR, then cast by
+  // MPFR; after the output cast, the chain cast to bf16 plus C by MPFR. Both outputs pass under
+  // their claims; the chain-start claim's model differs from either.
+  std::mt19937_64 gen(21);
+  std::normal_distribution<double> normal;
+  const std::int64_t M = 8, K = 128, N = 6;
+  const TensorData a = tensor(fp8_e4m3, M, K, [&](std::int64_t) { return 4 * normal(gen); }, "A");
+  const TensorData b = tensor(fp8_e4m3, K, N, [&](std::int64_t) { return 4 * normal(gen); }, "B");
+  const std::string base = "--in fp8_e4m3 --out bf16 --scale-a 0.3 --scale-b 0.7 --promote-every 32";
+  const TensorData p32 = emulate_matmul(a, b, std::nullopt, parse_claim("--in fp8_e4m3 --out fp32 --scale-a 0.3 "
+                                                                        "--scale-b 0.7 --promote-every 32"));
+  const TensorData p16 = emulate_matmul(a, b, std::nullopt, parse_claim(base));
+  // C: -(the product) to within a few bf16 ulps, so the placements differ.
+  const TensorData c = tensor(bf16, M, N, [&](std::int64_t e) {
+    return -to_double(fp32, p32.values[static_cast<std::size_t>(e)]) * (1 + std::ldexp(normal(gen), -9));
+  }, "C");
+  MatmulCheckOptions opt;
+  opt.addend = c;
+  const TensorData d_end = emulate_matmul(a, b, c, parse_claim(base + " --addend-at end"));
+  const TensorData d_out = emulate_matmul(a, b, c, parse_claim(base + " --addend-at output"));
+  const TensorData d_start = emulate_matmul(a, b, c, parse_claim(base));
+  int differ_end = 0, differ_out = 0;
+  for (std::size_t i = 0; i < c.values.size(); ++i) {
+    const Bits sum = oracle_add(fp32, fp32, p32.values[i], bf16, c.values[i], Rounding::rne);
+    const Bits want_end =
+        test::oracle_finish(bf16, test::oracle_round_value(bf16, test::naive_decode(fp32, sum), Rounding::rne), RoundOptions{})
+            .bits;
+    EXPECT_TRUE(test::same_bits(bf16, want_end, d_end.values[i], test::NanPolicy::any_nan)) << i;
+    EXPECT_TRUE(test::same_bits(bf16, oracle_add(bf16, bf16, p16.values[i], bf16, c.values[i], Rounding::rne),
+                                d_out.values[i], test::NanPolicy::any_nan))
+        << i;
+    differ_end += !(d_start.values[i] == d_end.values[i]);
+    differ_out += !(d_start.values[i] == d_out.values[i]);
+  }
+  EXPECT_GT(differ_out, 0);
+  for (const char* at : {"end", "output"}) {
+    SCOPED_TRACE(at);
+    const TensorData& d = std::string(at) == "end" ? d_end : d_out;
+    // (A scaled claim's model line: the promotion model, predicted where cheap.)
+    const CheckResult bound = check_matmul(a, b, d, parse_claim(fmt::format("{} --addend-at {}", base, at)), opt);
+    EXPECT_EQ(bound.verdict.kind, TensorKind::consistent) << bound.text();
+    EXPECT_EQ(bound.verdict.counts[3], 0) << bound.text();
+    ASSERT_TRUE(bound.model.has_value());
+    EXPECT_EQ(bound.model->equal, bound.model->elements);
+    bool line = false;
+    for (const std::string& l : bound.bound.derivation) line = line || l.find("--addend-at " + std::string(at)) != std::string::npos;
+    EXPECT_TRUE(line);
+  }
+  // The output placement's output under the start claim: outside its bound where C cancels.
+  MatmulCheckOptions o32 = opt;
+  const CheckResult start = check_matmul(a, b, d_out, parse_claim(base), o32);
+  EXPECT_EQ(start.verdict.kind, TensorKind::defect) << start.text();
+}
+
 TEST(AddendAt, ClaimTextAndRefusals) {
   const ClaimSpec c = parse_claim("--in bf16 --out bf16 --profile nvidia-h100-tc --addend-at output");
   EXPECT_EQ(c.addend_at, AddendAt::output);
@@ -282,7 +339,7 @@ TEST(AddendAt, ClaimTextAndRefusals) {
   MatmulCheckOptions opt;
   opt.addend = TensorData{&int32, {2, 2}, std::vector<Bits>(4, Bits{1}), "D"};
   EXPECT_NE(message([&] { check_matmul(ai, bi, ci, parse_claim("--in int8 --acc int32 --out int32 --addend-at output"), opt); })
-                .find("--addend-at is for float GEMMs"),
+                .find("--addend-at is for float and block-scaled GEMMs"),
             std::string::npos);
 }
 

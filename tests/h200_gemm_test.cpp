@@ -255,6 +255,26 @@ TEST(H200Gemm, BiasEpilogueAddsTheBiasInFp32ThenRounds) {
       EXPECT_EQ(differ, 0);
     }
   }
+  // fp8 torch._scaled_mm with a bias, with and without fast accumulation: the same epilogue
+  // after the fp32 sum of one wgmma chain, or of partials promoted every 128 products.
+  const Gemm g = operands(fp8_e4m3, 128, 1024, 128);
+  for (const int fast : {1, 0}) {
+    const TensorData p32 = emulate_matmul(
+        g.a, g.b, std::nullopt,
+        parse_claim(fast ? "--in fp8_e4m3 --out fp32 --profile nvidia-h100-tc"
+                         : "--in fp8_e4m3 --out fp32 --scale-a 1 --scale-b 1 --scale-block 128x1024 --scale-format fp32 "
+                           "--promote-every 128 --profile nvidia-h100-tc"));
+    for (const FormatSpec* out : {&bf16, &fp16}) {
+      SCOPED_TRACE(fmt::format("e4m3 -> {}, fast accumulation {}", out->name, fast));
+      const TensorData c = addend_of(*out, true);
+      const TensorData d = output(fmt::format("e4m3_{}_bias_fast{}_128x1024x128", out->name, fast), *out);
+      int differ = 0;
+      for (std::size_t i = 0; i < d.values.size(); ++i)
+        differ += !(convert(fp32, *out, add(fp32, p32.values[i], convert(*out, fp32, c.values[i]).bits).bits).bits ==
+                    d.values[i]);
+      EXPECT_EQ(differ, 0);
+    }
+  }
 }
 
 struct AddendCase {
@@ -264,6 +284,7 @@ struct AddendCase {
   std::vector<std::string> exact;    ///< --addend-at values whose model reproduces every element
   std::vector<std::string> refuted;  ///< ... and those it refutes (some element differs)
   bool start_is_false_alarm = false;  ///< the start claim (numfid's only one before --addend-at) calls it a DEFECT
+  const char* claim = nullptr;        ///< the claim without --addend-at (default: the profile's, formats added)
 };
 
 TEST(H200Gemm, TheAddendEntersWhereTheClaimSays) {
@@ -282,16 +303,31 @@ TEST(H200Gemm, TheAddendEntersWhereTheClaimSays) {
       {"fp16_addmm_bias", &fp16, false, true, {"end"}, {"start", "output"}},
       {"bf16_addmm_bias_fp32", &bf16, true, true, {"end", "output"}, {"start"}},
       {"fp16_addmm_bias_fp32", &fp16, true, true, {"end", "output"}, {"start"}},
+      // fp8 torch._scaled_mm with a bias (sixth run): the bias added to the fp32 sum, one cast —
+      // with fast accumulation (one wgmma chain: the bias in the chain's 13-bit unit, start, is
+      // refuted) and without (partials promoted every 128 into fp32: there the promotion
+      // accumulator starting from the bias, start, rounds the same on these data).
+      {"e4m3_bf16_bias_fast1", &fp8_e4m3, false, true, {"end"}, {"start", "output"}, false,
+       "--in fp8_e4m3 --out bf16 --profile nvidia-h100-tc"},
+      {"e4m3_fp16_bias_fast1", &fp8_e4m3, false, true, {"end"}, {"start", "output"}, false,
+       "--in fp8_e4m3 --out fp16 --acc fp32 --profile nvidia-h100-tc"},
+      {"e4m3_bf16_bias_fast0", &fp8_e4m3, false, true, {"end", "start"}, {"output"}, false,
+       "--in fp8_e4m3 --out bf16 --scale-a 1 --scale-b 1 --scale-block 128x1024 --scale-format fp32 --promote-every 128 "
+       "--profile nvidia-h100-tc"},
+      {"e4m3_fp16_bias_fast0", &fp8_e4m3, false, true, {"end", "start"}, {"output"}, false,
+       "--in fp8_e4m3 --out fp16 --scale-a 1 --scale-b 1 --scale-block 128x1024 --scale-format fp32 --promote-every 128 "
+       "--profile nvidia-h100-tc"},
   };
   for (const AddendCase& k : cases) {
     SCOPED_TRACE(k.data);
-    const FormatSpec& out = k.fp32_out ? fp32 : *k.in;
+    const FormatSpec& out = k.fp32_out ? fp32 : k.claim ? *parse_claim(k.claim).out : *k.in;
     const Gemm g = operands(*k.in, 128, 1024, 128);
     const TensorData d = output(fmt::format("{}_128x1024x128", k.data), out);
     MatmulCheckOptions o;
     o.addend = addend_of(out, k.bias);
-    const std::string base = fmt::format("--in {} --out {} --profile nvidia-h100-tc{}", k.in->name, out.name,
-                                         !k.fp32_out && *k.in == fp16 ? " --acc fp32" : "");
+    const std::string base = k.claim ? std::string(k.claim)
+                                     : fmt::format("--in {} --out {} --profile nvidia-h100-tc{}", k.in->name, out.name,
+                                                   !k.fp32_out && *k.in == fp16 ? " --acc fp32" : "");
     for (const std::string& at : k.exact) {
       SCOPED_TRACE("--addend-at " + at);
       const CheckResult r = check_matmul(g.a, g.b, d, parse_claim(base + " --addend-at " + at + " --expect bit-exact"), o);

@@ -174,6 +174,7 @@ std::string_view addend_at_name(AddendAt a) {
 }
 
 EpilogueAccumulator epilogue_accumulator(const Claim& claim) {
+  if (claim.end_add_format) return {claim.end_add_format, Rounding::rne};
   if (claim.block_fma) return {claim.block_fma->output, Rounding::rne};
   return {claim.acc.format, claim.acc.rounding};
 }
@@ -182,31 +183,33 @@ namespace {
 ReductionBound chain_bound(const Claim& claim, std::int64_t k, bool has_addend, double confidence);
 }  // namespace
 
+std::string epilogue_derivation(const Claim& claim, std::int64_t k) {
+  const EpilogueAccumulator acc = epilogue_accumulator(claim);
+  const std::string out = fmt::format("{} {}", claim.output->name, rounding_name(claim.output_rounding));
+  if (claim.addend_at == AddendAt::end)
+    return fmt::format(
+        "addend at the end (--addend-at end): D = fl_out(fl_acc(P + C)), P the sum of the {} products above, C "
+        "added in {} ({}{}), then the output cast ({}); per element, E_P = the bound above at Σ|a·b| = Σ|terms| - "
+        "|C|, |D - (A·B + C)| <= E_P + r_acc(|A·B + C| + E_P) + r_out(|A·B + C| + E_P + r_acc), r = the rounding "
+        "error at that magnitude (half an ulp to nearest, one ulp otherwise)",
+        k, acc.format->name, rounding_name(acc.rounding),
+        claim.block_fma ? ": the epilogue's CUDA-core add, measured on an H200's bias epilogue" : "", out);
+  return fmt::format(
+      "addend after the output cast (--addend-at output): D = fl_out(fl_out(P) + C), P the sum of the {} products "
+      "above rounded to {}, then C added in {}; per element, E_P = the bound above at Σ|a·b| = Σ|terms| - |C|, "
+      "|D - (A·B + C)| <= E_P + r_out(|A·B| + E_P) + r_out(|A·B + C| + E_P + r_out(|A·B| + E_P)), r_out = the "
+      "output's rounding error at that magnitude (half an ulp to nearest, one ulp otherwise)",
+      k, out, claim.output->name);
+}
+
+
 ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_addend, double confidence) {
   // An addend at the end or after the output cast is no term of the chain: the chain's bound is
   // that of the k products, and element_bound adds the epilogue's roundings per element.
   const bool epilogue = has_addend && claim.addend_at != AddendAt::start;
   ReductionBound b = claim.block_fma ? block_fma_bound(claim, k, has_addend && !epilogue)
                                      : chain_bound(claim, k, has_addend && !epilogue, confidence);
-  if (epilogue) {
-    const EpilogueAccumulator acc = epilogue_accumulator(claim);
-    const std::string out = fmt::format("{} {}", claim.output->name, rounding_name(claim.output_rounding));
-    if (claim.addend_at == AddendAt::end)
-      b.derivation.push_back(fmt::format(
-          "addend at the end (--addend-at end): D = fl_out(fl_acc(P + C)), P the sum of the {} products above, C "
-          "added in {} ({}{}), then the output cast ({}); per element, E_P = the bound above at Σ|a·b| = Σ|terms| - "
-          "|C|, |D - (A·B + C)| <= E_P + r_acc(|A·B + C| + E_P) + r_out(|A·B + C| + E_P + r_acc), r = the rounding "
-          "error at that magnitude (half an ulp to nearest, one ulp otherwise)",
-          k, acc.format->name, rounding_name(acc.rounding),
-          claim.block_fma ? ": the epilogue's CUDA-core add, measured on an H200's bias epilogue" : "", out));
-    else
-      b.derivation.push_back(fmt::format(
-          "addend after the output cast (--addend-at output): D = fl_out(fl_out(P) + C), P the sum of the {} products "
-          "above rounded to {}, then C added in {}; per element, E_P = the bound above at Σ|a·b| = Σ|terms| - |C|, "
-          "|D - (A·B + C)| <= E_P + r_out(|A·B| + E_P) + r_out(|A·B + C| + E_P + r_out(|A·B| + E_P)), r_out = the "
-          "output's rounding error at that magnitude (half an ulp to nearest, one ulp otherwise)",
-          k, out, claim.output->name));
-  }
+  if (epilogue) b.derivation.push_back(epilogue_derivation(claim, k));
   return b;
 }
 

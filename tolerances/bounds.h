@@ -50,12 +50,16 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
 /// The format and rounding of an `--addend-at end` add (D = fl_out(fl_acc(P + C))): the claim's
 /// accumulator and its rounding; for a tensor-core unit its result format, rounded to nearest
 /// (the epilogue is an ordinary add on the CUDA cores: measured, an H200's bias epilogue,
-/// tests/h200_gemm_test.cpp).
+/// tests/h200_gemm_test.cpp); claim.end_add_format to nearest where set (a scaled GEMM's fp32).
 struct EpilogueAccumulator {
   const FormatSpec* format = nullptr;
   Rounding rounding = Rounding::rne;
 };
 EpilogueAccumulator epilogue_accumulator(const Claim& claim);
+
+/// The derivation line of an addend at the end or after the output cast (claim.addend_at) after
+/// a chain of k products: what reduction_bound and the scaled GEMM's bound append.
+std::string epilogue_derivation(const Claim& claim, std::int64_t k);
 
 /// The bound of a chained block-FMA dot of `k` products (+ addend) under claim.block_fma:
 /// per block, n + 1 terms aligned and cut at 2^(M - w) (w window bits, M the largest term's

@@ -151,9 +151,9 @@ void refuse_addend_placement(const ClaimSpec& claim, bool has_addend, std::strin
   if (!has_addend)
     throw InputError(fmt::format("{}: --addend-at {} says where an addend enters the sum: give the addend (--addend)",
                                  command, addend_at_name(claim.addend_at)));
-  if (is_quantised_claim(claim))
-    throw InputError(fmt::format("{}: --addend-at {}: an integer or block-scaled GEMM's addend enters as its claim "
-                                 "states (int32 exactly; a scaled GEMM's recipe): --addend-at is for float GEMMs",
+  if (is_integer_claim(claim))
+    throw InputError(fmt::format("{}: --addend-at {}: an integer GEMM adds its int32 addend to the exact int32 sum "
+                                 "(no rounding to place): --addend-at is for float and block-scaled GEMMs",
                                  command, addend_at_name(claim.addend_at)));
 }
 
@@ -708,7 +708,12 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
     b.confidence = 1 - 2 * (1 - claim.confidence);  // both probabilistic bounds hold (union bound)
     mark_cast_overflow(std::span<ReferenceElement>(ref.data(), ref.size()),
                        cast_overflow_elements(s.claim, A, B, mr.dims, mr.rowwise_dot));
-    v = judge(s.claim, b, C.values, std::span<const ReferenceElement>(ref.data(), ref.size()), {M, N}, jo);
+    JudgeOptions jr = jo;
+    if (D != nullptr && s.claim.addend_at != AddendAt::start) {
+      jr.addend = D->values;
+      jr.addend_format = D->format;
+    }
+    v = judge(s.claim, b, C.values, std::span<const ReferenceElement>(ref.data(), ref.size()), {M, N}, jr);
     if (v.counts[3] > 0)
       detail::attribute_cross_platform(v, C, R, std::span<const ReferenceElement>(ref.data(), ref.size()),
                                        [&](std::size_t e) -> std::optional<detail::CrossSides> {

@@ -107,9 +107,8 @@ void expect_whole(const TensorData& t, std::string_view what);
 /// InputError unless the claim states its input and output formats (a ClaimSpec built in code
 /// may leave them null; `command` names the caller, "check matmul").
 void require_formats(const ClaimSpec& claim, std::string_view command);
-/// --addend-at end|output needs an addend, and a float GEMM: InputError naming `command`
-/// otherwise (an integer or block-scaled GEMM adds its addend exactly in int32, or as its
-/// recipe states).
+/// --addend-at end|output needs an addend, and a float or block-scaled GEMM: InputError naming
+/// `command` otherwise (an integer GEMM adds its addend to the exact int32 sum).
 void refuse_addend_placement(const ClaimSpec& claim, bool has_addend, std::string_view command);
 
 /// "[2, 3]".

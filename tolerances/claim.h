@@ -67,6 +67,9 @@ struct Claim {
   /// the reduction's own bound is that of the k products alone (reduction_bound), and the
   /// element's bound adds the epilogue's roundings at the element's own values (element_bound).
   AddendAt addend_at = AddendAt::start;
+  /// The format of `end`'s add where it is not the accumulator's (a scaled GEMM adds to its fp32
+  /// promotion accumulator, to nearest); nullptr: epilogue_accumulator's rule (bounds.h).
+  const FormatSpec* end_add_format = nullptr;
   /// The terms are products a·b (dot, matmul) rather than the input values themselves (sum).
   bool terms_are_products = true;
   /// Elementwise / normalisation ops: the claimed accuracy, |output - exact| <= ulps · ulp of

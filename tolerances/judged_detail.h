@@ -57,9 +57,11 @@ struct ReferenceElements {
   std::optional<double> det_bound(std::size_t i) const { return ref[i].det_bound; }
   std::optional<double> prob_bound(std::size_t i) const { return ref[i].prob_bound; }
   bool may_overflow(std::size_t i) const { return ref[i].may_overflow; }
-  /// 0: a reference element carries no addend (element_bound's bound with the addend at 0 is
-  /// still sound where the claim adds one after the chain, only wider).
-  double addend(std::size_t) const { return 0; }
+  /// The addend where the claim adds it at the end or after the output cast (judge() sets it
+  /// from JudgeOptions::addend, which it requires then), else 0 (unread).
+  std::span<const Bits> addend_bits = {};
+  const FormatSpec* addend_format = nullptr;
+  double addend(std::size_t i) const { return addend_bits.empty() ? 0 : to_double(*addend_format, addend_bits[i]); }
   const double* first_exact() const { return ref.empty() ? nullptr : &ref[0].exact; }
   static constexpr std::size_t kStride = sizeof(ReferenceElement);
 };

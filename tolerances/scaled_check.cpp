@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/arith.h"
 #include "formats/convert.h"
 #include "formats/error.h"
 #include "formats/exact.h"
@@ -181,7 +182,8 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
   ReductionBound b;
   auto& d = b.derivation;
   const std::int64_t L = s.chunk, B = (K + L - 1) / L;
-  b.terms = K + (addend ? 1 : 0);
+  // An addend at the end or after the output cast is no term of the promotion chain.
+  b.terms = K + (addend && c.addend_at == AddendAt::start ? 1 : 0);
   d.push_back(fmt::format("claim: scaled GEMM, in {}, {}; partial sums of {} products in {}, each promoted: o = "
                           "fma_fp32(fp32(sa·sb), partial, o) ({} promotions per element{})",
                           in.name, layout_text(s), L, s.inner, B, s.promoted ? ", --promote-every" : ": one per scale block"));
@@ -264,21 +266,63 @@ Claim judge_claim(const ClaimSpec& c, const FormatSpec& in) {
   k.output_saturate = c.output_saturates();
   k.acc.format = c.profile ? &fp32 : c.acc;
   k.acc.rounding = c.profile ? Rounding::rne : c.acc_rounding;
+  k.end_add_format = &fp32;  // --addend-at end: added to the fp32 promotion accumulator
   return k;
 }
 
-/// The model's output for A, B with scales (sa, sb): a matmul (B: K×N) or a row-wise dot (B: R×K).
+/// The model's output for A, B with scales (sa, sb): a matmul (B: K×N) or a row-wise dot (B: R×K),
+/// the fp32 addend where `at` puts it: the promotion accumulator's start value; at the end, added
+/// to the fp32 promotion accumulator to nearest, then the output cast; after the output cast,
+/// added in the output's format with the output's rounding (element i: stream i).
 std::vector<Bits> run_model(const TensorData& A, const OperandScales& sa, const TensorData& B, const OperandScales& sb,
-                            const MatmulDims& d, const ScaledGemmModel& m, std::span<const Bits> addend, bool rowwise) {
-  if (rowwise) return scaled_dot_emulate(*A.format, A.values, sa, *B.format, B.values, sb, d.m, d.k, m, addend);
-  return scaled_gemm_emulate(*A.format, A.values, sa, *B.format, B.values, sb, d.m, d.k, d.n, m, addend);
+                            const MatmulDims& d, const ScaledGemmModel& m, std::span<const Bits> addend, bool rowwise,
+                            AddendAt at = AddendAt::start) {
+  const auto chain = [&](const ScaledGemmModel& model, std::span<const Bits> add) {
+    if (rowwise) return scaled_dot_emulate(*A.format, A.values, sa, *B.format, B.values, sb, d.m, d.k, model, add);
+    return scaled_gemm_emulate(*A.format, A.values, sa, *B.format, B.values, sb, d.m, d.k, d.n, model, add);
+  };
+  if (addend.empty() || at == AddendAt::start) return chain(m, addend);
+  RoundOptions o = m.out_rounding;
+  if (at == AddendAt::output) {
+    std::vector<Bits> y = chain(m, {});
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      o.stream = i;
+      y[i] = add_mixed(*m.out, *m.out, y[i], fp32, addend[i], o).bits;
+    }
+    return y;
+  }
+  ScaledGemmModel unrounded = m;  // the promotion accumulator itself
+  unrounded.out = &fp32;
+  unrounded.out_rounding = RoundOptions{};
+  std::vector<Bits> y = chain(unrounded, {});
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    o.stream = i;
+    y[i] = convert(fp32, *m.out, add(fp32, y[i], addend[i]).bits, o).bits;
+  }
+  return y;
+}
+
+/// `t` in fp32: its values where it is in another float format all of whose values fp32 holds
+/// (bf16, fp16, fp8, ...: a bias in the output's dtype); InputError naming the element where
+/// one is not an fp32 value.
+TensorData exactly_fp32(const TensorData& t) {
+  if (*t.format == fp32) return t;
+  TensorData r{&fp32, t.shape, {}, t.name};
+  r.values.reserve(t.values.size());
+  for (std::size_t i = 0; i < t.values.size(); ++i) {
+    const Result x = convert(*t.format, fp32, t.values[i]);
+    if ((x.status & status_inexact) != 0 || !is_float(*t.format))
+      throw InputError(fmt::format("the addend {}: element {} ({} {}) is not an fp32 value: a scaled GEMM adds its "
+                                   "addend in fp32",
+                                   t.name, i, t.format->name, to_double(*t.format, t.values[i])));
+    r.values.push_back(x.bits);
+  }
+  return r;
 }
 
 std::vector<Bits> addend_fp32(const std::optional<TensorData>& addend) {
-  std::vector<Bits> add;
-  if (addend)
-    for (const Bits x : addend->values) add.push_back(convert(*addend->format, fp32, x).bits);
-  return add;
+  if (!addend) return {};
+  return exactly_fp32(*addend).values;
 }
 
 /// Which scale-layout bug reproduces C bit for bit under the claim's own promotion model: B's
@@ -289,7 +333,7 @@ void scale_signatures(Verdict& v, const Scaled& s, const ClaimSpec& claim, const
   const std::vector<Bits> add = addend_fp32(addend);
   ScaledGemmModel m = model_of(s, claim);
   const auto equal = [&](const OperandScales& sa, const OperandScales& sb, const ScaledGemmModel& model) {
-    const std::vector<Bits> y = run_model(A, sa, B, sb, d, model, add, rowwise);
+    const std::vector<Bits> y = run_model(A, sa, B, sb, d, model, add, rowwise, claim.addend_at);
     std::int64_t n = 0;
     for (std::size_t e = 0; e < y.size(); ++e) n += y[e] == C.values[e] ? 1 : 0;
     return n;
@@ -788,7 +832,11 @@ std::optional<TensorData> folded(const TensorData& t, const FormatSpec& wide, co
 void set_scaled_walk_portable(bool portable) { walk_portable.store(portable, std::memory_order_relaxed); }
 
 CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const TensorData& C, const ClaimSpec& stated,
-                              const MatmulCheckOptions& opt, bool rowwise) {
+                              const MatmulCheckOptions& given, bool rowwise) {
+  // The addend in fp32, the promotion accumulator's format (exactly: a narrower one's values are
+  // fp32 values); everything below reads that.
+  MatmulCheckOptions opt = given;
+  if (opt.addend) opt.addend = exactly_fp32(*opt.addend);
   const FpEnvGuard env;
   const ClaimSpec claim = resolve_scaled_profile(stated);
   expect_format(A, *claim.in, "A");
@@ -797,12 +845,9 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
   const MatmulDims d = scaled_dims(A, B, &C, rowwise);
   const Scaled s = scaled_of(claim, d.m, d.k, d.n, *A.format, true, rowwise);
   const FormatSpec& out = *claim.out;
-  if (opt.addend) {
-    expect_format(*opt.addend, fp32, "the addend");
-    if (opt.addend->values.size() != C.values.size())
-      throw InputError(fmt::format("the addend {}: {} elements, but the output has {}", opt.addend->name,
-                                   opt.addend->values.size(), C.values.size()));
-  }
+  if (opt.addend && opt.addend->values.size() != C.values.size())
+    throw InputError(fmt::format("the addend {}: {} elements, but the output has {}", opt.addend->name,
+                                 opt.addend->values.size(), C.values.size()));
   // The exact reference. Every scale a power of two (E8M0, MX): folded into the operands
   // exactly, and the exact Σ sa·sb·a·b is the plain matmul (or row-wise dot) of the folded
   // operands — the certified fp64 GEMM's (tolerances/reference_fast.cpp), field for field what
@@ -833,7 +878,9 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
   }
   if (ref.empty()) ref = fixed_point_reference(A, B, s, d, opt, out, rowwise);
   ReductionBound b = scaled_bound(s, claim, *A.format, d.k, opt.addend.has_value());
-  const Claim jc = judge_claim(claim, *A.format);
+  Claim jc = judge_claim(claim, *A.format);
+  if (opt.addend) jc.addend_at = claim.addend_at;
+  if (jc.addend_at != AddendAt::start) b.derivation.push_back(epilogue_derivation(jc, d.k));
   ClaimSetup setup;
   setup.claim = jc;
   setup.order = fmt::format("partials of {} in {}, promoted to fp32", s.chunk, s.inner);
@@ -856,7 +903,8 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
       throw InputError("--ref: the reference's claim states other scales or scale blocks: both platforms must compute "
                        "the same scaled GEMM (the same operands and scales)");
     const ReductionBound rb = scaled_bound(rs, rc, *A.format, d.k, opt.addend.has_value());
-    const Claim rjc = judge_claim(rc, *A.format);
+    Claim rjc = judge_claim(rc, *A.format);
+    if (opt.addend) rjc.addend_at = rc.addend_at;
     // Each element judged against R: its exact result and both bounds, for the attribution below.
     sides.resize(ref.size());
     std::int64_t overflowed = 0;
@@ -864,8 +912,9 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
       // A NaN or infinite exact result: R says nothing more; C against it under its own claim
       // (the overflow rule's, element_bound from the claim).
       if (!std::isfinite(ref[e].exact)) continue;
-      const ElementBound x = element_bound(b, jc, ref[e].exact, ref[e].sum_abs);
-      const ElementBound y = element_bound(rb, rjc, ref[e].exact, ref[e].sum_abs);
+      const double add = opt.addend ? to_double(fp32, opt.addend->values[e]) : 0;
+      const ElementBound x = element_bound(b, jc, ref[e].exact, ref[e].sum_abs, 0, add);
+      const ElementBound y = element_bound(rb, rjc, ref[e].exact, ref[e].sum_abs, 0, add);
       const double r = to_double(out, R.values[e]);
       if (y.may_overflow || !std::isfinite(r)) {
         // The reference may legally overflow here (a partial sum or promotion reaches its
@@ -923,7 +972,12 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
                                          "{} partials, which have no inf): ±inf and NaN are legal there",
                                          promotion_inf, max_finite(fp32), claim.acc->name));
   }
-  Verdict v = judge(jc, b, C.values, ref, {d.m, d.n}, judge_options(claim, opt.worst, true));
+  JudgeOptions jo = judge_options(claim, opt.worst, true);
+  if (jc.addend_at != AddendAt::start) {
+    jo.addend = opt.addend->values;
+    jo.addend_format = &fp32;
+  }
+  Verdict v = judge(jc, b, C.values, ref, {d.m, d.n}, jo);
   if (scale_inf > 0)
     v.reason += fmt::format("; {} of {} elements' scale product fp32(sa·sb) overflows: ±inf and NaN are legal there",
                             scale_inf, v.elements);
@@ -975,7 +1029,7 @@ TensorData emulate_scaled_gemm(const TensorData& A, const TensorData& B, const s
   t.format = claim.out;
   t.shape = rowwise ? std::vector<std::int64_t>{d.m} : std::vector<std::int64_t>{d.m, d.n};
   t.name.assign(1, 'D');
-  t.values = run_model(A, {s.sa, s.ba}, B, {s.sb, s.bb}, d, model_of(s, claim), addend_fp32(C), rowwise);
+  t.values = run_model(A, {s.sa, s.ba}, B, {s.sb, s.bb}, d, model_of(s, claim), addend_fp32(C), rowwise, claim.addend_at);
   return t;
 }
 

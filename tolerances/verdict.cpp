@@ -671,7 +671,16 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
               std::span<const ReferenceElement> ref, Grid grid, const JudgeOptions& opt) {
   if (ref.size() != out.size())
     throw std::invalid_argument(fmt::format("judge: {} reference elements for {} outputs", ref.size(), out.size()));
-  return judge_with(claim, b, out, detail::ReferenceElements{ref}, grid, opt);
+  detail::ReferenceElements r{ref};
+  if (claim.addend_at != AddendAt::start) {
+    if (opt.addend.size() != out.size() || opt.addend_format == nullptr)
+      throw std::invalid_argument(fmt::format("judge: the claim adds its addend after the chain (--addend-at {}): "
+                                              "give {} addends (JudgeOptions::addend), not {}",
+                                              addend_at_name(claim.addend_at), out.size(), opt.addend.size()));
+    r.addend_bits = opt.addend;
+    r.addend_format = opt.addend_format;
+  }
+  return judge_with(claim, b, out, r, grid, opt);
 }
 
 Verdict detail::judge_exact(const Claim& claim, const ReductionBound& b, std::span<const Bits> out,

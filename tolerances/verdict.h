@@ -130,6 +130,11 @@ struct JudgeOptions {
   /// fp32 repeats the same rounding error for a whole binade, so the error grows like n·u, not
   /// √n·u, and a legal output leaves the probabilistic bound (tests/verdict_corpus_test.cpp).
   std::optional<bool> probabilistic_defects;
+  /// Each element's addend (patterns of addend_format) where the claim adds it at the end or
+  /// after the output cast (claim.addend_at): the epilogue's bound reads it (element_bound).
+  /// Required then (std::invalid_argument otherwise), ignored else.
+  std::span<const Bits> addend = {};
+  const FormatSpec* addend_format = nullptr;
 };
 
 /// Judges `out` (patterns of claim.output) against the oracle under bound `b`; `ref` holds one

@@ -202,7 +202,6 @@ std::string epilogue_derivation(const Claim& claim, std::int64_t k) {
       k, out, claim.output->name);
 }
 
-
 ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_addend, double confidence) {
   // An addend at the end or after the output cast is no term of the chain: the chain's bound is
   // that of the k products, and element_bound adds the epilogue's roundings per element.

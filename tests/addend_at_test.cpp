@@ -362,6 +362,15 @@ TEST(AddendAt, TolPrintsTheEpilogue) {
   const double c = out.bound.deterministic, u = 0x1p-8;
   EXPECT_DOUBLE_EQ(out.rtol_deterministic, c + (u + u * (1 + u)) * (1 + c));
   EXPECT_DOUBLE_EQ(start.rtol_deterministic, start.bound.deterministic + u * (1 + start.bound.deterministic));
+  // A block-scaled claim: the same line and the same extra rounding (the promotion
+  // accumulator's fp32 for end; until 2026-12-04 tol ignored a scaled claim's addend).
+  const std::string scaled = "--in fp8_e4m3 --out bf16 --scale-a 0.5 --scale-b 0.25 --promote-every 32";
+  const ToleranceResult s0 = tolerance("matmul", 1024, parse_claim(scaled), o);
+  const ToleranceResult s1 = tolerance("matmul", 1024, parse_claim(scaled + " --addend-at end"), o);
+  EXPECT_NE(s1.text().find("addend at the end (--addend-at end)"), std::string::npos) << s1.text();
+  EXPECT_NE(s1.json().find("\"addend_at\": \"end\""), std::string::npos);
+  EXPECT_DOUBLE_EQ(s1.bound.deterministic, s0.bound.deterministic);
+  EXPECT_GT(s1.rtol_deterministic, s0.rtol_deterministic);
 }
 
 }  // namespace

@@ -65,9 +65,10 @@ CheckResult check_quantised_gemm(const TensorData& a, const TensorData& b, const
 TensorData emulate_quantised_gemm(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
                                   const ClaimSpec& claim, bool rowwise);
 /// `ref_claim` (tol --ref-profile): the cross-platform bound |out_A - out_B| (scaled: the sum
-/// of both bounds; integer: 0, both exact).
+/// of both bounds; integer: 0, both exact). `addend` (tol --addend): a scaled GEMM's sum has
+/// one more term, or (--addend-at end|output) the epilogue's roundings.
 ToleranceResult quantised_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim,
-                                    const ClaimSpec* ref_claim = nullptr);
+                                    const ClaimSpec* ref_claim = nullptr, bool addend = false);
 std::string quantised_emulation_description(const ClaimSpec& claim);
 
 /// Scaled float GEMM (scaled_check.cpp): exact reference of the dequantised products (long
@@ -80,7 +81,7 @@ CheckResult check_scaled_gemm(const TensorData& a, const TensorData& b, const Te
 TensorData emulate_scaled_gemm(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,
                                const ClaimSpec& claim, bool rowwise = false);
 ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim,
-                                 const ClaimSpec* ref_claim = nullptr);
+                                 const ClaimSpec* ref_claim = nullptr, bool addend = false);
 std::string scaled_emulation_description(const ClaimSpec& claim);
 
 /// check_matmul / check_dot of an integer claim. opt.ref: cross-platform, both outputs judged

@@ -167,7 +167,7 @@ ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& 
   detail::refuse_addend_placement(claim, opt.addend, fmt::format("tol {}", op));
   if (opt.ref_claim) detail::refuse_addend_placement(*opt.ref_claim, opt.addend, fmt::format("tol {}", op));
   if (is_quantised_claim(claim)) {  // integer or scaled GEMM: their own bounds (quant_check.h)
-    return detail::quantised_tolerance(op, k, claim, opt.ref_claim ? &*opt.ref_claim : nullptr);
+    return detail::quantised_tolerance(op, k, claim, opt.ref_claim ? &*opt.ref_claim : nullptr, opt.addend);
   }
   if (k <= 0) throw InputError("--k: the reduction length K must be a positive integer");
   detail::refuse_options_of_other_ops(claim, false, fmt::format("tol {}", op));

@@ -1033,15 +1033,31 @@ TensorData emulate_scaled_gemm(const TensorData& A, const TensorData& B, const s
   return t;
 }
 
-ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& stated, const ClaimSpec* ref_claim) {
+ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& stated, const ClaimSpec* ref_claim,
+                                 bool addend) {
   const ClaimSpec claim = resolve_scaled_profile(stated);
   if (op != "matmul" && op != "dot") throw InputError("tol: scaled GEMM claims are for matmul and dot");
   if (k <= 0) throw InputError("--k: the reduction length K must be a positive integer");
   // The bound depends on K, the blocks' K extents and whether the scales are powers of two,
   // not on M, N or the scale files (which need not exist): one row and one column.
   const Scaled s = scaled_of(claim, 1, k, 1, *claim.in, false);
-  ReductionBound b = scaled_bound(s, claim, *claim.in, k, false);
+  ReductionBound b = scaled_bound(s, claim, *claim.in, k, addend);
+  // An addend at the end or after the output cast: its line, and one more rounding of the
+  // result's magnitude in the same-sign rtol (as tolerance() counts it).
+  const auto epilogue_rel = [&](const ClaimSpec& c) {
+    if (!addend || c.addend_at == AddendAt::start) return 0.0;
+    const double uo = unit_roundoff(*c.out, c.output_rounding());
+    return (c.addend_at == AddendAt::output ? uo : unit_roundoff(fp32, Rounding::rne)) * (1 + uo);
+  };
   ToleranceResult t;
+  if (addend) {
+    t.addend_at = claim.addend_at;
+    if (claim.addend_at != AddendAt::start) {
+      Claim jc = judge_claim(claim, *claim.in);
+      jc.addend_at = claim.addend_at;
+      b.derivation.push_back(epilogue_derivation(jc, k));
+    }
+  }
   t.op = std::string(op);
   t.k = k;
   t.claim_text = fmt::format("scaled GEMM, in {}, partials of {} in {}", claim.in->name, s.chunk, s.inner) +
@@ -1049,13 +1065,13 @@ ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const Clai
   t.order = "partials in any order, promoted in order";
   t.output = claim.out;
   t.output_rounding_half = claim.output_rounding() == Rounding::rne || claim.output_rounding() == Rounding::rna;
-  double u_out = unit_roundoff(*claim.out, claim.output_rounding());
+  double u_out = unit_roundoff(*claim.out, claim.output_rounding()) + epilogue_rel(claim);
   double eta_out = output_rounding_error(*claim.out, claim.output_rounding(), 0);
   if (ref_claim) {  // cross-platform: |out_A - out_B| <= bound(A) + bound(B), both about the exact result
     if (!is_scaled_claim(*ref_claim)) throw InputError("--ref-profile: the reference's claim is not a scaled GEMM");
     const ClaimSpec rc = resolve_scaled_profile(*ref_claim);
     const Scaled rs = scaled_of(rc, 1, k, 1, *rc.in, false);
-    const ReductionBound rb = scaled_bound(rs, rc, *rc.in, k, false);
+    const ReductionBound rb = scaled_bound(rs, rc, *rc.in, k, addend);
     b.derivation.insert(b.derivation.begin(),
                         fmt::format("cross-platform: |out_A - out_B| <= bound(A) + bound(B), A = partials of {} in {}, "
                                     "B = partials of {} in {}",
@@ -1065,7 +1081,7 @@ ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const Clai
     b.absolute += rb.absolute;
     b.probabilistic = b.deterministic;
     b.roundings += rb.roundings;
-    u_out += unit_roundoff(*rc.out, rc.output_rounding());
+    u_out += unit_roundoff(*rc.out, rc.output_rounding()) + epilogue_rel(rc);
     eta_out += output_rounding_error(*rc.out, rc.output_rounding(), 0);
     t.claim_text += fmt::format(" vs partials of {} in {}", rs.chunk, rs.inner);
   }
@@ -1078,6 +1094,7 @@ ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const Clai
   j["op"] = t.op;
   j["k"] = k;
   j["claim"] = t.claim_text;
+  if (addend) j["addend_at"] = addend_at_name(claim.addend_at);
   j["bounds"]["deterministic"]["sum_abs_coefficient"] = b.deterministic;
   j["bounds"]["deterministic"]["absolute"] = b.absolute;
   j["roundings"] = b.roundings;
@@ -1110,8 +1127,9 @@ TensorData emulate_quantised_gemm(const TensorData& a, const TensorData& b, cons
   return emulate_scaled_gemm(a, b, c, claim, rowwise);
 }
 
-ToleranceResult quantised_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim, const ClaimSpec* ref_claim) {
-  return is_integer_claim(claim) ? int_tolerance(op, k, claim, ref_claim) : scaled_tolerance(op, k, claim, ref_claim);
+ToleranceResult quantised_tolerance(std::string_view op, std::int64_t k, const ClaimSpec& claim, const ClaimSpec* ref_claim,
+                                    bool addend) {
+  return is_integer_claim(claim) ? int_tolerance(op, k, claim, ref_claim) : scaled_tolerance(op, k, claim, ref_claim, addend);
 }
 
 std::string quantised_emulation_description(const ClaimSpec& claim) {

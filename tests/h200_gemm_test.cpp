@@ -204,6 +204,15 @@ TEST(H200Gemm, NeighbouringClaimsAreRefuted) {
 // the accumulator's chain instead (one rounding to the output), so with a bf16 or fp16 output
 // cuBLAS's double rounding exceeds that claim's bound on some elements: a false alarm no claim can
 // avoid yet (docs/tensor-cores.md; the note of 2026-12-04).
+/// The addend of a recorded run as an M×N tensor of `f`: seed 5's M×N values (addmm's C), or
+/// seed 6's N values repeated in every row (a bias vector).
+TensorData addend_of(const FormatSpec& f, bool bias) {
+  const std::vector<Bits> v = operand(f, bias ? 6 : 5, bias ? 1 : 128, 128);
+  std::vector<Bits> full(128 * 128);
+  for (std::size_t i = 0; i < full.size(); ++i) full[i] = bias ? v[i % 128] : v[i];
+  return {&f, {128, 128}, std::move(full), bias ? "bias" : "C"};
+}
+
 TEST(H200Gemm, AddmmRoundsTheProductToTheOutputThenAddsTheAddend) {
   for (const FormatSpec* f : {&bf16, &fp16}) {
     for (const FormatSpec* out : {f, &fp32}) {
@@ -212,8 +221,7 @@ TEST(H200Gemm, AddmmRoundsTheProductToTheOutputThenAddsTheAddend) {
       const std::string claim = fmt::format("--in {} --out {} {} --profile nvidia-h100-tc", f->name, out->name,
                                             *out == fp16 ? "--acc fp32" : "");
       const TensorData product = emulate_matmul(g.a, g.b, std::nullopt, parse_claim(claim));
-      // C: gemm_operand in the output's format, seed 5.
-      const TensorData c{out, {128, 128}, operand(*out, 5, 128, 128), "C"};
+      const TensorData c = addend_of(*out, false);
       const TensorData d = output(fmt::format("{}_addmm{}_128x1024x128", f->name, *out == fp32 ? "_fp32" : ""), *out);
       ASSERT_EQ(product.values.size(), d.values.size());
       int differ = 0;
@@ -222,15 +230,6 @@ TEST(H200Gemm, AddmmRoundsTheProductToTheOutputThenAddsTheAddend) {
       EXPECT_EQ(differ, 0);
     }
   }
-}
-
-/// The addend of a recorded run as an M×N tensor of `f`: seed 5's M×N values (addmm's C), or
-/// seed 6's N values repeated in every row (a bias vector).
-TensorData addend_of(const FormatSpec& f, bool bias) {
-  const std::vector<Bits> v = operand(f, bias ? 6 : 5, bias ? 1 : 128, 128);
-  std::vector<Bits> full(128 * 128);
-  for (std::size_t i = 0; i < full.size(); ++i) full[i] = bias ? v[i % 128] : v[i];
-  return {&f, {128, 128}, std::move(full), bias ? "bias" : "C"};
 }
 
 TEST(H200Gemm, BiasEpilogueAddsTheBiasInFp32ThenRounds) {

@@ -179,10 +179,6 @@ EpilogueAccumulator epilogue_accumulator(const Claim& claim) {
   return {claim.acc.format, claim.acc.rounding};
 }
 
-namespace {
-ReductionBound chain_bound(const Claim& claim, std::int64_t k, bool has_addend, double confidence);
-}  // namespace
-
 std::string epilogue_derivation(const Claim& claim, std::int64_t k) {
   const EpilogueAccumulator acc = epilogue_accumulator(claim);
   const std::string out = fmt::format("{} {}", claim.output->name, rounding_name(claim.output_rounding));
@@ -202,14 +198,12 @@ std::string epilogue_derivation(const Claim& claim, std::int64_t k) {
       k, out, claim.output->name);
 }
 
-ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_addend, double confidence) {
-  // An addend at the end or after the output cast is no term of the chain: the chain's bound is
-  // that of the k products, and element_bound adds the epilogue's roundings per element.
-  const bool epilogue = has_addend && claim.addend_at != AddendAt::start;
-  ReductionBound b = claim.block_fma ? block_fma_bound(claim, k, has_addend && !epilogue)
-                                     : chain_bound(claim, k, has_addend && !epilogue, confidence);
-  if (epilogue) b.derivation.push_back(epilogue_derivation(claim, k));
-  return b;
+double epilogue_relative_rounding(const Claim& claim) {
+  if (claim.addend_at == AddendAt::start) return 0;
+  const double u_out = unit_roundoff(*claim.output, claim.output_rounding);
+  const EpilogueAccumulator acc = epilogue_accumulator(claim);
+  const double u1 = claim.addend_at == AddendAt::output ? u_out : unit_roundoff(*acc.format, acc.rounding);
+  return u1 * (1 + u_out);
 }
 
 namespace {
@@ -323,6 +317,16 @@ ReductionBound chain_bound(const Claim& claim, std::int64_t k, bool has_addend, 
   return b;
 }
 }  // namespace
+
+ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_addend, double confidence) {
+  // An addend at the end or after the output cast is no term of the chain: the chain's bound is
+  // that of the k products, and element_bound adds the epilogue's roundings per element.
+  const bool epilogue = has_addend && claim.addend_at != AddendAt::start;
+  ReductionBound b = claim.block_fma ? block_fma_bound(claim, k, has_addend && !epilogue)
+                                     : chain_bound(claim, k, has_addend && !epilogue, confidence);
+  if (epilogue) b.derivation.push_back(epilogue_derivation(claim, k));
+  return b;
+}
 
 ReductionBound ulps_bound(const Claim& claim) {
   if (!claim.ulps) throw std::invalid_argument("ulps_bound: the claim states no accuracy in ulps");

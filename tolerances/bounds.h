@@ -61,6 +61,11 @@ EpilogueAccumulator epilogue_accumulator(const Claim& claim);
 /// a chain of k products: what reduction_bound and the scaled GEMM's bound append.
 std::string epilogue_derivation(const Claim& claim, std::int64_t k);
 
+/// What the epilogue adds to a same-sign relative tolerance (tol's rtol; terms of one sign, so
+/// |A·B| <= |A·B + C|): u_1·(1 + u_out), u_1 the unit roundoff of its add (the output's under
+/// `output`, epilogue_accumulator's under `end`); 0 with the addend at the start.
+double epilogue_relative_rounding(const Claim& claim);
+
 /// The bound of a chained block-FMA dot of `k` products (+ addend) under claim.block_fma:
 /// per block, n + 1 terms aligned and cut at 2^(M - w) (w window bits, M the largest term's
 /// exponent), then the sum rounded to the result's fraction bits; B blocks chained, each

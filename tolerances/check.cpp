@@ -629,7 +629,7 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
   else matmul_dims(detail::shape_of(A), detail::shape_of(B), &cs);
   const TensorData* D = mr.addend ? &*mr.addend : nullptr;
   // Element e's addend, as element_bound reads it (0 without one).
-  const auto addend_value = [D](std::size_t e) { return D != nullptr ? to_double(*D->format, D->values[e]) : 0.0; };
+  const detail::Addends addend_value = D != nullptr ? detail::Addends{D->values, D->format} : detail::Addends{};
   const std::int64_t M = mr.dims.m, K = mr.dims.k, N = mr.dims.n;
   detail::refuse_options_of_other_ops(claim, false, mr.rowwise_dot ? "check dot" : "check matmul");
   const ClaimSetup s = detail::make_claim(claim, K, D != nullptr, true);
@@ -646,12 +646,8 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
   if (!opt.ref) {
     // The verdict reads the exact elements in place (tolerances/judged_detail.h).
     const std::vector<char> cast_overflow = cast_overflow_elements(s.claim, A, B, mr.dims, mr.rowwise_dot);
-    detail::ExactReference er{mr.elements, rounded, cast_overflow};
-    if (D != nullptr && s.claim.addend_at != AddendAt::start) {
-      er.addend_bits = D->values;
-      er.addend_format = D->format;
-    }
-    v = detail::judge_exact(s.claim, b, C.values, er, {M, N}, jo);
+    const detail::Addends placed = s.claim.addend_at != AddendAt::start ? addend_value : detail::Addends{};
+    v = detail::judge_exact(s.claim, b, C.values, {mr.elements, rounded, cast_overflow, placed}, {M, N}, jo);
   } else {
     detail::ParallelArray<ReferenceElement> ref(static_cast<std::int64_t>(mr.elements.size()));  // first touched on every core
     detail::parallel_for(static_cast<std::int64_t>(ref.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {

@@ -110,6 +110,14 @@ void require_formats(const ClaimSpec& claim, std::string_view command);
 /// --addend-at end|output needs an addend, and a float or block-scaled GEMM: InputError naming
 /// `command` otherwise (an integer GEMM adds its addend to the exact int32 sum).
 void refuse_addend_placement(const ClaimSpec& claim, bool has_addend, std::string_view command);
+/// The addend added to a model's chain results `y` where `at` (end or output) puts it, in place:
+/// `output` (y in `out`): fl_out(y + c) under `out_opts`; `end` (y in `acc`, unrounded):
+/// fl_out(fl_acc(y + c)), the add under `acc_opts`, the cast under `out_opts`. c: patterns of
+/// `addend_format`; each add is one correctly rounded add of the two formats (add_mixed).
+/// Element i draws stochastic stream i. emulate (plans, profiles) and the scaled GEMM's model.
+void apply_epilogue(AddendAt at, std::vector<Bits>& y, const FormatSpec& acc, const FormatSpec& out,
+                    RoundOptions acc_opts, RoundOptions out_opts, const FormatSpec& addend_format,
+                    std::span<const Bits> addend);
 
 /// "[2, 3]".
 std::string shape_text(std::span<const std::int64_t> shape);

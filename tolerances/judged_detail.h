@@ -47,6 +47,14 @@ struct ZeroIsDefault<detail::JudgedElement> : std::true_type {};
 
 namespace detail {
 
+/// Each element's addend where the claim adds it at the end or after the output cast
+/// (element_bound reads it then); empty otherwise, and then 0.
+struct Addends {
+  std::span<const Bits> bits = {};
+  const FormatSpec* format = nullptr;
+  double operator()(std::size_t i) const { return bits.empty() ? 0 : to_double(*format, bits[i]); }
+};
+
 /// The oracle's side of each element, read from ReferenceElements (judge()'s public input).
 struct ReferenceElements {
   std::span<const ReferenceElement> ref;
@@ -57,11 +65,8 @@ struct ReferenceElements {
   std::optional<double> det_bound(std::size_t i) const { return ref[i].det_bound; }
   std::optional<double> prob_bound(std::size_t i) const { return ref[i].prob_bound; }
   bool may_overflow(std::size_t i) const { return ref[i].may_overflow; }
-  /// The addend where the claim adds it at the end or after the output cast (judge() sets it
-  /// from JudgeOptions::addend, which it requires then), else 0 (unread).
-  std::span<const Bits> addend_bits = {};
-  const FormatSpec* addend_format = nullptr;
-  double addend(std::size_t i) const { return addend_bits.empty() ? 0 : to_double(*addend_format, addend_bits[i]); }
+  Addends addends = {};  ///< judge() sets them from JudgeOptions::addend (required then)
+  double addend(std::size_t i) const { return addends(i); }
   const double* first_exact() const { return ref.empty() ? nullptr : &ref[0].exact; }
   static constexpr std::size_t kStride = sizeof(ReferenceElement);
 };
@@ -74,11 +79,8 @@ struct ExactReference {
   std::span<const ExactElement> elements;
   std::span<const Bits> rounded_bits;  ///< elements[i].rounded(claim's output)
   std::span<const char> cast_overflow;  ///< empty, or 1 where an operand's cast may overflow
-  /// The addend's patterns where the claim adds it at the end or after the output cast (empty
-  /// otherwise: element_bound reads it only then).
-  std::span<const Bits> addend_bits = {};
-  const FormatSpec* addend_format = nullptr;
-  double addend(std::size_t i) const { return addend_bits.empty() ? 0 : to_double(*addend_format, addend_bits[i]); }
+  Addends addends = {};  ///< where the claim adds the addend after the chain
+  double addend(std::size_t i) const { return addends(i); }
   Bits rounded(std::size_t i) const { return rounded_bits[i]; }
   double exact(std::size_t i) const { return elements[i].exact; }
   double sum_abs(std::size_t i) const { return elements[i].sum_abs; }

@@ -132,15 +132,9 @@ std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optio
                       bool dot) {
   const RoundOptions oo = output_options(claim);
   if (!c || claim.addend_at == AddendAt::start) return run_chain(a, b, c, claim, dot, *claim.out, oo);
-  const FormatSpec& fc = *c->format;
-  const FormatSpec& fout = *claim.out;
-  RoundOptions o = oo;
   if (claim.addend_at == AddendAt::output) {
-    std::vector<Bits> d = run_chain(a, b, std::nullopt, claim, dot, fout, oo);
-    for (std::size_t i = 0; i < d.size(); ++i) {
-      o.stream = i;
-      d[i] = add_mixed(fout, fout, d[i], fc, c->values[i], o).bits;
-    }
+    std::vector<Bits> d = run_chain(a, b, std::nullopt, claim, dot, *claim.out, oo);
+    detail::apply_epilogue(AddendAt::output, d, *claim.out, *claim.out, oo, oo, *c->format, c->values);
     return d;
   }
   // At the end: the chain's result unrounded (the accumulator's own format, nothing flushed).
@@ -151,10 +145,7 @@ std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optio
   ao.rounding = acc.rounding;
   ao.ftz = s.claim.acc.ftz;
   ao.seed = claim.seed;
-  for (std::size_t i = 0; i < d.size(); ++i) {
-    o.stream = ao.stream = i;
-    d[i] = convert(*acc.format, fout, add_mixed(*acc.format, *acc.format, d[i], fc, c->values[i], ao).bits, o).bits;
-  }
+  detail::apply_epilogue(AddendAt::end, d, *acc.format, *claim.out, ao, oo, *c->format, c->values);
   return d;
 }
 
@@ -221,6 +212,17 @@ std::string emulation_description(const ClaimSpec& claim, const FormatSpec& in) 
                        v.provenance.empty() ? std::string() : fmt::format(" (derived unit '{}'; {})", v.name, v.provenance));
   }
   return fmt::format("profile {} v{}", p.name, p.version);
+}
+
+void detail::apply_epilogue(AddendAt at, std::vector<Bits>& y, const FormatSpec& acc, const FormatSpec& out,
+                            RoundOptions acc_opts, RoundOptions out_opts, const FormatSpec& addend_format,
+                            std::span<const Bits> addend) {
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    acc_opts.stream = out_opts.stream = i;
+    y[i] = at == AddendAt::output
+               ? add_mixed(out, out, y[i], addend_format, addend[i], out_opts).bits
+               : convert(acc, out, add_mixed(acc, acc, y[i], addend_format, addend[i], acc_opts).bits, out_opts).bits;
+  }
 }
 
 bool detail::prediction_is_cheap(const ClaimSpec& claim, const ClaimSetup& s, std::int64_t m, std::int64_t k, std::int64_t n) {

@@ -202,17 +202,10 @@ ToleranceResult tolerance(std::string_view op, std::int64_t k, const ClaimSpec& 
   t.output_rounding_half = c.output_rounding == Rounding::rne || c.output_rounding == Rounding::rna;
   t.output = c.output;
   const double u_out = unit_roundoff(*c.output, c.output_rounding);
-  // An addend at the end or after the output cast: one more rounding of the result's magnitude
-  // (terms of one sign: |A·B| <= |A·B + C|), in the accumulator or the output, u_1; the output
-  // rounding then applies to a value off by u_1 too: u_1·(1 + u_out).
-  const auto epilogue_rel = [&](const Claim& cl) {
-    if (!opt.addend || cl.addend_at == AddendAt::start) return 0.0;
-    const EpilogueAccumulator e = epilogue_accumulator(cl);
-    const double u1 = cl.addend_at == AddendAt::output ? unit_roundoff(*cl.output, cl.output_rounding)
-                                                        : unit_roundoff(*e.format, e.rounding);
-    return u1 * (1 + unit_roundoff(*cl.output, cl.output_rounding));
-  };
-  const double out_rel = (rs ? 2 * u_out : u_out) + epilogue_rel(c) + (rs ? epilogue_rel(rs->claim) : 0);
+  // An addend at the end or after the output cast: one more rounding (make_claim placed the
+  // addend only where there is one).
+  const double out_rel = (rs ? 2 * u_out : u_out) + epilogue_relative_rounding(c) +
+                         (rs ? epilogue_relative_rounding(rs->claim) : 0);
   if (opt.addend) t.addend_at = c.addend_at;
   // Typical data, for the rtol/atol of torch.testing.assert_close / numpy.allclose:
   //  - all terms of one sign: Σ|t| = |s|, so a relative tolerance is sound;

@@ -14,7 +14,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "formats/arith.h"
 #include "formats/convert.h"
 #include "formats/error.h"
 #include "formats/exact.h"
@@ -282,23 +281,11 @@ std::vector<Bits> run_model(const TensorData& A, const OperandScales& sa, const 
     return scaled_gemm_emulate(*A.format, A.values, sa, *B.format, B.values, sb, d.m, d.k, d.n, model, add);
   };
   if (addend.empty() || at == AddendAt::start) return chain(m, addend);
-  RoundOptions o = m.out_rounding;
-  if (at == AddendAt::output) {
-    std::vector<Bits> y = chain(m, {});
-    for (std::size_t i = 0; i < y.size(); ++i) {
-      o.stream = i;
-      y[i] = add_mixed(*m.out, *m.out, y[i], fp32, addend[i], o).bits;
-    }
-    return y;
-  }
-  ScaledGemmModel unrounded = m;  // the promotion accumulator itself
+  ScaledGemmModel unrounded = m;  // at the end: the promotion accumulator itself
   unrounded.out = &fp32;
   unrounded.out_rounding = RoundOptions{};
-  std::vector<Bits> y = chain(unrounded, {});
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    o.stream = i;
-    y[i] = convert(fp32, *m.out, add(fp32, y[i], addend[i]).bits, o).bits;
-  }
+  std::vector<Bits> y = chain(at == AddendAt::output ? m : unrounded, {});
+  apply_epilogue(at, y, fp32, *m.out, RoundOptions{}, m.out_rounding, fp32, addend);
   return y;
 }
 
@@ -1042,22 +1029,17 @@ ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const Clai
   // not on M, N or the scale files (which need not exist): one row and one column.
   const Scaled s = scaled_of(claim, 1, k, 1, *claim.in, false);
   ReductionBound b = scaled_bound(s, claim, *claim.in, k, addend);
-  // An addend at the end or after the output cast: its line, and one more rounding of the
-  // result's magnitude in the same-sign rtol (as tolerance() counts it).
-  const auto epilogue_rel = [&](const ClaimSpec& c) {
-    if (!addend || c.addend_at == AddendAt::start) return 0.0;
-    const double uo = unit_roundoff(*c.out, c.output_rounding());
-    return (c.addend_at == AddendAt::output ? uo : unit_roundoff(fp32, Rounding::rne)) * (1 + uo);
+  // An addend at the end or after the output cast: its line, and one more rounding in the
+  // same-sign rtol (as tolerance() counts it).
+  const auto placed = [addend](const ClaimSpec& c) {
+    Claim j = judge_claim(c, *c.in);
+    if (addend) j.addend_at = c.addend_at;
+    return j;
   };
+  const Claim jc = placed(claim);
   ToleranceResult t;
-  if (addend) {
-    t.addend_at = claim.addend_at;
-    if (claim.addend_at != AddendAt::start) {
-      Claim jc = judge_claim(claim, *claim.in);
-      jc.addend_at = claim.addend_at;
-      b.derivation.push_back(epilogue_derivation(jc, k));
-    }
-  }
+  if (addend) t.addend_at = claim.addend_at;
+  if (jc.addend_at != AddendAt::start) b.derivation.push_back(epilogue_derivation(jc, k));
   t.op = std::string(op);
   t.k = k;
   t.claim_text = fmt::format("scaled GEMM, in {}, partials of {} in {}", claim.in->name, s.chunk, s.inner) +
@@ -1065,7 +1047,7 @@ ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const Clai
   t.order = "partials in any order, promoted in order";
   t.output = claim.out;
   t.output_rounding_half = claim.output_rounding() == Rounding::rne || claim.output_rounding() == Rounding::rna;
-  double u_out = unit_roundoff(*claim.out, claim.output_rounding()) + epilogue_rel(claim);
+  double u_out = unit_roundoff(*claim.out, claim.output_rounding()) + epilogue_relative_rounding(jc);
   double eta_out = output_rounding_error(*claim.out, claim.output_rounding(), 0);
   if (ref_claim) {  // cross-platform: |out_A - out_B| <= bound(A) + bound(B), both about the exact result
     if (!is_scaled_claim(*ref_claim)) throw InputError("--ref-profile: the reference's claim is not a scaled GEMM");
@@ -1081,7 +1063,7 @@ ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const Clai
     b.absolute += rb.absolute;
     b.probabilistic = b.deterministic;
     b.roundings += rb.roundings;
-    u_out += unit_roundoff(*rc.out, rc.output_rounding()) + epilogue_rel(rc);
+    u_out += unit_roundoff(*rc.out, rc.output_rounding()) + epilogue_relative_rounding(placed(rc));
     eta_out += output_rounding_error(*rc.out, rc.output_rounding(), 0);
     t.claim_text += fmt::format(" vs partials of {} in {}", rs.chunk, rs.inner);
   }

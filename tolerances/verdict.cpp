@@ -677,8 +677,7 @@ Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits>
       throw std::invalid_argument(fmt::format("judge: the claim adds its addend after the chain (--addend-at {}): "
                                               "give {} addends (JudgeOptions::addend), not {}",
                                               addend_at_name(claim.addend_at), out.size(), opt.addend.size()));
-    r.addend_bits = opt.addend;
-    r.addend_format = opt.addend_format;
+    r.addends = {opt.addend, opt.addend_format};
   }
   return judge_with(claim, b, out, r, grid, opt);
 }

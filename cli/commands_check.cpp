@@ -98,7 +98,7 @@ struct RowArgs {
   RowOp op = RowOp::softmax;
   const CLI::App* app = nullptr;  ///< the op's subcommand: which options were given
   ClaimOptions claim;
-  std::string x, c, json, gamma, beta, param_format, variance, softmax, norm_form;
+  std::string x, c, json, gamma, beta, param_format, variance, softmax, norm_form, masked_row;
   double eps = RowCheckOptions{}.eps;
   int worst = 8, axis = RowCheckOptions{}.axis;
 };
@@ -125,7 +125,8 @@ int run_check_rows(const RowArgs& a) {
                      .variance = given(app, "--variance", a.variance),
                      .norm_form = given(app, "--norm-form", a.norm_form),
                      .softmax = given(app, "--softmax", a.softmax),
-                     .param_format = given(app, "--param-format", a.param_format)},
+                     .param_format = given(app, "--param-format", a.param_format),
+                     .masked_row = given(app, "--masked-row", a.masked_row)},
                     claim, !a.gamma.empty() || !a.beta.empty());
   const FormatSpec& fparam = o.param_format != nullptr ? *o.param_format : fin;
   if (!a.gamma.empty()) o.gamma = load_operand(a.gamma, fparam, "--gamma");
@@ -230,6 +231,10 @@ Command add_check_command(CLI::App& parent) {
       r->add_option("--softmax", rows->softmax,
                     "with --compute: textbook (max, then Σ exp; the default) or online (running max and rescaled sum, "
                     "any merge tree)");
+    if (takes("masked_row"))
+      r->add_option("--masked-row", rows->masked_row,
+                    "what a fully masked row (every entry -inf) must give: nan (0/0, torch.softmax; the default) or "
+                    "zero (a guarded kernel: PyTorch's _safe_softmax, FlashAttention-style)");
     if (takes("eps"))
       r->add_option("--eps", rows->eps, "epsilon added to the variance, inside the square root")->capture_default_str();
     if (takes("gamma")) r->add_option("--gamma", rows->gamma, "scale, 1-D, one per column");

@@ -19,6 +19,7 @@
 #include "cli/commands_verdict.h"
 #include "formats/error.h"
 #include "io/error.h"
+#include "tolerances/check.h"
 
 namespace {
 
@@ -100,6 +101,32 @@ void decimal_numbers(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({})) decimal_numbers(*sub);
 }
 
+/// `check OP --masked-row zero` where OP does not take --masked-row: CLI11 knows only that the
+/// argument was not expected; the library's table (numfid::check_takes, which the subcommands
+/// declare from) knows which ops take it. The first such argument, named with those ops; ""
+/// when no argument is an option of another op.
+std::string misplaced_check_option(const CLI::App& app, const std::vector<std::string>& extra) {
+  std::string op;
+  for (const CLI::App* command : app.get_subcommands({}))
+    if (command->get_name() == "check" && command->parsed())
+      for (const CLI::App* sub : command->get_subcommands({}))
+        if (sub->parsed()) op = sub->get_name();
+  if (op.empty()) return {};
+  for (const std::string& a : extra) {
+    if (a.size() < 3 || a.compare(0, 2, "--") != 0) continue;
+    const std::string flag = a.substr(0, a.find('='));  // --name or --name=value
+    std::string key = flag.substr(2);
+    std::replace(key.begin(), key.end(), '-', '_');
+    std::vector<std::string> takes;
+    for (const std::string& o : numfid::check_op_names())
+      if (numfid::check_takes(o, key)) takes.push_back(o);
+    if (takes.empty() || numfid::check_takes(op, key)) continue;
+    return fmt::format("check {}: option {} does not apply to {} (taken by: {}); `numfid check {} --help` lists {}'s options",
+                       op, flag, op, fmt::join(takes, ", "), op, op);
+  }
+  return {};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,6 +164,10 @@ int main(int argc, char** argv) {
       // CLI11 2.1 lists the unexpected arguments last to first (rjoin of its reversed
       // vector); remaining() has them in the order they were given.
       const std::vector<std::string> extra = app.remaining(true);
+      if (const std::string why = misplaced_check_option(app, extra); !why.empty()) {
+        fmt::print(stderr, "numfid: {}\n", why);
+        return exit_usage;
+      }
       std::vector<std::string> shown;
       for (const std::string& a : extra) shown.push_back(numfid::printable(a));
       fmt::print(stderr, "numfid: {} not expected: {}\nRun `numfid --help` (or `numfid COMMAND --help`) for usage.\n",

@@ -74,7 +74,7 @@ struct GateLoader {
                      bool default_baseline) const {
     static const std::vector<std::string> keys{"name", "op", "a", "b", "c", "x", "ref", "ref_claim", "claim", "addend", "addend_format", "axis", "eps", "baseline", "rerun",
                                                "gamma", "beta", "param_format", "variance", "norm_form", "softmax",
-                                               "scale_a", "scale_b", "out_scale", "worst"};
+                                               "masked_row", "scale_a", "scale_b", "out_scale", "worst"};
     check_keys(n, keys, "a case");
     GateCase c;
     c.line = n.Mark().line + 1;
@@ -100,7 +100,7 @@ struct GateLoader {
       return check_takes(c.op, k);
     };
     for (const std::string k : {"a", "b", "c", "x", "addend", "addend_format", "ref", "ref_claim", "axis", "eps", "gamma", "beta", "param_format", "variance",
-                              "norm_form", "softmax", "scale_a", "scale_b", "out_scale"})
+                              "norm_form", "softmax", "masked_row", "scale_a", "scale_b", "out_scale"})
       if (n[k] && !takes(k)) fail(n[k], fmt::format("{}: '{}' does not apply to op {}", where, k, c.op));
     for (const std::string& k : required)
       if (!n[k]) fail(n, fmt::format("{} (op {}): missing '{}'", where, c.op, k));
@@ -133,6 +133,7 @@ struct GateLoader {
     c.variance = named("variance", [](const std::string& v) { variance_named(v); });
     c.norm_form = named("norm_form", [](const std::string& v) { norm_form_named(v); });
     c.softmax = named("softmax", [](const std::string& v) { softmax_method_named(v); });
+    c.masked_row = named("masked_row", [](const std::string& v) { masked_row_named(v); });
     if (n["ref"] && !n["ref_claim"]) fail(n["ref"], fmt::format("{}: 'ref' needs 'ref_claim' (the claim of the platform that produced it)", where));
     if (n["ref_claim"] && !n["ref"]) fail(n["ref_claim"], fmt::format("{}: 'ref_claim' needs 'ref'", where));
     if (n["ref_claim"]) c.ref_claim = text(n["ref_claim"], fmt::format("{}: ref_claim", where));

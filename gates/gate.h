@@ -44,6 +44,7 @@ struct GateCase {
   std::optional<std::string> variance;   ///< layernorm: two-pass, welford, sumsq, chan, rowwise-moments(V) or any (as `check --variance`)
   std::optional<std::string> norm_form;  ///< layernorm: centred or shifted (as `check --norm-form`)
   std::optional<std::string> softmax;    ///< softmax / log_softmax: textbook or online (as `check --softmax`)
+  std::optional<std::string> masked_row;  ///< softmax: nan or zero (as `check --masked-row`)
   bool baseline = false;                 ///< tracked against its stored baseline
   /// Elements listed in this case's reports (`numfid check --worst`); absent: the run's
   /// GateRunOptions::worst.

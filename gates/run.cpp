@@ -170,7 +170,8 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
                          .variance = c.variance,
                          .norm_form = c.norm_form,
                          .softmax = c.softmax,
-                         .param_format = c.param_format},
+                         .param_format = c.param_format,
+                         .masked_row = c.masked_row},
                         claim, c.gamma.has_value() || c.beta.has_value());
       const FormatSpec& fparam = o.param_format != nullptr ? *o.param_format : *claim.in;
       if (c.gamma) o.gamma = load(*c.gamma, fparam);
@@ -202,7 +203,7 @@ std::string repro_command(const GateCase& c, const std::string& claim_text) {
   if (c.axis) s += fmt::format(" --axis {}", *c.axis);
   if (c.eps) s += fmt::format(" --eps {}", *c.eps);
   opt("--gamma", c.gamma), opt("--beta", c.beta), opt("--param-format", c.param_format), opt("--variance", c.variance);
-  opt("--norm-form", c.norm_form), opt("--softmax", c.softmax);
+  opt("--norm-form", c.norm_form), opt("--softmax", c.softmax), opt("--masked-row", c.masked_row);
   if (c.worst) s += fmt::format(" --worst {}", *c.worst);
   s += fmt::format(" {}", claim_text);
   if (claim_text == c.claim) opt("--scale-a", c.scale_a), opt("--scale-b", c.scale_b), opt("--out-scale", c.out_scale);

@@ -144,7 +144,7 @@ struct CheckArgs {
   py::object a, b, c, x, addend, ref, gamma, beta;
   std::optional<std::string> addend_format, ref_profile;
   int worst = 8;
-  RowOptionsGiven row;  ///< axis (sum too), eps, variance, softmax, param_format, norm_form: as given
+  RowOptionsGiven row;  ///< axis (sum too), eps, variance, softmax, param_format, norm_form, masked_row: as given
 };
 
 void require(const std::optional<Operand>& o, const std::string& op, const char* name) {
@@ -485,7 +485,8 @@ PYBIND11_MODULE(_numfid, m) {
          py::object ref, py::object gamma, py::object beta, std::optional<std::string> addend_format,
          std::optional<std::string> ref_profile, std::optional<int> axis, std::optional<double> eps, int worst,
          std::optional<std::string> variance, std::optional<std::string> softmax,
-         std::optional<std::string> param_format, std::optional<std::string> norm_form) {
+         std::optional<std::string> param_format, std::optional<std::string> norm_form,
+         std::optional<std::string> masked_row) {
         CheckArgs args{std::move(op),
                        std::move(claim),
                        std::move(a),
@@ -504,7 +505,8 @@ PYBIND11_MODULE(_numfid, m) {
                         .variance = std::move(variance),
                         .norm_form = std::move(norm_form),
                         .softmax = std::move(softmax),
-                        .param_format = std::move(param_format)}};
+                        .param_format = std::move(param_format),
+                        .masked_row = std::move(masked_row)}};
         return check(args);
       },
       py::arg("op"), py::arg("claim"), py::arg("a") = py::none(), py::arg("b") = py::none(), py::arg("c") = py::none(),
@@ -512,7 +514,7 @@ PYBIND11_MODULE(_numfid, m) {
       py::arg("gamma") = py::none(), py::arg("beta") = py::none(), py::arg("addend_format") = py::none(),
       py::arg("ref_profile") = py::none(), py::arg("axis") = py::none(), py::arg("eps") = py::none(),
       py::arg("worst") = 8, py::arg("variance") = py::none(), py::arg("softmax") = py::none(),
-      py::arg("param_format") = py::none(), py::arg("norm_form") = py::none());
+      py::arg("param_format") = py::none(), py::arg("norm_form") = py::none(), py::arg("masked_row") = py::none());
   // The library's table of which op takes which option (the CLI's declarations and gate files
   // read the same).
   m.def("check_takes", [](const std::string& op, const std::string& name) { return check_takes(op, name); });

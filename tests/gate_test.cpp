@@ -354,7 +354,7 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
       {"unknown top-level key", "version: 1\nextra: 3\ncases:\n" + legal,
        p + ":2: unknown key 'extra' in the gate file (valid: version, defaults, include, cases)"},
       {"unknown case key", gate_with(legal + "    tolerance: 3\n"),
-       p + ":10: unknown key 'tolerance' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, addend_format, axis, eps, baseline, rerun, gamma, beta, param_format, variance, norm_form, softmax, scale_a, scale_b, out_scale, worst)"},
+       p + ":10: unknown key 'tolerance' in a case (valid: name, op, a, b, c, x, ref, ref_claim, claim, addend, addend_format, axis, eps, baseline, rerun, gamma, beta, param_format, variance, norm_form, softmax, masked_row, scale_a, scale_b, out_scale, worst)"},
       {"baseline not a boolean", gate_with(legal + "    baseline: yes please\n"), p + ":10: case 'legal': baseline must be true or false, not 'yes please'"},
       {"unknown defaults key", "version: 1\ndefaults:\n  worst: 3\ncases:\n" + legal,
        p + ":3: unknown key 'worst' in defaults (valid: claim, baseline)"},

@@ -7,6 +7,7 @@
 // real defects leave it. The corpus test measures the same kernels as the table of
 // docs/verdict.md ("Row and elementwise ops: derived claims and the measured corpus").
 // NUMFID_ROW_SEEDS=N runs the soundness test with N seeds per case (default 2) for a longer search.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -578,6 +580,152 @@ TEST(RowBounds, FullyMaskedSoftmaxRowMustBeNaN) {
   EXPECT_EQ(check_rows(RowOp::softmax, X, view(std::span<const double>(zero_row), {2, 2}, "fp32", "c"), claim)
                 .verdict.kind,
             TensorKind::defect);
+}
+
+// --masked-row zero (MaskedRow::zero): a guarded softmax writes 0 across a fully masked row.
+// The expected outputs are PyTorch's _safe_softmax as its source defines it —
+// where(all(isneginf(x), dim), 0, softmax(x)) — evaluated here in long double and rounded to the
+// output with the test's own rounding (round_fmt), not by numfid's oracle.
+struct GuardedSoftmax {
+  static constexpr std::int64_t kRows = 6, kCols = 8;
+  std::vector<double> x, safe, plain;  ///< X; the guarded output; torch.softmax's (NaN rows)
+  explicit GuardedSoftmax(const FormatSpec& out) {
+    std::mt19937_64 g(20261204);
+    for (std::int64_t r = 0; r < kRows; ++r)
+      for (std::int64_t j = 0; j < kCols; ++j) {
+        double v = round_fmt(std::normal_distribution<double>(0, 3)(g), fp32);
+        if (r == 1 || r == 4 || (r == 2 && j % 3 != 0)) v = -INFINITY;  // rows 1, 4 fully masked
+        x.push_back(v);
+      }
+    for (std::int64_t r = 0; r < kRows; ++r) {
+      long double m = -INFINITY, s = 0;
+      for (std::int64_t j = 0; j < kCols; ++j) m = std::max<long double>(m, x[r * kCols + j]);
+      for (std::int64_t j = 0; j < kCols; ++j) s += std::isinf(x[r * kCols + j]) ? 0 : std::exp(x[r * kCols + j] - m);
+      for (std::int64_t j = 0; j < kCols; ++j) {
+        const bool all_masked = std::isinf(m);
+        const long double e = std::isinf(x[r * kCols + j]) ? 0 : std::exp(x[r * kCols + j] - m);
+        plain.push_back(all_masked ? NAN : round_fmt(static_cast<double>(e / s), out));
+        safe.push_back(all_masked ? 0.0 : plain.back());
+      }
+    }
+  }
+  TensorData X() const { return view(std::span<const double>(x), {kRows, kCols}, "fp32", "x"); }
+  static TensorData C(const std::vector<double>& c, const FormatSpec& out) {
+    return view(std::span<const double>(c), {kRows, kCols}, out.name, "c");
+  }
+};
+
+TEST(RowBounds, MaskedRowZeroJudgesAGuardedSoftmax) {
+  for (const char* text : {"--in fp32 --out fp32 --compute fp32", "--in fp32 --out bf16 --compute fp32",
+                           "--in fp32 --out fp32 --ulps 1", "--in fp32 --out fp16 --compute fp32 --fn-ulps 2"}) {
+    SCOPED_TRACE(text);
+    const ClaimSpec claim = parse_claim(text);
+    const FormatSpec& fo = *claim.out;
+    const GuardedSoftmax t(fo);
+    const TensorData X = t.X();
+    RowCheckOptions zero;
+    zero.masked_row = MaskedRow::zero;
+    // Under zero: the guarded output is consistent, torch's NaN rows are 16 proven defects.
+    const CheckResult ok = check_rows(RowOp::softmax, X, GuardedSoftmax::C(t.safe, fo), claim, zero);
+    EXPECT_EQ(ok.verdict.kind, TensorKind::consistent) << ok.verdict.reason;
+    EXPECT_EQ(ok.verdict.counts[3], 0);
+    EXPECT_THAT(fmt::format("{}", fmt::join(ok.bound.derivation, "\n")),
+                ::testing::HasSubstr("fully masked rows (every entry -inf): 2, each demanding 0"));
+    const CheckResult nan = check_rows(RowOp::softmax, X, GuardedSoftmax::C(t.plain, fo), claim, zero);
+    EXPECT_EQ(nan.verdict.kind, TensorKind::defect);
+    EXPECT_EQ(nan.verdict.counts[3], 2 * GuardedSoftmax::kCols);
+    // A guard that leaves one tiny value behind is caught: the zeros are exact.
+    std::vector<double> stray = t.safe;
+    stray[4 * GuardedSoftmax::kCols + 5] = std::ldexp(1.0, -20);
+    const CheckResult one = check_rows(RowOp::softmax, X, GuardedSoftmax::C(stray, fo), claim, zero);
+    EXPECT_EQ(one.verdict.kind, TensorKind::defect);
+    EXPECT_EQ(one.verdict.counts[3], 1);
+    // -0 is a zero too (a guard may write either sign).
+    std::vector<double> negative = t.safe;
+    for (std::int64_t j = 0; j < GuardedSoftmax::kCols; ++j) negative[GuardedSoftmax::kCols + j] = -0.0;
+    EXPECT_EQ(check_rows(RowOp::softmax, X, GuardedSoftmax::C(negative, fo), claim, zero).verdict.counts[3], 0);
+    // Under the default the NaN rows are consistent and the zeros a defect that names the option.
+    const CheckResult plain = check_rows(RowOp::softmax, X, GuardedSoftmax::C(t.plain, fo), claim);
+    EXPECT_EQ(plain.verdict.kind, TensorKind::consistent) << plain.verdict.reason;
+    const CheckResult guarded = check_rows(RowOp::softmax, X, GuardedSoftmax::C(t.safe, fo), claim);
+    EXPECT_EQ(guarded.verdict.kind, TensorKind::defect);
+    EXPECT_EQ(guarded.verdict.counts[3], 2 * GuardedSoftmax::kCols);
+    ASSERT_FALSE(guarded.verdict.signatures.empty());
+    EXPECT_EQ(guarded.verdict.signatures.front().name, "masked-row-zero");
+    EXPECT_THAT(guarded.verdict.signatures.front().evidence, ::testing::HasSubstr("2 of 2 fully masked rows"));
+    // Only one of the two rows zero: no guard reading (the kernel is inconsistent with itself).
+    std::vector<double> half = t.safe;
+    for (std::int64_t j = 0; j < GuardedSoftmax::kCols; ++j) half[GuardedSoftmax::kCols + j] = NAN;
+    for (const Signature& g : check_rows(RowOp::softmax, X, GuardedSoftmax::C(half, fo), claim).verdict.signatures)
+      EXPECT_NE(g.name, "masked-row-zero");
+    // Every other row's exact values and bounds are the default's, bit for bit; the masked rows'
+    // exact value is 0 with a bound of 0 (derived) or the --ulps bound at 0.
+    for (std::size_t r = 0; r < GuardedSoftmax::kRows; ++r) {
+      SCOPED_TRACE(fmt::format("row {}", r));
+      const auto a = row_bounds_under_claim(RowOp::softmax, claim, {}, X, r);
+      const auto b = row_bounds_under_claim(RowOp::softmax, claim, zero, X, r);
+      for (std::size_t j = 0; j < a.size(); ++j) {
+        if (r == 1 || r == 4) {
+          EXPECT_TRUE(std::isnan(a[j].exact));
+          EXPECT_EQ(std::bit_cast<std::uint64_t>(b[j].exact), 0u) << "+0";
+          ASSERT_TRUE(b[j].bound.has_value());
+          if (!claim.ulps) {
+            EXPECT_EQ(*b[j].bound, 0.0);
+          }
+          continue;
+        }
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(a[j].exact), std::bit_cast<std::uint64_t>(b[j].exact)) << j;
+        ASSERT_EQ(a[j].bound.has_value(), b[j].bound.has_value()) << j;
+        if (a[j].bound) {
+          EXPECT_EQ(std::bit_cast<std::uint64_t>(*a[j].bound), std::bit_cast<std::uint64_t>(*b[j].bound)) << j;
+        }
+      }
+    }
+    // Rows along axis 0: the transposed tensors judge alike.
+    std::vector<double> xt(t.x.size()), ct(t.x.size());
+    for (std::int64_t r = 0; r < GuardedSoftmax::kRows; ++r)
+      for (std::int64_t j = 0; j < GuardedSoftmax::kCols; ++j) {
+        xt[j * GuardedSoftmax::kRows + r] = t.x[r * GuardedSoftmax::kCols + j];
+        ct[j * GuardedSoftmax::kRows + r] = t.safe[r * GuardedSoftmax::kCols + j];
+      }
+    RowCheckOptions zero0 = zero;
+    zero0.axis = 0;
+    const CheckResult moved =
+        check_rows(RowOp::softmax, view(std::span<const double>(xt), {GuardedSoftmax::kCols, GuardedSoftmax::kRows}, "fp32", "x"),
+                   view(std::span<const double>(ct), {GuardedSoftmax::kCols, GuardedSoftmax::kRows}, fo.name, "c"), claim, zero0);
+    EXPECT_EQ(moved.verdict.kind, TensorKind::consistent) << moved.verdict.reason;
+    EXPECT_EQ(moved.verdict.counts, ok.verdict.counts);
+  }
+}
+
+TEST(RowBounds, MaskedRowIsSoftmaxsOptionUnderEitherClaim) {
+  const auto apply = [](RowOp op, const char* claim, const char* value) {
+    RowCheckOptions o;
+    RowOptionsGiven given;
+    given.masked_row = value;
+    apply_row_options(o, op, given, parse_claim(claim), false);
+    return o.masked_row;
+  };
+  EXPECT_EQ(apply(RowOp::softmax, "--in fp32 --out fp32 --ulps 1", "zero"), MaskedRow::zero);
+  EXPECT_EQ(apply(RowOp::softmax, "--in fp32 --out fp32 --compute fp32", "nan"), MaskedRow::nan);
+  for (const RowOp op : {RowOp::log_softmax, RowOp::layernorm, RowOp::exp}) {
+    SCOPED_TRACE(row_op_name(op));
+    try {
+      apply(op, "--in fp32 --out fp32 --compute fp32", "zero");
+      ADD_FAILURE() << "accepted";
+    } catch (const InputError& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("option masked_row does not apply"));
+    }
+  }
+  try {
+    apply(RowOp::softmax, "--in fp32 --out fp32 --compute fp32", "zeros");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("--masked-row 'zeros': unknown choice (valid: nan, zero)"));
+  }
+  EXPECT_TRUE(check_takes("softmax", "masked_row"));
+  EXPECT_FALSE(check_takes("log_softmax", "masked_row"));
+  EXPECT_TRUE(check_takes("log_softmax", "softmax"));
 }
 
 TEST(RowBounds, SumOfPositiveTermsStaysBoundedWhenGammaWouldNot) {

@@ -1029,13 +1029,41 @@ RowParams row_params(const RowCheckOptions& opt, const FormatSpec& fparam, std::
   return p;
 }
 
+/// Whether row r of `t` (rows of `cols` elements) is fully masked: every entry -inf.
+bool fully_masked(const TensorData& t, std::size_t r, std::size_t cols) {
+  if (cols == 0) return false;
+  for (std::size_t j = 0; j < cols; ++j) {
+    const double v = to_double(*t.format, t.values[r * cols + j]);
+    if (!(std::isinf(v) && v < 0)) return false;
+  }
+  return true;
+}
+
+/// Softmax under --masked-row zero: a fully masked row's result (the oracle's NaN) is an exact +0
+/// in every element, as the guard writes it (MaskedRow); every other row is left as it is.
+std::vector<OracleValue> zero_masked_rows(const MatrixRef& part, const FormatSpec& fout, std::vector<OracleValue> o) {
+  ExactValue zero;  // finite, significand 0: +0; Σ|terms| (the denominator) 0
+  const OracleValue z{round_exact(fout, zero), zero};
+  for (std::size_t r = 0; r < part.rows; ++r) {
+    const std::span<const Bits> row = part.data.subspan(r * part.cols, part.cols);
+    if (std::ranges::all_of(row, [&](Bits b) {
+          const double v = to_double(*part.format, b);
+          return std::isinf(v) && v < 0;
+        }))
+      std::fill_n(o.begin() + static_cast<std::ptrdiff_t>(r * part.cols), part.cols, z);
+  }
+  return o;
+}
+
 /// The MPFR oracle of `op` on `part` (whole rows of a row op; any run of elements of an
 /// elementwise one): check_rows and row_bounds_under_claim alike.
 std::vector<OracleValue> row_oracle(RowOp op, const MatrixRef& part, const RowCheckOptions& opt,
                                     const std::optional<VectorRef>& gv, const std::optional<VectorRef>& bv,
                                     const FormatSpec& fout) {
   switch (op) {
-    case RowOp::softmax: return oracle_softmax(part, fout);
+    case RowOp::softmax:
+      if (opt.masked_row == MaskedRow::zero) return zero_masked_rows(part, fout, oracle_softmax(part, fout));
+      return oracle_softmax(part, fout);
     case RowOp::log_softmax: return oracle_log_softmax(part, fout);
     case RowOp::layernorm: return oracle_layernorm(part, opt.eps, gv, bv, fout);
     case RowOp::rmsnorm: return oracle_rmsnorm(part, opt.eps, gv, fout);
@@ -1236,9 +1264,33 @@ CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C,
   } else {
     b = ulps_bound(s.claim);
   }
+  // Softmax's fully masked rows: what the claim demands there, said with their count; under the
+  // default (NaN) a C holding zeros in every one of them is what a guarded kernel writes.
+  std::int64_t masked_rows = 0, zero_masked_rows_in_c = 0;
+  if (op == RowOp::softmax)
+    for (std::size_t r = 0; r < rows; ++r)
+      if (fully_masked(X, r, cols)) {
+        ++masked_rows;
+        bool zeros = true;
+        for (std::size_t j = 0; j < cols && zeros; ++j) zeros = to_double(fout, C.values[r * cols + j]) == 0;
+        zero_masked_rows_in_c += zeros ? 1 : 0;
+      }
+  if (masked_rows > 0)
+    b.derivation.push_back(fmt::format("fully masked rows (every entry -inf): {}, each demanding {} in every element ({})",
+                                       masked_rows, opt.masked_row == MaskedRow::zero ? "0" : "NaN",
+                                       opt.masked_row == MaskedRow::zero ? "--masked-row zero: a guarded kernel's zeros"
+                                                                         : "0/0; --masked-row zero for a guarded kernel"));
   Verdict v = judge(s.claim, b, C.values, ref,
                     {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols), inner},
                     detail::judge_options(claim, opt.worst, false));
+  if (opt.masked_row == MaskedRow::nan && masked_rows > 0 && zero_masked_rows_in_c == masked_rows)
+    v.signatures.insert(v.signatures.begin(),
+                        {"masked-row-zero",
+                         fmt::format("{} of {} fully masked rows (every entry -inf) hold 0 in every element where NaN "
+                                     "(0/0) is demanded: what a guarded softmax writes (PyTorch's _safe_softmax, "
+                                     "FlashAttention-style kernels); if that is the kernel's contract, state it with "
+                                     "--masked-row zero",
+                                     zero_masked_rows_in_c, masked_rows)});
   if (derived && !t_in_function_accuracy_probe && v.counts[3] > 0 && v.nonfinite_mismatches == 0 && claim.fn_abs == 0)
     if (std::optional<Signature> sig = function_accuracy_signature(op, X, C, claim, opt, ref, elementwise, cols)) {
       // A more specific reading than a race: drop lone-outlier's.

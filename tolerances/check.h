@@ -370,6 +370,22 @@ enum class SoftmaxMethod : std::uint8_t {
   /// softmax and attention kernels). The final numerators use the final max.
   online,
 };
+/// What softmax must give on a fully masked row (every entry -inf; --masked-row). The
+/// formula's 0/0 is NaN; attention kernels that guard it write zeros instead.
+enum class MaskedRow : std::uint8_t {
+  /// NaN in every element (invalid): the max-subtracted formula in IEEE arithmetic, torch.softmax.
+  nan,
+  /// 0 in every element (either sign): the row attends to nothing. PyTorch's `_safe_softmax`
+  /// (aten/src/ATen/native/transformers/attention.cpp, pytorch/pytorch#131060 and #133882: SDPA's
+  /// math backend since 2.5, its fused kernels alike), FlashAttention-style kernels whose
+  /// running sum stays 0, the ONNX Attention operator.
+  zero,
+};
+/// "nan", "zero".
+std::string_view masked_row_name(MaskedRow m);
+/// The choice named `s`; InputError listing the valid ones otherwise.
+MaskedRow masked_row_named(std::string_view s);
+
 /// "textbook", "online".
 std::string_view softmax_method_name(SoftmaxMethod m);
 /// The method named `s`; InputError listing the valid ones otherwise.
@@ -387,6 +403,7 @@ struct RowCheckOptions {
   int variance_lanes = 0;                          ///< rowwise-moments: its lane count V
   NormForm norm_form = NormForm::centred;          ///< layernorm under --compute
   SoftmaxMethod softmax = SoftmaxMethod::textbook;  ///< softmax / log-softmax under --compute
+  MaskedRow masked_row = MaskedRow::nan;            ///< softmax: a fully masked row's result
   /// The axis a row op (softmax, log_softmax, layernorm, rmsnorm) runs along (negative counts
   /// from the end; default the last, PyTorch's dim=-1). Another axis is moved last: rows are then
   /// the other axes flattened in order, and reported indices are [row, position along the axis].
@@ -399,10 +416,10 @@ struct RowCheckOptions {
 std::vector<std::string> check_op_names();
 /// Whether `check OP` takes the named option or optional operand: "addend", "addend_format",
 /// "ref", "ref_profile" (matmul, dot), "axis" (sum, softmax, log_softmax, layernorm, rmsnorm),
-/// "softmax" (softmax, log_softmax), "eps", "gamma", "param_format" (layernorm, rmsnorm), "beta",
-/// "variance", "norm_form" (layernorm). Names as gate-file keys and Python keywords; the CLI's
-/// flag is "--" + the name with '-' for '_'. The one table the CLI's declarations, gate files
-/// and Python's keywords are checked against.
+/// "softmax" (softmax, log_softmax), "masked_row" (softmax), "eps", "gamma", "param_format"
+/// (layernorm, rmsnorm), "beta", "variance", "norm_form" (layernorm). Names as gate-file keys
+/// and Python keywords; the CLI's flag is "--" + the name with '-' for '_'. The one table the
+/// CLI's declarations, gate files and Python's keywords are checked against.
 bool check_takes(std::string_view op, std::string_view name);
 /// The options (not the operands) `check OP` takes, in the table's order, ", "-separated ("" if none).
 std::string check_options_list(std::string_view op);
@@ -412,14 +429,15 @@ std::string check_options_list(std::string_view op);
 struct RowOptionsGiven {
   std::optional<int> axis;
   std::optional<double> eps;
-  std::optional<std::string> variance, norm_form, softmax, param_format;
+  std::optional<std::string> variance, norm_form, softmax, param_format, masked_row;
 };
-/// Sets o's axis, eps, variance, norm form, softmax method and param_format from `g`: InputError
-/// for a bad name, ("check OP: option NAME does not apply to OP ...") for an option `op` does not
-/// take (check_takes), for a param_format when `params_given` is false (no gamma, no beta: it
-/// would name the format of nothing), and for variance, norm_form or softmax under an --ulps
-/// `claim` (they state the arithmetic of --compute; an accuracy at the exact value is the same
-/// whatever the method). Options that describe something absent are refused, not ignored.
+/// Sets o's axis, eps, variance, norm form, softmax method, masked row and param_format from
+/// `g`: InputError for a bad name, ("check OP: option NAME does not apply to OP ...") for an
+/// option `op` does not take (check_takes), for a param_format when `params_given` is false (no
+/// gamma, no beta: it would name the format of nothing), and for variance, norm_form or softmax
+/// under an --ulps `claim` (they state the arithmetic of --compute; an accuracy at the exact value
+/// is the same whatever the method; masked_row states the op's value, so either claim takes it).
+/// Options that describe something absent are refused, not ignored.
 void apply_row_options(RowCheckOptions& o, RowOp op, const RowOptionsGiven& g, const ClaimSpec& claim,
                        bool params_given);
 

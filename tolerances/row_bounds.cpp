@@ -666,6 +666,14 @@ SoftmaxMethod softmax_method_named(std::string_view s) {
   throw InputError(fmt::format("--softmax '{}': unknown method (valid: textbook, online)", s));
 }
 
+std::string_view masked_row_name(MaskedRow m) { return m == MaskedRow::zero ? "zero" : "nan"; }
+
+MaskedRow masked_row_named(std::string_view s) {
+  for (const MaskedRow m : {MaskedRow::nan, MaskedRow::zero})
+    if (masked_row_name(m) == s) return m;
+  throw InputError(fmt::format("--masked-row '{}': unknown choice (valid: nan, zero)", s));
+}
+
 VarianceMethod variance_method_named(std::string_view s) {
   const VarianceChoice v = variance_named(s);
   if (v.method == VarianceMethod::rowwise_moments)
@@ -735,6 +743,10 @@ std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& 
   }
   if (n == 0) return bound;
   if (op == RowOp::softmax || op == RowOp::log_softmax) {
+    if (all_masked && !any_pos_inf && op == RowOp::softmax && c.masked_row == MaskedRow::zero) {
+      std::fill(bound.begin(), bound.end(), 0.0);  // zeros, exactly: no arithmetic is claimed there
+      return bound;
+    }
     if (any_pos_inf || all_masked) return bound;  // NaN rows: the oracle decides
     if (c.softmax == SoftmaxMethod::online && c.fn_abs > 0)
       throw InputError("--softmax online with --fn-abs: no derived bound (an absolute error on a small rescale factor "
@@ -805,8 +817,12 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::
                           rounding_name(c.out_rounding)));
   switch (op) {
     case RowOp::softmax:
-      d.emplace_back("formula: m = max x; e_j = exp(x_j - m); S = Σ e_j; y_i = e_i / S. Masked entries (-inf) give "
-                     "exactly 0; a fully masked row (every entry -inf) must give NaN, as torch does (0/0)");
+      d.emplace_back(fmt::format("formula: m = max x; e_j = exp(x_j - m); S = Σ e_j; y_i = e_i / S. Masked entries "
+                                 "(-inf) give exactly 0; a fully masked row (every entry -inf) must give {}",
+                                 c.masked_row == MaskedRow::zero
+                                     ? "0 in every element (--masked-row zero: the guard of PyTorch's _safe_softmax and "
+                                       "FlashAttention-style kernels)"
+                                     : "NaN, as torch.softmax does (0/0; --masked-row zero for kernels that write 0)"));
       if (c.softmax == SoftmaxMethod::online) d.push_back(online_derivation(n));
       break;
     case RowOp::log_softmax:
@@ -918,6 +934,7 @@ RowClaim row_claim(const ClaimSpec& claim, const RowCheckOptions& opt) {
   rc.variance_lanes = opt.variance_lanes;
   rc.norm_form = opt.norm_form;
   rc.softmax = opt.softmax;
+  rc.masked_row = opt.masked_row;
   rc.eps = opt.eps;
   rc.out = claim.out;
   rc.out_rounding = claim.output_rounding();

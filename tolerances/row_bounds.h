@@ -43,6 +43,7 @@ struct RowClaim {
   int variance_lanes = 0;             ///< rowwise-moments: V
   NormForm norm_form = NormForm::centred;
   SoftmaxMethod softmax = SoftmaxMethod::textbook;
+  MaskedRow masked_row = MaskedRow::nan;  ///< softmax: a fully masked row's result
   double eps = 1e-5;                  ///< layernorm/rmsnorm: added to the variance, inside the square root
   const FormatSpec* out = &fp32;
   Rounding out_rounding = Rounding::rne;

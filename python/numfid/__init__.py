@@ -73,7 +73,7 @@ _OPTIONAL_OPERANDS = ("addend", "ref", "gamma", "beta")
 
 @_python_errors
 def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=None, eps=None, variance=None,
-          softmax=None, param_format=None, norm_form=None, **operands):
+          softmax=None, param_format=None, norm_form=None, masked_row=None, **operands):
     """Is an output consistent with the arithmetic `claim` states? Returns a CheckResult.
 
     op: "matmul" (a: M×K, b: K×N, c: M×N), "dot" (row-wise: a, b: R×K, c: R elements), "sum"
@@ -87,9 +87,12 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=None
     "rowwise-moments(V)": PyTorch CPU's tree with V lanes), norm_form= (layernorm: "centred" or
     "shifted", x·r + b as PyTorch CPU), softmax= (softmax/log_softmax: "textbook" or "online"),
     param_format= (gamma/beta's format, default the claim's --in), as the CLI's --variance,
-    --norm-form, --softmax, --param-format. An option left None takes the library's default
-    (eps 1e-5, variance "any", norm_form "centred", softmax "textbook"); one given to an op that
-    does not take it, even at its default value, is a TypeError.
+    --norm-form, --softmax, --param-format. softmax under either claim: masked_row= (what a fully
+    masked row, every entry -inf, must give: "nan", torch.softmax's 0/0, or "zero", a guarded
+    kernel's as PyTorch's _safe_softmax; the CLI's --masked-row). An option left None takes the
+    library's default (eps 1e-5, variance "any", norm_form "centred", softmax "textbook",
+    masked_row "nan"); one given to an op that does not take it, even at its default value, is a
+    TypeError.
     """
     if not isinstance(op, str):
         raise TypeError(f"numfid.check: op must be a str (one of {', '.join(_numfid.check_op_names())}), not "
@@ -107,13 +110,14 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=None
     # gate files do), not ignored: axis=0 on a softmax once was. One table for all three: the
     # library's. An option given at its default value is still given (None: not given).
     options = {"addend_format": addend_format, "ref_profile": ref_profile, "axis": axis, "eps": eps,
-               "variance": variance, "softmax": softmax, "param_format": param_format, "norm_form": norm_form}
+               "variance": variance, "softmax": softmax, "param_format": param_format, "norm_form": norm_form,
+               "masked_row": masked_row}
     for name, value in options.items():
         if value is not None and not _numfid.check_takes(op, name):
             takes = _numfid.check_options_list(op)
             raise TypeError(f"numfid.check('{op}'): option {name}= does not apply to it"
                             + (f" (it takes {takes})" if takes else ""))
-    for name in ("addend_format", "ref_profile", "variance", "softmax", "param_format", "norm_form"):
+    for name in ("addend_format", "ref_profile", "variance", "softmax", "param_format", "norm_form", "masked_row"):
         options[name] = _str_arg("check", name, options[name], optional=True)
     options["axis"] = _int_arg("check", "axis", axis, _INT32, optional=True)
     options["eps"] = _float_arg("check", "eps", eps, optional=True)

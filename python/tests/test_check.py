@@ -389,3 +389,33 @@ def test_addend_at_identical_to_cli(cli, data, data_dir, tmp_path):
     assert "--addend-at end" in t.report
     with pytest.raises(ValueError, match="--addend-at output says where an addend enters the sum"):
         numfid.check_matmul(data["a"], data["b"], d, claim)
+
+
+def test_masked_row_identical_to_cli(cli, tmp_path):
+    # A guarded softmax (PyTorch >= 2.5's _safe_softmax: torch.softmax, then 0 across every fully
+    # masked row; torch 1.13 has no _safe_softmax, so the guard is applied here as its source
+    # writes it) is consistent under masked_row="zero" and a defect under the default, which names
+    # the option; the CLI gives the same JSON.
+    torch = pytest.importorskip("torch")
+    x = torch.from_numpy(np.random.default_rng(9).normal(0, 3, (5, 24)).astype(np.float32))
+    x[1] = -float("inf")
+    x[3, ::2] = -float("inf")
+    plain = torch.softmax(x, -1)
+    guarded = torch.where(torch.isneginf(x).all(-1, keepdim=True), torch.zeros(()), plain)
+    claim = "--in fp32 --compute fp32 --out fp32"
+    r = numfid.check("softmax", claim, x=x, c=guarded, masked_row="zero")
+    assert r.verdict == "consistent", r.report
+    assert numfid.check("softmax", claim, x=x, c=plain).verdict == "consistent"
+    assert numfid.check("softmax", claim, x=x, c=plain, masked_row="zero").verdict == "defect"
+    d = numfid.check("softmax", claim, x=x, c=guarded)
+    assert d.verdict == "defect" and d.counts["outside_deterministic"] == 24
+    assert d.signatures[0]["name"] == "masked-row-zero", d.signatures
+    np.save(tmp_path / "x.npy", x.numpy())
+    np.save(tmp_path / "c.npy", guarded.numpy())
+    rc, js, _ = cli_json(cli, tmp_path, "check", "softmax", "--x", tmp_path / "x.npy", "--c", tmp_path / "c.npy",
+                         *claim.split(), "--masked-row", "zero")
+    assert rc == 0 and r.to_json() == js
+    with pytest.raises(TypeError, match=r"option masked_row= does not apply to it"):
+        numfid.check("log_softmax", claim, x=x, c=plain, masked_row="zero")
+    with pytest.raises(ValueError, match=r"--masked-row 'zeros': unknown choice \(valid: nan, zero\)"):
+        numfid.check("softmax", claim, x=x, c=guarded, masked_row="zeros")

@@ -164,11 +164,11 @@ def test_options_an_op_does_not_take_are_refused(data):
     a, b, c = data["a"], data["b"], data["c_sequential_fp32acc"]
     claim = "--in bf16 --acc fp32 --out bf16"
     for kwargs in ({"eps": 1e-3}, {"axis": 0}, {"variance": "welford"}, {"softmax": "online"}, {"norm_form": "shifted"},
-                   {"param_format": "fp32"}):
+                   {"param_format": "fp32"}, {"masked_row": "zero"}):
         with pytest.raises(TypeError, match=f"numfid.check\\('matmul'\\): option {next(iter(kwargs))}= does not apply"):
             numfid.check_matmul(a, b, c, claim, **kwargs)
     x = np.zeros((2, 4), np.float32)
-    with pytest.raises(TypeError, match=r"option variance= does not apply to it \(it takes axis, softmax\)"):
+    with pytest.raises(TypeError, match=r"option variance= does not apply to it \(it takes axis, softmax, masked_row\)"):
         numfid.check("softmax", "--in fp32 --compute fp32 --out fp32", x=x, c=x, variance="welford")
     with pytest.raises(TypeError, match="option axis= does not apply to it"):
         numfid.check("exp", "--in fp32 --compute fp32 --out fp32", x=x, c=np.ones_like(x), axis=0)

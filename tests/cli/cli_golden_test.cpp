@@ -129,8 +129,8 @@ TEST(CliOptions, EveryCheckSubcommandDeclaresWhatTheLibraryTableSays) {
     const int status = std::system(command.c_str());
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << command;
     const std::string help = read_file(tmp);
-    for (const std::string name : {"addend", "addend_format", "ref", "ref_profile", "axis", "softmax", "eps", "gamma",
-                                   "beta", "param_format", "variance", "norm_form"}) {
+    for (const std::string name : {"addend", "addend_format", "ref", "ref_profile", "axis", "softmax", "masked_row",
+                                   "eps", "gamma", "beta", "param_format", "variance", "norm_form"}) {
       const std::string flag = "--" + replace_all(name, "_", "-");
       const bool declared = help.find("  " + flag + " ") != std::string::npos;
       EXPECT_EQ(declared, numfid::check_takes(op, name)) << flag << " in the help of check " << op << ":\n" << help;
@@ -144,7 +144,8 @@ TEST(CliOptions, EveryCheckSubcommandDeclaresWhatTheLibraryTableSays) {
   EXPECT_FALSE(numfid::check_takes("exp", "axis"));
   EXPECT_TRUE(numfid::check_takes("sum", "axis"));
   EXPECT_FALSE(numfid::check_takes("matmul", "eps"));
-  EXPECT_EQ(numfid::check_options_list("softmax"), "axis, softmax");
+  EXPECT_EQ(numfid::check_options_list("softmax"), "axis, softmax, masked_row");
+  EXPECT_EQ(numfid::check_options_list("log_softmax"), "axis, softmax");
   EXPECT_EQ(numfid::check_options_list("gelu_erf"), "");
 }
 

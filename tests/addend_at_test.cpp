@@ -200,6 +200,14 @@ TEST(AddendAt, TheSecondRoundingIsWhatTheStartClaimMisses) {
   const CheckResult start = check_matmul(o.a, o.b, d, parse_claim("--in bf16 --out bf16"), opt);
   EXPECT_EQ(start.verdict.kind, TensorKind::defect) << start.text();
   EXPECT_GT(start.verdict.counts[3], 10);
+  // The defect names the placement under which the output is legal (and only that one: under
+  // end the addend is added before the output cast, which does not keep P's rounding whole).
+  ASSERT_FALSE(start.verdict.signatures.empty());
+  EXPECT_EQ(start.verdict.signatures.front().name, "addend-placement");
+  EXPECT_NE(start.verdict.signatures.front().evidence.find("under --addend-at output the output is CONSISTENT"),
+            std::string::npos)
+      << start.verdict.signatures.front().evidence;
+  EXPECT_EQ(start.verdict.signatures.front().evidence.find("under --addend-at end"), std::string::npos);
   const CheckResult output = check_matmul(o.a, o.b, d, parse_claim("--in bf16 --out bf16 --addend-at output"), opt);
   EXPECT_EQ(output.verdict.counts[3], 0) << output.text();
   bool derivation = false;
@@ -218,13 +226,23 @@ TEST(AddendAt, DefectsAreCaught) {
     opt.addend = o.c;
     const ClaimSpec claim = parse_claim(fmt::format("--in bf16 --out bf16 --addend-at {}", at));
     // The addend dropped: D = fl(A·B).
+    // Neither it nor the next is legal wherever the addend enters: no addend-placement reading.
+    const auto no_placement = [](const CheckResult& r) {
+      for (const Signature& g : r.verdict.signatures)
+        if (g.name == "addend-placement") return false;
+      return true;
+    };
     const TensorData dropped = emulate_matmul(o.a, o.b, std::nullopt, parse_claim(s.claim));
-    EXPECT_EQ(check_matmul(o.a, o.b, dropped, claim, opt).verdict.kind, TensorKind::defect);
+    const CheckResult r_dropped = check_matmul(o.a, o.b, dropped, claim, opt);
+    EXPECT_EQ(r_dropped.verdict.kind, TensorKind::defect);
+    EXPECT_TRUE(no_placement(r_dropped)) << r_dropped.text();
     // The addend added twice.
     TensorData twice = emulate_matmul(o.a, o.b, o.c, parse_claim(claim_of(s, at)));
     for (std::size_t i = 0; i < twice.values.size(); ++i)
       twice.values[i] = oracle_add(bf16, bf16, twice.values[i], fp32, o.c.values[i], Rounding::rne);
-    EXPECT_EQ(check_matmul(o.a, o.b, twice, claim, opt).verdict.kind, TensorKind::defect);
+    const CheckResult r_twice = check_matmul(o.a, o.b, twice, claim, opt);
+    EXPECT_EQ(r_twice.verdict.kind, TensorKind::defect);
+    EXPECT_TRUE(no_placement(r_twice)) << r_twice.text();
     // The addend read as bf16 pattern halves (C's fp32 bits truncated to bf16 and doubled: a
     // wrong cast before the add).
     TensorData wrong_cast = o.c;

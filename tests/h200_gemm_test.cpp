@@ -3,6 +3,7 @@
 // claims a user would state. The operands come from a counter-based generator (splitmix64),
 // regenerated here, so only the outputs travel.
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "io/tensor.h"
 #include "formats/arith.h"
 #include "tolerances/check.h"
+#include "tolerances/quant_check.h"
 
 namespace numfid {
 namespace {
@@ -344,10 +346,31 @@ TEST(H200Gemm, TheAddendEntersWhereTheClaimSays) {
       ASSERT_TRUE(r.model.has_value());
       EXPECT_LT(r.model->equal, 16384);
       EXPECT_EQ(r.verdict.kind, TensorKind::defect);
+      // The defect's signature names the placements the hardware used, each reproduced bit for
+      // bit (a block-scaled claim is judged by quant_check, which does not try them).
+      if (is_scaled_claim(parse_claim(base))) continue;
+      const auto sig = std::find_if(r.verdict.signatures.begin(), r.verdict.signatures.end(),
+                                    [](const Signature& x) { return x.name == "addend-placement"; });
+      ASSERT_NE(sig, r.verdict.signatures.end()) << r.text();
+      for (const std::string& fit : k.exact)
+        EXPECT_THAT(sig->evidence,
+                    ::testing::ContainsRegex(fmt::format("under --addend-at {} the output is CONSISTENT \\([0-9]+ of 16384 "
+                                                         "elements bit-exact; the model predicts 16384 of 16384 bit for bit\\)",
+                                                         fit)))
+            << fit;
+      for (const std::string& other : k.refuted)
+        EXPECT_THAT(sig->evidence, ::testing::Not(::testing::HasSubstr("under --addend-at " + other))) << other;
     }
-    // Before --addend-at, the addend was always the chain's start: a false alarm on addmm.
+    // Before --addend-at, the addend was always the chain's start: a false alarm on addmm — whose
+    // signature now names the placement that fits.
     const CheckResult start = check_matmul(g.a, g.b, d, parse_claim(base), o);
     EXPECT_EQ(start.verdict.kind == TensorKind::defect, k.start_is_false_alarm) << start.text();
+    if (k.start_is_false_alarm) {
+      ASSERT_FALSE(start.verdict.signatures.empty());
+      EXPECT_EQ(start.verdict.signatures.front().name, "addend-placement");
+      EXPECT_THAT(start.verdict.signatures.front().evidence, ::testing::HasSubstr("under --addend-at output the output is CONSISTENT"));
+      EXPECT_THAT(start.verdict.signatures.front().evidence, ::testing::Not(::testing::HasSubstr("under --addend-at end")));
+    }
   }
 }
 

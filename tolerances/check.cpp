@@ -534,8 +534,10 @@ MatmulReference exact_results(const TensorData& A, const TensorData& B, const st
   return r;
 }
 
+/// `other_placements`: a defect with an addend is judged again under the other --addend-at
+/// placements (addend_placement_signature).
 CheckResult check_against(const MatmulReference& mr, const TensorData& A, const TensorData& B, const TensorData& C,
-                          const ClaimSpec& claim, const MatmulCheckOptions& opt);
+                          const ClaimSpec& claim, const MatmulCheckOptions& opt, bool other_placements = true);
 
 }  // namespace
 
@@ -616,9 +618,43 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
 
 namespace {
 
+/// Where a GEMM with an addend is a defect under its claim's --addend-at, the placements under
+/// which the same output is not one: the kernel adds the addend elsewhere (torch.addmm with a
+/// bf16 C adds it after the output cast: a start claim calls that a proven defect where C
+/// cancels A·B; docs/tensor-cores.md, "Where cuBLAS adds an addend"). The same exact results,
+/// judged again under each other placement; nullopt when every one is a defect too.
+std::optional<Signature> addend_placement_signature(const MatmulReference& mr, const TensorData& A, const TensorData& B,
+                                                    const TensorData& C, const ClaimSpec& claim,
+                                                    const MatmulCheckOptions& opt) {
+  std::vector<std::string> fits;
+  for (const AddendAt at : {AddendAt::start, AddendAt::end, AddendAt::output}) {
+    if (at == claim.addend_at) continue;
+    ClaimSpec c = claim;
+    c.addend_at = at;
+    MatmulCheckOptions o = opt;
+    o.worst = 0;
+    const CheckResult r = check_against(mr, A, B, C, c, o, false);
+    if (r.verdict.kind == TensorKind::defect) continue;
+    fits.push_back(fmt::format("under --addend-at {} the output is {} ({}{})", addend_at_name(at), r.verdict_label(),
+                               r.verdict.counts[0] == static_cast<std::int64_t>(C.values.size())
+                                   ? "every element bit-exact"
+                                   : fmt::format("{} of {} elements bit-exact", r.verdict.counts[0], C.values.size()),
+                               r.model ? fmt::format("; the model predicts {} of {} bit for bit", r.model->equal,
+                                                     r.model->elements)
+                                       : ""));
+  }
+  if (fits.empty()) return std::nullopt;
+  return Signature{"addend-placement",
+                   fmt::format("{}: the kernel adds the addend elsewhere than --addend-at {} says (start: the sum's "
+                               "first term; end: to the finished sum, then the output cast — cuBLASLt's bias epilogue; "
+                               "output: after the output cast, in the output's format — torch.addmm with a bf16/fp16 C); "
+                               "if that is its contract, state it with --addend-at",
+                               fmt::join(fits, "; "), addend_at_name(claim.addend_at))};
+}
+
 /// check_matmul against exact results `mr` of A·B (its own a and b are not read).
 CheckResult check_against(const MatmulReference& mr, const TensorData& A, const TensorData& B, const TensorData& C,
-                          const ClaimSpec& claim, const MatmulCheckOptions& opt) {
+                          const ClaimSpec& claim, const MatmulCheckOptions& opt, bool other_placements) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   const FormatSpec& fout = *claim.out;
   expect_format(A, *claim.in, "A");
@@ -733,6 +769,11 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
                       s.order, claim);
   }
   if (claim.expect_bit_exact) apply_bit_exact_expectation(r, C);
+  if (other_placements && D != nullptr && !opt.ref && r.verdict.kind == TensorKind::defect) {
+    check_cancelled();
+    if (std::optional<Signature> g = addend_placement_signature(mr, A, B, C, claim, opt))
+      r.verdict.signatures.insert(r.verdict.signatures.begin(), std::move(*g));
+  }
   return r;
 }
 

@@ -91,7 +91,7 @@ inline constexpr std::string_view signature_names[] = {
     "bias",          "narrow-accumulator", "confined",         "lone-outlier",     "non-finite",
     "function-accuracy", "reference-defect", "requant-overflow", "requant-rounding", "zero-point-missing",
     "zero-point-sign",   "no-saturation",    "int32-overflow",   "scale-transposed", "scale-missing",
-    "missing-promotion", "masked-row-zero"};
+    "missing-promotion", "masked-row-zero", "addend-placement"};
 
 /// Whether `name` is a signature some verdict can carry (signature_names, or
 /// "reference-" + one of them).

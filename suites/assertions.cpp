@@ -168,6 +168,8 @@ Checked check_rows(RowOp op, const TensorData& x, const TensorData& c, const Cla
     k.extra_args.insert(k.extra_args.end(), {"--norm-form", std::string(norm_form_name(opt.norm_form))});
   if ((op == RowOp::softmax || op == RowOp::log_softmax) && opt.softmax != SoftmaxMethod::textbook)
     k.extra_args.insert(k.extra_args.end(), {"--softmax", std::string(softmax_method_name(opt.softmax))});
+  if (op == RowOp::softmax && opt.masked_row != MaskedRow::nan)
+    k.extra_args.insert(k.extra_args.end(), {"--masked-row", std::string(masked_row_name(opt.masked_row))});
   if (row && opt.axis != -1) k.extra_args.insert(k.extra_args.end(), {"--axis", fmt::format("{}", opt.axis)});
   if (opt.param_format) k.extra_args.insert(k.extra_args.end(), {"--param-format", std::string(opt.param_format->name)});
   if (opt.gamma) k.operands.emplace_back("--gamma", *opt.gamma);

@@ -81,6 +81,7 @@ std::string_view data_kind_name(DataKind k) {
     case DataKind::nonfinite: return "nonfinite";
     case DataKind::all_equal: return "all_equal";
     case DataKind::masked: return "masked";
+    case DataKind::fully_masked: return "fully_masked";
     case DataKind::accumulator_range: return "accumulator_range";
   }
   return "?";
@@ -212,6 +213,7 @@ MatmulOperands matmul_operands(const MatmulCase& c, const ClaimSpec& claim) {
       break;
     }
     case DataKind::masked:
+    case DataKind::fully_masked:
     case DataKind::accumulator_range: break;  // softmax's, the integer GEMM's
   }
   std::vector<Bits> av(a.size()), bv(b.size());
@@ -547,7 +549,7 @@ std::vector<RowCase> row_cases(RowOp op, const RowSuiteOptions& o) {
   auto add = [&](std::int64_t rows, std::int64_t cols, DataKind d) {
     RowCase c;
     c.op = op, c.rows = rows, c.cols = cols, c.data = d, c.eps = o.eps;
-    c.variance = o.variance, c.norm_form = o.norm_form, c.softmax = o.softmax;
+    c.variance = o.variance, c.norm_form = o.norm_form, c.softmax = o.softmax, c.masked_row = o.masked_row;
     c.seed = case_seed(o.seed, cases.size());
     c.name = fmt::format("{}_rows{}_cols{}", data_kind_name(d), rows, cols);
     // Tiles 6 and 8 make t ± 1 = 7 and tile 2 makes t - 1 = 1: one case per length.
@@ -556,9 +558,10 @@ std::vector<RowCase> row_cases(RowOp op, const RowSuiteOptions& o) {
   };
   for (const std::int64_t cols : {std::int64_t{1}, std::int64_t{7}, t - 1, t, t + 1}) add(4, cols, DataKind::random);
   add(2, std::max<std::int64_t>(o.large_row, 1), DataKind::random);
-  for (const DataKind d : {DataKind::near_overflow, DataKind::all_equal, DataKind::masked, DataKind::nonfinite,
-                           DataKind::wide_exponent})
-    if (d != DataKind::masked || softmax_like(op)) add(4, t + 1, d);
+  for (const DataKind d : {DataKind::near_overflow, DataKind::all_equal, DataKind::masked, DataKind::fully_masked,
+                           DataKind::nonfinite, DataKind::wide_exponent})
+    if ((d != DataKind::masked || softmax_like(op)) && (d != DataKind::fully_masked || op == RowOp::softmax))
+      add(4, t + 1, d);
   return cases;
 }
 
@@ -588,9 +591,13 @@ TensorData row_input(const RowCase& c, const ClaimSpec& claim) {
       break;
     case DataKind::all_equal: std::fill(x.begin(), x.end(), rng.uniform(-4, 4)); break;
     case DataKind::masked:
-      // Every second entry masked (-inf, or the most negative value), never a whole row.
+    case DataKind::fully_masked:
+      // Every second entry masked (-inf, or the most negative value); fully_masked: every entry of
+      // rows 1 and 3 too (what they must give is the masked_row option's; a format without -inf
+      // has no masked entry, only ordinary ones at its most negative value).
       for (std::size_t r = 0; r < R; ++r)
-        for (std::size_t j = 1; j < C; j += 2) x[r * C + j] = has_inf ? -inf : -max_finite(f);
+        for (std::size_t j = 0; j < C; ++j)
+          if (j % 2 == 1 || (c.data == DataKind::fully_masked && r % 2 == 1)) x[r * C + j] = has_inf ? -inf : -max_finite(f);
       break;
     case DataKind::nonfinite:
       x[0] = std::numeric_limits<double>::quiet_NaN();
@@ -616,7 +623,7 @@ ConformanceReport evaluate_row_case(const RowKernel& kernel, std::string_view cl
   ConformanceReport rep;
   std::string methods;  // the suite's method options, as check's flags
   for (const auto& [flag, value] : {std::pair<std::string_view, const std::optional<std::string>&>{"--variance", c.variance},
-                                    {"--norm-form", c.norm_form}, {"--softmax", c.softmax}})
+                                    {"--norm-form", c.norm_form}, {"--softmax", c.softmax}, {"--masked-row", c.masked_row}})
     if (value) methods += fmt::format(" {} {}", flag, *value);
   rep.case_text = fmt::format("{} case {} (rows={}, cols={}, data {}, seed {:#x}), claim {}{}", op, c.name, c.rows, c.cols,
                               data_kind_name(c.data), c.seed, claim_text_of(claim), methods);
@@ -629,7 +636,7 @@ ConformanceReport evaluate_row_case(const RowKernel& kernel, std::string_view cl
   opt.eps = c.eps;
   // The method options, checked against the op and the claim as check's are.
   RowOptionsGiven given;
-  given.variance = c.variance, given.norm_form = c.norm_form, given.softmax = c.softmax;
+  given.variance = c.variance, given.norm_form = c.norm_form, given.softmax = c.softmax, given.masked_row = c.masked_row;
   apply_row_options(opt, c.op, given, claim, false);
   rep.kernel = testing::check_rows(c.op, x, out, claim, opt);
   const auto R = static_cast<std::size_t>(c.rows), C = static_cast<std::size_t>(c.cols);

@@ -40,6 +40,7 @@ enum class DataKind : std::uint8_t {
   nonfinite,      ///< NaN and ±inf operands
   all_equal,      ///< every operand the same value
   masked,         ///< softmax: rows with -inf entries (attention masks)
+  fully_masked,   ///< softmax: as masked, and every entry -inf in two of the rows (RowSuiteOptions::masked_row)
   accumulator_range,  ///< integer GEMM: partial sums through 2^27 and back (int16 wraps, fp32 rounds)
 };
 std::string_view data_kind_name(DataKind k);
@@ -150,6 +151,10 @@ struct RowSuiteOptions {
   std::optional<std::string> variance = std::nullopt;
   std::optional<std::string> norm_form = std::nullopt;
   std::optional<std::string> softmax = std::nullopt;
+  /// softmax: what a fully masked row must give, as `check --masked-row` takes it: "nan" (0/0,
+  /// torch.softmax; the default) or "zero" (a guarded kernel: PyTorch's _safe_softmax,
+  /// FlashAttention-style). The fully_masked case judges it.
+  std::optional<std::string> masked_row = std::nullopt;
 };
 using SoftmaxSuiteOptions = RowSuiteOptions;
 
@@ -161,14 +166,14 @@ struct RowCase {
   DataKind data = DataKind::random;
   std::uint64_t seed = 0;
   double eps = 1e-5;
-  std::optional<std::string> variance, norm_form, softmax;  ///< RowSuiteOptions' method options
+  std::optional<std::string> variance, norm_form, softmax, masked_row;  ///< RowSuiteOptions' options
 };
 using SoftmaxCase = RowCase;
 void PrintTo(const RowCase& c, std::ostream* os);
 
 /// Row lengths 1, 7, tile - 1, tile, tile + 1 and large_row on random data; near_overflow,
-/// all_equal, masked (softmax and log_softmax only), nonfinite and wide_exponent on 4 rows of
-/// tile + 1.
+/// all_equal, masked (softmax and log_softmax only), fully_masked (softmax only), nonfinite and
+/// wide_exponent on 4 rows of tile + 1.
 std::vector<RowCase> row_cases(RowOp op, const RowSuiteOptions& o);
 inline std::vector<RowCase> softmax_cases(const RowSuiteOptions& o) { return row_cases(RowOp::softmax, o); }
 std::string row_case_name(const ::testing::TestParamInfo<RowCase>& info);

@@ -277,6 +277,55 @@ TEST(SoftmaxConformance, NaiveSoftmaxFailsOnLargeLogits) {
   EXPECT_EQ(ok.blind(), "");
 }
 
+// A guarded softmax (PyTorch's _safe_softmax: 0 across a fully masked row, the good kernel's
+// result elsewhere) passes its suite with .masked_row = "zero"; the plain kernel (NaN there) passes
+// with the default.
+numfid::TensorData guarded_softmax(const numfid::TensorData& x) {
+  numfid::TensorData y = k::softmax_tensor(x);
+  const std::int64_t cols = x.shape.back();
+  for (std::size_t r = 0; r * cols < x.values.size(); ++r) {
+    bool all = true;
+    for (std::int64_t j = 0; j < cols; ++j) all = all && x.values[r * cols + j].raw == 0xff80;  // bf16 -inf
+    if (all)
+      for (std::int64_t j = 0; j < cols; ++j) y.values[r * cols + j] = numfid::Bits{0};
+  }
+  return y;
+}
+NUMFID_SOFTMAX_CONFORMANCE(GuardedSoftmax, guarded_softmax, kSoftmaxClaim, .tile = kTile, .large_row = 256,
+                           .masked_row = "zero");
+
+TEST(SoftmaxConformance, TheFullyMaskedCaseJudgesWhatAMaskedRowGives) {
+  nt::SoftmaxCase c;
+  for (const nt::SoftmaxCase& s : nt::softmax_cases({.tile = kTile}))
+    if (s.data == nt::DataKind::fully_masked) c = s;
+  ASSERT_FALSE(c.name.empty());
+  EXPECT_EQ(c.name, "fully_masked_rows4_cols17");
+  // Two rows are every entry -inf.
+  const numfid::TensorData x = nt::row_input(c, numfid::parse_claim(kSoftmaxClaim));
+  int masked_rows = 0;
+  for (std::size_t r = 0; r < 4; ++r)
+    masked_rows += std::all_of(x.values.begin() + static_cast<std::ptrdiff_t>(r * 17),
+                               x.values.begin() + static_cast<std::ptrdiff_t>(r * 17 + 17),
+                               [](numfid::Bits b) { return b.raw == 0xff80; });
+  EXPECT_EQ(masked_rows, 2);
+  // The guarded kernel under the default: a defect whose signature names the option.
+  const nt::ConformanceReport guarded = nt::evaluate_softmax_case(guarded_softmax, kSoftmaxClaim, c);
+  EXPECT_THAT(guarded.kernel, nt::IsDefect());
+  EXPECT_THAT(guarded.kernel, nt::HasSignature("masked-row-zero"));
+  // The plain kernel under .masked_row = "zero": a defect (NaN where 0 is stated).
+  nt::SoftmaxCase zero = c;
+  zero.masked_row = "zero";
+  EXPECT_THAT(nt::evaluate_softmax_case(good_softmax, kSoftmaxClaim, zero).kernel, nt::IsDefect());
+  const nt::ConformanceReport ok = nt::evaluate_softmax_case(guarded_softmax, kSoftmaxClaim, zero);
+  EXPECT_THAT(ok.kernel, nt::IsConsistent());
+  EXPECT_THAT(ok.case_text, HasSubstr("--masked-row zero"));
+  EXPECT_THAT(ok.kernel.extra_args, ::testing::ElementsAre("--masked-row", "zero"));  // the dumped reproduction
+  EXPECT_EQ(ok.blind(), "");
+  // Only softmax has the case (log_softmax's fully masked row is NaN whatever the kernel guards).
+  for (const nt::RowCase& l : nt::row_cases(numfid::RowOp::log_softmax, {.tile = kTile}))
+    EXPECT_NE(l.data, nt::DataKind::fully_masked);
+}
+
 // Casts: fp32 -> bf16 (the neighbourhood of every bf16 value) and bf16 -> fp32 (exhaustive).
 numfid::TensorData cast_to_bf16(const numfid::TensorData& x) {
   std::vector<std::uint16_t> y;

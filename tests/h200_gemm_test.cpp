@@ -18,7 +18,6 @@
 #include "io/tensor.h"
 #include "formats/arith.h"
 #include "tolerances/check.h"
-#include "tolerances/quant_check.h"
 
 namespace numfid {
 namespace {
@@ -347,8 +346,7 @@ TEST(H200Gemm, TheAddendEntersWhereTheClaimSays) {
       EXPECT_LT(r.model->equal, 16384);
       EXPECT_EQ(r.verdict.kind, TensorKind::defect);
       // The defect's signature names the placements the hardware used, each reproduced bit for
-      // bit (a block-scaled claim is judged by quant_check, which does not try them).
-      if (is_scaled_claim(parse_claim(base))) continue;
+      // bit (block-scaled claims too).
       const auto sig = std::find_if(r.verdict.signatures.begin(), r.verdict.signatures.end(),
                                     [](const Signature& x) { return x.name == "addend-placement"; });
       ASSERT_NE(sig, r.verdict.signatures.end()) << r.text();

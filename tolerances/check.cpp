@@ -618,40 +618,6 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
 
 namespace {
 
-/// Where a GEMM with an addend is a defect under its claim's --addend-at, the placements under
-/// which the same output is not one: the kernel adds the addend elsewhere (torch.addmm with a
-/// bf16 C adds it after the output cast: a start claim calls that a proven defect where C
-/// cancels A·B; docs/tensor-cores.md, "Where cuBLAS adds an addend"). The same exact results,
-/// judged again under each other placement; nullopt when every one is a defect too.
-std::optional<Signature> addend_placement_signature(const MatmulReference& mr, const TensorData& A, const TensorData& B,
-                                                    const TensorData& C, const ClaimSpec& claim,
-                                                    const MatmulCheckOptions& opt) {
-  std::vector<std::string> fits;
-  for (const AddendAt at : {AddendAt::start, AddendAt::end, AddendAt::output}) {
-    if (at == claim.addend_at) continue;
-    ClaimSpec c = claim;
-    c.addend_at = at;
-    MatmulCheckOptions o = opt;
-    o.worst = 0;
-    const CheckResult r = check_against(mr, A, B, C, c, o, false);
-    if (r.verdict.kind == TensorKind::defect) continue;
-    fits.push_back(fmt::format("under --addend-at {} the output is {} ({}{})", addend_at_name(at), r.verdict_label(),
-                               r.verdict.counts[0] == static_cast<std::int64_t>(C.values.size())
-                                   ? "every element bit-exact"
-                                   : fmt::format("{} of {} elements bit-exact", r.verdict.counts[0], C.values.size()),
-                               r.model ? fmt::format("; the model predicts {} of {} bit for bit", r.model->equal,
-                                                     r.model->elements)
-                                       : ""));
-  }
-  if (fits.empty()) return std::nullopt;
-  return Signature{"addend-placement",
-                   fmt::format("{}: the kernel adds the addend elsewhere than --addend-at {} says (start: the sum's "
-                               "first term; end: to the finished sum, then the output cast — cuBLASLt's bias epilogue; "
-                               "output: after the output cast, in the output's format — torch.addmm with a bf16/fp16 C); "
-                               "if that is its contract, state it with --addend-at",
-                               fmt::join(fits, "; "), addend_at_name(claim.addend_at))};
-}
-
 /// check_matmul against exact results `mr` of A·B (its own a and b are not read).
 CheckResult check_against(const MatmulReference& mr, const TensorData& A, const TensorData& B, const TensorData& C,
                           const ClaimSpec& claim, const MatmulCheckOptions& opt, bool other_placements) {
@@ -771,7 +737,10 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
   if (claim.expect_bit_exact) apply_bit_exact_expectation(r, C);
   if (other_placements && D != nullptr && !opt.ref && r.verdict.kind == TensorKind::defect) {
     check_cancelled();
-    if (std::optional<Signature> g = addend_placement_signature(mr, A, B, C, claim, opt))
+    MatmulCheckOptions o = opt;
+    o.worst = 0;
+    const auto judge_at = [&](const ClaimSpec& c) { return check_against(mr, A, B, C, c, o, false); };
+    if (std::optional<Signature> g = detail::addend_placement_signature(claim, C.values.size(), judge_at))
       r.verdict.signatures.insert(r.verdict.signatures.begin(), std::move(*g));
   }
   return r;
@@ -780,6 +749,32 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
 }  // namespace
 
 namespace detail {
+std::optional<Signature> addend_placement_signature(const ClaimSpec& claim, std::size_t elements,
+                                                    const std::function<CheckResult(const ClaimSpec&)>& judge_at) {
+  std::vector<std::string> fits;
+  for (const AddendAt at : {AddendAt::start, AddendAt::end, AddendAt::output}) {
+    if (at == claim.addend_at) continue;
+    ClaimSpec c = claim;
+    c.addend_at = at;
+    const CheckResult r = judge_at(c);
+    if (r.verdict.kind == TensorKind::defect) continue;
+    fits.push_back(fmt::format("under --addend-at {} the output is {} ({}{})", addend_at_name(at), r.verdict_label(),
+                               r.verdict.counts[0] == static_cast<std::int64_t>(elements)
+                                   ? "every element bit-exact"
+                                   : fmt::format("{} of {} elements bit-exact", r.verdict.counts[0], elements),
+                               r.model ? fmt::format("; the model predicts {} of {} bit for bit", r.model->equal,
+                                                     r.model->elements)
+                                       : ""));
+  }
+  if (fits.empty()) return std::nullopt;
+  return Signature{"addend-placement",
+                   fmt::format("{}: the kernel adds the addend elsewhere than --addend-at {} says (start: the sum's "
+                               "first term; end: to the finished sum, then the output cast — cuBLASLt's bias epilogue; "
+                               "output: after the output cast, in the output's format — torch.addmm with a bf16/fp16 C); "
+                               "if that is its contract, state it with --addend-at",
+                               fmt::join(fits, "; "), addend_at_name(claim.addend_at))};
+}
+
 void attribute_cross_platform(Verdict& v, const TensorData& C, const TensorData& R, std::span<const ReferenceElement> ref,
                               const std::function<std::optional<CrossSides>(std::size_t)>& sides) {
   // Which side is off where |C - R| exceeds both bounds: each output against the exact result

@@ -110,6 +110,15 @@ void require_formats(const ClaimSpec& claim, std::string_view command);
 /// --addend-at end|output needs an addend, and a float or block-scaled GEMM: InputError naming
 /// `command` otherwise (an integer GEMM adds its addend to the exact int32 sum).
 void refuse_addend_placement(const ClaimSpec& claim, bool has_addend, std::string_view command);
+/// Where a GEMM with an addend is a defect under the claim's --addend-at, the placements under
+/// which the same output is not one (the kernel adds the addend elsewhere: torch.addmm with a bf16
+/// C adds it after the output cast, which a start claim calls a proven defect where C cancels
+/// A·B; docs/tensor-cores.md, "Where cuBLAS adds an addend"): `judge_at` judges C again under the
+/// claim with another placement (without trying placements itself); the signature
+/// "addend-placement" naming each that is not a defect, with its verdict, bit-exact count and
+/// model match; nullopt when every one is a defect too. `elements`: C's element count.
+std::optional<Signature> addend_placement_signature(const ClaimSpec& claim, std::size_t elements,
+                                                    const std::function<CheckResult(const ClaimSpec&)>& judge_at);
 /// The addend added to a model's chain results `y` where `at` (end or output) puts it, in place:
 /// `output` (y in `out`): fl_out(y + c) under `out_opts`; `end` (y in `acc`, unrounded):
 /// fl_out(fl_acc(y + c)), the add under `acc_opts`, the cast under `out_opts`. c: patterns of

@@ -1100,7 +1100,16 @@ std::string scaled_emulation_description(const ClaimSpec& stated) {
 CheckResult check_quantised_gemm(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,
                                  const MatmulCheckOptions& opt, bool rowwise) {
   if (is_integer_claim(claim)) return check_int_gemm(a, b, c, claim, opt, rowwise);
-  return check_scaled_gemm(a, b, c, claim, opt, rowwise);
+  CheckResult r = check_scaled_gemm(a, b, c, claim, opt, rowwise);
+  // A defect with an addend: the other placements, as a float GEMM's (check_against).
+  if (opt.addend && !opt.ref && r.verdict.kind == TensorKind::defect) {
+    MatmulCheckOptions o = opt;
+    o.worst = 0;
+    const auto judge_at = [&](const ClaimSpec& other) { return check_scaled_gemm(a, b, c, other, o, rowwise); };
+    if (std::optional<Signature> g = addend_placement_signature(claim, c.values.size(), judge_at))
+      r.verdict.signatures.insert(r.verdict.signatures.begin(), std::move(*g));
+  }
+  return r;
 }
 
 TensorData emulate_quantised_gemm(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c,

@@ -121,8 +121,9 @@ std::string misplaced_check_option(const CLI::App& app, const std::vector<std::s
     for (const std::string& o : numfid::check_op_names())
       if (numfid::check_takes(o, key)) takes.push_back(o);
     if (takes.empty() || numfid::check_takes(op, key)) continue;
-    return fmt::format("check {}: option {} does not apply to {} (taken by: {}); `numfid check {} --help` lists {}'s options",
-                       op, flag, op, fmt::join(takes, ", "), op, op);
+    return fmt::format(
+        "check {}: option {} does not apply to {} (taken by: {}); `numfid check {} --help` lists {}'s options", op, flag,
+        op, fmt::join(takes, ", "), op, op);
   }
   return {};
 }

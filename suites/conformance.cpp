@@ -597,7 +597,8 @@ TensorData row_input(const RowCase& c, const ClaimSpec& claim) {
       // has no masked entry, only ordinary ones at its most negative value).
       for (std::size_t r = 0; r < R; ++r)
         for (std::size_t j = 0; j < C; ++j)
-          if (j % 2 == 1 || (c.data == DataKind::fully_masked && r % 2 == 1)) x[r * C + j] = has_inf ? -inf : -max_finite(f);
+          if (j % 2 == 1 || (c.data == DataKind::fully_masked && r % 2 == 1))
+            x[r * C + j] = has_inf ? -inf : -max_finite(f);
       break;
     case DataKind::nonfinite:
       x[0] = std::numeric_limits<double>::quiet_NaN();
@@ -622,8 +623,9 @@ ConformanceReport evaluate_row_case(const RowKernel& kernel, std::string_view cl
   const std::string_view op = row_op_name(c.op);
   ConformanceReport rep;
   std::string methods;  // the suite's method options, as check's flags
-  for (const auto& [flag, value] : {std::pair<std::string_view, const std::optional<std::string>&>{"--variance", c.variance},
-                                    {"--norm-form", c.norm_form}, {"--softmax", c.softmax}, {"--masked-row", c.masked_row}})
+  for (const auto& [flag, value] :
+       {std::pair<std::string_view, const std::optional<std::string>&>{"--variance", c.variance},
+        {"--norm-form", c.norm_form}, {"--softmax", c.softmax}, {"--masked-row", c.masked_row}})
     if (value) methods += fmt::format(" {} {}", flag, *value);
   rep.case_text = fmt::format("{} case {} (rows={}, cols={}, data {}, seed {:#x}), claim {}{}", op, c.name, c.rows, c.cols,
                               data_kind_name(c.data), c.seed, claim_text_of(claim), methods);
@@ -636,7 +638,8 @@ ConformanceReport evaluate_row_case(const RowKernel& kernel, std::string_view cl
   opt.eps = c.eps;
   // The method options, checked against the op and the claim as check's are.
   RowOptionsGiven given;
-  given.variance = c.variance, given.norm_form = c.norm_form, given.softmax = c.softmax, given.masked_row = c.masked_row;
+  given.variance = c.variance, given.norm_form = c.norm_form, given.softmax = c.softmax;
+  given.masked_row = c.masked_row;
   apply_row_options(opt, c.op, given, claim, false);
   rep.kernel = testing::check_rows(c.op, x, out, claim, opt);
   const auto R = static_cast<std::size_t>(c.rows), C = static_cast<std::size_t>(c.cols);

@@ -352,9 +352,10 @@ TEST(H200Gemm, TheAddendEntersWhereTheClaimSays) {
       ASSERT_NE(sig, r.verdict.signatures.end()) << r.text();
       for (const std::string& fit : k.exact)
         EXPECT_THAT(sig->evidence,
-                    ::testing::ContainsRegex(fmt::format("under --addend-at {} the output is CONSISTENT \\([0-9]+ of 16384 "
-                                                         "elements bit-exact; the model predicts 16384 of 16384 bit for bit\\)",
-                                                         fit)))
+                    ::testing::ContainsRegex(fmt::format(
+                        "under --addend-at {} the output is CONSISTENT \\([0-9]+ of 16384 elements bit-exact; the "
+                        "model predicts 16384 of 16384 bit for bit\\)",
+                        fit)))
             << fit;
       for (const std::string& other : k.refuted)
         EXPECT_THAT(sig->evidence, ::testing::Not(::testing::HasSubstr("under --addend-at " + other))) << other;
@@ -366,8 +367,9 @@ TEST(H200Gemm, TheAddendEntersWhereTheClaimSays) {
     if (k.start_is_false_alarm) {
       ASSERT_FALSE(start.verdict.signatures.empty());
       EXPECT_EQ(start.verdict.signatures.front().name, "addend-placement");
-      EXPECT_THAT(start.verdict.signatures.front().evidence, ::testing::HasSubstr("under --addend-at output the output is CONSISTENT"));
-      EXPECT_THAT(start.verdict.signatures.front().evidence, ::testing::Not(::testing::HasSubstr("under --addend-at end")));
+      const std::string& evidence = start.verdict.signatures.front().evidence;
+      EXPECT_THAT(evidence, ::testing::HasSubstr("under --addend-at output the output is CONSISTENT"));
+      EXPECT_THAT(evidence, ::testing::Not(::testing::HasSubstr("under --addend-at end")));
     }
   }
 }

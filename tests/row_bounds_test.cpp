@@ -690,9 +690,9 @@ TEST(RowBounds, MaskedRowZeroJudgesAGuardedSoftmax) {
       }
     RowCheckOptions zero0 = zero;
     zero0.axis = 0;
-    const CheckResult moved =
-        check_rows(RowOp::softmax, view(std::span<const double>(xt), {GuardedSoftmax::kCols, GuardedSoftmax::kRows}, "fp32", "x"),
-                   view(std::span<const double>(ct), {GuardedSoftmax::kCols, GuardedSoftmax::kRows}, fo.name, "c"), claim, zero0);
+    const std::vector<std::int64_t> shape{GuardedSoftmax::kCols, GuardedSoftmax::kRows};
+    const CheckResult moved = check_rows(RowOp::softmax, view(std::span<const double>(xt), shape, "fp32", "x"),
+                                         view(std::span<const double>(ct), shape, fo.name, "c"), claim, zero0);
     EXPECT_EQ(moved.verdict.kind, TensorKind::consistent) << moved.verdict.reason;
     EXPECT_EQ(moved.verdict.counts, ok.verdict.counts);
   }

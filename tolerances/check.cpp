@@ -1065,14 +1065,12 @@ RowParams row_params(const RowCheckOptions& opt, const FormatSpec& fparam, std::
   return p;
 }
 
-/// Whether row r of `t` (rows of `cols` elements) is fully masked: every entry -inf.
-bool fully_masked(const TensorData& t, std::size_t r, std::size_t cols) {
-  if (cols == 0) return false;
-  for (std::size_t j = 0; j < cols; ++j) {
-    const double v = to_double(*t.format, t.values[r * cols + j]);
-    if (!(std::isinf(v) && v < 0)) return false;
-  }
-  return true;
+/// Whether a softmax row of patterns of `f` is fully masked: every entry -inf (and one at least).
+bool fully_masked(const FormatSpec& f, std::span<const Bits> row) {
+  return !row.empty() && std::ranges::all_of(row, [&](Bits b) {
+    const double v = to_double(f, b);
+    return std::isinf(v) && v < 0;
+  });
 }
 
 /// Softmax under --masked-row zero: a fully masked row's result (the oracle's NaN) is an exact +0
@@ -1081,11 +1079,7 @@ std::vector<OracleValue> zero_masked_rows(const MatrixRef& part, const FormatSpe
   ExactValue zero;  // finite, significand 0: +0; Σ|terms| (the denominator) 0
   const OracleValue z{round_exact(fout, zero), zero};
   for (std::size_t r = 0; r < part.rows; ++r) {
-    const std::span<const Bits> row = part.data.subspan(r * part.cols, part.cols);
-    if (std::ranges::all_of(row, [&](Bits b) {
-          const double v = to_double(*part.format, b);
-          return std::isinf(v) && v < 0;
-        }))
+    if (fully_masked(*part.format, part.data.subspan(r * part.cols, part.cols)))
       std::fill_n(o.begin() + static_cast<std::ptrdiff_t>(r * part.cols), part.cols, z);
   }
   return o;
@@ -1305,7 +1299,7 @@ CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C,
   std::int64_t masked_rows = 0, zero_masked_rows_in_c = 0;
   if (op == RowOp::softmax)
     for (std::size_t r = 0; r < rows; ++r)
-      if (fully_masked(X, r, cols)) {
+      if (fully_masked(fin, std::span<const Bits>(X.values).subspan(r * cols, cols))) {
         ++masked_rows;
         bool zeros = true;
         for (std::size_t j = 0; j < cols && zeros; ++j) zeros = to_double(fout, C.values[r * cols + j]) == 0;

@@ -225,13 +225,13 @@ TEST(AddendAt, DefectsAreCaught) {
     MatmulCheckOptions opt;
     opt.addend = o.c;
     const ClaimSpec claim = parse_claim(fmt::format("--in bf16 --out bf16 --addend-at {}", at));
-    // The addend dropped: D = fl(A·B).
-    // Neither it nor the next is legal wherever the addend enters: no addend-placement reading.
+    // Neither of the next two is legal wherever the addend enters: no addend-placement reading.
     const auto no_placement = [](const CheckResult& r) {
       for (const Signature& g : r.verdict.signatures)
         if (g.name == "addend-placement") return false;
       return true;
     };
+    // The addend dropped: D = fl(A·B).
     const TensorData dropped = emulate_matmul(o.a, o.b, std::nullopt, parse_claim(s.claim));
     const CheckResult r_dropped = check_matmul(o.a, o.b, dropped, claim, opt);
     EXPECT_EQ(r_dropped.verdict.kind, TensorKind::defect);

@@ -321,7 +321,7 @@ TEST(SoftmaxConformance, TheFullyMaskedCaseJudgesWhatAMaskedRowGives) {
   EXPECT_THAT(ok.case_text, HasSubstr("--masked-row zero"));
   EXPECT_THAT(ok.kernel.extra_args, ::testing::ElementsAre("--masked-row", "zero"));  // the dumped reproduction
   EXPECT_EQ(ok.blind(), "");
-  // Only softmax has the case (log_softmax's fully masked row is NaN whatever the kernel guards).
+  // Only softmax has the case (log_softmax's fully masked row must be NaN: no option states a guard).
   for (const nt::RowCase& l : nt::row_cases(numfid::RowOp::log_softmax, {.tile = kTile}))
     EXPECT_NE(l.data, nt::DataKind::fully_masked);
 }

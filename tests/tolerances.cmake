@@ -58,3 +58,6 @@ target_compile_definitions(h200_gemm_test PRIVATE NUMFID_H200_DATA="${PROJECT_SO
 # --addend-at: the epilogue's emulation against the MPFR oracle, the bound's soundness on legal
 # outputs (cancelling addends, subnormal results, overflowing products) and sharpness.
 numfid_add_test(addend_at_test SOURCES addend_at_test.cpp DEPS numfid::tolerances numfid_test_support fmt::fmt)
+# --out-rounding rtz|rup|rdn: bit-exact against the claimed rounding (MPFR oracle), the one-sided
+# bound's soundness on legal fp32 sums in three orders and its sharpness on other roundings.
+numfid_add_test(directed_output_test SOURCES directed_output_test.cpp DEPS numfid::tolerances numfid_test_support fmt::fmt)

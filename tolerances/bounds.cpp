@@ -325,6 +325,18 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
   ReductionBound b = claim.block_fma ? block_fma_bound(claim, k, has_addend && !epilogue)
                                      : chain_bound(claim, k, has_addend && !epilogue, confidence);
   if (epilogue) b.derivation.push_back(epilogue_derivation(claim, k));
+  // A directed output rounding moves the computed value one way only: against that way the
+  // element's bound is the reduction's own (judge's directed_side, docs/verdict.md §2).
+  const Rounding r = claim.output_rounding;
+  if (!epilogue && (r == Rounding::rtz || r == Rounding::rup || r == Rounding::rdn))
+    b.derivation.push_back(fmt::format(
+        "out {}: the output rounding moves the computed value {} only, so an error {} is bounded by the reduction's "
+        "own bound, without the output's ulp{}; not where the result may reach the largest finite value of {}{}",
+        rounding_name(r), r == Rounding::rtz ? "toward zero" : r == Rounding::rup ? "up" : "down",
+        r == Rounding::rtz ? "away from zero" : r == Rounding::rup ? "below the exact value" : "above the exact value",
+        r == Rounding::rtz ? " (where the computed value has the other sign, its rounding lies on the zero side of the exact value too)" : "",
+        claim.output->name,
+        claim.output_ftz && r != Rounding::rtz ? ", nor where --ftz may flush it to zero" : ""));
   return b;
 }
 
@@ -495,6 +507,8 @@ ElementBound element_bound(const ReductionBound& b, const Claim& claim, double e
   if (claim.output_ftz && std::fabs(exact) - det_red < min_normal(*claim.output))
     e.output_rounding = std::max(e.output_rounding, min_normal(*claim.output));
   const double repr = std::fabs(exact) * 0x1p-52;
+  e.before_output = det_red + repr;
+  e.before_output_probabilistic = prob_red + repr;
   e.deterministic = det_red + e.output_rounding + repr;
   e.probabilistic = prob_red + e.output_rounding + repr;
   return e;

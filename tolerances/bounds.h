@@ -102,6 +102,12 @@ struct ElementBound {
   double deterministic = 0;  ///< sound for every order: reduction + output rounding
   double probabilistic = 0;  ///< at the bound's confidence: reduction + output rounding
   double output_rounding = 0;
+  /// The computed value before the output's rounding lies within these of the exact value
+  /// (deterministic, probabilistic): the bounds less output_rounding, kept apart because the
+  /// difference of the doubles loses a reduction error far below the output's ulp. 0 where the
+  /// claim adds its addend after the chain or states --ulps, and where the bounds are infinite
+  /// (judge's one-sided bound of a directed output rounding does not apply there).
+  double before_output = 0, before_output_probabilistic = 0;
   /// A partial sum may reach the accumulator's largest finite value: ±inf, and inf - inf = NaN,
   /// are then legal results too (the bounds stay finite where the overflow is sticky, else +inf).
   bool may_overflow = false;

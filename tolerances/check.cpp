@@ -175,8 +175,14 @@ ReferenceElement reference_element(const ExactElement& x, Bits rounded) {
   return r;
 }
 
-ReferenceElement reference_element(const LongAccumulator& acc, const FormatSpec& out) {
-  return reference_element(exact_element(acc), acc.round(out).bits);
+ReferenceElement reference_element(const LongAccumulator& acc, const FormatSpec& out, const RoundOptions& o) {
+  return reference_element(exact_element(acc), acc.round(out, o).bits);
+}
+
+RoundOptions bit_exact_rounding(Rounding output_rounding) {
+  RoundOptions o;
+  if (output_rounding != Rounding::stochastic) o.rounding = output_rounding;
+  return o;
 }
 
 SumAxes sum_axes(const TensorData& x, int axis_in) {
@@ -205,13 +211,19 @@ using detail::shape_text;
 
 namespace {
 
-ReferenceElement reference(const LongAccumulator& acc, const FormatSpec& out) { return detail::reference_element(acc, out); }
-
-ReferenceElement reference(const OracleValue& v) {
+/// A row oracle's value as judge() reads it, rounded into `out` by `o` (bit_exact_rounding: the
+/// oracle's own result is the rounding to nearest, ties to even).
+ReferenceElement reference(const OracleValue& v, const FormatSpec& out, const RoundOptions& o) {
   double exact = v.exact.as_double;
   if (v.exact.kind == ExactValue::Kind::nan) exact = NAN;
   if (v.exact.kind == ExactValue::Kind::infinite) exact = v.exact.value.negative ? -INFINITY : INFINITY;
-  return {v.result.bits, exact, v.exact.abs_sum};
+  Bits rounded = v.result.bits;
+  if (o.rounding != Rounding::rne && v.exact.kind == ExactValue::Kind::finite) {
+    Unrounded u = v.exact.value;
+    if (u.significand == 0 && o.rounding == Rounding::rdn) u.negative = v.exact.zero_negative_rdn;
+    rounded = round_to(out, u, o).bits;
+  }
+  return {rounded, exact, v.exact.abs_sum};
 }
 
 
@@ -635,11 +647,12 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
   const std::int64_t M = mr.dims.m, K = mr.dims.k, N = mr.dims.n;
   detail::refuse_options_of_other_ops(claim, false, mr.rowwise_dot ? "check dot" : "check matmul");
   const ClaimSetup s = detail::make_claim(claim, K, D != nullptr, true);
-  // Each exact element correctly rounded into the output format, on every core.
+  // Each exact element correctly rounded into the output format (by the claimed rounding), on every core.
+  const RoundOptions ro = detail::bit_exact_rounding(s.claim.output_rounding);
   LargeArray<Bits> rounded(mr.elements.size());
   detail::parallel_for(static_cast<std::int64_t>(rounded.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
     for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
-      rounded[e] = mr.elements[e].rounded(fout);
+      rounded[e] = mr.elements[e].rounded(fout, ro);
   });
   ReductionBound b = reduction_bound(s.claim, K, D != nullptr, claim.confidence);
   add_operand_allowances(b, s.claim, A, B, D, mr.dims, mr.rowwise_dot);
@@ -846,6 +859,7 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
                                        len, largest, allowance));
   }
   std::vector<ReferenceElement> ref(static_cast<std::size_t>(outer * inner));
+  const RoundOptions ro = detail::bit_exact_rounding(s.claim.output_rounding);
   // Each output element on its own, on every core (the caller's thread polls cancellation
   // between chunks): the same results for any thread count.
   detail::parallel_for(outer * inner, std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(len, 1)),
@@ -856,7 +870,7 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
                            acc.clear();
                            for (std::int64_t k = 0; k < len; ++k)
                              acc.add(fin, X.values[static_cast<std::size_t>((o * len + k) * inner + i)]);
-                           ref[static_cast<std::size_t>(e)] = reference(acc, fout);
+                           ref[static_cast<std::size_t>(e)] = detail::reference_element(acc, fout, ro);
                          }
                        });
   const std::string numpy_note = numpy_strided_axis_note(X, axis_in, claim);
@@ -1119,7 +1133,7 @@ std::vector<RowElementBound> row_bounds_under_claim(RowOp op, const ClaimSpec& c
   std::vector<RowElementBound> out(cols);
   std::vector<double> xd(cols), yd(cols);
   for (std::size_t j = 0; j < cols; ++j) {
-    out[j].exact = reference(o[j]).exact;
+    out[j].exact = reference(o[j], fo, {}).exact;
     xd[j] = to_double(fin, row[j]);
     yd[j] = out[j].exact;
   }
@@ -1216,14 +1230,16 @@ CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C,
     return row_oracle(op, MatrixRef{&fin, data, u1 - u0, cols}, opt, gv, bv, fout);
   };
   std::vector<ReferenceElement> ref(X.values.size());
+  const RoundOptions ro = detail::bit_exact_rounding(claim.output_rounding());
   try {
     if (units == 0) {
-      for (const OracleValue& v : oracle(0, 0)) ref.push_back(reference(v));  // argument errors even when empty
+      for (const OracleValue& v : oracle(0, 0)) ref.push_back(reference(v, fout, ro));  // argument errors even when empty
     } else {
       const auto grain = static_cast<std::int64_t>(std::max<std::size_t>(1, 1024 / std::max<std::size_t>(width, 1)));
       detail::parallel_for(static_cast<std::int64_t>(units), grain, [&](std::int64_t u0, std::int64_t u1) {
         const std::vector<OracleValue> o = oracle(static_cast<std::size_t>(u0), static_cast<std::size_t>(u1));
-        for (std::size_t e = 0; e < o.size(); ++e) ref[static_cast<std::size_t>(u0) * width + e] = reference(o[e]);
+        for (std::size_t e = 0; e < o.size(); ++e)
+          ref[static_cast<std::size_t>(u0) * width + e] = reference(o[e], fout, ro);
       });
     }
   } catch (const std::invalid_argument& e) {

@@ -20,7 +20,13 @@ namespace numfid::detail {
 /// The long accumulator's sum as judge() reads it: correctly rounded into `out`, its nearest
 /// double, Σ|terms| and, where the sum is ±inf, what the overflow rule reads of the finite terms
 /// (exact_element's fields: ReferenceElement::finite_opposite).
-ReferenceElement reference_element(const LongAccumulator& acc, const FormatSpec& out);
+ReferenceElement reference_element(const LongAccumulator& acc, const FormatSpec& out, const RoundOptions& o = {});
+
+/// The rounding under which an output element is bit-exact (docs/verdict.md §3): the claim's own
+/// output rounding where it gives one value (rne, rna, rtz, rup, rdn), so that a truncating
+/// kernel claimed `--out-rounding rtz` is bit-exact where it truncates the exact result; round to
+/// nearest, ties to even, for a stochastic one (two legal values: its lean is judged, §4.2).
+RoundOptions bit_exact_rounding(Rounding output_rounding);
 
 /// The same from an exact element and its rounding into the output (check_against, the scaled
 /// GEMM's certified path): the one place an ExactElement's fields become a ReferenceElement's.

@@ -492,7 +492,7 @@ struct Partial {
 /// they fit and added to the long accumulator once, times their scale product.
 std::vector<ReferenceElement> fixed_point_reference(const TensorData& A, const TensorData& B, const Scaled& s,
                                                     const MatmulDims& d, const MatmulCheckOptions& opt,
-                                                    const FormatSpec& out, bool rowwise) {
+                                                    const FormatSpec& out, const RoundOptions& ro, bool rowwise) {
   // Exact reference: each term a·b·sa·sb exactly (operands of at most 16 bits: significands of
   // at most 11 bits; scales' significands at most 53).
   std::vector<ReferenceElement> ref(static_cast<std::size_t>(d.m * d.n));
@@ -694,7 +694,7 @@ std::vector<ReferenceElement> fixed_point_reference(const TensorData& A, const T
     if (!w.add(add.negative, add.significand, add.exponent) || !w.add_abs(add.significand, add.exponent)) return false;
     Unrounded v;
     if (!w.value(v)) return false;
-    r = {round_to(out, v, RoundOptions{}).bits, to_double_rounded(v, false), to_double_rounded(w.abs_value(), true)};
+    r = {round_to(out, v, ro).bits, to_double_rounded(v, false), to_double_rounded(w.abs_value(), true)};
     return true;
   };
   // Tiles of rows × columns on every core (each element on its own: the same results for any
@@ -754,8 +754,8 @@ std::vector<ReferenceElement> fixed_point_reference(const TensorData& A, const T
             if (blocks) abs_acc.add(fp32, Bits{opt.addend->values[e].raw & 0x7fffffffu});
           }
           // Without blocks the accumulator holds the terms themselves (and every special value).
-          ref[e] = blocks ? ReferenceElement{acc.round(out).bits, acc.to_double(), abs_acc.abs_sum_upper()}
-                          : reference_element(acc, out);
+          ref[e] = blocks ? ReferenceElement{acc.round(out, ro).bits, acc.to_double(), abs_acc.abs_sum_upper()}
+                          : reference_element(acc, out, ro);
         }
   });
   return ref;
@@ -840,6 +840,8 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
   // operands — the certified fp64 GEMM's (tolerances/reference_fast.cpp), field for field what
   // the long accumulator gives. Otherwise term by term, in fixed point per segment.
   std::vector<ReferenceElement> ref;
+  // Each exact result rounded by the claimed output rounding: what "bit-exact" means (bit_exact_rounding).
+  const RoundOptions ro = bit_exact_rounding(judge_claim(claim, *A.format).output_rounding);
   if (s.pow2 && detail::reference_path() == detail::ReferencePath::automatic && fast_reference_built()) {
     const std::string name_a = fmt::format("{} times its power-of-two scale", A.format->name),
                       name_b = fmt::format("{} times its power-of-two scale", B.format->name);
@@ -859,11 +861,11 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
       ref.resize(exact.size());
       parallel_for(static_cast<std::int64_t>(ref.size()), 16384, [&](std::int64_t e0, std::int64_t e1) {
         for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
-          ref[e] = reference_element(exact[e], exact[e].rounded(out));
+          ref[e] = reference_element(exact[e], exact[e].rounded(out, ro));
       });
     }
   }
-  if (ref.empty()) ref = fixed_point_reference(A, B, s, d, opt, out, rowwise);
+  if (ref.empty()) ref = fixed_point_reference(A, B, s, d, opt, out, ro, rowwise);
   ReductionBound b = scaled_bound(s, claim, *A.format, d.k, opt.addend.has_value());
   Claim jc = judge_claim(claim, *A.format);
   if (opt.addend) jc.addend_at = claim.addend_at;

@@ -89,17 +89,28 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
     return output_rounding_error(*acc.format, acc.rounding, std::fabs(exact));
   };
   // Bias of the signed error, in output ulps, sign-normalised (negative = toward zero).
-  // Round-to-nearest outputs average about 0; a truncating cast averages about -0.5.
+  // Round-to-nearest outputs average about 0; a truncating cast averages about -0.5. Under a
+  // directed output rounding (rtz, rup, rdn), which is biased by claim, the difference from the
+  // exact result rounded that way (ref.rounded: bit_exact_rounding) instead: 0 for every
+  // correctly rounded element, whatever the data, so a correct output averages 0 there too.
+  const Rounding out_rounding = claim.output_rounding;
+  const bool directed =
+      out_rounding == Rounding::rtz || out_rounding == Rounding::rup || out_rounding == Rounding::rdn;
   {
     double sum = 0, sum2 = 0;
     std::int64_t n = 0;
     for (std::size_t i = 0; i < all.size(); ++i) {
-      const double error_ulps = all.error_ulps(i), exact = all.exact(i);
-      if (!std::isfinite(error_ulps) || exact == 0) continue;
+      const double exact = all.exact(i);
+      const double error_ulps =
+          directed ? (all.value(i) - to_double(out, ref.rounded(i))) / ulp_at(out, std::fabs(exact)) : all.error_ulps(i);
+      if (!std::isfinite(error_ulps) || !std::isfinite(all.error_ulps(i)) || exact == 0) continue;
       // The epilogue's first rounding reaching half an output ulp at the result: the output's
       // rounding direction is not what the error shows there.
       if (epilogue && first_rounding(i) >= 0.5 * ulp_at(out, std::fabs(exact))) continue;
-      const double s = std::copysign(1.0, exact) * error_ulps;
+      // Sign-normalised (toward / away from zero), but for rup and rdn, whose direction is up or
+      // down whatever the sign: a lean against it would cancel over results of both signs.
+      const bool raw = out_rounding == Rounding::rup || out_rounding == Rounding::rdn;
+      const double s = raw ? error_ulps : std::copysign(1.0, exact) * error_ulps;
       sum += s;
       sum2 += s * s;
       ++n;
@@ -109,10 +120,18 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
       const double var = std::max(sum2 / static_cast<double>(n) - mean * mean, 1e-300);
       const double t = mean / std::sqrt(var / static_cast<double>(n));
       if (std::fabs(t) > kBiasMinT && std::fabs(mean) > kBiasMinMeanUlps)
-        v.signatures.push_back({"bias", fmt::format("mean signed error {:+.3f} output ulps ({} zero), t = {:.1f} over {} "
-                                                    "elements; {} rounding averages ~0, truncation ~-0.5",
-                                                    mean, mean < 0 ? "toward" : "away from", t, n,
-                                                    rounding_name(claim.output_rounding))});
+        v.signatures.push_back(
+            {"bias", directed ? fmt::format("mean signed difference from the {}-rounded exact results {:+.3f} output ulps "
+                                            "({}), t = {:.1f} over {} elements; an output rounded as claimed "
+                                            "averages 0",
+                                            rounding_name(out_rounding), mean,
+                                            out_rounding == Rounding::rtz ? (mean < 0 ? "toward zero" : "away from zero")
+                                                                          : (mean < 0 ? "down" : "up"),
+                                            t, n)
+                              : fmt::format("mean signed error {:+.3f} output ulps ({} zero), t = {:.1f} over {} "
+                                            "elements; {} rounding averages ~0, truncation ~-0.5",
+                                            mean, mean < 0 ? "toward" : "away from", t, n,
+                                            rounding_name(out_rounding))});
     }
   }
   // Growth: the error left after the output rounding, per unit of Σ|terms|, against the
@@ -450,6 +469,31 @@ std::vector<std::size_t> worst_positions(const detail::JudgedElements& all, int 
   return {sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k)};
 }
 
+/// The one direction a directed output rounding (rtz, rup, rdn) moves the output in, as seen
+/// from the exact value: +1 (an error below -c is illegal), -1 (above +c is illegal), 0 (both
+/// ways up to the symmetric bound c + the output's rounding), where c = eb.before_output bounds
+/// the computed value ŝ's distance from the exact value (everything before the output's
+/// rounding). rup: RU(ŝ) >= ŝ >= exact - c, so +1; rdn: -1. rtz: for exact > 0, RZ(ŝ) <= ŝ <=
+/// exact + c where ŝ >= 0, and RZ(ŝ) <= 0 < exact where ŝ < 0: -1 whatever ŝ's sign; +1 for
+/// exact < 0. 0 wherever that premise may fail: round to nearest or stochastic; an --ulps claim;
+/// an addend at the end or after the output cast (two roundings, the first by the accumulator's
+/// mode); a non-finite or vacuous bound; a result that may reach the output's largest finite
+/// value (an overflow or saturation to ±max moves against the direction); rup/rdn where a
+/// flushing output (--ftz) may turn a result below the least normal value into 0, against the
+/// direction (rtz's flush is toward zero, its own direction).
+int directed_side(const Claim& claim, const FormatSpec& f, double exact, const ElementBound& eb) {
+  const Rounding r = claim.output_rounding;
+  if ((r != Rounding::rtz && r != Rounding::rup && r != Rounding::rdn) || claim.ulps ||
+      claim.addend_at != AddendAt::start || !std::isfinite(exact) || !std::isfinite(eb.deterministic) ||
+      eb.may_overflow)
+    return 0;
+  const double c = eb.before_output;
+  if (!(std::fabs(exact) + c < max_finite(f))) return 0;
+  if (r == Rounding::rtz) return exact > 0 ? -1 : exact < 0 ? 1 : 0;
+  if (claim.output_ftz && std::fabs(exact) - c < min_normal(f)) return 0;
+  return r == Rounding::rup ? 1 : -1;
+}
+
 /// judge() over the oracle's side read through `ref` (detail::ReferenceElements or
 /// detail::ExactReference, tolerances/judged_detail.h).
 template <class Reference>
@@ -512,6 +556,10 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
       // The infinities a partial sum can reach (a sticky overflow, or an infinite term): what
       // overflow_allows reads. None where the caller gives the bounds.
       ElementBound reach;
+      // A directed output rounding's one side (directed_side): the bounds an error against it
+      // meets instead (the reduction's own, without the output's rounding).
+      int side = 0;
+      double against_det = 0, against_prob = 0;
       if (const std::optional<double> given = ref.det_bound(i)) {
         e.det_bound = *given;
         e.prob_bound = ref.prob_bound(i).value_or(*given);
@@ -520,6 +568,9 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
             element_bound(b, claim, ref.exact(i), ref.sum_abs(i), ref.finite_opposite(i), ref.addend(i));
         e.det_bound = eb.deterministic;
         e.prob_bound = eb.probabilistic;
+        side = directed_side(claim, f, ref.exact(i), eb);
+        against_det = eb.before_output;
+        against_prob = eb.before_output_probabilistic;
         const bool eb_sticky = eb.may_overflow && std::isfinite(eb.deterministic);
         // (Where the exact result is ±inf, eb.may_overflow says only that a finite partial sum
         // may overflow, of either sign: which NaN needs is overflow_allows' to say.)
@@ -574,6 +625,12 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
         e.error = 0;  // the same non-finite value as the oracle's
       } else if (std::isfinite(e.value) && std::isfinite(e.exact)) {
         e.error = e.value - target;
+        // Against a directed output rounding's direction the rounding adds nothing: the bound
+        // there is the reduction's own (docs/verdict.md §2, "Directed output roundings").
+        if (!bit_exact && side != 0 && (side > 0 ? e.error < 0 : e.error > 0)) {
+          e.det_bound = against_det;
+          e.prob_bound = against_prob;
+        }
         const double a = std::fabs(e.error);
         if (!bit_exact)
           e.cls = a <= e.prob_bound  ? ElementClass::within_probabilistic

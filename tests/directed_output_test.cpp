@@ -1,0 +1,350 @@
+// Directed output roundings (--out-rounding rtz|rup|rdn) in check matmul, dot, sum and scaled
+// GEMMs: an element is bit-exact when it equals the exact result rounded the claimed way, and an
+// error against the rounding's direction meets the reduction's own bound, without the output's
+// ulp (tolerances/verdict.cpp, directed_side; docs/verdict.md §2 "Directed output roundings").
+// Truth: exact sums of integer-valued products in int64, rounded by the MPFR oracle of
+// tests/support (no numfid rounding code); legal outputs from a naive second implementation
+// (fp32 sums in three orders on the hardware, then the oracle's directed rounding).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "formats/convert.h"
+#include "formats/format_spec.h"
+#include "formats/value.h"
+#include "tests/support/mpfr_oracle.h"
+#include "tolerances/check.h"
+
+namespace numfid {
+namespace {
+
+constexpr std::int64_t M = 16, K = 64, N = 16;
+
+enum class Data { normal, positive, cancelling };
+
+const char* data_name(Data d) {
+  return d == Data::normal ? "normal" : d == Data::positive ? "positive" : "cancelling";
+}
+
+/// Integers the operands hold, A (M×K) and B (K×N): m·2^sh, m <= 255, sh <= 12 (bf16 holds
+/// them exactly; wide enough that fp32 partial sums round). Cancelling: the second half of K
+/// repeats the first with B negated, one entry of B off by one unit of its last bit, so that exact
+/// results lie far below Σ|terms|, where rtz's direction depends on the computed sign.
+struct Ints {
+  std::vector<std::int64_t> a, b;
+};
+
+Ints draw(Data kind, std::uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<std::int64_t> m(1, 255), sh(0, 12), sign(0, 1);
+  const auto value = [&] { return (kind == Data::positive || sign(g) ? 1 : -1) * (m(g) << sh(g)); };
+  Ints x;
+  for (std::int64_t i = 0; i < M * K; ++i) x.a.push_back(value());
+  for (std::int64_t i = 0; i < K * N; ++i) x.b.push_back(value());
+  if (kind == Data::cancelling) {
+    const auto at = [](std::int64_t r, std::int64_t c, std::int64_t cols) { return static_cast<std::size_t>(r * cols + c); };
+    for (std::int64_t k = K / 2; k < K; ++k) {
+      for (std::int64_t i = 0; i < M; ++i) x.a[at(i, k, K)] = x.a[at(i, k - K / 2, K)];
+      for (std::int64_t j = 0; j < N; ++j) x.b[at(k, j, N)] = -x.b[at(k - K / 2, j, N)];
+    }
+    for (std::int64_t j = 0; j < N; ++j) {  // m·2^sh -> (m ± 1)·2^sh: still 8 significant bits
+      std::int64_t& b = x.b[at(K - 1, j, N)];
+      const std::int64_t unit = b & -b;  // 2^sh times m's lowest set bit: a bf16 value's last unit or more
+      b += (j % 2 ? unit : -unit);
+    }
+  }
+  return x;
+}
+
+/// Operand entries x·2^-16 (bf16 values: 8 significant bits; at most 16, so that sums of 64
+/// products stay inside fp16's range).
+TensorData operand(const std::vector<std::int64_t>& v, std::int64_t rows, std::int64_t cols, const char* name) {
+  TensorData t{&bf16, {rows, cols}, {}, name};
+  for (const std::int64_t x : v) t.values.push_back(convert_double(bf16, std::ldexp(static_cast<double>(x), -16)).bits);
+  return t;
+}
+
+/// The exact results as integers S (the value is S·2^-32).
+std::vector<std::int64_t> exact_sums(const Ints& x) {
+  std::vector<std::int64_t> s(static_cast<std::size_t>(M * N), 0);
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < N; ++j)
+      for (std::int64_t k = 0; k < K; ++k)
+        s[static_cast<std::size_t>(i * N + j)] += x.a[static_cast<std::size_t>(i * K + k)] * x.b[static_cast<std::size_t>(k * N + j)];
+  return s;
+}
+
+/// S·2^exponent rounded into `out` by the MPFR oracle under `r`.
+Bits oracle_rounded(const FormatSpec& out, std::int64_t s, int exponent, Rounding r) {
+  const RoundOptions o{r, Overflow::ieee, false, false, 0, 0};
+  const auto mag = static_cast<std::uint64_t>(s < 0 ? -s : s);
+  return test::oracle_finish(out, test::oracle_round_scaled(out, s < 0, uint128{mag}, exponent, false, r), o).bits;
+}
+
+TensorData output(const FormatSpec& out, std::vector<Bits> bits) {
+  return TensorData{&out, {M, N}, std::move(bits), "C"};
+}
+
+/// C = A·B with every exact result rounded by the oracle under `r`.
+TensorData rounded_output(const FormatSpec& out, const std::vector<std::int64_t>& s, Rounding r) {
+  std::vector<Bits> bits;
+  for (const std::int64_t x : s) bits.push_back(oracle_rounded(out, x, -32, r));
+  return output(out, std::move(bits));
+}
+
+std::string claim_text(const FormatSpec& out, Rounding r) {
+  return fmt::format("--in bf16 --acc fp32 --out {} --out-rounding {}", out.name, rounding_name(r));
+}
+
+bool has_signature(const CheckResult& c, const std::string& name) {
+  return std::any_of(c.verdict.signatures.begin(), c.verdict.signatures.end(),
+                     [&](const Signature& s) { return s.name == name; });
+}
+
+constexpr Rounding kDirected[] = {Rounding::rtz, Rounding::rup, Rounding::rdn};
+const FormatSpec* const kOutputs[] = {&bf16, &fp16};
+constexpr Data kData[] = {Data::normal, Data::positive, Data::cancelling};
+
+TEST(DirectedOutput, TheClaimedRoundingOfTheExactResultIsBitExact) {
+  for (const Data kind : kData) {
+    const Ints x = draw(kind, 11);
+    const std::vector<std::int64_t> s = exact_sums(x);
+    const TensorData A = operand(x.a, M, K, "A"), B = operand(x.b, K, N, "B");
+    for (const FormatSpec* out : kOutputs) {
+      for (const Rounding r : kDirected) {
+        SCOPED_TRACE(fmt::format("data {}, {}", data_name(kind), claim_text(*out, r)));
+        const CheckResult c = check_matmul(A, B, rounded_output(*out, s, r), parse_claim(claim_text(*out, r)));
+        EXPECT_EQ(c.verdict.kind, TensorKind::consistent) << c.text();
+        EXPECT_EQ(c.verdict.counts[0], M * N) << c.text();  // every element bit-exact
+        EXPECT_FALSE(has_signature(c, "bias")) << c.text();  // a correct directed output does not lean
+      }
+    }
+  }
+}
+
+TEST(DirectedOutput, LegalOrdersAreWithinTheBound) {
+  // Soundness: fp32 sums of the exact bf16 products (hardware float, to nearest) in three orders,
+  // each rounded into the output the claimed way by the oracle, are never outside the
+  // deterministic bound — near 0 too (cancelling data), where the computed sum may have the other
+  // sign than the exact one (rtz then rounds it toward 0, still toward the exact value).
+  int against = 0;  // elements whose error lies against the rounding's direction
+  int flipped = 0;  // elements whose computed sum has the other sign than the exact one (rtz's case)
+  for (const Data kind : kData) {
+    for (std::uint32_t seed = 1; seed <= 3; ++seed) {
+      const Ints x = draw(kind, seed);
+      const std::vector<std::int64_t> s = exact_sums(x);
+      const TensorData A = operand(x.a, M, K, "A"), B = operand(x.b, K, N, "B");
+      for (const char* order : {"sequential", "reverse", "pairwise"}) {
+        std::vector<float> sums;
+        for (std::int64_t i = 0; i < M; ++i)
+          for (std::int64_t j = 0; j < N; ++j) {
+            std::vector<float> p;
+            for (std::int64_t k = 0; k < K; ++k)
+              p.push_back(std::ldexp(static_cast<float>(x.a[static_cast<std::size_t>(i * K + k)] *
+                                                        x.b[static_cast<std::size_t>(k * N + j)]),
+                                     -32));
+            if (std::string(order) == "reverse") std::reverse(p.begin(), p.end());
+            if (std::string(order) == "pairwise") {
+              while (p.size() > 1) {
+                std::vector<float> q;
+                for (std::size_t t = 0; t + 1 < p.size(); t += 2) q.push_back(p[t] + p[t + 1]);
+                if (p.size() % 2) q.push_back(p.back());
+                p = q;
+              }
+              sums.push_back(p[0]);
+            } else {
+              float acc = 0;
+              for (const float t : p) acc += t;
+              sums.push_back(acc);
+            }
+          }
+        for (const FormatSpec* out : kOutputs) {
+          for (const Rounding r : kDirected) {
+            SCOPED_TRACE(fmt::format("data {} seed {} order {}, {}", data_name(kind), seed, order, claim_text(*out, r)));
+            std::vector<Bits> bits;
+            for (const float v : sums)
+              bits.push_back(test::oracle_convert_value(*out, v, RoundOptions{r, Overflow::ieee, false, false, 0, 0}).bits);
+            const TensorData C = output(*out, bits);
+            for (std::size_t e = 0; e < bits.size(); ++e) {
+              flipped += (sums[e] < 0 && s[e] > 0) || (sums[e] > 0 && s[e] < 0);
+              const double err = to_double(*out, bits[e]) - std::ldexp(static_cast<double>(s[e]), -32);
+              const bool up = r == Rounding::rup || (r == Rounding::rtz && sums[e] < 0);
+              against += up ? err < 0 : err > 0;
+            }
+            const CheckResult c = check_matmul(A, B, C, parse_claim(claim_text(*out, r)));
+            EXPECT_EQ(c.verdict.counts[3], 0) << c.text();
+            EXPECT_NE(c.verdict.kind, TensorKind::defect) << c.text();
+          }
+        }
+      }
+    }
+  }
+  // The one-sided bound is exercised: legal errors against the direction (the fp32 sum's own
+  // rounding on the other side of the exact value) occur, and stay within the reduction's bound.
+  EXPECT_GT(against, 100);
+  EXPECT_GT(flipped, 10);
+}
+
+TEST(DirectedOutput, ARoundingTheOtherWayIsAProvenDefect) {
+  // Sharpness: the exact result rounded another way than claimed leaves the bound where it moves
+  // against the claimed direction by more than the fp32 reduction's error (for these data, a
+  // small fraction of an output ulp) — under the symmetric allowance of one ulp these all passed.
+  for (const Data kind : {Data::normal, Data::positive}) {
+    const Ints x = draw(kind, 5);
+    const std::vector<std::int64_t> s = exact_sums(x);
+    const TensorData A = operand(x.a, M, K, "A"), B = operand(x.b, K, N, "B");
+    for (const FormatSpec* out : kOutputs) {
+      struct Case {
+        Rounding claimed, given;
+      };
+      std::vector<Case> cases = {{Rounding::rtz, Rounding::rne}, {Rounding::rup, Rounding::rne},
+                                 {Rounding::rdn, Rounding::rne}, {Rounding::rup, Rounding::rdn},
+                                 {Rounding::rdn, Rounding::rup}, {Rounding::rtz, Rounding::rup}};
+      if (kind == Data::positive) cases.push_back({Rounding::rup, Rounding::rtz});  // rtz = rdn there
+      for (const Case& k : cases) {
+        SCOPED_TRACE(fmt::format("data {}, {}, the output rounded {}", data_name(kind), claim_text(*out, k.claimed),
+                                 rounding_name(k.given)));
+        const CheckResult c = check_matmul(A, B, rounded_output(*out, s, k.given), parse_claim(claim_text(*out, k.claimed)));
+        EXPECT_EQ(c.verdict.kind, TensorKind::defect) << c.text();
+        EXPECT_FALSE(c.verdict.probable) << c.text();
+        EXPECT_GT(c.verdict.counts[3], M * N / 8) << c.text();
+        EXPECT_TRUE(has_signature(c, "bias")) << c.text();
+        bool derivation = false;
+        for (const std::string& line : c.bound.derivation)
+          derivation = derivation || line.find(fmt::format("out {}: the output rounding moves the computed value",
+                                                           rounding_name(k.claimed))) != std::string::npos;
+        EXPECT_TRUE(derivation) << c.text();
+      }
+      // Positive results: rtz and rdn are one rounding, so either claim takes the other's output.
+      if (kind == Data::positive) {
+        const CheckResult c =
+            check_matmul(A, B, rounded_output(*out, s, Rounding::rdn), parse_claim(claim_text(*out, Rounding::rtz)));
+        EXPECT_EQ(c.verdict.kind, TensorKind::consistent) << c.text();
+        EXPECT_EQ(c.verdict.counts[0], M * N) << c.text();
+      }
+    }
+  }
+}
+
+TEST(DirectedOutput, SumsDotsAndScaledGemmsToo) {
+  const Ints x = draw(Data::normal, 9);
+  const std::vector<std::int64_t> s = exact_sums(x);
+  const TensorData A = operand(x.a, M, K, "A");
+  for (const Rounding r : kDirected) {
+    SCOPED_TRACE(rounding_name(r));
+    // check sum: rows of integers x·12345·2^-7, |x| <= 255 (22 bits: fp32 values), along axis 1.
+    std::mt19937 gs(7);
+    std::uniform_int_distribution<std::int64_t> xs(-255, 255);
+    TensorData X{&fp32, {M, K}, {}, "X"};
+    std::vector<Bits> exact_rounded, nearest;
+    for (std::int64_t i = 0; i < M; ++i) {
+      std::int64_t t = 0;
+      for (std::int64_t k = 0; k < K; ++k) {
+        const std::int64_t v = xs(gs) * 12345;
+        X.values.push_back(convert_double(fp32, std::ldexp(static_cast<double>(v), -7)).bits);
+        t += v;
+      }
+      exact_rounded.push_back(oracle_rounded(bf16, t, -7, r));
+      nearest.push_back(oracle_rounded(bf16, t, -7, Rounding::rne));
+    }
+    const std::string sum_claim = fmt::format("--in fp32 --acc fp32 --out bf16 --out-rounding {}", rounding_name(r));
+    const CheckResult good = check_sum(X, TensorData{&bf16, {M}, exact_rounded, "C"}, 1, parse_claim(sum_claim));
+    EXPECT_EQ(good.verdict.counts[0], M) << good.text();
+    const CheckResult bad = check_sum(X, TensorData{&bf16, {M}, nearest, "C"}, 1, parse_claim(sum_claim));
+    EXPECT_GT(bad.verdict.counts[3], 0) << bad.text();
+    // check dot: row i of A with row i of B' (B's column i as a row).
+    TensorData Bt{&bf16, {M, K}, {}, "B"};
+    std::vector<Bits> dot_exact, dot_nearest;
+    for (std::int64_t i = 0; i < M; ++i) {
+      std::int64_t t = 0;
+      for (std::int64_t k = 0; k < K; ++k) {
+        Bt.values.push_back(convert_double(bf16, std::ldexp(static_cast<double>(x.b[static_cast<std::size_t>(k * N + i)]), -16)).bits);
+        t += x.a[static_cast<std::size_t>(i * K + k)] * x.b[static_cast<std::size_t>(k * N + i)];
+      }
+      dot_exact.push_back(oracle_rounded(bf16, t, -32, r));
+      dot_nearest.push_back(oracle_rounded(bf16, t, -32, Rounding::rne));
+    }
+    const ClaimSpec dot_claim = parse_claim(claim_text(bf16, r));
+    EXPECT_EQ(check_dot(A, Bt, TensorData{&bf16, {M}, dot_exact, "D"}, dot_claim).verdict.counts[0], M);
+    EXPECT_GT(check_dot(A, Bt, TensorData{&bf16, {M}, dot_nearest, "D"}, dot_claim).verdict.counts[3], 0);
+  }
+  // A scaled GEMM, per-tensor scales: powers of two (operands folded, the certified GEMM's path)
+  // and 0.75 (the fixed-point path). E4M3 holds the integers up to 16 exactly.
+  std::mt19937 g(3);
+  std::uniform_int_distribution<std::int64_t> v(-15, 15);
+  std::vector<std::int64_t> ia, ib;
+  for (std::int64_t i = 0; i < M * K; ++i) ia.push_back(v(g));
+  for (std::int64_t i = 0; i < K * N; ++i) ib.push_back(v(g));
+  TensorData A8{&fp8_e4m3, {M, K}, {}, "A"}, B8{&fp8_e4m3, {K, N}, {}, "B"};
+  for (const std::int64_t a : ia) A8.values.push_back(convert_double(fp8_e4m3, static_cast<double>(a)).bits);
+  for (const std::int64_t b : ib) B8.values.push_back(convert_double(fp8_e4m3, static_cast<double>(b)).bits);
+  Ints x8{ia, ib};
+  const std::vector<std::int64_t> s8 = exact_sums(x8);
+  for (const Rounding r : kDirected) {
+    for (const auto& [sa, mult, exponent] : {std::tuple{"0.5", 1, -3}, std::tuple{"0.75", 3, -4}}) {
+      SCOPED_TRACE(fmt::format("scaled, --scale-a {}, {}", sa, rounding_name(r)));
+      std::vector<Bits> good, bad;
+      for (const std::int64_t t : s8) {
+        good.push_back(oracle_rounded(bf16, t * mult, exponent, r));
+        bad.push_back(oracle_rounded(bf16, t * mult, exponent, Rounding::rne));
+      }
+      const ClaimSpec c = parse_claim(fmt::format("--in fp8_e4m3 --out bf16 --out-rounding {} --scale-a {} --scale-b 0.25",
+                                                  rounding_name(r), sa));
+      const CheckResult gr = check_matmul(A8, B8, output(bf16, good), c);
+      EXPECT_EQ(gr.verdict.counts[0], M * N) << gr.text();
+      EXPECT_EQ(gr.verdict.kind, TensorKind::consistent) << gr.text();
+      EXPECT_GT(check_matmul(A8, B8, output(bf16, bad), c).verdict.counts[3], 0);
+    }
+  }
+}
+
+TEST(DirectedOutput, RowOpsCountBitExactUnderTheClaimedRounding) {
+  // reciprocal of odd integers 3..255 (either sign): 1/x is no dyadic number, so its truncation
+  // to bf16's 8 significant bits is that of floor(2^40/x) (truncations compose), rounding up or
+  // away is one unit more; the output rounded the claimed way is bit-exact in every element, the
+  // one rounded to nearest only where nearest and the claimed rounding agree. (The row ops' bound
+  // stays symmetric: their elements' bounds come from their own derivation.)
+  TensorData X{&fp32, {2, 127}, {}, "X"};
+  std::vector<std::int64_t> xs;
+  for (std::int64_t v = 3; v <= 255; v += 2) xs.push_back(v), xs.push_back(-v);
+  for (const std::int64_t v : xs) X.values.push_back(convert_double(fp32, static_cast<double>(v)).bits);
+  const auto bf16_of = [](std::int64_t x, Rounding r) {
+    const std::uint64_t q = (std::uint64_t{1} << 40) / static_cast<std::uint64_t>(x < 0 ? -x : x);
+    const int drop = static_cast<int>(std::bit_width(q)) - 8;
+    std::uint64_t m = q >> drop;  // truncated to 8 significant bits
+    const bool away = r == Rounding::rup ? x > 0 : r == Rounding::rdn ? x < 0 : false;
+    if (away) ++m;
+    const double v = std::ldexp(static_cast<double>(m), drop - 40);
+    return convert_double(bf16, x < 0 ? -v : v).bits;  // exact: 8 significant bits (9 at a carry: a power of two)
+  };
+  for (const Rounding r : kDirected) {
+    SCOPED_TRACE(rounding_name(r));
+    TensorData C{&bf16, {2, 127}, {}, "C"}, nearest{&bf16, {2, 127}, {}, "C"};
+    std::int64_t agree = 0;
+    for (std::size_t e = 0; e < xs.size(); ++e) {
+      C.values.push_back(bf16_of(xs[e], r));
+      nearest.values.push_back(convert_double(bf16, 1.0 / static_cast<double>(xs[e])).bits);
+      agree += C.values.back() == nearest.values.back();
+    }
+    const ClaimSpec claim =
+        parse_claim(fmt::format("--in fp32 --compute fp32 --out bf16 --out-rounding {}", rounding_name(r)));
+    const CheckResult c = check_rows(RowOp::reciprocal, X, C, claim);
+    EXPECT_EQ(c.verdict.counts[0], static_cast<std::int64_t>(xs.size())) << c.text();
+    EXPECT_EQ(c.verdict.kind, TensorKind::consistent) << c.text();
+    const CheckResult n = check_rows(RowOp::reciprocal, X, nearest, claim);
+    EXPECT_EQ(n.verdict.counts[0], agree) << n.text();
+    EXPECT_LT(agree, static_cast<std::int64_t>(xs.size()) * 3 / 4);
+  }
+}
+
+}  // namespace
+}  // namespace numfid

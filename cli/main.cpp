@@ -104,13 +104,21 @@ void decimal_numbers(CLI::App& app) {
 /// `check OP --masked-row zero` where OP does not take --masked-row: CLI11 knows only that the
 /// argument was not expected; the library's table (numfid::check_takes, which the subcommands
 /// declare from) knows which ops take it. The first such argument, named with those ops; ""
-/// when no argument is an option of another op.
+/// when no argument is an option of another op. `tol OP` given a check option that tol has not
+/// (--masked-row: what a fully masked row holds, which no tolerance depends on) says so too.
 std::string misplaced_check_option(const CLI::App& app, const std::vector<std::string>& extra) {
-  std::string op;
-  for (const CLI::App* command : app.get_subcommands({}))
-    if (command->get_name() == "check" && command->parsed())
+  std::string command_name, op;
+  for (const CLI::App* command : app.get_subcommands({})) {
+    if (!command->parsed()) continue;
+    if (command->get_name() == "check")
       for (const CLI::App* sub : command->get_subcommands({}))
-        if (sub->parsed()) op = sub->get_name();
+        if (sub->parsed()) command_name = "check", op = sub->get_name();
+    if (command->get_name() == "tol") {  // the op is tol's positional argument
+      const std::vector<std::string>& given = command->get_option("op")->results();
+      command_name = "tol";
+      op = given.empty() ? "OP" : given.front();
+    }
+  }
   if (op.empty()) return {};
   for (const std::string& a : extra) {
     if (a.size() < 3 || a.compare(0, 2, "--") != 0) continue;
@@ -120,7 +128,12 @@ std::string misplaced_check_option(const CLI::App& app, const std::vector<std::s
     std::vector<std::string> takes;
     for (const std::string& o : numfid::check_op_names())
       if (numfid::check_takes(o, key)) takes.push_back(o);
-    if (takes.empty() || numfid::check_takes(op, key)) continue;
+    if (takes.empty()) continue;
+    if (command_name == "tol")
+      return fmt::format("tol {}: option {} is one of check's (taken by: {}), not tol's: no tolerance depends on it; "
+                         "`numfid tol --help` lists tol's options",
+                         op, flag, fmt::join(takes, ", "));
+    if (numfid::check_takes(op, key)) continue;
     return fmt::format(
         "check {}: option {} does not apply to {} (taken by: {}); `numfid check {} --help` lists {}'s options", op, flag,
         op, fmt::join(takes, ", "), op, op);

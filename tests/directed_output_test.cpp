@@ -307,7 +307,7 @@ TEST(DirectedOutput, SumsDotsAndScaledGemmsToo) {
   }
 }
 
-TEST(DirectedOutput, RowOpsCountBitExactUnderTheClaimedRounding) {
+TEST(DirectedOutput, RowOpsAreJudgedUnderTheClaimedRoundingToo) {
   // reciprocal of odd integers 3..255 (either sign): 1/x is no dyadic number, so its truncation
   // to bf16's 8 significant bits is that of floor(2^40/x) (truncations compose), rounding up or
   // away is one unit more; the output rounded the claimed way is bit-exact in every element, the
@@ -343,7 +343,50 @@ TEST(DirectedOutput, RowOpsCountBitExactUnderTheClaimedRounding) {
     const CheckResult n = check_rows(RowOp::reciprocal, X, nearest, claim);
     EXPECT_EQ(n.verdict.counts[0], agree) << n.text();
     EXPECT_LT(agree, static_cast<std::int64_t>(xs.size()) * 3 / 4);
+    // One-sided there too (the row bound's part before the output cast: ReferenceElement::
+    // before_output): rounded to nearest where the claim says otherwise is a proven defect ...
+    EXPECT_EQ(n.verdict.kind, TensorKind::defect) << n.text();
+    EXPECT_GT(n.verdict.counts[3], static_cast<std::int64_t>(xs.size()) / 8) << n.text();
+    // ... and a legal computation, 1/x in fp32 (the hardware's division: correctly rounded) then
+    // cast the claimed way by the oracle, is not, its fp32 rounding on either side of 1/x.
+    TensorData legal{&bf16, {2, 127}, {}, "C"};
+    for (const std::int64_t v : xs)
+      legal.values.push_back(test::oracle_convert_value(bf16, 1.0f / static_cast<float>(v),
+                                                        RoundOptions{r, Overflow::ieee, false, false, 0, 0})
+                                 .bits);
+    const CheckResult l = check_rows(RowOp::reciprocal, X, legal, claim);
+    EXPECT_EQ(l.verdict.counts[3], 0) << l.text();
   }
+  // softmax rows (a row op's derived bound, not an elementwise one): fp32 softmax in the
+  // textbook order (max subtracted, expf, sequential sum, division) cast toward zero by the
+  // oracle is legal under the rtz claim; the softmax in double rounded to nearest is not (the
+  // symmetric ulp allowed it).
+  std::mt19937 g(4);
+  std::normal_distribution<float> nd(0, 2);
+  TensorData S{&fp32, {4, 32}, {}, "X"}, legal{&bf16, {4, 32}, {}, "C"}, nearest{&bf16, {4, 32}, {}, "C"};
+  for (int row = 0; row < 4; ++row) {
+    std::vector<float> x(32);
+    for (float& v : x) v = nd(g);
+    for (const float v : x) S.values.push_back(convert_double(fp32, static_cast<double>(v)).bits);
+    const float m = *std::max_element(x.begin(), x.end());
+    std::vector<float> e(32);
+    float sum = 0;
+    double sum_d = 0;
+    for (int j = 0; j < 32; ++j) e[static_cast<std::size_t>(j)] = std::exp(x[static_cast<std::size_t>(j)] - m), sum += e[static_cast<std::size_t>(j)];
+    for (const float v : x) sum_d += std::exp(static_cast<double>(v) - m);
+    for (int j = 0; j < 32; ++j) {
+      const auto k = static_cast<std::size_t>(j);
+      legal.values.push_back(
+          test::oracle_convert_value(bf16, e[k] / sum, RoundOptions{Rounding::rtz, Overflow::ieee, false, false, 0, 0}).bits);
+      nearest.values.push_back(convert_double(bf16, std::exp(static_cast<double>(x[k]) - m) / sum_d).bits);
+    }
+  }
+  const ClaimSpec rtz = parse_claim("--in fp32 --compute fp32 --out bf16 --out-rounding rtz");
+  const CheckResult l = check_rows(RowOp::softmax, S, legal, rtz);
+  EXPECT_EQ(l.verdict.counts[3], 0) << l.text();
+  const CheckResult n = check_rows(RowOp::softmax, S, nearest, rtz);
+  EXPECT_EQ(n.verdict.kind, TensorKind::defect) << n.text();
+  EXPECT_GT(n.verdict.counts[3], 16) << n.text();
 }
 
 }  // namespace

@@ -63,11 +63,13 @@ struct Case {
   bool kernel_online = false;                        ///< the kernel forms an online denominator
   int lanes = 0;         ///< rowwise-moments: the lanes of the kernel and of the claim
   bool shifted = false;  ///< the kernel and the claim: layernorm as x·r + b
+  /// The output cast's rounding, the kernel's (round_fmt's directed rounding) and the claim's.
+  Rounding out_rounding = Rounding::rne;
 };
 
 std::string describe(const Case& c) {
-  return fmt::format("{} in {} compute {} out {} rows {} n {}", row_op_name(c.op), c.in->name,
-                     c.compute ? c.compute->name : "fp64", c.out->name, c.rows, c.n);
+  return fmt::format("{} in {} compute {} out {} {} rows {} n {}", row_op_name(c.op), c.in->name,
+                     c.compute ? c.compute->name : "fp64", c.out->name, rounding_name(c.out_rounding), c.rows, c.n);
 }
 
 struct Outcome {
@@ -106,6 +108,15 @@ Outcome run(const Case& c, std::uint64_t seed, const Defects& defects = {}, bool
   k.set_lanes(c.lanes);
   k.set_shifted(c.shifted);
   NaiveKernel f64(nullptr, seed * 7 + 2);
+  // round_fmt's direction for the claimed output rounding (0: to nearest).
+  const auto out_dir = [&c](double v) {
+    switch (c.out_rounding) {
+      case Rounding::rup: return 1;
+      case Rounding::rdn: return -1;
+      case Rounding::rtz: return v > 0 ? -1 : 1;
+      default: return 0;
+    }
+  };
   static constexpr Order orders[] = {Order::sequential, Order::reverse, Order::pairwise, Order::blocked16,
                                      Order::shuffled};
   static constexpr VarianceMethod methods[] = {VarianceMethod::two_pass, VarianceMethod::welford,
@@ -122,7 +133,7 @@ Outcome run(const Case& c, std::uint64_t seed, const Defects& defects = {}, bool
     const auto fr = f64.row(c.op, xr, eps, gamma, beta);
     for (std::size_t j = 0; j < c.n; ++j) {
       const double through = defects.round_through ? round_fmt(yr[j], *defects.round_through) : yr[j];
-      y[r * c.n + j] = round_fmt(through, *c.out, defects.truncate_output ? (through > 0 ? -1 : 1) : 0);
+      y[r * c.n + j] = round_fmt(through, *c.out, defects.truncate_output ? (through > 0 ? -1 : 1) : out_dir(through));
       ref[r * c.n + j] = fr[j];
     }
   }
@@ -141,12 +152,15 @@ Outcome run(const Case& c, std::uint64_t seed, const Defects& defects = {}, bool
   const std::string claim = fmt::format("--in {} --out {} --compute {}{}", c.in->name, c.out->name,
                                         c.compute ? c.compute->name : "fp64",
                                         c.fn_abs > 0 ? fmt::format(" --fn-abs {}", c.fn_abs) : "") +
-                            (c.fn_ulps != 1 ? fmt::format(" --fn-ulps {}", c.fn_ulps) : "");
+                            (c.fn_ulps != 1 ? fmt::format(" --fn-ulps {}", c.fn_ulps) : "") +
+                            (c.out_rounding != Rounding::rne
+                                 ? fmt::format(" --out-rounding {}", rounding_name(c.out_rounding))
+                                 : "");
   Outcome result{check_rows(c.op, X, C, parse_claim(claim), o)};
   const CheckResult u1 = check_rows(c.op, X, C, parse_claim(fmt::format("--in {} --out {} --ulps 1", c.in->name, c.out->name)), o);
   result.ulps1_alarm = u1.verdict.kind == TensorKind::defect;
   std::vector<double> y64(N);
-  for (std::size_t i = 0; i < N; ++i) y64[i] = round_fmt(ref[i], *c.out);
+  for (std::size_t i = 0; i < N; ++i) y64[i] = round_fmt(ref[i], *c.out, out_dir(ref[i]));
   const TensorData C64 = view(std::span<const double>(y64), shape, c.out->name, "c64");
   result.f64_alarm = check_rows(c.op, X, C64, parse_claim(claim), o).verdict.kind == TensorKind::defect;
   const double rtol = rtol_of(*c.out), atol = 1e-5;
@@ -255,6 +269,43 @@ TEST(RowBounds, SoundForEveryLegalTextbookEvaluation) {
     }
     ++n;
   }
+}
+
+TEST(RowBounds, SoundUnderDirectedOutputRoundings) {
+  // The one-sided bound of a directed output cast (docs/verdict.md §2, "Directed output
+  // roundings"): every op's textbook kernels in every legal order, cast by round_fmt's directed
+  // rounding (a second implementation), never leave the bound — masked softmax rows, cancelling
+  // layernorm rows, negative results (rtz's direction flips), E4M3's and fp16's overflow.
+  int n = 0, outputs = 0;
+  for (const Rounding r : {Rounding::rtz, Rounding::rup, Rounding::rdn}) {
+    std::vector<Case> cs;
+    for (const RowOp op : {RowOp::softmax, RowOp::log_softmax, RowOp::layernorm, RowOp::rmsnorm}) {
+      Case c{op, &fp32, &fp32, &bf16, 4, 128, Dist{0, 0, 0, 3}};
+      c.gamma = c.beta = op == RowOp::layernorm;
+      cs.push_back(c);
+      c.out = &fp16;
+      cs.push_back(c);
+      c.out = &fp8_e4m3;
+      cs.push_back(c);
+    }
+    Case masked{RowOp::softmax, &fp32, &fp32, &bf16, 4, 64, Dist{0, 0, 0, 3}};
+    masked.dist.masked = true;
+    cs.push_back(masked);
+    cs.push_back({RowOp::layernorm, &fp32, &fp32, &bf16, 4, 256, Dist{0, 0, 100, 1}});  // cancellation
+    cs.push_back({RowOp::layernorm, &bf16, &bf16, &fp8_e4m3, 4, 256, Dist{0, 0, 100, 1}});
+    for (const RowOp op : {RowOp::exp, RowOp::tanh, RowOp::sigmoid, RowOp::silu, RowOp::gelu_erf, RowOp::reciprocal})
+      for (const FormatSpec* out : {&bf16, &fp16, &fp8_e4m3})
+        cs.push_back({op, &fp32, &fp32, out, 4, 128, op == RowOp::exp ? Dist{-100, 80} : Dist{-12, 12}});
+    for (Case& c : cs) {
+      c.out_rounding = r;
+      SCOPED_TRACE(describe(c));
+      const Outcome o = run(c, 1000 * static_cast<std::uint64_t>(++n));
+      EXPECT_FALSE(outside(o.derived)) << o.derived.text();
+      EXPECT_FALSE(o.f64_alarm);
+      ++outputs;
+    }
+  }
+  EXPECT_EQ(outputs, 99);
 }
 
 /// The worst |error| / bound of one kernel's outputs (base.kernel_variance, ...) judged under each

@@ -1261,15 +1261,17 @@ CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C,
                          [&](std::int64_t r0, std::int64_t r1) {
                            std::vector<double> xrow(cols), yrow(cols);
                            std::vector<char> ovf;
+                           std::vector<double> before;
                            for (auto r = static_cast<std::size_t>(r0); r < static_cast<std::size_t>(r1); ++r) {
                              for (std::size_t j = 0; j < cols; ++j) {
                                xrow[j] = to_double(fin, X.values[r * cols + j]);
                                yrow[j] = ref[r * cols + j].exact;
                              }
-                             const auto eb = row_element_bounds(op, rc, xrow, yrow, gd, bd, &ovf);
+                             const auto eb = row_element_bounds(op, rc, xrow, yrow, gd, bd, &ovf, &before);
                              for (std::size_t j = 0; j < cols; ++j) {
                                if (eb[j])  // NaN/inf exact results: the oracle's special values decide
                                  ref[r * cols + j].det_bound = ref[r * cols + j].prob_bound = *eb[j];
+                               if (eb[j] && !std::isnan(before[j])) ref[r * cols + j].before_output = before[j];
                                // An intermediate may overflow: ±inf and NaN are legal (as a matmul's
                                // partial sums that may overflow, ReferenceElement::may_overflow).
                                if (ovf[j] && std::isfinite(yrow[j])) ref[r * cols + j].may_overflow = true;

@@ -64,6 +64,7 @@ struct ReferenceElements {
   double finite_opposite(std::size_t i) const { return ref[i].finite_opposite; }
   std::optional<double> det_bound(std::size_t i) const { return ref[i].det_bound; }
   std::optional<double> prob_bound(std::size_t i) const { return ref[i].prob_bound; }
+  std::optional<double> before_output(std::size_t i) const { return ref[i].before_output; }
   bool may_overflow(std::size_t i) const { return ref[i].may_overflow; }
   Addends addends = {};  ///< judge() sets them from JudgeOptions::addend (required then)
   double addend(std::size_t i) const { return addends(i); }
@@ -90,6 +91,7 @@ struct ExactReference {
     return may_overflow(i) ? std::optional<double>(INFINITY) : std::nullopt;
   }
   std::optional<double> prob_bound(std::size_t i) const { return det_bound(i); }
+  std::optional<double> before_output(std::size_t) const { return std::nullopt; }
   const double* first_exact() const { return elements.empty() ? nullptr : &elements[0].exact; }
   static constexpr std::size_t kStride = sizeof(ExactElement);
 };

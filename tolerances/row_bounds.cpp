@@ -683,10 +683,12 @@ VarianceMethod variance_method_named(std::string_view s) {
 
 std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& c, std::span<const double> x,
                                                       std::span<const double> y, std::span<const double> gamma,
-                                                      std::span<const double> beta, std::vector<char>* may_overflow) {
+                                                      std::span<const double> beta, std::vector<char>* may_overflow,
+                                                      std::vector<double>* before_output) {
   const std::size_t n = x.size();
   std::vector<std::optional<double>> bound(n);
   if (may_overflow) may_overflow->assign(n, 0);
+  if (before_output) before_output->assign(n, NAN);
   const Arith a(*c.compute, c.fn_ulps, c.fn_abs);
   const bool exact_cast = cast_is_exact(*c.compute, *c.out);
   const auto finish = [&](std::size_t j, Iv v) {
@@ -713,7 +715,9 @@ std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& 
     const LD top = c.out_saturate ? LD{max_finite(*c.out)} : LD{1e300};
     if (!exact_cast) out_round = output_rounding_error(*c.out, c.out_rounding, static_cast<double>(std::min(mag(v), top)));
     // Slack for evaluating the bound itself and for the exact result held as a double.
-    bound[j] = static_cast<double>(d * (1 + 0x1p-50L)) + out_round + static_cast<double>(std::min(LD{std::fabs(y[j])}, top)) * 0x1p-52;
+    const double slack = static_cast<double>(d * (1 + 0x1p-50L)), repr = static_cast<double>(std::min(LD{std::fabs(y[j])}, top)) * 0x1p-52;
+    bound[j] = slack + out_round + repr;
+    if (before_output) (*before_output)[j] = slack + repr;
   };
   std::vector<Iv> xc(n);
   bool finite = true, any_pos_inf = false, all_masked = true;
@@ -909,6 +913,14 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::
                               ? fmt::format(" (the cast to {} is exact)", c.out->name)
                               : fmt::format(", + the {} cast to {} at that magnitude", rounding_name(c.out_rounding),
                                             c.out->name)));
+  const Rounding r = c.out_rounding;
+  if (!cast_is_exact(*c.compute, *c.out) && (r == Rounding::rtz || r == Rounding::rup || r == Rounding::rdn))
+    d.push_back(fmt::format("out {}: the cast moves the computed value {} only, so an error {} is bounded by the "
+                            "distance alone, without the cast's ulp; not where the result may reach the largest "
+                            "finite value of {}",
+                            rounding_name(r), r == Rounding::rtz ? "toward zero" : r == Rounding::rup ? "up" : "down",
+                            r == Rounding::rtz ? "away from zero" : r == Rounding::rup ? "below the exact value" : "above the exact value",
+                            c.out->name));
   return d;
 }
 

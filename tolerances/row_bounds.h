@@ -69,10 +69,14 @@ RowClaim row_claim(const ClaimSpec& claim, const RowCheckOptions& opt);
 /// where the enclosure of the computed value reaches ±inf (an intermediate may overflow, and
 /// inf - inf, 0·inf or inf/inf may follow): ±inf and NaN are legal there
 /// (ReferenceElement::may_overflow), and a finite bound, if any, bounds the finite results.
+/// `before_output` (if given) is set per element to the bound's part before the output's cast
+/// (the computed value's distance from the exact one: ReferenceElement::before_output, what a
+/// directed output rounding's one-sided bound reads), NaN where there is none.
 std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& c, std::span<const double> x,
                                                       std::span<const double> y, std::span<const double> gamma = {},
                                                       std::span<const double> beta = {},
-                                                      std::vector<char>* may_overflow = nullptr);
+                                                      std::vector<char>* may_overflow = nullptr,
+                                                      std::vector<double>* before_output = nullptr);
 
 /// The derivation of the bounds of `op` under `c` for rows of n elements, line by line (what
 /// check and tol print).

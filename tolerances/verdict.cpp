@@ -471,9 +471,9 @@ std::vector<std::size_t> worst_positions(const detail::JudgedElements& all, int 
 
 /// The one direction a directed output rounding (rtz, rup, rdn) moves the output in, as seen
 /// from the exact value: +1 (an error below -c is illegal), -1 (above +c is illegal), 0 (both
-/// ways up to the symmetric bound c + the output's rounding), where c = eb.before_output bounds
-/// the computed value ŝ's distance from the exact value (everything before the output's
-/// rounding). rup: RU(ŝ) >= ŝ >= exact - c, so +1; rdn: -1. rtz: for exact > 0, RZ(ŝ) <= ŝ <=
+/// ways up to the symmetric bound `det_bound`, c + the output's rounding), where c bounds the
+/// computed value ŝ's distance from the exact value (everything before the output's rounding:
+/// ElementBound::before_output, or ReferenceElement::before_output where the bounds are given). rup: RU(ŝ) >= ŝ >= exact - c, so +1; rdn: -1. rtz: for exact > 0, RZ(ŝ) <= ŝ <=
 /// exact + c where ŝ >= 0, and RZ(ŝ) <= 0 < exact where ŝ < 0: -1 whatever ŝ's sign; +1 for
 /// exact < 0. 0 wherever that premise may fail: round to nearest or stochastic; an --ulps claim;
 /// an addend at the end or after the output cast (two roundings, the first by the accumulator's
@@ -481,13 +481,12 @@ std::vector<std::size_t> worst_positions(const detail::JudgedElements& all, int 
 /// value (an overflow or saturation to ±max moves against the direction); rup/rdn where a
 /// flushing output (--ftz) may turn a result below the least normal value into 0, against the
 /// direction (rtz's flush is toward zero, its own direction).
-int directed_side(const Claim& claim, const FormatSpec& f, double exact, const ElementBound& eb) {
+int directed_side(const Claim& claim, const FormatSpec& f, double exact, double c, double det_bound, bool may_overflow) {
   const Rounding r = claim.output_rounding;
   if ((r != Rounding::rtz && r != Rounding::rup && r != Rounding::rdn) || claim.ulps ||
-      claim.addend_at != AddendAt::start || !std::isfinite(exact) || !std::isfinite(eb.deterministic) ||
-      eb.may_overflow)
+      claim.addend_at != AddendAt::start || !std::isfinite(exact) || !std::isfinite(det_bound) || may_overflow ||
+      !(c <= det_bound))
     return 0;
-  const double c = eb.before_output;
   if (!(std::fabs(exact) + c < max_finite(f))) return 0;
   if (r == Rounding::rtz) return exact > 0 ? -1 : exact < 0 ? 1 : 0;
   if (claim.output_ftz && std::fabs(exact) - c < min_normal(f)) return 0;
@@ -563,12 +562,17 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
       if (const std::optional<double> given = ref.det_bound(i)) {
         e.det_bound = *given;
         e.prob_bound = ref.prob_bound(i).value_or(*given);
+        if (const std::optional<double> c = ref.before_output(i)) {  // a row op's derived bound
+          side = directed_side(claim, f, ref.exact(i), *c, e.det_bound, may_overflow);
+          against_det = *c;
+          against_prob = std::min(*c, e.prob_bound);
+        }
       } else {
         const ElementBound eb =
             element_bound(b, claim, ref.exact(i), ref.sum_abs(i), ref.finite_opposite(i), ref.addend(i));
         e.det_bound = eb.deterministic;
         e.prob_bound = eb.probabilistic;
-        side = directed_side(claim, f, ref.exact(i), eb);
+        side = directed_side(claim, f, ref.exact(i), eb.before_output, eb.deterministic, eb.may_overflow);
         against_det = eb.before_output;
         against_prob = eb.before_output_probabilistic;
         const bool eb_sticky = eb.may_overflow && std::isfinite(eb.deterministic);

@@ -30,6 +30,10 @@ struct ReferenceElement {
   /// Where the exact result is ±inf: |Σ| of the finite terms of the other sign, rounded up
   /// (ExactElement::opposite); 0 otherwise. What the overflow rule reads (element_bound).
   double finite_opposite = 0;
+  /// Where the bounds are given: their part before the output's rounding (the computed value's
+  /// distance from the exact one), which a directed output rounding's one-sided bound reads
+  /// (docs/verdict.md §2, "Directed output roundings"; check_rows gives it). Absent: symmetric.
+  std::optional<double> before_output = std::nullopt;
 };
 
 /// Element classes, from best to worst.

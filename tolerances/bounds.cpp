@@ -334,7 +334,9 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
         "own bound, without the output's ulp{}; not where the result may reach the largest finite value of {}{}",
         rounding_name(r), r == Rounding::rtz ? "toward zero" : r == Rounding::rup ? "up" : "down",
         r == Rounding::rtz ? "away from zero" : r == Rounding::rup ? "below the exact value" : "above the exact value",
-        r == Rounding::rtz ? " (where the computed value has the other sign, its rounding lies on the zero side of the exact value too)" : "",
+        r == Rounding::rtz
+            ? " (where the computed value has the other sign, its rounding lies on the zero side of the exact value too)"
+            : "",
         claim.output->name,
         claim.output_ftz && r != Rounding::rtz ? ", nor where --ftz may flush it to zero" : ""));
   return b;

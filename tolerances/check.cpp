@@ -1233,7 +1233,8 @@ CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C,
   const RoundOptions ro = detail::bit_exact_rounding(claim.output_rounding());
   try {
     if (units == 0) {
-      for (const OracleValue& v : oracle(0, 0)) ref.push_back(reference(v, fout, ro));  // argument errors even when empty
+      // (argument errors even when empty)
+      for (const OracleValue& v : oracle(0, 0)) ref.push_back(reference(v, fout, ro));
     } else {
       const auto grain = static_cast<std::int64_t>(std::max<std::size_t>(1, 1024 / std::max<std::size_t>(width, 1)));
       detail::parallel_for(static_cast<std::int64_t>(units), grain, [&](std::int64_t u0, std::int64_t u1) {

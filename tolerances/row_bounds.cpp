@@ -715,7 +715,8 @@ std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& 
     const LD top = c.out_saturate ? LD{max_finite(*c.out)} : LD{1e300};
     if (!exact_cast) out_round = output_rounding_error(*c.out, c.out_rounding, static_cast<double>(std::min(mag(v), top)));
     // Slack for evaluating the bound itself and for the exact result held as a double.
-    const double slack = static_cast<double>(d * (1 + 0x1p-50L)), repr = static_cast<double>(std::min(LD{std::fabs(y[j])}, top)) * 0x1p-52;
+    const double slack = static_cast<double>(d * (1 + 0x1p-50L));
+    const double repr = static_cast<double>(std::min(LD{std::fabs(y[j])}, top)) * 0x1p-52;
     bound[j] = slack + out_round + repr;
     if (before_output) (*before_output)[j] = slack + repr;
   };
@@ -919,7 +920,9 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::
                             "distance alone, without the cast's ulp; not where the result may reach the largest "
                             "finite value of {}",
                             rounding_name(r), r == Rounding::rtz ? "toward zero" : r == Rounding::rup ? "up" : "down",
-                            r == Rounding::rtz ? "away from zero" : r == Rounding::rup ? "below the exact value" : "above the exact value",
+                            r == Rounding::rtz  ? "away from zero"
+                            : r == Rounding::rup ? "below the exact value"
+                                                 : "above the exact value",
                             c.out->name));
   return d;
 }

@@ -96,6 +96,9 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
   const Rounding out_rounding = claim.output_rounding;
   const bool directed =
       out_rounding == Rounding::rtz || out_rounding == Rounding::rup || out_rounding == Rounding::rdn;
+  // Sign-normalised (toward / away from zero), but for rup and rdn, whose direction is up or
+  // down whatever the sign: a lean against it would cancel over results of both signs.
+  const bool raw = out_rounding == Rounding::rup || out_rounding == Rounding::rdn;
   {
     double sum = 0, sum2 = 0;
     std::int64_t n = 0;
@@ -107,9 +110,6 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
       // The epilogue's first rounding reaching half an output ulp at the result: the output's
       // rounding direction is not what the error shows there.
       if (epilogue && first_rounding(i) >= 0.5 * ulp_at(out, std::fabs(exact))) continue;
-      // Sign-normalised (toward / away from zero), but for rup and rdn, whose direction is up or
-      // down whatever the sign: a lean against it would cancel over results of both signs.
-      const bool raw = out_rounding == Rounding::rup || out_rounding == Rounding::rdn;
       const double s = raw ? error_ulps : std::copysign(1.0, exact) * error_ulps;
       sum += s;
       sum2 += s * s;
@@ -473,9 +473,10 @@ std::vector<std::size_t> worst_positions(const detail::JudgedElements& all, int 
 /// from the exact value: +1 (an error below -c is illegal), -1 (above +c is illegal), 0 (both
 /// ways up to the symmetric bound `det_bound`, c + the output's rounding), where c bounds the
 /// computed value ŝ's distance from the exact value (everything before the output's rounding:
-/// ElementBound::before_output, or ReferenceElement::before_output where the bounds are given). rup: RU(ŝ) >= ŝ >= exact - c, so +1; rdn: -1. rtz: for exact > 0, RZ(ŝ) <= ŝ <=
-/// exact + c where ŝ >= 0, and RZ(ŝ) <= 0 < exact where ŝ < 0: -1 whatever ŝ's sign; +1 for
-/// exact < 0. 0 wherever that premise may fail: round to nearest or stochastic; an --ulps claim;
+/// ElementBound::before_output, or ReferenceElement::before_output where the bounds are given).
+/// rup: RU(ŝ) >= ŝ >= exact - c, so +1; rdn: -1. rtz: for exact > 0, RZ(ŝ) <= ŝ <= exact + c
+/// where ŝ >= 0, and RZ(ŝ) <= 0 < exact where ŝ < 0: -1 whatever ŝ's sign; +1 for exact < 0.
+/// 0 wherever that premise may fail: round to nearest or stochastic; an --ulps claim;
 /// an addend at the end or after the output cast (two roundings, the first by the accumulator's
 /// mode); a non-finite or vacuous bound; a result that may reach the output's largest finite
 /// value (an overflow or saturation to ±max moves against the direction); rup/rdn where a
@@ -543,6 +544,9 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
   // NaN (overflow_allows reads the output format for that alone).
   const FormatSpec& acc = claim.block_fma ? *claim.block_fma->output : *claim.acc.format;
   const FormatSpec& nonfinite_out = sat ? acc : f;
+  // A directed output rounding: each element's side (directed_side), asked only then.
+  const bool directed = claim.output_rounding == Rounding::rtz || claim.output_rounding == Rounding::rup ||
+                        claim.output_rounding == Rounding::rdn;
   detail::parallel_for(n_all, kGrain, [&](std::int64_t i0, std::int64_t i1) {
     Tally& t = tallies[static_cast<std::size_t>(i0 / kGrain)];
     for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
@@ -562,7 +566,7 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
       if (const std::optional<double> given = ref.det_bound(i)) {
         e.det_bound = *given;
         e.prob_bound = ref.prob_bound(i).value_or(*given);
-        if (const std::optional<double> c = ref.before_output(i)) {  // a row op's derived bound
+        if (const std::optional<double> c = directed ? ref.before_output(i) : std::nullopt) {  // a row op's
           side = directed_side(claim, f, ref.exact(i), *c, e.det_bound, may_overflow);
           against_det = *c;
           against_prob = std::min(*c, e.prob_bound);
@@ -572,9 +576,11 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
             element_bound(b, claim, ref.exact(i), ref.sum_abs(i), ref.finite_opposite(i), ref.addend(i));
         e.det_bound = eb.deterministic;
         e.prob_bound = eb.probabilistic;
-        side = directed_side(claim, f, ref.exact(i), eb.before_output, eb.deterministic, eb.may_overflow);
-        against_det = eb.before_output;
-        against_prob = eb.before_output_probabilistic;
+        if (directed) {
+          side = directed_side(claim, f, ref.exact(i), eb.before_output, eb.deterministic, eb.may_overflow);
+          against_det = eb.before_output;
+          against_prob = eb.before_output_probabilistic;
+        }
         const bool eb_sticky = eb.may_overflow && std::isfinite(eb.deterministic);
         // (Where the exact result is ±inf, eb.may_overflow says only that a finite partial sum
         // may overflow, of either sign: which NaN needs is overflow_allows' to say.)

@@ -419,3 +419,28 @@ def test_masked_row_identical_to_cli(cli, tmp_path):
         numfid.check("log_softmax", claim, x=x, c=plain, masked_row="zero")
     with pytest.raises(ValueError, match=r"--masked-row 'zeros': unknown choice \(valid: nan, zero\)"):
         numfid.check("softmax", claim, x=x, c=guarded, masked_row="zeros")
+
+
+def test_truncating_output_under_rtz_identical_to_cli(cli, tmp_path):
+    # A bf16 GEMM output truncated from the exact result (the bits below bf16 cleared: what a
+    # truncating cast does) is bit-exact in every element under --out-rounding rtz; the same
+    # result rounded to nearest is a proven defect under that claim (the directed rounding's
+    # one-sided bound: docs/verdict.md §2) and consistent under the default. The CLI agrees.
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(5)
+    a = torch.randn(16, 96, generator=g).bfloat16()
+    b = torch.randn(96, 12, generator=g).bfloat16()
+    exact = (a.double() @ b.double()).float()  # 96 products of 8-bit significands: fp32 holds each sum
+    truncated = (exact.view(torch.int32) & ~0xFFFF).view(torch.float32).bfloat16()
+    nearest = exact.bfloat16()
+    claim = "--in bf16 --acc fp32 --out bf16 --out-rounding rtz"
+    r = numfid.check_matmul(a, b, truncated, claim)
+    assert r.verdict == "consistent" and r.counts["bit_exact"] == 16 * 12, r.report
+    d = numfid.check_matmul(a, b, nearest, claim)
+    assert d.verdict == "defect" and d.counts["outside_deterministic"] > 16, d.report
+    assert numfid.check_matmul(a, b, nearest, "--in bf16 --acc fp32 --out bf16").verdict == "consistent"
+    for name, t in (("a", a), ("b", b), ("c", nearest)):
+        np.save(tmp_path / f"{name}.npy", t.float().numpy())
+    rc, js, _ = cli_json(cli, tmp_path, "check", "matmul", "--a", tmp_path / "a.npy", "--b", tmp_path / "b.npy",
+                         "--c", tmp_path / "c.npy", *claim.split())
+    assert rc == 1 and d.to_json() == js

@@ -236,18 +236,47 @@ std::string operand(std::string_view role, ShapeRef t) {
 }  // namespace
 
 MatmulDims matmul_dims(ShapeRef a, ShapeRef b, const ShapeRef* c) {
-  if (a.shape.size() != 2)
-    throw InputError(fmt::format("shape mismatch: {}, but A must be a matrix (M x K)", operand("A", a)));
+  if (a.shape.size() < 2)
+    throw InputError(fmt::format("shape mismatch: {}, but A must be a matrix (M x K) or a stack of them "
+                                 "([..., M, K], one B for all)",
+                                 operand("A", a)));
   if (b.shape.size() != 2)
-    throw InputError(fmt::format("shape mismatch: {}, but B must be a matrix (K x N)", operand("B", b)));
-  const MatmulDims s{a.shape[0], a.shape[1], b.shape[1]};
+    throw InputError(fmt::format("shape mismatch: {}, but B must be a matrix (K x N){}", operand("B", b),
+                                 b.shape.size() > 2 ? " shared by every matrix of A (a batch of B, as torch.bmm's, is "
+                                                      "not taken: check each batch)"
+                                                    : ""));
+  // A stack [..., M, K] (torch.matmul of activations [batch, seq, K] and a weight K x N) is the
+  // matrix of its rows, row-major: M' = every leading axis times M, the same values in order;
+  // C is [..., M, N] alike, and every element is located as [row, column] with the row over
+  // C's leading axes flattened (as for a sum's C).
+  std::int64_t m = 1;
+  for (std::size_t i = 0; i + 1 < a.shape.size(); ++i) m *= a.shape[i];
+  const MatmulDims s{m, a.shape.back(), b.shape[1]};
+  const char* mk = a.shape.size() > 2 ? "..., M, K" : "M x K";
   if (b.shape[0] != s.k)
-    throw InputError(fmt::format("shape mismatch: {} (M x K) and {} (K x N): K differs ({} vs {})", operand("A", a),
+    throw InputError(fmt::format("shape mismatch: {} ({}) and {} (K x N): K differs ({} vs {})", operand("A", a), mk,
                                  operand("B", b), s.k, b.shape[0]));
-  if (c != nullptr && (c->shape.size() != 2 || c->shape[0] != s.m || c->shape[1] != s.n))
-    throw InputError(fmt::format("shape mismatch: {} (M x K) and {} (K x N) give M x N = [{}, {}], but {}",
-                                 operand("A", a), operand("B", b), s.m, s.n, operand("C", *c)));
+  if (c != nullptr) {
+    const std::vector<std::int64_t> want = detail::matmul_output_shape(a.shape, s.n);
+    if (!std::equal(want.begin(), want.end(), c->shape.begin(), c->shape.end()))
+      throw InputError(fmt::format("shape mismatch: {} ({}) and {} (K x N) give {} = {}, but {}", operand("A", a), mk,
+                                   operand("B", b), a.shape.size() > 2 ? "..., M, N" : "M x N", shape_text(want),
+                                   operand("C", *c)));
+  }
   return s;
+}
+
+std::vector<std::int64_t> detail::matmul_output_shape(std::span<const std::int64_t> a_shape, std::int64_t n) {
+  std::vector<std::int64_t> out(a_shape.begin(), a_shape.end() - (a_shape.empty() ? 0 : 1));
+  out.push_back(n);
+  return out;
+}
+
+void detail::refuse_stacked_operand(ShapeRef a, std::string_view what) {
+  if (a.shape.size() > 2)
+    throw InputError(fmt::format("shape mismatch: {}: {} takes A as a matrix (M x K); a stack of matrices "
+                                 "([..., M, K]) is taken by float GEMM claims only (reshape it to [M', K])",
+                                 operand("A", a), what));
 }
 
 MatmulDims rowwise_dot_dims(ShapeRef a, ShapeRef b, const ShapeRef* c) {
@@ -268,23 +297,24 @@ MatmulDims rowwise_dot_dims(ShapeRef a, ShapeRef b, const ShapeRef* c) {
 }
 
 namespace {
-/// The addend of a matmul is M×N; that of a row-wise dot has R elements ([R] or [R, 1]).
-void expect_addend_shape(ShapeRef d, MatmulDims s, bool rowwise_dot) {
+/// The addend of a matmul has C's shape (M×N, or [..., M, N] for a stack); that of a row-wise
+/// dot has R elements ([R] or [R, 1]).
+void expect_addend_shape(ShapeRef d, ShapeRef c, MatmulDims s, bool rowwise_dot) {
   const bool ok = rowwise_dot ? (d.shape.size() == 1 && d.shape[0] == s.m) ||
                                     (d.shape.size() == 2 && d.shape[0] == s.m && d.shape[1] == 1)
-                              : d.shape.size() == 2 && d.shape[0] == s.m && d.shape[1] == s.n;
+                              : std::equal(d.shape.begin(), d.shape.end(), c.shape.begin(), c.shape.end());
   if (!ok)
     throw InputError(rowwise_dot ? fmt::format("shape mismatch: {}, but it must have R = {} elements ([{}] or [{}, 1])",
                                                operand("the addend", d), s.m, s.m, s.m)
-                                 : fmt::format("shape mismatch: {}, but it must be M x N = [{}, {}] like C",
-                                               operand("the addend", d), s.m, s.n));
+                                 : fmt::format("shape mismatch: {}, but it must be M x N = {} like C",
+                                               operand("the addend", d), shape_text(c.shape)));
 }
 }  // namespace
 
 MatmulDims matmul_check_dims(ShapeRef a, ShapeRef b, ShapeRef c, const ShapeRef* addend, const ShapeRef* ref,
                              bool rowwise_dot) {
   const MatmulDims s = rowwise_dot ? rowwise_dot_dims(a, b, &c) : matmul_dims(a, b, &c);
-  if (addend != nullptr) expect_addend_shape(*addend, s, rowwise_dot);
+  if (addend != nullptr) expect_addend_shape(*addend, c, s, rowwise_dot);
   if (ref != nullptr && !std::equal(ref->shape.begin(), ref->shape.end(), c.shape.begin(), c.shape.end()))
     throw InputError(fmt::format("shape mismatch: {}, but {}: a reference output has the shape of C",
                                  operand("the reference output", *ref), operand("C", c)));
@@ -537,7 +567,8 @@ MatmulReference exact_results(const TensorData& A, const TensorData& B, const st
     detail::dot_elements(A, B, addend ? &*addend : nullptr, r.dims, r.elements);
   } else {
     r.dims = matmul_dims(detail::shape_of(A), detail::shape_of(B));
-    if (addend) expect_addend_shape(detail::shape_of(*addend), r.dims, false);
+    const std::vector<std::int64_t> c_shape = detail::matmul_output_shape(A.shape, r.dims.n);
+    if (addend) expect_addend_shape(detail::shape_of(*addend), ShapeRef{c_shape, "C"}, r.dims, false);
     // Exact results on every core: the certified fp64 GEMM where it is exact, the long
     // accumulator elsewhere (tolerances/reference_fast.cpp).
     detail::matmul_elements(A, B, addend ? &*addend : nullptr, r.dims, r.elements);

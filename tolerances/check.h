@@ -65,7 +65,9 @@ struct MatmulDims {
 };
 
 /// Checks that A is M×K, B is K×N and C (if given) M×N; InputError naming the shapes and
-/// tensors otherwise ("shape mismatch: A (a.npy) is [4, 8] (M x K) and ...").
+/// tensors otherwise ("shape mismatch: A (a.npy) is [4, 8] (M x K) and ..."). A may be a stack
+/// [..., M, K] (one B for all): m is then every leading axis times M (A's rows, row-major) and
+/// C must be [..., M, N].
 MatmulDims matmul_dims(ShapeRef a, ShapeRef b, const ShapeRef* c = nullptr);
 
 /// Checks a row-wise dot: A and B R×K, C (if given) R elements ([R] or [R, 1]).

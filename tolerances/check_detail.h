@@ -22,6 +22,13 @@ namespace numfid::detail {
 /// (exact_element's fields: ReferenceElement::finite_opposite).
 ReferenceElement reference_element(const LongAccumulator& acc, const FormatSpec& out, const RoundOptions& o = {});
 
+/// C's shape for A of shape `a_shape` (M×K, or a stack [..., M, K]) and N columns: [..., M, N].
+std::vector<std::int64_t> matmul_output_shape(std::span<const std::int64_t> a_shape, std::int64_t n);
+
+/// InputError where A is a stack of matrices ([..., M, K]): `what` (a quantised or scaled GEMM,
+/// whose scale and zero-point tensors are laid out per row of an M×K A) takes A as M×K only.
+void refuse_stacked_operand(ShapeRef a, std::string_view what);
+
 /// The rounding under which an output element is bit-exact (docs/verdict.md §3): the claim's own
 /// output rounding where it gives one value (rne, rna, rtz, rup, rdn), so that a truncating
 /// kernel claimed `--out-rounding rtz` is bit-exact where it truncates the exact result; round to

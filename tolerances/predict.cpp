@@ -80,7 +80,9 @@ std::vector<Bits> run_chain(const TensorData& a, const TensorData& b, const std:
   if (!claim.plan && !claim.profile) throw InputError("give exactly one of --plan P or --profile NAME");
   const FormatSpec& fa = *a.format;
   const FormatSpec& fb = *b.format;
-  const std::int64_t M = a.shape[0], K = a.shape[1], N = dot ? 1 : b.shape[1];
+  const MatmulDims dims = dot ? rowwise_dot_dims(detail::shape_of(a), detail::shape_of(b))
+                             : matmul_dims(detail::shape_of(a), detail::shape_of(b));
+  const std::int64_t M = dims.m, K = dims.k, N = dims.n;
   std::optional<MatrixView> cv;
   if (c) cv = MatrixView{c->format, c->values, M, N};
   const Profile* p = claim.profile.get();
@@ -138,7 +140,7 @@ std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optio
     return d;
   }
   // At the end: the chain's result unrounded (the accumulator's own format, nothing flushed).
-  const detail::ClaimSetup s = detail::make_claim(claim, a.shape[1], true, true);
+  const detail::ClaimSetup s = detail::make_claim(claim, a.shape.back(), true, true);
   const EpilogueAccumulator acc = epilogue_accumulator(s.claim);
   std::vector<Bits> d = run_chain(a, b, std::nullopt, claim, dot, *acc.format, RoundOptions{});
   RoundOptions ao;
@@ -164,7 +166,7 @@ TensorData emulate_matmul(const TensorData& a, const TensorData& b, const std::o
   const MatmulDims d = matmul_dims(detail::shape_of(a), detail::shape_of(b), c ? &cs : nullptr);
   TensorData out;
   out.format = claim.out;
-  out.shape = {d.m, d.n};
+  out.shape = detail::matmul_output_shape(a.shape, d.n);  // [..., M, N] for a stack of A
   out.name.assign(1, 'D');
   out.values = run(a, b, c, claim, false);
   return out;

@@ -444,3 +444,21 @@ def test_truncating_output_under_rtz_identical_to_cli(cli, tmp_path):
     rc, js, _ = cli_json(cli, tmp_path, "check", "matmul", "--a", tmp_path / "a.npy", "--b", tmp_path / "b.npy",
                          "--c", tmp_path / "c.npy", *claim.split())
     assert rc == 1 and d.to_json() == js
+
+
+def test_stacked_a_is_the_matmul_of_its_rows():
+    # torch.matmul of activations [batch, seq, K] and a weight K x N: the same report as the rows
+    # reshaped to [batch·seq, K]; emulate keeps the stack's shape; a batch of B is refused.
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(8)
+    a = torch.randn(2, 8, 64, generator=g).bfloat16()
+    b = torch.randn(64, 16, generator=g).bfloat16()
+    c = torch.matmul(a.float(), b.float()).bfloat16()
+    claim = "--in bf16 --acc fp32 --out bf16"
+    r = numfid.check_matmul(a, b, c, claim)
+    assert r.verdict == "consistent", r.report
+    assert r.to_json() == numfid.check_matmul(a.reshape(16, 64), b, c.reshape(16, 16), claim).to_json()
+    e = numfid.emulate("matmul", "--in bf16 --out bf16 --plan sequential", a=a, b=b)
+    assert e.shape == (2, 8, 16)
+    with pytest.raises(ValueError, match=r"a batch of B, as torch.bmm's, is not taken"):
+        numfid.check_matmul(a, torch.randn(2, 64, 16).bfloat16(), c, claim)

@@ -327,19 +327,23 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
   if (epilogue) b.derivation.push_back(epilogue_derivation(claim, k));
   // A directed output rounding moves the computed value one way only: against that way the
   // element's bound is the reduction's own (judge's directed_side, docs/verdict.md §2).
-  const Rounding r = claim.output_rounding;
-  if (!epilogue && (r == Rounding::rtz || r == Rounding::rup || r == Rounding::rdn))
-    b.derivation.push_back(fmt::format(
-        "out {}: the output rounding moves the computed value {} only, so an error {} is bounded by the reduction's "
-        "own bound, without the output's ulp{}; not where the result may reach the largest finite value of {}{}",
-        rounding_name(r), r == Rounding::rtz ? "toward zero" : r == Rounding::rup ? "up" : "down",
-        r == Rounding::rtz ? "away from zero" : r == Rounding::rup ? "below the exact value" : "above the exact value",
-        r == Rounding::rtz
-            ? " (where the computed value has the other sign, its rounding lies on the zero side of the exact value too)"
-            : "",
-        claim.output->name,
-        claim.output_ftz && r != Rounding::rtz ? ", nor where --ftz may flush it to zero" : ""));
+  if (!epilogue && is_directed(claim.output_rounding))
+    b.derivation.push_back(directed_output_derivation(claim.output_rounding, *claim.output, "the output rounding",
+                                                      "the reduction's own bound", claim.output_ftz));
   return b;
+}
+
+std::string directed_output_derivation(Rounding r, const FormatSpec& out, std::string_view step,
+                                       std::string_view before, bool ftz) {
+  const bool rtz = r == Rounding::rtz, up = r == Rounding::rup;
+  return fmt::format("out {}: {} moves the computed value {} only, so an error {} is bounded by {}, without the "
+                     "output's ulp{}; not where the result may reach the largest finite value of {}{}",
+                     rounding_name(r), step, rtz ? "toward zero" : up ? "up" : "down",
+                     rtz ? "away from zero" : up ? "below the exact value" : "above the exact value", before,
+                     rtz ? " (where the computed value has the other sign, its rounding lies on the zero side of the "
+                           "exact value too)"
+                         : "",
+                     out.name, ftz && !rtz ? ", nor where --ftz may flush it to zero" : "");
 }
 
 ReductionBound ulps_bound(const Claim& claim) {

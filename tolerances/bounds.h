@@ -84,6 +84,17 @@ double gamma_n(double n, double u);
 /// magnitude for round-to-nearest, one ulp otherwise (subnormal spacing below the normal range).
 double output_rounding_error(const FormatSpec& f, Rounding r, double magnitude);
 
+/// rtz, rup or rdn: a rounding that moves a value one way only (judge's one-sided bound of a
+/// directed output rounding, docs/verdict.md §2).
+inline bool is_directed(Rounding r) { return r == Rounding::rtz || r == Rounding::rup || r == Rounding::rdn; }
+
+/// The derivation line of a directed output rounding's one-sided bound (`r` directed): `step`
+/// names the rounding ("the output rounding", a row op's "the cast"), `before` the bound it
+/// leaves against its direction; `ftz`: rup/rdn under a flushing output are symmetric where the
+/// flush may apply.
+std::string directed_output_derivation(Rounding r, const FormatSpec& out, std::string_view step,
+                                       std::string_view before, bool ftz);
+
 /// Spacing of `f` at magnitude `x` (2^(max(floor(log2 x), emin) - p + 1)).
 double ulp_at(const FormatSpec& f, double x);
 

@@ -914,16 +914,8 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::
                               ? fmt::format(" (the cast to {} is exact)", c.out->name)
                               : fmt::format(", + the {} cast to {} at that magnitude", rounding_name(c.out_rounding),
                                             c.out->name)));
-  const Rounding r = c.out_rounding;
-  if (!cast_is_exact(*c.compute, *c.out) && (r == Rounding::rtz || r == Rounding::rup || r == Rounding::rdn))
-    d.push_back(fmt::format("out {}: the cast moves the computed value {} only, so an error {} is bounded by the "
-                            "distance alone, without the cast's ulp; not where the result may reach the largest "
-                            "finite value of {}",
-                            rounding_name(r), r == Rounding::rtz ? "toward zero" : r == Rounding::rup ? "up" : "down",
-                            r == Rounding::rtz  ? "away from zero"
-                            : r == Rounding::rup ? "below the exact value"
-                                                 : "above the exact value",
-                            c.out->name));
+  if (!cast_is_exact(*c.compute, *c.out) && is_directed(c.out_rounding))
+    d.push_back(directed_output_derivation(c.out_rounding, *c.out, "the cast", "the distance alone", false));
   return d;
 }
 

@@ -94,8 +94,7 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
   // exact result rounded that way (ref.rounded: bit_exact_rounding) instead: 0 for every
   // correctly rounded element, whatever the data, so a correct output averages 0 there too.
   const Rounding out_rounding = claim.output_rounding;
-  const bool directed =
-      out_rounding == Rounding::rtz || out_rounding == Rounding::rup || out_rounding == Rounding::rdn;
+  const bool directed = is_directed(out_rounding);
   // Sign-normalised (toward / away from zero), but for rup and rdn, whose direction is up or
   // down whatever the sign: a lean against it would cancel over results of both signs.
   const bool raw = out_rounding == Rounding::rup || out_rounding == Rounding::rdn;
@@ -484,7 +483,7 @@ std::vector<std::size_t> worst_positions(const detail::JudgedElements& all, int 
 /// direction (rtz's flush is toward zero, its own direction).
 int directed_side(const Claim& claim, const FormatSpec& f, double exact, double c, double det_bound, bool may_overflow) {
   const Rounding r = claim.output_rounding;
-  if ((r != Rounding::rtz && r != Rounding::rup && r != Rounding::rdn) || claim.ulps ||
+  if (!is_directed(r) || claim.ulps ||
       claim.addend_at != AddendAt::start || !std::isfinite(exact) || !std::isfinite(det_bound) || may_overflow ||
       !(c <= det_bound))
     return 0;
@@ -545,8 +544,7 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
   const FormatSpec& acc = claim.block_fma ? *claim.block_fma->output : *claim.acc.format;
   const FormatSpec& nonfinite_out = sat ? acc : f;
   // A directed output rounding: each element's side (directed_side), asked only then.
-  const bool directed = claim.output_rounding == Rounding::rtz || claim.output_rounding == Rounding::rup ||
-                        claim.output_rounding == Rounding::rdn;
+  const bool directed = is_directed(claim.output_rounding);
   detail::parallel_for(n_all, kGrain, [&](std::int64_t i0, std::int64_t i1) {
     Tally& t = tallies[static_cast<std::size_t>(i0 / kGrain)];
     for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {

@@ -842,7 +842,7 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
   // the long accumulator gives. Otherwise term by term, in fixed point per segment.
   std::vector<ReferenceElement> ref;
   // Each exact result rounded by the claimed output rounding: what "bit-exact" means (bit_exact_rounding).
-  const RoundOptions ro = bit_exact_rounding(judge_claim(claim, *A.format).output_rounding);
+  const RoundOptions ro = bit_exact_rounding(claim.output_rounding());
   if (s.pow2 && detail::reference_path() == detail::ReferencePath::automatic && fast_reference_built()) {
     const std::string name_a = fmt::format("{} times its power-of-two scale", A.format->name),
                       name_b = fmt::format("{} times its power-of-two scale", B.format->name);

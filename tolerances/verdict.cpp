@@ -564,7 +564,8 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
       if (const std::optional<double> given = ref.det_bound(i)) {
         e.det_bound = *given;
         e.prob_bound = ref.prob_bound(i).value_or(*given);
-        if (const std::optional<double> c = directed ? ref.before_output(i) : std::nullopt) {  // a row op's
+        // A row op's derived bound gives its part before the output cast (check_rows).
+        if (const std::optional<double> c = directed ? ref.before_output(i) : std::nullopt) {
           side = directed_side(claim, f, ref.exact(i), *c, e.det_bound, may_overflow);
           against_det = *c;
           against_prob = std::min(*c, e.prob_bound);

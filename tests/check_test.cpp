@@ -57,9 +57,10 @@ TEST(Shapes, MatmulAndRowwiseDot) {
             "shape mismatch: A (a.npy) is [2, 3] (M x K) and B (b.npy) is [3, 4] (K x N) give M x N = [2, 4], "
             "but C (a.npy) is [2, 3]");
   EXPECT_EQ(error_of([&] { matmul_dims(V, B); }),
-            "shape mismatch: A (v.npy) is [3], but A must be a matrix (M x K) or a stack of them ([..., M, K], one B "
-            "for all)");
-  EXPECT_EQ(error_of([&] { matmul_dims(A, V); }), "shape mismatch: B (v.npy) is [3], but B must be a matrix (K x N)");
+            "shape mismatch: A (v.npy) is [3], but A must be a matrix (M x K) or a stack of them ([..., M, K])");
+  EXPECT_EQ(error_of([&] { matmul_dims(A, V); }),
+            "shape mismatch: B (v.npy) is [3], but B must be a matrix (K x N) or a stack of them ([..., K, N], one for "
+            "each matrix of A)");
   EXPECT_EQ(rowwise_dot_dims(A, A, &R).m, 2);
   EXPECT_EQ(error_of([&] { rowwise_dot_dims(A, B); }),
             "shape mismatch: A (a.npy) is [2, 3] and B (b.npy) is [3, 4]; a row-wise dot needs equal shapes (R x K)");

@@ -1,10 +1,15 @@
 // A stack of matrices as A ([..., M, K] with one K×N B: torch.matmul of activations [batch, seq,
 // K] and a weight) in check matmul and emulate matmul: the matrix of A's rows, so the verdict,
 // the bounds and every element's report equal those of A reshaped to [M', K] (compared as whole
-// JSON reports); C, the addend and a reference output keep the stack's shape; a batch of B
-// (torch.bmm) and a stacked A under quantised or scaled claims are refused by name.
+// JSON reports); C, the addend and a reference output keep the stack's shape. A batch of B
+// (torch.bmm, attention's Q·Kᵀ per head: B [..., K, N] with A's leading axes) is each matrix of A
+// times its own B: every element judged as the 2-D check of its own pair judges it (the
+// matrices cut out here by the test's own loop), the operand-dependent allowances per matrix.
+// Broadcasting, and stacks under quantised or scaled claims, are refused by name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -13,6 +18,7 @@
 #include "formats/convert.h"
 #include "formats/error.h"
 #include "formats/format_spec.h"
+#include "tolerances/calibrate.h"
 #include "tolerances/check.h"
 
 namespace numfid {
@@ -63,6 +69,101 @@ TEST(StackedMatmul, IsTheMatmulOfItsRows) {
   EXPECT_THROW(check_matmul(A, B, CD, parse_claim("--in bf16 --acc fp32 --out bf16"), opt), InputError);
 }
 
+/// Matrix i of a stack (the test's own cut: i·rows·cols values from the start).
+TensorData matrix(const TensorData& t, std::int64_t i, std::int64_t rows, std::int64_t cols) {
+  TensorData m{t.format, {rows, cols}, {}, t.name};
+  for (std::int64_t e = 0; e < rows * cols; ++e) m.values.push_back(t.values[static_cast<std::size_t>(i * rows * cols + e)]);
+  return m;
+}
+
+TEST(StackedMatmul, BatchOfBIsEachMatrixTimesItsOwnB) {
+  // Six pairs (torch.bmm over [2, 3] leading axes), each 4×64 times 64×5.
+  const TensorData A = random_tensor(bf16, {2, 3, 4, 64}, 1, "A"), B = random_tensor(bf16, {2, 3, 64, 5}, 2, "B");
+  const ClaimSpec sequential = parse_claim("--in bf16 --out bf16 --plan sequential");
+  TensorData C = emulate_matmul(A, B, std::nullopt, sequential);
+  ASSERT_EQ(C.shape, (std::vector<std::int64_t>{2, 3, 4, 5}));
+  std::vector<Bits> each;
+  for (std::int64_t i = 0; i < 6; ++i) {
+    const TensorData Ci = emulate_matmul(matrix(A, i, 4, 64), matrix(B, i, 64, 5), std::nullopt, sequential);
+    each.insert(each.end(), Ci.values.begin(), Ci.values.end());
+  }
+  EXPECT_EQ(C.values, each);
+  // One wrong element: pair 5 (leading index [1, 2]), its row 2, column 3 -> [5·4 + 2, 3].
+  C.values[5 * 20 + 2 * 5 + 3] = convert_double(bf16, to_double(bf16, C.values[5 * 20 + 2 * 5 + 3]) * 1.25).bits;
+  for (const char* text : {"--in bf16 --acc fp32 --out bf16", "--in bf16 --out bf16 --plan sequential --expect bit-exact"}) {
+    SCOPED_TRACE(text);
+    const ClaimSpec claim = parse_claim(text);
+    const CheckResult r = check_matmul(A, B, C, claim);
+    EXPECT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
+    ASSERT_FALSE(r.verdict.worst.empty());
+    EXPECT_EQ(r.verdict.worst.front().row, 22);
+    EXPECT_EQ(r.verdict.worst.front().col, 3);
+    // Every element in the class the check of its own pair gives it.
+    std::array<std::int64_t, 4> counts{};
+    std::int64_t predicted = 0;
+    for (std::int64_t i = 0; i < 6; ++i) {
+      const CheckResult ri = check_matmul(matrix(A, i, 4, 64), matrix(B, i, 64, 5), matrix(C, i, 4, 5), claim);
+      for (std::size_t k = 0; k < 4; ++k) counts[k] += ri.verdict.counts[k];
+      if (ri.model) predicted += ri.model->equal;
+    }
+    EXPECT_EQ(r.verdict.counts, counts);
+    if (claim.expect_bit_exact) {
+      ASSERT_TRUE(r.model.has_value());
+      EXPECT_EQ(r.model->equal, predicted);
+      EXPECT_EQ(r.model->equal, 119);
+    }
+  }
+  // The pairing is read: the pairs of one leading index swapped is a proven defect.
+  TensorData swapped = B;
+  std::rotate(swapped.values.begin(), swapped.values.begin() + 3 * 64 * 5, swapped.values.end());
+  const TensorData Cs = emulate_matmul(A, swapped, std::nullopt, sequential);
+  const CheckResult rs = check_matmul(A, B, Cs, parse_claim("--in bf16 --acc fp32 --out bf16"));
+  EXPECT_EQ(rs.verdict.kind, TensorKind::defect);
+  EXPECT_FALSE(rs.verdict.probable) << rs.text();
+  // The calibration samples each element's own pair: its exact centres are the reference's.
+  const MatmulReference mr = matmul_reference(A, B, std::nullopt);
+  const MatmulCalibration cal = calibrate_matmul(mr, parse_claim("--in bf16 --acc fp32 --out bf16"));
+  ASSERT_EQ(cal.sample.size(), 120u);
+  for (std::size_t s = 0; s < cal.sample.size(); ++s)
+    ASSERT_EQ(cal.center[s], mr.elements[static_cast<std::size_t>(cal.sample[s])].exact) << "sample " << s;
+}
+
+TEST(StackedMatmul, BatchOfBAllowancesArePerMatrix) {
+  // Inputs read as zero (--daz): the subnormal mass of a column of B is that of one matrix's
+  // column, not of column j across the batch. Three subnormals in column 1 of each of the two
+  // matrices, max|A| and max|B| alike in both: the allowance is the one of either pair alone.
+  TensorData A = random_tensor(fp32, {2, 4, 16}, 1, "A"), B = random_tensor(fp32, {2, 16, 3}, 2, "B");
+  for (std::int64_t i = 0; i < 2; ++i) {
+    A.values[static_cast<std::size_t>(i * 64)] = convert_double(fp32, 8.0).bits;
+    B.values[static_cast<std::size_t>(i * 48)] = convert_double(fp32, 8.0).bits;
+    for (std::int64_t k = 1; k <= 3; ++k) B.values[static_cast<std::size_t>(i * 48 + k * 3 + 1)] = convert_double(fp32, 0x1p-130).bits;
+  }
+  const ClaimSpec daz = parse_claim("--in fp32 --acc fp32 --out fp32 --daz");
+  const TensorData C = emulate_matmul(A, B, std::nullopt, parse_claim("--in fp32 --out fp32 --plan sequential"));
+  const CheckResult r = check_matmul(A, B, C, daz);
+  const CheckResult r0 = check_matmul(matrix(A, 0, 4, 16), matrix(B, 0, 16, 3), matrix(C, 0, 4, 3), daz);
+  const auto daz_line = [](const CheckResult& x) {
+    for (const std::string& l : x.bound.derivation)
+      if (l.find("inputs read as zero (daz): +") != std::string::npos) return l;
+    return std::string("no daz line");
+  };
+  EXPECT_NE(daz_line(r).find("of a column of B (2.20405e-39)"), std::string::npos) << daz_line(r);
+  EXPECT_EQ(daz_line(r), daz_line(r0));
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+
+  // A cast that may overflow an operand (70000 past fp16's range in column 2 of the second B)
+  // takes the finite bound of that matrix's column only: the same column of the first pair is
+  // still judged, and a wrong element there a proven defect.
+  B.values[static_cast<std::size_t>(48 + 5 * 3 + 2)] = convert_double(fp32, 70000.0).bits;
+  const ClaimSpec cast = parse_claim("--in fp32 --cast fp16 --acc fp32 --out fp32");
+  TensorData Cc = emulate_matmul(A, B, std::nullopt, parse_claim("--in fp32 --cast fp16 --out fp32 --plan sequential"));
+  EXPECT_EQ(check_matmul(A, B, Cc, cast).verdict.kind, TensorKind::consistent);
+  Cc.values[1 * 3 + 2] = convert_double(fp32, to_double(fp32, Cc.values[1 * 3 + 2]) + 1.0).bits;  // pair 0, [1, 2]
+  const CheckResult rc = check_matmul(A, B, Cc, cast);
+  EXPECT_EQ(rc.verdict.kind, TensorKind::defect) << rc.text();
+  EXPECT_FALSE(rc.verdict.probable);
+}
+
 TEST(StackedMatmul, WrongShapesAreNamed) {
   const TensorData A = random_tensor(bf16, {2, 3, 64}, 1, "A"), B = random_tensor(bf16, {64, 5}, 2, "B");
   const ClaimSpec claim = parse_claim("--in bf16 --out bf16");
@@ -77,9 +178,18 @@ TEST(StackedMatmul, WrongShapesAreNamed) {
   EXPECT_EQ(message(A, B, random_tensor(bf16, {6, 5}, 3, "C")),
             "shape mismatch: A (A) is [2, 3, 64] (..., M, K) and B (B) is [64, 5] (K x N) give ..., M, N = [2, 3, 5], "
             "but C (C) is [6, 5]");
-  EXPECT_NE(message(A, random_tensor(bf16, {2, 64, 5}, 4, "B"), random_tensor(bf16, {2, 3, 5}, 3, "C"))
-                .find("a batch of B, as torch.bmm's, is not taken"),
+  // A batch of B pairs with A's matrices one to one; broadcasting is not guessed.
+  EXPECT_EQ(message(A, random_tensor(bf16, {2, 64, 5}, 4, "B"), random_tensor(bf16, {2, 3, 5}, 3, "C")), "no error");
+  EXPECT_EQ(message(A, random_tensor(bf16, {1, 64, 5}, 4, "B"), random_tensor(bf16, {2, 3, 5}, 3, "C")),
+            "shape mismatch: A (A) is [2, 3, 64] and B (B) is [1, 64, 5]: a stack of B ([..., K, N]) needs A's leading "
+            "axes, one B per matrix of A (broadcasting is not taken: repeat the shared matrix, or give one K x N B for "
+            "all)");
+  EXPECT_NE(message(random_tensor(bf16, {3, 64}, 1, "A"), random_tensor(bf16, {2, 64, 5}, 4, "B"),
+                    random_tensor(bf16, {2, 3, 5}, 3, "C"))
+                .find("a stack of B ([..., K, N]) needs A's leading axes"),
             std::string::npos);
+  EXPECT_EQ(message(A, random_tensor(bf16, {2, 32, 5}, 4, "B"), random_tensor(bf16, {2, 3, 5}, 3, "C")),
+            "shape mismatch: A (A) is [2, 3, 64] (..., M, K) and B (B) is [2, 32, 5] (..., K, N): K differs (64 vs 32)");
   EXPECT_NE(message(random_tensor(bf16, {64}, 1, "A"), B, random_tensor(bf16, {5}, 3, "C")).find("or a stack of them"),
             std::string::npos);
   // Quantised and scaled GEMMs lay scales and zero points out per row of an M×K A.
@@ -90,6 +200,20 @@ TEST(StackedMatmul, WrongShapesAreNamed) {
     ADD_FAILURE() << "a stacked A under a scaled claim was taken";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("a scaled GEMM takes A as a matrix (M x K)"), std::string::npos) << e.what();
+  }
+  try {
+    check_matmul(random_tensor(int8, {2, 3, 64}, 1, "A"), random_tensor(int8, {2, 64, 5}, 2, "B"),
+                 random_tensor(int32, {2, 3, 5}, 3, "C"), parse_claim("--in int8 --acc int32 --out int32"));
+    ADD_FAILURE() << "a batch under an integer claim was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("an integer GEMM takes A as a matrix (M x K)"), std::string::npos) << e.what();
+  }
+  try {
+    check_matmul(random_tensor(int8, {3, 64}, 1, "A"), random_tensor(int8, {2, 64, 5}, 2, "B"),
+                 random_tensor(int32, {2, 3, 5}, 3, "C"), parse_claim("--in int8 --acc int32 --out int32"));
+    ADD_FAILURE() << "a stack of B under an integer claim was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("an integer GEMM takes B as a matrix (K x N)"), std::string::npos) << e.what();
   }
 }
 

@@ -272,11 +272,13 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const TensorData&
       Sampled& o = out[static_cast<std::size_t>(i)];
       const std::int64_t e = i * total / S;
       const std::int64_t row = ref.rowwise_dot ? e : e / N, cj = ref.rowwise_dot ? 0 : e % N;
+      const std::int64_t b0 = ref.rowwise_dot ? 0 : ref.dims.b_offset(row);  // its matrix of a batch of B
       terms.resize(static_cast<std::size_t>(K));
       bool finite = true;
       for (std::int64_t k = 0; k < K; ++k) {
         const Bits x = av[static_cast<std::size_t>(row * K + k)];
-        const Bits y = ref.rowwise_dot ? bv[static_cast<std::size_t>(row * K + k)] : bv[static_cast<std::size_t>(k * N + cj)];
+        const Bits y = ref.rowwise_dot ? bv[static_cast<std::size_t>(row * K + k)]
+                                       : bv[static_cast<std::size_t>(b0 + k * N + cj)];
         col[static_cast<std::size_t>(k)] = y;
         terms[static_cast<std::size_t>(k)] = exact_product(fa, x, fb, y);
         finite = finite && (terms[static_cast<std::size_t>(k)].cls == FpClass::zero ||

@@ -238,29 +238,44 @@ std::string operand(std::string_view role, ShapeRef t) {
 MatmulDims matmul_dims(ShapeRef a, ShapeRef b, const ShapeRef* c) {
   if (a.shape.size() < 2)
     throw InputError(fmt::format("shape mismatch: {}, but A must be a matrix (M x K) or a stack of them "
-                                 "([..., M, K], one B for all)",
+                                 "([..., M, K])",
                                  operand("A", a)));
-  if (b.shape.size() != 2)
-    throw InputError(fmt::format("shape mismatch: {}, but B must be a matrix (K x N){}", operand("B", b),
-                                 b.shape.size() > 2 ? " shared by every matrix of A (a batch of B, as torch.bmm's, is "
-                                                      "not taken: check each batch)"
-                                                    : ""));
+  if (b.shape.size() < 2)
+    throw InputError(fmt::format("shape mismatch: {}, but B must be a matrix (K x N) or a stack of them ([..., K, N], "
+                                 "one for each matrix of A)",
+                                 operand("B", b)));
+  // A batch of B (torch.bmm, torch.matmul of two stacks): B [..., K, N] with exactly A's leading
+  // axes, matrix i of A times matrix i of B. Broadcasting (torch.matmul's size-1 or missing
+  // axes) is not taken: which matrices pair up would be a guess from the shapes alone.
+  const bool batched = b.shape.size() > 2;
+  if (batched && (b.shape.size() != a.shape.size() ||
+                  !std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin(), b.shape.end() - 2)))
+    throw InputError(fmt::format("shape mismatch: {} and {}: a stack of B ([..., K, N]) needs A's leading axes, one B "
+                                 "per matrix of A (broadcasting is not taken: repeat the shared matrix, or give one "
+                                 "K x N B for all)",
+                                 operand("A", a), operand("B", b)));
   // A stack [..., M, K] (torch.matmul of activations [batch, seq, K] and a weight K x N) is the
   // matrix of its rows, row-major: M' = every leading axis times M, the same values in order;
   // C is [..., M, N] alike, and every element is located as [row, column] with the row over
   // C's leading axes flattened (as for a sum's C).
   std::int64_t m = 1;
   for (std::size_t i = 0; i + 1 < a.shape.size(); ++i) m *= a.shape[i];
-  const MatmulDims s{m, a.shape.back(), b.shape[1]};
+  MatmulDims s{m, a.shape.back(), b.shape.back()};
+  if (batched) {  // one B per matrix of A: the product of the leading axes
+    s.batches = 1;
+    for (std::size_t i = 0; i + 2 < a.shape.size(); ++i) s.batches *= a.shape[i];
+  }
   const char* mk = a.shape.size() > 2 ? "..., M, K" : "M x K";
-  if (b.shape[0] != s.k)
-    throw InputError(fmt::format("shape mismatch: {} ({}) and {} (K x N): K differs ({} vs {})", operand("A", a), mk,
-                                 operand("B", b), s.k, b.shape[0]));
+  const char* kn = batched ? "..., K, N" : "K x N";
+  const std::int64_t bk = b.shape[b.shape.size() - 2];
+  if (bk != s.k)
+    throw InputError(fmt::format("shape mismatch: {} ({}) and {} ({}): K differs ({} vs {})", operand("A", a), mk,
+                                 operand("B", b), kn, s.k, bk));
   if (c != nullptr) {
     const std::vector<std::int64_t> want = detail::matmul_output_shape(a.shape, s.n);
     if (!std::equal(want.begin(), want.end(), c->shape.begin(), c->shape.end()))
-      throw InputError(fmt::format("shape mismatch: {} ({}) and {} (K x N) give {} = {}, but {}", operand("A", a), mk,
-                                   operand("B", b), a.shape.size() > 2 ? "..., M, N" : "M x N", shape_text(want),
+      throw InputError(fmt::format("shape mismatch: {} ({}) and {} ({}) give {} = {}, but {}", operand("A", a), mk,
+                                   operand("B", b), kn, a.shape.size() > 2 ? "..., M, N" : "M x N", shape_text(want),
                                    operand("C", *c)));
   }
   return s;
@@ -272,11 +287,25 @@ std::vector<std::int64_t> detail::matmul_output_shape(std::span<const std::int64
   return out;
 }
 
-void detail::refuse_stacked_operand(ShapeRef a, std::string_view what) {
+TensorData detail::matrix_of_batch(const TensorData& t, std::int64_t i, std::int64_t rows, std::int64_t cols) {
+  TensorData m;
+  m.format = t.format;
+  m.shape = {rows, cols};
+  const auto first = t.values.begin() + static_cast<std::ptrdiff_t>(i * rows * cols);
+  m.values.assign(first, first + static_cast<std::ptrdiff_t>(rows * cols));
+  m.name = fmt::format("{}[{}]", t.name, i);
+  return m;
+}
+
+void detail::refuse_stacked_operand(ShapeRef a, ShapeRef b, std::string_view what) {
   if (a.shape.size() > 2)
     throw InputError(fmt::format("shape mismatch: {}: {} takes A as a matrix (M x K); a stack of matrices "
                                  "([..., M, K]) is taken by float GEMM claims only (reshape it to [M', K])",
                                  operand("A", a), what));
+  if (b.shape.size() > 2)
+    throw InputError(fmt::format("shape mismatch: {}: {} takes B as a matrix (K x N); a stack of matrices "
+                                 "([..., K, N]) is taken by float GEMM claims only (check each matrix)",
+                                 operand("B", b), what));
 }
 
 MatmulDims rowwise_dot_dims(ShapeRef a, ShapeRef b, const ShapeRef* c) {
@@ -331,19 +360,35 @@ struct OperandLines {
   const TensorData* t;
   std::int64_t rows, cols;
   bool per_row;  ///< the line of entry (r, c) is r (else c)
-  std::size_t lines() const { return static_cast<std::size_t>(per_row ? rows : cols); }
+  /// Columns in blocks of this many rows, each block its own matrix (a batch of B: K): the line
+  /// of entry (r, c) is then (r / block)·cols + c. 0: one matrix.
+  std::int64_t block = 0;
+  std::size_t lines() const {
+    if (per_row) return static_cast<std::size_t>(rows);
+    return static_cast<std::size_t>(block > 0 ? rows / block * cols : cols);
+  }
   /// f(line, bits) for every entry, row-major.
   template <class F>
   void for_each_entry(F&& f) const {
-    for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t first = per_row || block == 0 ? 0 : r / block * cols;
       for (std::int64_t c = 0; c < cols; ++c)
-        f(static_cast<std::size_t>(per_row ? r : c), t->values[static_cast<std::size_t>(r * cols + c)]);
+        f(static_cast<std::size_t>(per_row ? r : first + c), t->values[static_cast<std::size_t>(r * cols + c)]);
+    }
   }
 };
 
-OperandLines lines_of_a(const TensorData& A, MatmulDims d) { return {&A, d.m, d.k, true}; }
+OperandLines lines_of_a(const TensorData& A, MatmulDims d) { return {&A, d.m, d.k, true, 0}; }
+/// B's columns (a batch of B: every column of every matrix, matrix i's column j line i·N + j).
 OperandLines lines_of_b(const TensorData& B, MatmulDims d, bool rowwise_dot) {
-  return rowwise_dot ? OperandLines{&B, d.m, d.k, true} : OperandLines{&B, d.k, d.n, false};
+  if (rowwise_dot) return OperandLines{&B, d.m, d.k, true, 0};
+  if (d.batches > 1) return OperandLines{&B, d.batches * d.k, d.n, false, d.k};
+  return OperandLines{&B, d.k, d.n, false, 0};
+}
+/// The line of B (lines_of_b) that element (i, j) of C reads.
+std::size_t line_of_b(MatmulDims d, bool rowwise_dot, std::int64_t i, std::int64_t j) {
+  if (rowwise_dot) return static_cast<std::size_t>(i);
+  return static_cast<std::size_t>(d.batches > 1 ? i / d.rows_per_batch() * d.n + j : j);
 }
 
 /// Largest |x| of a tensor's finite values, and per line the sum of its subnormal magnitudes:
@@ -482,7 +527,7 @@ std::vector<char> cast_overflow_elements(const Claim& claim, const TensorData& A
   std::vector<char> e(static_cast<std::size_t>(d.m * n), 0);
   for (std::int64_t i = 0; i < d.m; ++i)
     for (std::int64_t j = 0; j < n; ++j)
-      e[static_cast<std::size_t>(i * n + j)] = row[static_cast<std::size_t>(i)] || col[static_cast<std::size_t>(rowwise_dot ? i : j)];
+      e[static_cast<std::size_t>(i * n + j)] = row[static_cast<std::size_t>(i)] || col[line_of_b(d, rowwise_dot, i, j)];
   return e;
 }
 

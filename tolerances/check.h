@@ -60,14 +60,23 @@ struct ShapeRef {
 };
 
 /// Dimensions of C (M×N) = A (M×K) · B (K×N), or of a row-wise dot (R×K rows: {R, K, 1}).
+/// A batch (torch.bmm: B a stack of `batches` K×N matrices) multiplies each of the `batches`
+/// consecutive blocks of m / batches rows of A by its own B; 1: one B for every row.
 struct MatmulDims {
   std::int64_t m = 0, k = 0, n = 0;
+  std::int64_t batches = 1;
+  /// Rows of A (and of C) per matrix of B.
+  std::int64_t rows_per_batch() const { return batches > 1 ? m / batches : m; }
+  /// Offset in B's values of the K×N matrix that row `row` of A is multiplied by.
+  std::int64_t b_offset(std::int64_t row) const { return batches > 1 ? row / rows_per_batch() * k * n : 0; }
 };
 
 /// Checks that A is M×K, B is K×N and C (if given) M×N; InputError naming the shapes and
 /// tensors otherwise ("shape mismatch: A (a.npy) is [4, 8] (M x K) and ..."). A may be a stack
-/// [..., M, K] (one B for all): m is then every leading axis times M (A's rows, row-major) and
-/// C must be [..., M, N].
+/// [..., M, K]: m is then every leading axis times M (A's rows, row-major) and C must be
+/// [..., M, N]; B is one K×N matrix for every matrix of A, or a stack [..., K, N] with A's
+/// leading axes (torch.bmm, torch.matmul of two stacks: no broadcasting), one per matrix of A
+/// (`batches`).
 MatmulDims matmul_dims(ShapeRef a, ShapeRef b, const ShapeRef* c = nullptr);
 
 /// Checks a row-wise dot: A and B R×K, C (if given) R elements ([R] or [R, 1]).

@@ -25,9 +25,15 @@ ReferenceElement reference_element(const LongAccumulator& acc, const FormatSpec&
 /// C's shape for A of shape `a_shape` (M×K, or a stack [..., M, K]) and N columns: [..., M, N].
 std::vector<std::int64_t> matmul_output_shape(std::span<const std::int64_t> a_shape, std::int64_t n);
 
-/// InputError where A is a stack of matrices ([..., M, K]): `what` (a quantised or scaled GEMM,
-/// whose scale and zero-point tensors are laid out per row of an M×K A) takes A as M×K only.
-void refuse_stacked_operand(ShapeRef a, std::string_view what);
+/// Matrix `i` of a stack of `rows`×`cols` matrices held row-major in `t` (a batch of
+/// MatmulDims::batches): its values copied, shape {rows, cols}, named after `t`. The batched
+/// matmul's reference and emulation run matrix by matrix through the 2-D code with these.
+TensorData matrix_of_batch(const TensorData& t, std::int64_t i, std::int64_t rows, std::int64_t cols);
+
+/// InputError where A or B is a stack of matrices ([..., M, K], [..., K, N]): `what` (a quantised
+/// or scaled GEMM, whose scale and zero-point tensors are laid out per row of an M×K A and per
+/// column of a K×N B) takes A as M×K and B as K×N only.
+void refuse_stacked_operand(ShapeRef a, ShapeRef b, std::string_view what);
 
 /// The rounding under which an output element is bit-exact (docs/verdict.md §3): the claim's own
 /// output rounding where it gives one value (rne, rna, rtz, rup, rdn), so that a truncating

@@ -168,7 +168,20 @@ TensorData emulate_matmul(const TensorData& a, const TensorData& b, const std::o
   out.format = claim.out;
   out.shape = detail::matmul_output_shape(a.shape, d.n);  // [..., M, N] for a stack of A
   out.name.assign(1, 'D');
-  out.values = run(a, b, c, claim, false);
+  if (d.batches <= 1) {
+    out.values = run(a, b, c, claim, false);
+    return out;
+  }
+  // A batch of B: each matrix of A times its own B by the same model, into its rows of C
+  // (stochastic streams, and a stochastic cast's, numbered within each matrix).
+  const std::int64_t rows = d.rows_per_batch();
+  out.values.reserve(static_cast<std::size_t>(d.m * d.n));
+  for (std::int64_t i = 0; i < d.batches; ++i) {
+    const std::optional<TensorData> ci = c ? std::optional(detail::matrix_of_batch(*c, i, rows, d.n)) : std::nullopt;
+    const std::vector<Bits> part = run(detail::matrix_of_batch(a, i, rows, d.k), detail::matrix_of_batch(b, i, d.k, d.n),
+                                       ci, claim, false);
+    out.values.insert(out.values.end(), part.begin(), part.end());
+  }
   return out;
 }
 

@@ -146,7 +146,7 @@ struct Problem {
 Problem problem(const TensorData& A, const TensorData& B, const std::optional<TensorData>& C, bool rowwise,
                 std::size_t elements) {
   Problem p;
-  refuse_stacked_operand(shape_of(A), "an integer GEMM");
+  refuse_stacked_operand(shape_of(A), shape_of(B), "an integer GEMM");
   const MatmulDims d = rowwise ? rowwise_dot_dims(shape_of(A), shape_of(B)) : matmul_dims(shape_of(A), shape_of(B));
   p.shape = {d.m, d.k, d.n, rowwise};
   p.av.reserve(A.values.size());
@@ -322,7 +322,7 @@ CheckResult check_int_gemm(const TensorData& A, const TensorData& B, const Tenso
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
   expect_format(C, *claim.out, "C");
   const ShapeRef cs = shape_of(C);
-  refuse_stacked_operand(shape_of(A), "an integer GEMM");
+  refuse_stacked_operand(shape_of(A), shape_of(B), "an integer GEMM");
   const MatmulDims d = rowwise ? rowwise_dot_dims(shape_of(A), shape_of(B), &cs) : matmul_dims(shape_of(A), shape_of(B), &cs);
   if (opt.ref) return check_int_cross(A, B, C, claim, opt, rowwise);
   const IntGemm g = int_gemm_of(claim, d.n);
@@ -488,7 +488,7 @@ TensorData emulate_int_gemm(const TensorData& A, const TensorData& B, const std:
                             const ClaimSpec& claim, bool rowwise, IntEmulation mode) {
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
-  refuse_stacked_operand(shape_of(A), "an integer GEMM");
+  refuse_stacked_operand(shape_of(A), shape_of(B), "an integer GEMM");
   const MatmulDims d = rowwise ? rowwise_dot_dims(shape_of(A), shape_of(B)) : matmul_dims(shape_of(A), shape_of(B));
   const IntGemm g = int_gemm_of(claim, d.n);
   const std::size_t elements = static_cast<std::size_t>(rowwise ? d.m : d.m * d.n);

@@ -50,6 +50,7 @@
 #include <span>
 
 #include "formats/platform.h"
+#include "tolerances/check_detail.h"
 #include "tolerances/parallel_detail.h"
 
 #if NUMFID_HAVE_OPENBLAS
@@ -738,6 +739,23 @@ ReferenceStats matmul_elements(const TensorData& A, const TensorData& B, const T
   const FpEnvGuard env;  // the GEMM's inputs are decoded and checked in native double arithmetic
   ReferenceStats stats;
   out = LargeArray<ExactElement>(static_cast<std::size_t>(d.m * d.n));
+  if (d.batches > 1) {
+    // A batch of B: each matrix of A times its own B, through the same paths as one GEMM (the
+    // exact results do not depend on how the work is cut), into its block of rows of C.
+    const std::int64_t rows = d.rows_per_batch();
+    const MatmulDims one{rows, d.k, d.n};
+    LargeArray<ExactElement> part;
+    for (std::int64_t i = 0; i < d.batches; ++i) {
+      const TensorData a = matrix_of_batch(A, i, rows, d.k), b = matrix_of_batch(B, i, d.k, d.n);
+      const std::optional<TensorData> dd = D != nullptr ? std::optional(matrix_of_batch(*D, i, rows, d.n)) : std::nullopt;
+      const ReferenceStats st = matmul_elements(a, b, dd ? &*dd : nullptr, one, part);
+      std::copy(part.begin(), part.end(), out.begin() + static_cast<std::ptrdiff_t>(i * rows * d.n));
+      stats.gemm = stats.gemm || st.gemm;
+      stats.certified += st.certified;
+      stats.accumulated += st.accumulated;
+    }
+    return remember(stats);
+  }
 #if NUMFID_HAVE_OPENBLAS
   if (reference_path() == ReferencePath::automatic && gemm_elements(A, B, D, d, out, stats)) return remember(stats);
 #endif

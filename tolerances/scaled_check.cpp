@@ -376,7 +376,7 @@ void scale_signatures(Verdict& v, const Scaled& s, const ClaimSpec& claim, const
 /// The dimensions of a scaled matmul (A M×K, B K×N) or row-wise dot (A, B R×K: {R, K, 1}).
 MatmulDims scaled_dims(const TensorData& A, const TensorData& B, const TensorData* C, bool rowwise) {
   const ShapeRef cs = C ? shape_of(*C) : ShapeRef{};
-  refuse_stacked_operand(shape_of(A), "a scaled GEMM");
+  refuse_stacked_operand(shape_of(A), shape_of(B), "a scaled GEMM");
   return rowwise ? rowwise_dot_dims(shape_of(A), shape_of(B), C ? &cs : nullptr)
                  : matmul_dims(shape_of(A), shape_of(B), C ? &cs : nullptr);
 }

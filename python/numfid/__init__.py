@@ -76,7 +76,8 @@ def check(op, claim, *, worst=8, addend_format=None, ref_profile=None, axis=None
           softmax=None, param_format=None, norm_form=None, masked_row=None, **operands):
     """Is an output consistent with the arithmetic `claim` states? Returns a CheckResult.
 
-    op: "matmul" (a: M×K, b: K×N, c: M×N), "dot" (row-wise: a, b: R×K, c: R elements), "sum"
+    op: "matmul" (a: M×K, b: K×N, c: M×N; a [..., M, K] with one b or a b [..., K, N] of the same
+        leading axes, c [..., M, N]), "dot" (row-wise: a, b: R×K, c: R elements), "sum"
         (x, c, axis), or a row op: softmax, log_softmax, layernorm, rmsnorm (gamma, beta, eps;
         rows along `axis`, default -1, as torch's dim), exp, log, tanh, sigmoid, silu, gelu_erf,
         gelu_tanh, reciprocal, rsqrt (x, c).

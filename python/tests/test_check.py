@@ -460,5 +460,31 @@ def test_stacked_a_is_the_matmul_of_its_rows():
     assert r.to_json() == numfid.check_matmul(a.reshape(16, 64), b, c.reshape(16, 16), claim).to_json()
     e = numfid.emulate("matmul", "--in bf16 --out bf16 --plan sequential", a=a, b=b)
     assert e.shape == (2, 8, 16)
-    with pytest.raises(ValueError, match=r"a batch of B, as torch.bmm's, is not taken"):
-        numfid.check_matmul(a, torch.randn(2, 64, 16).bfloat16(), c, claim)
+    with pytest.raises(ValueError, match=r"broadcasting is not taken"):
+        numfid.check_matmul(a, torch.randn(1, 64, 16).bfloat16(), c, claim)
+
+
+def test_batch_of_b_is_each_matrix_times_its_own():
+    # Attention scores per head: torch.matmul(q, k.transpose(-1, -2)) over [batch, heads] (a
+    # strided view of k as B), each head's Q times its own Kᵀ; the same verdict from the CLI's
+    # library path per element as each head checked alone; heads paired wrongly is a defect.
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(9)
+    q = torch.randn(2, 3, 8, 64, generator=g).bfloat16()
+    k = torch.randn(2, 3, 16, 64, generator=g).bfloat16()
+    kt = k.transpose(-1, -2)
+    s = torch.matmul(q.float(), kt.float()).bfloat16()
+    claim = "--in bf16 --acc fp32 --out bf16"
+    r = numfid.check_matmul(q, kt, s, claim)
+    assert r.verdict == "consistent", r.report
+    assert r.elements == 2 * 3 * 8 * 16
+    heads = [numfid.check_matmul(q[i, j], kt[i, j], s[i, j], claim) for i in range(2) for j in range(3)]
+    assert r.counts == {key: sum(h.counts[key] for h in heads) for key in r.counts}
+    wrong = torch.matmul(q.float(), kt.flip(1).float()).bfloat16()  # heads reversed
+    assert numfid.check_matmul(q, kt, wrong, claim).verdict == "defect"
+    e = numfid.emulate("matmul", "--in bf16 --out bf16 --plan sequential", a=q, b=kt)
+    assert e.shape == (2, 3, 8, 16)
+    for i in range(2):
+        for j in range(3):
+            one = numfid.emulate("matmul", "--in bf16 --out bf16 --plan sequential", a=q[i, j], b=kt[i, j])
+            assert torch.equal(torch.as_tensor(np.asarray(e)[i, j]), torch.as_tensor(np.asarray(one)))

@@ -348,6 +348,52 @@ TEST(ScaledGemm, LegalOutputsAreConsistent) {
   EXPECT_GT(x.verdict.counts[0], 20);  // mostly the correctly rounded result itself
 }
 
+// Scale products below fp32's normal range: fp32(sa·sb) errs by up to 2^-150 there (half the
+// least subnormal), and a product at or below 2^-150 rounds to 0 and loses its partial. Until
+// 2026-12-05 the bound counted the scale product's rounding as relative (u = 2^-24) and called
+// the model's own output a proven defect. Rows 0 and 1 of A carry scales that put sa·sb in the
+// subnormal range (about 2^-146) and below it (about 2^-152); row 2 keeps normal ones: the naive
+// model's output is consistent, each of the three rows still judged at its own scale (a wrong
+// row-2 element a proven defect however loose rows 0 and 1 must be, a lost row-1 output of three
+// times the exact result too), and cross-platform checks between two promotion intervals hold.
+TEST(ScaledGemm, AScaleProductBelowFp32sNormalRangeMayLoseItsPartial) {
+  Problem p = make(3, 256, 4, 128, 11, true);
+  for (std::size_t kb = 0; kb < 2; ++kb) {
+    p.sa[0 * 2 + kb] = static_cast<float>(std::ldexp(1.3, -140));  // sa·sb ≈ 2^-146: subnormal
+    p.sa[1 * 2 + kb] = static_cast<float>(std::ldexp(1.1, -146));  // ≈ 2^-152: rounds to 0
+  }
+  const ClaimSpec claim = deepseek_claim(p, "--promote-every 128");
+  const std::vector<float> model = naive(p, 128);
+  ASSERT_EQ(model[1 * 4 + 0], 0.0f);  // row 1's partials are lost: the model's output is 0
+  ASSERT_NE(model[0 * 4 + 0], 0.0f);
+  const CheckResult r = check_matmul(A_of(p), B_of(p), C_of(p, model), claim);
+  EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+  EXPECT_THAT(r.bound.derivation,
+              ::testing::Contains(::testing::HasSubstr("scale product below fp32's normal range: 8 elements")));
+  // Row 2 is judged at its own scale (a relative bound of 7.8e-6 on positive data): 1e-4 off is
+  // a proven defect.
+  std::vector<float> wrong = model;
+  wrong[2 * 4 + 1] *= 1.0001f;
+  const CheckResult w = check_matmul(A_of(p), B_of(p), C_of(p, wrong), claim);
+  EXPECT_EQ(w.verdict.kind, TensorKind::defect) << w.text();
+  EXPECT_FALSE(w.verdict.probable);
+  // A lost row may be anywhere from 0 to the exact result, not three times it.
+  std::vector<float> far = model;
+  long double exact = 0;
+  for (std::int64_t k = 0; k < p.k; ++k)
+    exact += static_cast<long double>(e4m3_value(p.a[static_cast<std::size_t>(1 * p.k + k)])) *
+             e4m3_value(p.b[static_cast<std::size_t>(k * p.n + 0)]) * sa_of(p, 1, k) * sb_of(p, k, 0);
+  far[1 * 4 + 0] = static_cast<float>(3 * exact);
+  ASSERT_GT(far[1 * 4 + 0], 0.0f);
+  EXPECT_EQ(check_matmul(A_of(p), B_of(p), C_of(p, far), claim).verdict.kind, TensorKind::defect);
+  // Cross-platform: promoted every 128 against promoted every 64, both the naive model's.
+  MatmulCheckOptions opt;
+  opt.ref = C_of(p, naive(p, 64));
+  opt.ref_claim = deepseek_claim(p, "--promote-every 64");
+  const CheckResult x = check_matmul(A_of(p), B_of(p), C_of(p, model), claim, opt);
+  EXPECT_EQ(x.verdict.kind, TensorKind::consistent) << x.text();
+}
+
 // An fp8 E4M3 output of a block-scaled GEMM under --saturate (Transformer Engine's fp8 GEMM
 // outputs): the model's fp32 result (the naive loop) cast with saturation by the format layer's
 // conversion, element for element; legal under the claim, a defect under the claim without it.
@@ -1044,7 +1090,9 @@ TEST(ScaledGemm, EveryPromotedPartialHasItsOwnUnderflowAllowance) {
 // SelfConsistency.InfiniteOperandsBesideOverflowingPartialSumsAreNeverADefect, for scaled GEMMs).
 // Operands are random patterns of their format (every exponent). It found the model's operand
 // conversion into a narrower accumulator, the scale product's overflow and the underflow
-// allowance counted once for all partials. Seeded; a failure prints the claim and the trial.
+// allowance counted once for all partials; with scales down to 2^-135 (every fourth trial), the
+// scale product's rounding below fp32's normal range. Seeded; a failure prints the claim and
+// the trial.
 TEST(ScaledGemm, TheModelsOwnOutputWithInfinitiesAndOverflowsIsNeverADefect) {
   // NUMFID_SELF_CONSISTENCY_SEED=S searches further (the convention of self_consistency_test).
   const char* shift = std::getenv("NUMFID_SELF_CONSISTENCY_SEED");
@@ -1060,9 +1108,12 @@ TEST(ScaledGemm, TheModelsOwnOutputWithInfinitiesAndOverflowsIsNeverADefect) {
     const std::int64_t m = 3, n = 4, k = pick(std::vector<std::int64_t>{4, 8, 12});
     const bool blocks = trial % 2 == 1;
     const std::string promote = pick(std::vector<std::string>{"", "--promote-every 1", "--promote-every 2"});
-    // Scales 2^e (e up to 120: the promotion overflows) or not powers of two.
+    // Scales 2^e (e up to 120: the promotion overflows; down to -135: the scale product falls
+    // below fp32's normal range, or below its least subnormal and to 0) or not powers of two
+    // (1.171875·2^-135 is still an fp32 value).
     const auto scale = [&] {
-      const int e = std::uniform_int_distribution<int>(-20, 120)(g);
+      const int e = trial % 4 == 2 ? std::uniform_int_distribution<int>(-135, -40)(g)
+                                   : std::uniform_int_distribution<int>(-20, 120)(g);
       return std::ldexp(pick(std::vector<double>{1.0, 1.0, 1.5, 1.171875}), e);
     };
     std::string text = fmt::format("--in {} --out {} {} {}", in.name, pick(outs), pick(inners), promote);

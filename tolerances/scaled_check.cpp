@@ -176,8 +176,19 @@ double max_scale_product(const Scaled& s, std::int64_t K) {
   return m;
 }
 
+/// What a scale product's rounding below fp32's normal range adds to an element's bound (the
+/// coefficient counts it relative, u, which holds only in the normal range): an element whose
+/// scale products are all normal adds nothing; one with relative error r_e = max over its
+/// partials of |fp32(x) − x|/x adds r_e·(growth·Σ|sa·sb·a·b| + absolute).
+struct ScaleRounding {
+  double growth = 0;    ///< (1 + the partial's coefficient)·(1 + u)^B: a scaled partial's magnitude on its way out
+  double absolute = 0;  ///< the partials' underflow allowances (B·abs_in·max sa·sb), grown alike
+};
+
 /// The deterministic bound and its derivation: |D̂ - D| <= coef·Σ|sa·sb·a·b| + absolute.
-ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpec& in, std::int64_t K, bool addend) {
+/// `sr` (if given) receives what scale_rounding_allowance needs.
+ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpec& in, std::int64_t K, bool addend,
+                            ScaleRounding* sr = nullptr) {
   ReductionBound b;
   auto& d = b.derivation;
   const std::int64_t L = s.chunk, B = (K + L - 1) / L;
@@ -219,8 +230,10 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
   }
   const double u32 = unit_roundoff(fp32, Rounding::rne);
   const double us = s.pow2 ? 0 : u32;
-  d.push_back(s.pow2 ? std::string("scale product sa·sb: exact (powers of two)")
-                     : fmt::format("scale product fp32(sa·sb): one rounding, u = {:.6g}", u32));
+  d.push_back(s.pow2 ? std::string("scale product sa·sb: exact (powers of two) from fp32's least subnormal 2^-149 up")
+                     : fmt::format("scale product fp32(sa·sb): one rounding, u = {:.6g} from fp32's least normal "
+                                   "2^-126 up",
+                                   u32));
   d.push_back(fmt::format("promotion: {} fused multiply-adds into the fp32 accumulator: at most {} roundings (u = "
                           "{:.6g}) on each partial's path",
                           B, B, u32));
@@ -230,6 +243,7 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
   // Each of the B partials has its own underflow allowance (abs_in, in its unscaled units), each
   // weighed by its scale product (at most max_scale).
   b.absolute = static_cast<double>(B) * abs_in * max_scale * (1 + us) * grow + static_cast<double>(B) * min_positive(fp32) / 2;
+  if (sr != nullptr) *sr = {(1 + c_in) * grow, static_cast<double>(B) * abs_in * max_scale * grow};
   // Overflow (docs/verdict.md §2, Overflow; the plain matmul's rule, element_bound): the fp32
   // promotion overflows to ±inf (round to nearest: sticky) where the scaled terms reach fp32's
   // largest finite value; a partial sum overflows its accumulator where its unscaled products
@@ -400,6 +414,38 @@ std::vector<char> scale_product_overflow(const Scaled& s, const MatmulDims& d, b
         }
       }
   return flag;
+}
+
+/// Per element, the relative error r_e of its scale products' rounding into fp32 beyond what the
+/// coefficient counts (0 for most): fp32(x) of x = sa·sb rounds to nearest with an absolute error
+/// of at most half fp32's least subnormal, 2^-150, so below the least normal value 2^-126 the
+/// relative error is up to min(1, 2^-150/x) — 1 where x <= 2^-150 rounds to 0 and the partial
+/// is lost (a power of two is exact down to 2^-149, and lost below). r_e is that of the least
+/// positive product the element meets, over every k (a zero scale's product is exact). Empty
+/// where no such product lies below the range.
+std::vector<double> scale_rounding_below_normal(const Scaled& s, const MatmulDims& d, bool rowwise) {
+  const double lowest = s.pow2 ? min_positive(fp32) : min_normal(fp32);
+  const auto least_positive = [](const std::vector<double>& v) {
+    double m = INFINITY;
+    for (const double x : v)
+      if (x > 0) m = std::min(m, x);
+    return m;
+  };
+  if (!s.values_known || !(least_positive(s.sa) * least_positive(s.sb) < lowest)) return {};
+  const auto r_of = [&](double x) { return x > 0 && x < lowest ? std::min(1.0, min_positive(fp32) / 2 / x) : 0.0; };
+  std::vector<double> r(static_cast<std::size_t>(d.m * d.n), 0.0);
+  const OperandScales osa{s.sa, s.ba}, osb{s.sb, s.bb};
+  for (std::int64_t i = 0; i < d.m; ++i)
+    for (std::int64_t j = 0; j < d.n; ++j) {
+      double worst = 0;
+      // From one k where A's or B's scale block begins to the next: one product each.
+      for (std::int64_t k0 = 0; k0 < d.k; k0 = std::min((k0 / s.ba.k + 1) * s.ba.k, (k0 / s.bb.k + 1) * s.bb.k)) {
+        const double sb = rowwise ? scale_at(osb, false, i, k0, d.k, d.m) : scale_at(osb, true, j, k0, d.k, d.n);
+        worst = std::max(worst, r_of(scale_at(osa, false, i, k0, d.k, d.m) * sb));
+      }
+      r[static_cast<std::size_t>(i * d.n + j)] = worst;
+    }
+  return r;
 }
 
 /// Whether two claims state the same scales (values and layout): the exact result both
@@ -867,10 +913,30 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
     }
   }
   if (ref.empty()) ref = fixed_point_reference(A, B, s, d, opt, out, ro, rowwise);
-  ReductionBound b = scaled_bound(s, claim, *A.format, d.k, opt.addend.has_value());
+  ScaleRounding sr;
+  ReductionBound b = scaled_bound(s, claim, *A.format, d.k, opt.addend.has_value(), &sr);
   Claim jc = judge_claim(claim, *A.format);
   if (opt.addend) jc.addend_at = claim.addend_at;
   if (jc.addend_at != AddendAt::start) b.derivation.push_back(epilogue_derivation(jc, d.k));
+  // Scale products below fp32's normal range (scale_rounding_below_normal): each such element's
+  // bound gains r_e·(growth·Σ|sa·sb·a·b| + absolute), given per element.
+  const std::vector<double> below = scale_rounding_below_normal(s, d, rowwise);
+  const auto below_extra = [&](std::size_t e, const ScaleRounding& x) {
+    return below.empty() ? 0.0 : below[e] * (x.growth * ref[e].sum_abs + x.absolute);
+  };
+  std::int64_t below_count = 0;
+  double below_worst = 0;
+  for (const double r : below) {
+    below_count += r > 0 ? 1 : 0;
+    below_worst = std::max(below_worst, r);
+  }
+  if (below_count > 0)
+    b.derivation.push_back(fmt::format(
+        "scale product below fp32's normal range: {} elements meet some x = sa·sb below {} (fp32(x) errs by up to "
+        "2^-150, half the least subnormal; x <= 2^-150 rounds to 0 and its partial is lost): relative error r_e = "
+        "min(1, 2^-150/x) at the element's least x, up to {:.6g}; its bound gains r_e·({:.6g}·Σ|sa·sb·a·b| + {:.3g}); "
+        "where x rounds to 0 and the exact result is ±inf, NaN is legal (fma(0, ±inf, o))",
+        below_count, s.pow2 ? "2^-149" : "2^-126", below_worst, sr.growth, sr.absolute));
   ClaimSetup setup;
   setup.claim = jc;
   setup.order = fmt::format("partials of {} in {}, promoted to fp32", s.chunk, s.inner);
@@ -892,7 +958,8 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
     if (!same_scales(s, rs))
       throw InputError("--ref: the reference's claim states other scales or scale blocks: both platforms must compute "
                        "the same scaled GEMM (the same operands and scales)");
-    const ReductionBound rb = scaled_bound(rs, rc, *A.format, d.k, opt.addend.has_value());
+    ScaleRounding rsr;
+    const ReductionBound rb = scaled_bound(rs, rc, *A.format, d.k, opt.addend.has_value(), &rsr);
     Claim rjc = judge_claim(rc, *A.format);
     if (opt.addend) rjc.addend_at = rc.addend_at;
     // Each element judged against R: its exact result and both bounds, for the attribution below.
@@ -903,8 +970,12 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
       // (the overflow rule's, element_bound from the claim).
       if (!std::isfinite(ref[e].exact)) continue;
       const double add = opt.addend ? to_double(fp32, opt.addend->values[e]) : 0;
-      const ElementBound x = element_bound(b, jc, ref[e].exact, ref[e].sum_abs, 0, add);
-      const ElementBound y = element_bound(rb, rjc, ref[e].exact, ref[e].sum_abs, 0, add);
+      ElementBound x = element_bound(b, jc, ref[e].exact, ref[e].sum_abs, 0, add);
+      ElementBound y = element_bound(rb, rjc, ref[e].exact, ref[e].sum_abs, 0, add);
+      x.deterministic += below_extra(e, sr);
+      x.probabilistic += below_extra(e, sr);
+      y.deterministic += below_extra(e, rsr);
+      y.probabilistic += below_extra(e, rsr);
       const double r = to_double(out, R.values[e]);
       if (y.may_overflow || !std::isfinite(r)) {
         // The reference may legally overflow here (a partial sum or promotion reaches its
@@ -933,6 +1004,26 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
                                       overflowed));
     for (const std::string& line : rb.derivation) b.derivation.push_back("reference: " + line);
     ref_text = fmt::format("; against reference {} {}", rorder, rounding_name(rc.output_rounding()));
+  }
+  // A scale product that rounds to 0 meeting an infinite partial: fma(0, ±inf, o) is NaN in the
+  // model where the exact result is ±inf (its NaN rule, as for a scale product that overflows).
+  if (below_count > 0)
+    for (std::size_t e = 0; e < ref.size(); ++e)
+      if (below[e] >= 1 && std::isinf(ref[e].exact)) ref[e].may_overflow = true;
+  if (!opt.ref && below_count > 0) {
+    // The element's bound from the claim plus its allowance, given to judge per element (the
+    // one-sided part of a directed output rounding too); where a partial sum may overflow, ±inf
+    // and NaN are legal there (wider than the claim path's reach of each sign: sound).
+    for (std::size_t e = 0; e < ref.size(); ++e) {
+      if (below[e] == 0 || !std::isfinite(ref[e].exact)) continue;
+      const double add = opt.addend ? to_double(fp32, opt.addend->values[e]) : 0;
+      const ElementBound x = element_bound(b, jc, ref[e].exact, ref[e].sum_abs, ref[e].finite_opposite, add);
+      const double extra = below_extra(e, sr);
+      ref[e].det_bound = x.deterministic + extra;
+      ref[e].prob_bound = x.probabilistic + extra;
+      ref[e].before_output = x.before_output + extra;
+      ref[e].may_overflow = ref[e].may_overflow || x.may_overflow;
+    }
   }
   // An inner accumulator without inf (OCP E4M3, FNUZ) overflows to NaN, and the judge's overflow
   // rule reads it as the claim's accumulator (±inf never legal from a finite sum); but its
@@ -968,6 +1059,14 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
     jo.addend_format = &fp32;
   }
   Verdict v = judge(jc, b, C.values, ref, {d.m, d.n}, jo);
+  // The growth signature reads every element's error per Σ|terms|: a partial lost to its scale
+  // product's underflow reads as growth there too.
+  if (below_count > 0)
+    for (Signature& g : v.signatures)
+      if (g.name == "narrow-accumulator")
+        g.evidence += fmt::format(" ({} of {} elements meet a scale product below fp32's normal range, whose partials "
+                                  "may be lost legally: that reads as growth here)",
+                                  below_count, v.elements);
   if (scale_inf > 0)
     v.reason += fmt::format("; {} of {} elements' scale product fp32(sa·sb) overflows: ±inf and NaN are legal there",
                             scale_inf, v.elements);
@@ -1032,6 +1131,8 @@ ToleranceResult scaled_tolerance(std::string_view op, std::int64_t k, const Clai
   // not on M, N or the scale files (which need not exist): one row and one column.
   const Scaled s = scaled_of(claim, 1, k, 1, *claim.in, false);
   ReductionBound b = scaled_bound(s, claim, *claim.in, k, addend);
+  b.derivation.push_back("the scale products are taken in fp32's normal range (the scales are not read here): where "
+                         "one lies below it, a check adds that element's allowance (fp32(sa·sb) errs by up to 2^-150)");
   // An addend at the end or after the output cast: its line, and one more rounding in the
   // same-sign rtol (as tolerance() counts it).
   const auto placed = [addend](const ClaimSpec& c) {

@@ -748,9 +748,12 @@ TEST(SelfConsistency, ScaledGemmModelsOwnOutputIsNeverADefect) {
   auto pick = [&](const auto& v) { return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(g)]; };
   const std::vector<std::string> ins = {"fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp4_e2m1", "bf16"};
   const std::vector<std::string> outs = {"fp32", "bf16", "fp16", "fp8_e4m3"};
-  std::uniform_int_distribution<int> exps(-12, 12);
+  // Scale exponents about 1, and in every fourth trial down to E8M0's least, 2^-127: scale
+  // products below fp32's normal range and below its least subnormal (lost partials).
+  std::uniform_int_distribution<int> usual(-12, 12), tiny(-127, -50);
   int judged = 0, crossed = 0;
   for (int trial = 0; trial < 300 && g_failures < 5; ++trial) {
+    std::uniform_int_distribution<int>& exps = trial % 4 == 3 ? tiny : usual;
     const std::string in = pick(ins), out = pick(outs);
     const int layout = std::uniform_int_distribution<int>(0, 2)(g);  // per tensor, MX 1x32, DeepSeek blocks
     const bool e8m0 = layout == 1 || (layout == 2 && std::bernoulli_distribution(0.3)(g));

@@ -51,6 +51,8 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind, bool one_operand) {
                        "bf16/fp16 C)",
         "start");
     opt("--seed", "seed of stochastic roundings (stream = the output element's index)", "0");
+    opt("--sr-bits", "stochastic roundings draw this many random bits (1..64; biased toward zero by < 2^-R ulp); "
+                     "default: exact stochastic rounding");
     // Integer GEMM (int8/uint8 inputs, --acc int32): zero points and requantisation.
     opt("--zero-point-a", "integer GEMM: zero point subtracted from A's values");
     opt("--zero-point-b", "integer GEMM: zero point subtracted from B's values");

@@ -53,6 +53,8 @@ struct RoundingArgs {
   bool daz = false;
   std::string seed;  ///< --seed's text, read by the library's parse_seed (0 .. 2^64 - 1)
   const CLI::Option* seed_option = nullptr;  ///< --seed, to tell whether it was given
+  int sr_bits = 0;   ///< --sr-bits: random bits of a stochastic rounding (RoundOptions::sr_bits)
+  const CLI::Option* sr_bits_option = nullptr;
 };
 
 /// Declares the rounding options on `app`, storing into `args` (which must outlive parsing).

@@ -23,6 +23,10 @@ void add_rounding_options(CLI::App& app, RoundingArgs& args) {
   app.add_flag("--daz", args.daz, "read subnormal inputs as zero");
   args.seed_option = app.add_option("--seed", args.seed, "stochastic rounding seed, 0 .. 2^64 - 1 (stream = 0-based line index)")
                          ->default_str("0");
+  args.sr_bits_option = app.add_option("--sr-bits", args.sr_bits,
+                                       "random bits a stochastic rounding draws, 1 .. 64 (biased toward zero by < 2^-R "
+                                       "ulp); default: exact stochastic rounding")
+                            ->check(CLI::Range(1, 64));
 }
 
 RoundOptions round_options(const RoundingArgs& args) {
@@ -33,8 +37,12 @@ RoundOptions round_options(const RoundingArgs& args) {
   if (args.seed_option != nullptr && args.seed_option->count() > 0 && *r != Rounding::stochastic)
     throw UsageError(fmt::format("--seed {}: a seed only matters for --rounding stochastic (the rounding is {})", args.seed,
                                  args.rounding));
+  if (args.sr_bits_option != nullptr && args.sr_bits_option->count() > 0 && *r != Rounding::stochastic)
+    throw UsageError(fmt::format("--sr-bits {}: random bits only matter for --rounding stochastic (the rounding is {})",
+                                 args.sr_bits, args.rounding));
   RoundOptions o;
   o.rounding = *r;
+  o.sr_bits = args.sr_bits;
   o.overflow = args.saturate ? Overflow::saturate : Overflow::ieee;
   o.ftz = args.ftz;
   o.daz = args.daz;

@@ -33,6 +33,11 @@ std::uint64_t window64(u128 v, int hi) {
 /// Comparing word by word from the most significant end makes the probability exactly
 /// frac for an exact value, whatever d is, and usually costs one random word.
 bool stochastic_round_away(u128 sig, int d, bool sticky, const RoundOptions& o) {
+  if (o.sr_bits > 0) {  // R random bits against the top R bits of the fraction (RoundOptions::sr_bits)
+    const int r = std::min(o.sr_bits, 64);
+    const std::uint64_t frac_top = window64(sig, d - 1) >> (64 - r);
+    return (random_word(o.seed, o.stream, 0) >> (64 - r)) < frac_top;
+  }
   std::uint64_t counter = 0;
   for (int pos = 0; pos < d; pos += 64, ++counter) {
     const std::uint64_t frac_word = window64(sig, d - 1 - pos);  // bits past d read as 0

@@ -52,6 +52,12 @@ struct RoundOptions {
   /// as the stream.
   std::uint64_t seed = 0;
   std::uint64_t stream = 0;
+  /// Stochastic rounding with a finite number of random bits (1..64), as hardware draws them:
+  /// away from zero with probability ⌊f·2^R⌋/2^R for the fraction f of the spacing toward zero's
+  /// neighbour — the top R discarded bits against R random bits (word (seed, stream, 0)), the
+  /// bits below ignored — so biased toward zero by less than 2^-R of the spacing. 0: exact
+  /// probability f (as many random bits as the value needs).
+  int sr_bits = 0;
 };
 
 /// Word `counter` of the random stream (seed, stream): the SplitMix64 finaliser applied to a

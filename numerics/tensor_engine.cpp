@@ -29,6 +29,7 @@ std::vector<Bits> cast_operands(const TensorEngineModel& te, const MatrixView& m
   RoundOptions o;
   o.rounding = te.autocast_rounding;
   o.seed = te.array_acc.rounding.seed;  // the run's seed (emulate --seed), as every other rounding of the model
+  o.sr_bits = te.array_acc.rounding.sr_bits;
   store.resize(m.data.size());
   for (std::size_t i = 0; i < store.size(); ++i) {
     o.stream = i;

@@ -305,7 +305,7 @@ py::tuple emulate_sum_array(const std::string& claim_text, const py::object& x, 
 }
 
 py::tuple convert_array(const py::object& x, const std::string& from, const std::string& to, const std::string& rounding,
-                        bool saturate, std::uint64_t seed, bool bits) {
+                        bool saturate, std::uint64_t seed, int sr_bits, bool bits) {
   const std::optional<Operand> X = operand(x);
   require(X, "convert", "array");
   TensorData out = without_gil([&] {
@@ -314,6 +314,7 @@ py::tuple convert_array(const py::object& x, const std::string& from, const std:
     o.rounding = rounding_named(rounding, "rounding");
     o.overflow = saturate ? Overflow::saturate : Overflow::ieee;
     o.seed = seed;
+    o.sr_bits = sr_bits;
     TensorData r;
     r.format = &ft;
     r.shape = X->tensor.shape;
@@ -544,7 +545,7 @@ PYBIND11_MODULE(_numfid, m) {
         py::arg("c_format") = py::none(), py::arg("bits") = false);
   m.def("emulate_sum", &emulate_sum_array, py::arg("claim"), py::arg("x"), py::arg("axis") = -1, py::arg("bits") = false);
   m.def("convert", &convert_array, py::arg("x"), py::arg("from_format"), py::arg("to"), py::arg("rounding") = "rne",
-        py::arg("saturate") = false, py::arg("seed") = 0, py::arg("bits") = false);
+        py::arg("saturate") = false, py::arg("seed") = 0, py::arg("sr_bits") = 0, py::arg("bits") = false);
   m.def("profiles", &profiles_list);
   m.def("probe", &probe_callable, py::arg("fn"), py::arg("op"), py::arg("k"), py::arg("in_format"), py::arg("out_format"),
         py::arg("seed"), py::arg("budget"), py::arg("validation"), py::arg("name"));

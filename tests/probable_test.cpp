@@ -394,6 +394,58 @@ TEST(VerdictStochasticOutput, TruncationIsCaughtAndRealStochasticRoundingIsNot) 
     }
 }
 
+// Stochastic rounding with few random bits (--sr-bits R: hardware that compares R random bits
+// with the top R discarded bits) leans toward zero by up to 2^-R ulp: with R = 2, about 1/8 ulp
+// on average — a lean the exact-SR claim calls a probable defect of a legal output (the premise
+// the default states), and the claim with --sr-bits 2 allows (δ_i + k_i·2^-R): numfid's own R-bit
+// emulation and an independent one (mt19937_64: away iff ⌊4u⌋ < ⌊4f⌋) are CONSISTENT over 5
+// seeds; a truncation is still a probable defect under --sr-bits 8.
+TEST(VerdictStochasticOutput, FewRandomBitsLeanAsClaimed) {
+  const SrCase& sc = kSrCases[0];  // trn2: a small deterministic shift (mean δ 0.001-0.05 ulp)
+  const auto [a, b] = operands(bf16, Kind::normal, 64, 512, 64, 78);
+  const MatmulReference ref = matmul_reference(a, b);
+  MatmulCheckOptions o;
+  o.predict = false;
+  const TensorData y = emulate_matmul(a, b, std::nullopt, parse_claim(sc.fp32_model));
+  const auto judge = [&](const std::string& claim, std::vector<Bits> c) {
+    return check_matmul(ref, TensorData{&bf16, {64, 64}, std::move(c), "C"}, parse_claim(claim), o);
+  };
+  const std::string exact_sr = sc.claim, two_bits = std::string(sc.claim) + " --sr-bits 2";
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    SCOPED_TRACE(fmt::format("seed {}", seed));
+    const TensorData own = emulate_matmul(a, b, std::nullopt, parse_claim(fmt::format("{} --seed {}", two_bits, seed)));
+    std::mt19937_64 g(seed);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<Bits> independent;
+    for (const Bits v : y.values) {
+      const double frac = static_cast<double>(v.raw & 0xffffu) / 65536.0;
+      independent.push_back(Bits((v.raw >> 16) + (std::floor(4 * u(g)) < std::floor(4 * frac) ? 1u : 0u)));
+    }
+    for (const auto& [source, c] : {std::pair<const char*, std::vector<Bits>>{"numfid emulate", own.values},
+                                    {"independent 2-bit SR", independent}}) {
+      SCOPED_TRACE(source);
+      const CheckResult legal = judge(two_bits, c);
+      EXPECT_EQ(legal.verdict.kind, TensorKind::consistent) << legal.text();
+      const CheckResult premise = judge(exact_sr, c);
+      EXPECT_EQ(premise.verdict.kind, TensorKind::defect) << premise.text();
+      EXPECT_TRUE(premise.verdict.probable);
+    }
+  }
+  std::vector<Bits> rtz;
+  for (const Bits v : y.values) rtz.push_back(Bits(v.raw >> 16));
+  const CheckResult bad = judge(std::string(sc.claim) + " --sr-bits 8", rtz);
+  EXPECT_EQ(bad.verdict.kind, TensorKind::defect) << bad.text();
+  EXPECT_TRUE(bad.verdict.probable);
+  EXPECT_NE(bad.verdict.reason.find("with 8 random bits, up to 2^-8 of the spacing toward zero"), std::string::npos)
+      << bad.verdict.reason;
+  // The option is a claim's: it needs a stochastic rounding, counts 1..64, and prints back.
+  EXPECT_THROW(parse_claim("--in bf16 --acc fp32 --out bf16 --sr-bits 8"), InputError);
+  EXPECT_THROW(parse_claim(std::string(sc.claim) + " --sr-bits 0"), InputError);
+  EXPECT_THROW(parse_claim(std::string(sc.claim) + " --sr-bits 65"), InputError);
+  EXPECT_EQ(parse_claim(two_bits).sr_bits, 2);
+  EXPECT_NE(parse_claim(two_bits).text().find("--sr-bits 2"), std::string::npos);
+}
+
 TEST(TrustChecks, NanWhereExactIsNanIsBitExact) {
   // exp(NaN) = NaN: a NaN output (another payload) is the exact result.
   TensorData x{&fp32, {1}, {Bits{0x7fc00001}}, "x"}, c{&fp32, {1}, {Bits{0x7fc00000}}, "c"};

@@ -209,6 +209,60 @@ TEST(Stochastic, FrequencyMatchesExactProbability) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Stochastic rounding with R random bits (RoundOptions::sr_bits), as hardware draws them.
+
+// Each decision against a naive second implementation from the bit patterns: an fp32 value of
+// bf16's range rounds away from zero iff the random word's top R bits, read as an integer, are
+// below the top R of the 16 discarded bits (padded with zeros past the 16th); every value a
+// representable neighbour; 200 000 random fp32 patterns (finite, bf16 normal range), R in
+// {1, 2, 4, 8, 13, 16, 20, 32, 64}, a stream per value.
+TEST(Stochastic, RandomBitsDecideByTheTopBitsOfTheFraction) {
+  std::mt19937_64 g(20261205);
+  int failures = 0;
+  for (const int r : {1, 2, 4, 8, 13, 16, 20, 32, 64}) {
+    SCOPED_TRACE(fmt::format("R = {}", r));
+    for (std::uint64_t stream = 0; stream < 200000 && failures < 5; ++stream) {
+      std::uint32_t x = static_cast<std::uint32_t>(g());
+      const std::uint32_t exp = (x >> 23) & 0xff;
+      if (exp == 0 || exp >= 0xfe) continue;  // subnormal, or near the top (overflow is another rule)
+      RoundOptions o = stochastic(77, stream);
+      o.sr_bits = r;
+      const Bits got = convert(fp32, bf16, Bits{x}, o).bits;
+      const std::uint64_t frac16 = x & 0xffffu;
+      const std::uint64_t top = r <= 16 ? frac16 >> (16 - r) : frac16 << (r - 16);
+      const std::uint64_t u = random_word(77, stream, 0) >> (64 - r);
+      const std::uint32_t toward = x >> 16;
+      const std::uint32_t want = toward + (u < top ? 1u : 0u);  // magnitude + 1 ulp (sign-magnitude)
+      if (got.raw != want && ++failures <= 5)
+        ADD_FAILURE() << fmt::format("fp32 0x{:08x} stream {}: got bf16 0x{:04x}, want 0x{:04x} (top {:#x}, u {:#x})", x,
+                                     stream, got.raw, want, top, u);
+    }
+  }
+}
+
+// The bias R random bits leave: 1 + 0.7·2^-7 (fp32) into bf16 has fraction 0.7 of an ulp; with
+// R = 2 the top two bits read 0b10, so it rounds away with probability exactly 1/2 (biased toward
+// zero by 0.2 ulp, under 2^-2), with R = 8 with 179/256, exactly with the default.
+TEST(Stochastic, RandomBitsBiasTowardZeroByLessThanTwoToMinusR) {
+  const Bits x = fp32_bits(0x1.0166666p0f);  // 1 + 0x0166666·2^-24 ≈ 1 + 0.7·2^-7
+  const auto frac = static_cast<double>(std::bit_cast<std::uint32_t>(0x1.0166666p0f) & 0xffff) / 65536.0;
+  constexpr int n = 400000;
+  for (const int r : {0, 2, 8}) {
+    SCOPED_TRACE(fmt::format("R = {}", r));
+    const double p = r == 0 ? frac : std::floor(frac * std::ldexp(1.0, r)) / std::ldexp(1.0, r);
+    int away = 0;
+    for (int i = 0; i < n; ++i) {
+      RoundOptions o = stochastic(5, static_cast<std::uint64_t>(i));
+      o.sr_bits = r;
+      away += convert(fp32, bf16, x, o).bits == Bits{0x3f81} ? 1 : 0;
+    }
+    const double sigma = std::sqrt(n * p * (1 - p));
+    EXPECT_LE(std::fabs(away - n * p), 6 * sigma) << "away " << away << " of " << n << ", p = " << p;
+    EXPECT_LT(frac - p, r == 0 ? 1e-12 : std::ldexp(1.0, -r));
+  }
+}
+
+// ---------------------------------------------------------------------------------------
 // round_to on wide significands vs MPFR.
 
 TEST(RoundTo, WideSignificandsAgainstMpfr) {

@@ -37,6 +37,7 @@ ClaimSetup make_claim(const ClaimSpec& a, std::int64_t k, bool has_addend, bool 
   if (a.in_b && *a.in_b != *a.in) c.input_b = a.in_b;
   c.output = a.out;
   c.output_rounding = a.output_rounding();
+  c.output_sr_bits = a.sr_bits;
   c.output_saturate = a.output_saturates();
   c.terms_are_products = products;
   if (has_addend) c.addend_at = a.addend_at;

@@ -97,7 +97,7 @@ Rounding rounding_named(std::string_view s, std::string_view option);
 
 /// A claim as stated in its one text form, the CLI's claim options:
 ///   --in F [--in-b F] [--acc F] [--acc-rounding R] [--products-rounded] [--ftz] [--cast F [--cast-rounding R]]
-///   [--plan P | --profile NAME] --out F [--out-rounding R] [--saturate] [--addend-at start|end|output] [--seed S] [--confidence P]
+///   [--plan P | --profile NAME] --out F [--out-rounding R] [--saturate] [--addend-at start|end|output] [--seed S] [--sr-bits R] [--confidence P]
 ///   [--probabilistic-defects] [--ulps N] [--compute F [--fn-ulps N] [--fn-abs E]] [--expect bit-exact]
 /// e.g. "--in bf16 --acc fp32 --out bf16" or "--in bf16 --out bf16 --profile trn2".
 /// Absent values are absent (std::optional), never sentinels: an absent --out-rounding is
@@ -126,6 +126,10 @@ struct ClaimSpec {
   /// by checks without an addend and by ops without one (sum, row ops, integer/scaled GEMMs).
   AddendAt addend_at = AddendAt::start;
   std::uint64_t seed = 0;                          ///< --seed: stochastic roundings' seed
+  /// --sr-bits R (1..64): the claim's stochastic roundings draw R random bits (RoundOptions::
+  /// sr_bits: biased toward zero by less than 2^-R ulp, which the lean rule of docs/verdict.md
+  /// §4.2 allows); 0: exact stochastic rounding (unbiased).
+  int sr_bits = 0;
   double confidence = 0.999999;                    ///< --confidence (per element, probabilistic bound)
   bool probabilistic_defects = false;              ///< --probabilistic-defects
   std::optional<double> ulps;                      ///< --ulps: row/elementwise ops' claimed accuracy

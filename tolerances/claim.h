@@ -48,6 +48,9 @@ struct Claim {
   AccumulatorClaim acc;
   const FormatSpec* output = &fp32;       ///< format of the stored result
   Rounding output_rounding = Rounding::rne;
+  /// A stochastic output rounding's random bits (RoundOptions::sr_bits; 0: exact): its bias,
+  /// below 2^-R of the spacing, is what the lean rule of docs/verdict.md §4.2 allows.
+  int output_sr_bits = 0;
   bool output_ftz = false;                ///< results below the output's least normal value flushed to zero
   /// The output cast saturates (--saturate, or a profile's output overflow mode): a result
   /// beyond the range, ±inf included, becomes the largest finite value of its sign; NaN stays

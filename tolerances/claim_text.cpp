@@ -153,7 +153,7 @@ ClaimSpec parse_claim(std::string_view text) {
                       opt == "--saturate" || detail::is_quant_flag(opt);
     static constexpr std::string_view known[] = {
         "--in",   "--in-b",         "--acc",  "--acc-rounding", "--products-rounded", "--ftz", "--daz", "--zero-start", "--cast",       "--cast-rounding",
-        "--plan", "--profile",      "--out",  "--out-rounding", "--saturate", "--addend-at", "--seed",             "--confidence", "--probabilistic-defects",
+        "--plan", "--profile",      "--out",  "--out-rounding", "--saturate", "--addend-at", "--seed", "--sr-bits", "--confidence", "--probabilistic-defects",
         "--ulps", "--compute",      "--exp-ulps",     "--fn-ulps", "--fn-abs", "--expect"};
     bool is_known = false;
     for (std::string_view k : known) is_known = is_known || k == opt;
@@ -174,7 +174,7 @@ ClaimSpec parse_claim(std::string_view text) {
     if (!is_known && !detail::is_quant_option(opt))
       throw InputError(fmt::format("claim: unknown option '{}' (known: --in, --in-b, --acc, --acc-rounding, "
                                    "--products-rounded, --ftz, --daz, --zero-start, --cast, --cast-rounding, --plan, --profile, --out, "
-                                   "--out-rounding, --saturate, --addend-at, --seed, --confidence, --probabilistic-defects, --ulps, --compute, "
+                                   "--out-rounding, --saturate, --addend-at, --seed, --sr-bits, --confidence, --probabilistic-defects, --ulps, --compute, "
                                    "--fn-ulps, --fn-abs, --exp-ulps, --expect; integer GEMM: {})",
                                    opt, detail::quant_option_names()));
     for (const std::string& s : seen)
@@ -229,6 +229,15 @@ ClaimSpec parse_claim(std::string_view text) {
                                      value));
     }
     else if (opt == "--seed") c.seed = parse_seed(value);
+    else if (opt == "--sr-bits") {
+      const bool digits = !value.empty() && value.size() <= 2 &&
+                          std::all_of(value.begin(), value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+      c.sr_bits = digits ? std::stoi(value) : 0;
+      if (c.sr_bits < 1 || c.sr_bits > 64)
+        throw InputError(fmt::format("--sr-bits '{}' must be an integer from 1 to 64: the random bits each stochastic "
+                                     "rounding draws",
+                                     value));
+    }
     else if (opt == "--confidence") {
       double p = 0;
       try {
@@ -294,6 +303,10 @@ ClaimSpec parse_claim(std::string_view text) {
                                  "--cast-rounding{}), so a seed changes nothing: drop it, or state the stochastic "
                                  "rounding it is for",
                                  c.seed, c.profile ? fmt::format(" or profile {}'s roundings", c.profile_name) : ""));
+  if (c.sr_bits > 0 && !rounds_stochastically(c))
+    throw InputError(fmt::format("--sr-bits {}: no rounding of this claim is stochastic (--acc-rounding, --out-rounding, "
+                                 "--cast-rounding{}): state the stochastic rounding whose random bits it counts",
+                                 c.sr_bits, c.profile ? fmt::format(" or profile {}'s roundings", c.profile_name) : ""));
   detail::validate_quant_claim(c);  // a scaled-gemm profile's own refusals first
   // A profile states the accumulation itself: an accumulator option beside it would be ignored,
   // and a claim that says fp16 accumulation must not be judged as the profile's fp32 silently.
@@ -327,10 +340,14 @@ ClaimSpec claim_with_profile(const ClaimSpec& c, std::string_view profile) {
   r.acc_daz = plain.acc_daz;
   r.acc_zero_start = plain.acc_zero_start;
   r.seed = 0;  // carried over below: the other profile may round stochastically where this claim does not
+  r.sr_bits = 0;
   std::string text = r.text();
   append_claim_option(text, "--profile", profile);
   ClaimSpec p = parse_claim(text);
-  if (rounds_stochastically(p)) p.seed = c.seed;
+  if (rounds_stochastically(p)) {
+    p.seed = c.seed;
+    p.sr_bits = c.sr_bits;
+  }
   p.quant = c.quant;  // the scale values read already (the profile changes none of them)
   return p;
 }
@@ -490,6 +507,7 @@ std::string ClaimSpec::text() const {
     if (fn_abs > 0) add("--fn-abs", fmt::format("{}", fn_abs));
   }
   if (seed != 0) add("--seed", fmt::format("{}", seed));
+  if (sr_bits != 0) add("--sr-bits", fmt::format("{}", sr_bits));
   if (confidence != 0.999999) add("--confidence", fmt::format("{}", confidence));
   if (probabilistic_defects) add("--probabilistic-defects");
   if (expect_bit_exact) add("--expect", "bit-exact");

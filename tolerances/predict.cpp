@@ -24,6 +24,7 @@ RoundOptions output_options(const ClaimSpec& c) {
   o.rounding = c.output_rounding();
   if (c.output_saturates()) o.overflow = Overflow::saturate;
   o.seed = c.seed;
+  o.sr_bits = c.sr_bits;
   return o;
 }
 
@@ -35,12 +36,13 @@ const BlockFmaVariant& block_unit(const ClaimSpec& claim, const FormatSpec& a, c
 }
 
 /// The operand's values in `to`: unchanged when already there, else cast element by element
-/// (`rounding`, stream = flat index, the claim's seed).
-std::vector<Bits> cast_values(const TensorData& t, const FormatSpec& to, Rounding rounding, std::uint64_t seed) {
+/// (`rounding`, stream = flat index, the claim's seed and random-bit count).
+std::vector<Bits> cast_values(const TensorData& t, const FormatSpec& to, Rounding rounding, const ClaimSpec& claim) {
   if (*t.format == to) return t.values;
   RoundOptions o;
   o.rounding = rounding;
-  o.seed = seed;
+  o.seed = claim.seed;
+  o.sr_bits = claim.sr_bits;
   std::vector<Bits> v(t.values.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
     o.stream = i;
@@ -64,6 +66,7 @@ ReductionModel plan_model(const ClaimSpec& c, const FormatSpec& out, const Round
     m.acc.zero_start = c.acc_zero_start;
   }
   m.acc.rounding.seed = c.seed;
+  m.acc.rounding.sr_bits = c.sr_bits;
   m.output = &out;
   m.output_rounding = oo;
   return m;
@@ -91,8 +94,8 @@ std::vector<Bits> run_chain(const TensorData& a, const TensorData& b, const std:
     // --cast (applied first to both).
     const BlockFmaModel& m = block_unit(claim, fa, fb).model;
     const FormatSpec& ib = m.input_b_format();
-    const std::vector<Bits> av = cast_values(a, *m.input, claim.cast_rounding, claim.seed);
-    const std::vector<Bits> bv = cast_values(b, ib, claim.cast_rounding, claim.seed);
+    const std::vector<Bits> av = cast_values(a, *m.input, claim.cast_rounding, claim);
+    const std::vector<Bits> bv = cast_values(b, ib, claim.cast_rounding, claim);
     const MatrixView A{m.input, av, M, K};
     if (dot) return block_fma_dot_rows(m, A, {&ib, bv, M, K}, cv, fout, oo);
     return block_fma_matmul(m, A, {&ib, bv, K, N}, cv, fout, oo);
@@ -109,6 +112,7 @@ std::vector<Bits> run_chain(const TensorData& a, const TensorData& b, const std:
     te.output = &fout;
     te.output_rounding = oo;
     te.array_acc.rounding.seed = te.psum.rounding.seed = claim.seed;
+    te.array_acc.rounding.sr_bits = te.psum.rounding.sr_bits = claim.sr_bits;
     if (dot) return tensor_engine_dot_rows(te, {&fa, a.values, M, K}, {&fb, b.values, M, K}, cv);
     return tensor_engine_matmul(te, {&fa, a.values, M, K}, {&fb, b.values, K, N}, cv);
   }
@@ -117,8 +121,8 @@ std::vector<Bits> run_chain(const TensorData& a, const TensorData& b, const std:
   // A --cast under a plan: the operands are cast first (stream = flat index), then summed.
   const FormatSpec& ca = claim.cast ? *claim.cast : fa;
   const FormatSpec& cb = claim.cast ? *claim.cast : fb;
-  const std::vector<Bits> av = claim.cast ? cast_values(a, ca, claim.cast_rounding, claim.seed) : std::vector<Bits>{};
-  const std::vector<Bits> bv = claim.cast ? cast_values(b, cb, claim.cast_rounding, claim.seed) : std::vector<Bits>{};
+  const std::vector<Bits> av = claim.cast ? cast_values(a, ca, claim.cast_rounding, claim) : std::vector<Bits>{};
+  const std::vector<Bits> bv = claim.cast ? cast_values(b, cb, claim.cast_rounding, claim) : std::vector<Bits>{};
   const std::span<const Bits> as = claim.cast ? std::span<const Bits>(av) : std::span<const Bits>(a.values);
   const std::span<const Bits> bs = claim.cast ? std::span<const Bits>(bv) : std::span<const Bits>(b.values);
   if (dot) return emulate_dot_rows({&ca, as, M, K}, {&cb, bs, M, K}, cv, m);
@@ -147,6 +151,7 @@ std::vector<Bits> run(const TensorData& a, const TensorData& b, const std::optio
   ao.rounding = acc.rounding;
   ao.ftz = s.claim.acc.ftz;
   ao.seed = claim.seed;
+  ao.sr_bits = claim.sr_bits;
   detail::apply_epilogue(AddendAt::end, d, *acc.format, *claim.out, ao, oo, *c->format, c->values);
   return d;
 }

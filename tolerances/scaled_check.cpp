@@ -141,6 +141,7 @@ ScaledGemmModel model_of(const Scaled& s, const ClaimSpec& claim) {
   m.out_rounding.rounding = claim.output_rounding();
   if (claim.output_saturates()) m.out_rounding.overflow = Overflow::saturate;
   m.out_rounding.seed = claim.seed;
+  m.out_rounding.sr_bits = claim.sr_bits;
   return m;
 }
 
@@ -276,6 +277,7 @@ Claim judge_claim(const ClaimSpec& c, const FormatSpec& in) {
   k.input = &in;
   k.output = c.out;
   k.output_rounding = c.output_rounding();
+  k.output_sr_bits = c.sr_bits;
   k.output_saturate = c.output_saturates();
   k.acc.format = c.profile ? &fp32 : c.acc;
   k.acc.rounding = c.profile ? Rounding::rne : c.acc_rounding;

@@ -382,12 +382,15 @@ void stochastic_lean_rule(Verdict& v, const Claim& claim, const ReductionBound& 
       const double d = eb.deterministic - eb.output_rounding;  // reduction, cast and |x|·2^-52
       const double mag = std::fabs(exact);
       if (!std::isfinite(d) || eb.may_overflow || mag + d >= top || (claim.output_ftz && mag - d < least_normal)) continue;
-      const double w = ulp_at(f, mag), delta = d / w;
+      const double w = ulp_at(f, mag);
+      const double k = ulp_at(f, mag + d) / w;
+      // A stochastic rounding of R random bits leans toward zero by less than 2^-R of the spacing
+      // at y_i (k_i output ulps at most): a shift like the deterministic one.
+      const double delta = d / w + (claim.output_sr_bits > 0 ? k * std::ldexp(1.0, -claim.output_sr_bits) : 0.0);
       if (!(delta < 0.5)) {
         ++part.wide;
         continue;
       }
-      const double k = ulp_at(f, mag + d) / w;
       part.x += std::copysign(1.0, exact) * (value - exact) / w;
       part.shift += delta;
       part.range2 += k * k;
@@ -417,10 +420,15 @@ void stochastic_lean_rule(Verdict& v, const Claim& claim, const ReductionBound& 
   const double mean = sum.x / static_cast<double>(sum.n);
   v.reason = fmt::format(
       "the stochastically rounded outputs lean {} the exact results by {:+.3f} output ulps on average over {} elements; "
-      "stochastic rounding is unbiased given the value it rounds, and the claim's deterministic arithmetic moves that "
+      "stochastic rounding is unbiased given the value it rounds{}, and the claim's deterministic arithmetic moves that "
       "value by at most {:.3g} ulps on average: Hoeffding's tail 2·exp(−2(|Σ| − Σδ)²/Σk²) = {} <= {:g} — a truncating "
       "or otherwise biased rounding does this",
-      mean < 0 ? "toward zero from" : "away from zero from", mean, sum.n, sum.shift / static_cast<double>(sum.n),
+      mean < 0 ? "toward zero from" : "away from zero from", mean, sum.n,
+      claim.output_sr_bits > 0 ? fmt::format(" (with {} random bits, up to 2^-{} of the spacing toward zero, counted in "
+                                             "δ)",
+                                             claim.output_sr_bits, claim.output_sr_bits)
+                               : std::string(),
+      sum.shift / static_cast<double>(sum.n),
       log_p < -700 ? fmt::format("10^{:.0f}", log_p / std::log(10.0)) : fmt::format("{:.3g}", std::exp(log_p)), alpha);
 }
 

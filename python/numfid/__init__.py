@@ -215,13 +215,14 @@ def emulate(op, claim_or_profile, *, a=None, b=None, c=None, x=None, axis=-1, c_
     return values
 
 
-def convert(array, to, rounding="rne", saturate=False, seed=None, *, from_=None, bits=False):
+def convert(array, to, rounding="rne", saturate=False, seed=None, *, from_=None, bits=False, sr_bits=None):
     """Converts every element to format `to`, correctly rounded in one step (formats/convert.h).
 
     array: float16/32/64 values (float64 is rounded once, never through float32), torch or
         ml_dtypes arrays, or uint8/uint16/uint32 bit patterns of the format named by from_.
     rounding: rne, rtz, rup, rdn, rna or stochastic (seed=, default 0; the element index is the
-        random stream, as `numfid convert` uses the line index). saturate: overflow to ±max.
+        random stream, as `numfid convert` uses the line index; sr_bits=R: R random bits, biased toward
+        zero by less than 2^-R ulp, as hardware draws them; default exact). saturate: overflow to ±max.
     Returns float32 values of `to` (float64 for int32), or its bit patterns (uint8 / uint16 /
     uint32; int8 and int32 as int8 / int32 arrays, whose values are the patterns) with bits=True.
     """
@@ -236,13 +237,18 @@ def convert(array, to, rounding="rne", saturate=False, seed=None, *, from_=None,
     if seed is not None and (not isinstance(seed, _numbers.Integral) or isinstance(seed, bool)
                              or not 0 <= int(seed) < 2**64):
         raise ValueError(f"seed={seed!r}: a seed is an integer in [0, 2^64 - 1]")
+    if sr_bits is not None and rounding not in ("stochastic", "sr"):
+        raise ValueError(f"sr_bits={sr_bits}: random bits only matter for rounding='stochastic'")
+    if sr_bits is not None and (not isinstance(sr_bits, _numbers.Integral) or isinstance(sr_bits, bool)
+                                or not 1 <= int(sr_bits) <= 64):
+        raise ValueError(f"sr_bits={sr_bits!r}: the random bits of a stochastic rounding are an integer from 1 to 64")
     container = op[1]
     if from_ is None and fmt is not None:
         from_ = fmt
     if from_ is None and container not in ("F16", "F32", "F64", "BF16", "F8_E4M3", "F8_E5M2"):
         raise TypeError(f"numfid.convert: a {op[0].dtype} array holds bit patterns or integers: name their format "
                         f"with from_= (e.g. from_='bf16')")
-    _, out = _numfid.convert(op, from_ or "", to, rounding, saturate, int(seed or 0), bits)
+    _, out = _numfid.convert(op, from_ or "", to, rounding, saturate, int(seed or 0), int(sr_bits or 0), bits)
     return out
 
 

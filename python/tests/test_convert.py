@@ -104,6 +104,25 @@ def test_stochastic_rounding_matches_the_cli_streams(cli):
     assert np.any((sr == lo) & (lo != hi)) and np.any((sr == hi) & (lo != hi))
 
 
+def test_stochastic_rounding_with_few_random_bits(cli):
+    # sr_bits=R: the top R discarded bits against R random bits, as the CLI's --sr-bits; with
+    # one bit, a fraction below one half never rounds away from zero (the bias 2^-R allows).
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(2000).astype(np.float32)
+    for r in (1, 4):
+        got = numfid.convert(x, "bf16", rounding="stochastic", seed=3, sr_bits=r, bits=True)
+        want = cli_convert(cli, x.view(np.uint32), "fp32", "bf16", "--rounding", "stochastic", "--seed", 3,
+                           "--sr-bits", r)
+        assert np.array_equal(got, want.astype(np.uint16))
+    low = (x.view(np.uint32) & 0xFFFF) < 0x8000
+    one = numfid.convert(x, "bf16", rounding="stochastic", seed=3, sr_bits=1)
+    assert np.array_equal(one[low], numfid.convert(x[low], "bf16", rounding="rtz"))
+    with pytest.raises(ValueError, match=r"sr_bits=8: random bits only matter for rounding='stochastic'"):
+        numfid.convert(x, "bf16", sr_bits=8)
+    with pytest.raises(ValueError, match=r"an integer from 1 to 64"):
+        numfid.convert(x, "bf16", rounding="stochastic", sr_bits=0)
+
+
 def test_saturate(cli):
     x = np.array([1e6, -1e6, np.inf], np.float32)
     assert list(numfid.convert(x, "fp8_e4m3", saturate=True)) == [448, -448, 448]

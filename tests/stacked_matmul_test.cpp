@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "formats/convert.h"
 #include "formats/error.h"
 #include "formats/format_spec.h"
@@ -120,6 +122,24 @@ TEST(StackedMatmul, BatchOfBIsEachMatrixTimesItsOwnB) {
   const CheckResult rs = check_matmul(A, B, Cs, parse_claim("--in bf16 --acc fp32 --out bf16"));
   EXPECT_EQ(rs.verdict.kind, TensorKind::defect);
   EXPECT_FALSE(rs.verdict.probable) << rs.text();
+  // An addend of C's shape, each matrix's block with its own pair, under a profile's model too.
+  MatmulCheckOptions opt;
+  opt.addend = random_tensor(fp32, {2, 3, 4, 5}, 3, "D");
+  for (const char* text : {"--in bf16 --out bf16 --plan sequential", "--in bf16 --out bf16 --profile trn2"}) {
+    SCOPED_TRACE(text);
+    const ClaimSpec model = parse_claim(text);
+    const TensorData CD = emulate_matmul(A, B, opt.addend, model);
+    std::vector<Bits> want;
+    for (std::int64_t i = 0; i < 6; ++i) {
+      const TensorData Ci = emulate_matmul(matrix(A, i, 4, 64), matrix(B, i, 64, 5), matrix(*opt.addend, i, 4, 5), model);
+      want.insert(want.end(), Ci.values.begin(), Ci.values.end());
+    }
+    EXPECT_EQ(CD.values, want);
+    const CheckResult rd = check_matmul(A, B, CD, parse_claim(fmt::format("{} --expect bit-exact", text)), opt);
+    EXPECT_EQ(rd.verdict.kind, TensorKind::consistent) << rd.text();
+    EXPECT_EQ(check_matmul(A, B, CD, parse_claim("--in bf16 --acc fp32 --out bf16"), opt).verdict.kind,
+              TensorKind::consistent);
+  }
   // The calibration samples each element's own pair: its exact centres are the reference's.
   const MatmulReference mr = matmul_reference(A, B, std::nullopt);
   const MatmulCalibration cal = calibrate_matmul(mr, parse_claim("--in bf16 --acc fp32 --out bf16"));

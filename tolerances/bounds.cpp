@@ -327,10 +327,20 @@ ReductionBound reduction_bound(const Claim& claim, std::int64_t k, bool has_adde
   if (epilogue) b.derivation.push_back(epilogue_derivation(claim, k));
   // A directed output rounding moves the computed value one way only: against that way the
   // element's bound is the reduction's own (judge's directed_side, docs/verdict.md §2).
-  if (!epilogue && is_directed(claim.output_rounding))
-    b.derivation.push_back(directed_output_derivation(claim.output_rounding, *claim.output, "the output rounding",
-                                                      "the reduction's own bound", claim.output_ftz));
+  if (directed_one_sided(claim.output_rounding, claim.addend_at, has_addend, claim.output_ftz))
+    b.derivation.push_back(directed_output_derivation(
+        claim.output_rounding, *claim.output,
+        epilogue ? "each output rounding (the sum's cast, then the addend's addition in the output format; not "
+                   "where that cast may reach ±max)"
+                 : "the output rounding",
+        "the reduction's own bound", claim.output_ftz));
   return b;
+}
+
+bool directed_one_sided(Rounding r, AddendAt at, bool has_addend, bool ftz) {
+  if (!is_directed(r)) return false;
+  if (!has_addend || at == AddendAt::start) return true;
+  return at == AddendAt::output && r != Rounding::rtz && !ftz;
 }
 
 std::string directed_output_derivation(Rounding r, const FormatSpec& out, std::string_view step,
@@ -409,6 +419,7 @@ ElementBound epilogue_element_bound(const ReductionBound& b, const Claim& claim,
   }
   const double mag = std::fabs(exact);
   double first = 0;  // the epilogue's first rounding
+  bool p_reaches_max = false;
   if (claim.addend_at == AddendAt::output) {
     // P rounded to the output: beyond its range P may become ±inf (NaN in a format without inf;
     // under directed or stochastic rounding ±max too, which the first rounding's distance to the
@@ -426,6 +437,9 @@ ElementBound epilogue_element_bound(const ReductionBound& b, const Claim& claim,
       e.overflow_neg = e.overflow_neg || -p + slack + det_red >= max_finite(f);
     }
     first = output_cast_error(claim, p_abs + det_red, p_abs - det_red, false);
+    // A cast of P that may reach ±max (overflow, or saturation toward zero) may move against a
+    // directed rounding's way: no one-sided bound then (before_output below).
+    p_reaches_max = p_abs + det_red >= max_finite(f);
   } else {
     // P + C rounded in the accumulator (an overflow there is ±inf to nearest, and stays).
     const EpilogueAccumulator acc = epilogue_accumulator(claim);
@@ -447,6 +461,13 @@ ElementBound epilogue_element_bound(const ReductionBound& b, const Claim& claim,
   const double before_last = det_red + first;  // |the value the last rounding rounds - exact|
   e.output_rounding = output_cast_error(claim, mag + slack + before_last, mag - slack - before_last, true);
   const double repr = mag * 0x1p-52;
+  // Before the output format's roundings: after the output cast (AddendAt::output) the chain's
+  // own error, before both — what a directed rounding's one-sided bound leaves against its
+  // direction (directed_one_sided), none where P's cast may reach ±max; at the end, the value
+  // the output cast rounds.
+  const bool output = claim.addend_at == AddendAt::output;
+  e.before_output = output && p_reaches_max ? INFINITY : (output ? det_red : before_last) + repr;
+  e.before_output_probabilistic = output && p_reaches_max ? INFINITY : (output ? prob_red : prob_red + first) + repr;
   e.deterministic = before_last + e.output_rounding + repr;
   e.probabilistic = prob_red + first + e.output_rounding + repr;
   return e;

@@ -88,6 +88,15 @@ double output_rounding_error(const FormatSpec& f, Rounding r, double magnitude);
 /// directed output rounding, docs/verdict.md §2).
 inline bool is_directed(Rounding r) { return r == Rounding::rtz || r == Rounding::rup || r == Rounding::rdn; }
 
+/// Whether a directed output rounding `r` bounds the error on one side where the GEMM's addend
+/// enters at `at` (`has_addend` false: none): with none, or at the start of the chain, always;
+/// after the output cast (AddendAt::output) only under rup/rdn without a flushing output — the
+/// sum's cast and the addend's addition both round the output's way, RU(RU(ŝ) + d) >= ŝ + d —
+/// not under rtz (the addition may change the sign the direction is taken from) nor with --ftz
+/// (a flushed cast moves against the direction); at the end never (the accumulator's rounding
+/// lies between).
+bool directed_one_sided(Rounding r, AddendAt at, bool has_addend, bool ftz);
+
 /// The derivation line of a directed output rounding's one-sided bound (`r` directed): `step`
 /// names the rounding ("the output rounding", a row op's "the cast"), `before` the bound it
 /// leaves against its direction; `ftz`: rup/rdn under a flushing output are symmetric where the

@@ -269,6 +269,15 @@ ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpe
   d.push_back(fmt::format("deterministic coefficient = (1 + {:.6g})(1 + {:.3g})(1 + u)^{} - 1 = {:.6g}  (|D̂ - D| <= "
                           "coef·Σ_k |sa·sb·a·b| + {:.3g}; Σ taken per scale block, as the scales weigh it)",
                           c_in, us, B, b.deterministic, b.absolute));
+  // The judge's one-sided bound of a directed output rounding (directed_side), said here too.
+  const bool epilogue = addend && c.addend_at != AddendAt::start;
+  if (directed_one_sided(c.output_rounding(), c.addend_at, addend, false))
+    d.push_back(directed_output_derivation(
+        c.output_rounding(), *c.out,
+        epilogue ? "each output rounding (the sum's cast, then the addend's addition in the output format; not "
+                   "where that cast may reach ±max)"
+                 : "the output rounding",
+        "the promotion's own bound", false));
   return b;
 }
 

@@ -484,16 +484,17 @@ std::vector<std::size_t> worst_positions(const detail::JudgedElements& all, int 
 /// rup: RU(ŝ) >= ŝ >= exact - c, so +1; rdn: -1. rtz: for exact > 0, RZ(ŝ) <= ŝ <= exact + c
 /// where ŝ >= 0, and RZ(ŝ) <= 0 < exact where ŝ < 0: -1 whatever ŝ's sign; +1 for exact < 0.
 /// 0 wherever that premise may fail: round to nearest or stochastic; an --ulps claim;
-/// an addend at the end or after the output cast (two roundings, the first by the accumulator's
-/// mode); a non-finite or vacuous bound; a result that may reach the output's largest finite
+/// an addend at the end (the accumulator's rounding between), or after the output cast under rtz
+/// or --ftz (directed_one_sided; under rup/rdn both roundings go the output's way, and c is the
+/// chain's bound before them); a non-finite or vacuous bound; a result that may reach the output's largest finite
 /// value (an overflow or saturation to ±max moves against the direction); rup/rdn where a
 /// flushing output (--ftz) may turn a result below the least normal value into 0, against the
 /// direction (rtz's flush is toward zero, its own direction).
 int directed_side(const Claim& claim, const FormatSpec& f, double exact, double c, double det_bound, bool may_overflow) {
   const Rounding r = claim.output_rounding;
   if (!is_directed(r) || claim.ulps ||
-      claim.addend_at != AddendAt::start || !std::isfinite(exact) || !std::isfinite(det_bound) || may_overflow ||
-      !(c <= det_bound))
+      !directed_one_sided(r, claim.addend_at, claim.addend_at != AddendAt::start, claim.output_ftz) ||
+      !std::isfinite(exact) || !std::isfinite(det_bound) || may_overflow || !(c <= det_bound))
     return 0;
   if (!(std::fabs(exact) + c < max_finite(f))) return 0;
   if (r == Rounding::rtz) return exact > 0 ? -1 : exact < 0 ? 1 : 0;

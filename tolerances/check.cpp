@@ -664,14 +664,16 @@ namespace {
 /// The model line: how many elements of C the claim's model predicts bit for bit (the
 /// prediction is `emulate`'s own output, so a stochastic one uses the same streams).
 void attach_prediction(CheckResult& r, TensorData predicted, const TensorData& C, const std::string& order,
-                       const ClaimSpec& claim) {
+                       const ClaimSpec& claim, bool batched = false) {
   ModelMatch mm;
   mm.elements = static_cast<std::int64_t>(predicted.values.size());
   for (std::size_t e = 0; e < predicted.values.size() && e < C.values.size(); ++e)
     mm.equal += equivalent_bits(*C.format, predicted.values[e], C.values[e], NanPolicy::any_nan) ? 1 : 0;
   mm.model = order;
   if (claim.output_rounding() == Rounding::stochastic || claim.acc_rounding == Rounding::stochastic)
-    mm.note = fmt::format(" (stochastic rounding: seed {}, stream = element index)", claim.seed);
+    mm.note = fmt::format(" (stochastic rounding: seed {}{}, stream = element index{})", claim.seed,
+                          claim.sr_bits > 0 ? fmt::format(", {} random bits", claim.sr_bits) : "",
+                          batched ? " within its matrix of the batch" : "");
   r.model = mm;
   r.predicted = std::move(predicted.values);
 }
@@ -822,7 +824,7 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
   if (!opt.ref && (claim.expect_bit_exact || (opt.predict && detail::prediction_is_cheap(claim, s, M, K, N)))) {
     check_cancelled();
     attach_prediction(r, mr.rowwise_dot ? emulate_dot(A, B, mr.addend, claim) : emulate_matmul(A, B, mr.addend, claim), C,
-                      s.order, claim);
+                      s.order, claim, mr.dims.batches > 1);
   }
   if (claim.expect_bit_exact) apply_bit_exact_expectation(r, C);
   if (other_placements && D != nullptr && !opt.ref && r.verdict.kind == TensorKind::defect) {

@@ -187,7 +187,8 @@ struct ScaleRounding {
 };
 
 /// The deterministic bound and its derivation: |D̂ - D| <= coef·Σ|sa·sb·a·b| + absolute.
-/// `sr` (if given) receives what scale_rounding_allowance needs.
+/// `sr` (if given) receives the growth and absolute term that an element's scale-product
+/// allowance (scale_rounding_below_normal) is weighed by.
 ReductionBound scaled_bound(const Scaled& s, const ClaimSpec& c, const FormatSpec& in, std::int64_t K, bool addend,
                             ScaleRounding* sr = nullptr) {
   ReductionBound b;
@@ -406,6 +407,20 @@ MatmulDims scaled_dims(const TensorData& A, const TensorData& B, const TensorDat
                  : matmul_dims(shape_of(A), shape_of(B), C ? &cs : nullptr);
 }
 
+/// f(e, sa·sb) for every scale product the model applies to element e (one per partial: the
+/// partials do not straddle scale blocks, so these are every product the element's terms carry),
+/// partial by partial; f returns true to skip the element's remaining partials.
+template <class F>
+void for_each_scale_product(const Scaled& s, const MatmulDims& d, bool rowwise, F&& f) {
+  const OperandScales osa{s.sa, s.ba}, osb{s.sb, s.bb};
+  for (std::int64_t i = 0; i < d.m; ++i)
+    for (std::int64_t j = 0; j < d.n; ++j)
+      for (std::int64_t c0 = 0; c0 < d.k; c0 += s.chunk) {
+        const double sb = rowwise ? scale_at(osb, false, i, c0, d.k, d.m) : scale_at(osb, true, j, c0, d.k, d.n);
+        if (f(static_cast<std::size_t>(i * d.n + j), scale_at(osa, false, i, c0, d.k, d.m) * sb)) break;
+      }
+}
+
 /// Per element, 1 where the model's scale product of some partial, fp32(sa·sb), overflows fp32
 /// (scales above 2^64 each, E8M0's upper range): the promotion fma(inf, p, o) is then ±inf, or
 /// NaN (p = 0, or an infinity of the other sign), whatever the exact result — a step that may
@@ -414,16 +429,10 @@ std::vector<char> scale_product_overflow(const Scaled& s, const MatmulDims& d, b
   const auto overflows = [](double x) { return std::isinf(static_cast<float>(x)); };
   if (!overflows(*std::max_element(s.sa.begin(), s.sa.end()) * *std::max_element(s.sb.begin(), s.sb.end()))) return {};
   std::vector<char> flag(static_cast<std::size_t>(d.m * d.n), 0);
-  const OperandScales osa{s.sa, s.ba}, osb{s.sb, s.bb};
-  for (std::int64_t i = 0; i < d.m; ++i)
-    for (std::int64_t j = 0; j < d.n; ++j)
-      for (std::int64_t c0 = 0; c0 < d.k; c0 += s.chunk) {
-        const double sb = rowwise ? scale_at(osb, false, i, c0, d.k, d.m) : scale_at(osb, true, j, c0, d.k, d.n);
-        if (overflows(scale_at(osa, false, i, c0, d.k, d.m) * sb)) {
-          flag[static_cast<std::size_t>(i * d.n + j)] = 1;
-          break;
-        }
-      }
+  for_each_scale_product(s, d, rowwise, [&](std::size_t e, double x) {
+    flag[e] = overflows(x) ? 1 : 0;
+    return flag[e] != 0;  // one suffices
+  });
   return flag;
 }
 
@@ -432,8 +441,8 @@ std::vector<char> scale_product_overflow(const Scaled& s, const MatmulDims& d, b
 /// of at most half fp32's least subnormal, 2^-150, so below the least normal value 2^-126 the
 /// relative error is up to min(1, 2^-150/x) — 1 where x <= 2^-150 rounds to 0 and the partial
 /// is lost (a power of two is exact down to 2^-149, and lost below). r_e is that of the least
-/// positive product the element meets, over every k (a zero scale's product is exact). Empty
-/// where no such product lies below the range.
+/// positive product the element meets (a zero scale's product is exact). Empty where no such
+/// product lies below the range.
 std::vector<double> scale_rounding_below_normal(const Scaled& s, const MatmulDims& d, bool rowwise) {
   const double lowest = s.pow2 ? min_positive(fp32) : min_normal(fp32);
   const auto least_positive = [](const std::vector<double>& v) {
@@ -445,17 +454,10 @@ std::vector<double> scale_rounding_below_normal(const Scaled& s, const MatmulDim
   if (!s.values_known || !(least_positive(s.sa) * least_positive(s.sb) < lowest)) return {};
   const auto r_of = [&](double x) { return x > 0 && x < lowest ? std::min(1.0, min_positive(fp32) / 2 / x) : 0.0; };
   std::vector<double> r(static_cast<std::size_t>(d.m * d.n), 0.0);
-  const OperandScales osa{s.sa, s.ba}, osb{s.sb, s.bb};
-  for (std::int64_t i = 0; i < d.m; ++i)
-    for (std::int64_t j = 0; j < d.n; ++j) {
-      double worst = 0;
-      // From one k where A's or B's scale block begins to the next: one product each.
-      for (std::int64_t k0 = 0; k0 < d.k; k0 = std::min((k0 / s.ba.k + 1) * s.ba.k, (k0 / s.bb.k + 1) * s.bb.k)) {
-        const double sb = rowwise ? scale_at(osb, false, i, k0, d.k, d.m) : scale_at(osb, true, j, k0, d.k, d.n);
-        worst = std::max(worst, r_of(scale_at(osa, false, i, k0, d.k, d.m) * sb));
-      }
-      r[static_cast<std::size_t>(i * d.n + j)] = worst;
-    }
+  for_each_scale_product(s, d, rowwise, [&](std::size_t e, double x) {
+    r[e] = std::max(r[e], r_of(x));
+    return false;
+  });
   return r;
 }
 

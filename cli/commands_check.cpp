@@ -190,7 +190,8 @@ Command add_check_command(CLI::App& parent) {
     c->add_option("--worst", a.worst, "elements to list")->check(CLI::Range(0, max_worst))->capture_default_str();
     a.claim.declare(*c, ClaimKind::reduction);
   };
-  CLI::App* m = app->add_subcommand("matmul", "C = A·B (+ addend), A: M×K, B: K×N, C: M×N (or stacks: A [..., M, K], B K×N or [..., K, N], C [..., M, N])");
+  CLI::App* m = app->add_subcommand("matmul", "C = A·B (+ addend), A: M×K, B: K×N, C: M×N (or stacks: A [..., M, K], "
+                                              "B K×N or [..., K, N], C [..., M, N])");
   reduction_options(m, *mm, "M×N");
   CLI::App* d = app->add_subcommand("dot", "row-wise D[r] = C[r] + Σ_k A[r,k]·B[r,k], A and B: R×K, D: R (as `emulate dot`)");
   reduction_options(d, *dt, "R elements");

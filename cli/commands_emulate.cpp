@@ -154,7 +154,8 @@ Command add_emulate_command(CLI::App& parent) {
   app->require_subcommand(1);
   auto mm = std::make_shared<EmulateArgs>();
   auto dt = std::make_shared<EmulateArgs>();
-  CLI::App* m = app->add_subcommand("matmul", "D = C + A·B, A: M×K, B: K×N (or stacks: A [..., M, K], B K×N or [..., K, N])");
+  CLI::App* m =
+      app->add_subcommand("matmul", "D = C + A·B, A: M×K, B: K×N (or stacks: A [..., M, K], B K×N or [..., K, N])");
   add_emulate_options(*m, *mm);
   CLI::App* d = app->add_subcommand("dot", "row-wise D[r] = C[r] + Σ_k A[r,k]·B[r,k], A and B: R×K");
   add_emulate_options(*d, *dt);

@@ -264,7 +264,8 @@ TEST(DirectedOutput, AnAddendAfterTheOutputCastKeepsTheDirectionUnderRupAndRdn) 
     }
     return output(bf16, std::move(out));
   };
-  for (const auto& [claimed, other] : {std::pair{Rounding::rup, Rounding::rdn}, std::pair{Rounding::rdn, Rounding::rup}}) {
+  for (const auto& [claimed, other] :
+       {std::pair{Rounding::rup, Rounding::rdn}, std::pair{Rounding::rdn, Rounding::rup}}) {
     const std::string text = claim_text(bf16, claimed) + " --addend-at output";
     SCOPED_TRACE(text);
     const CheckResult legal = check_matmul(A, B, chain(claimed), parse_claim(text), opt);
@@ -278,7 +279,8 @@ TEST(DirectedOutput, AnAddendAfterTheOutputCastKeepsTheDirectionUnderRupAndRdn) 
     EXPECT_GT(wrong.verdict.counts[3], M * N / 8) << wrong.text();
     bool derivation = false;
     for (const std::string& line : legal.bound.derivation)
-      derivation = derivation || line.find("each output rounding (the sum's cast, then the addend's addition") != std::string::npos;
+      derivation = derivation ||
+                   line.find("each output rounding (the sum's cast, then the addend's addition") != std::string::npos;
     EXPECT_TRUE(derivation) << legal.text();
   }
   // Where the sum's cast may reach ±max it may move against the direction: a saturating fp16

@@ -74,7 +74,8 @@ TEST(StackedMatmul, IsTheMatmulOfItsRows) {
 /// Matrix i of a stack (the test's own cut: i·rows·cols values from the start).
 TensorData matrix(const TensorData& t, std::int64_t i, std::int64_t rows, std::int64_t cols) {
   TensorData m{t.format, {rows, cols}, {}, t.name};
-  for (std::int64_t e = 0; e < rows * cols; ++e) m.values.push_back(t.values[static_cast<std::size_t>(i * rows * cols + e)]);
+  for (std::int64_t e = 0; e < rows * cols; ++e)
+    m.values.push_back(t.values[static_cast<std::size_t>(i * rows * cols + e)]);
   return m;
 }
 
@@ -92,7 +93,8 @@ TEST(StackedMatmul, BatchOfBIsEachMatrixTimesItsOwnB) {
   EXPECT_EQ(C.values, each);
   // One wrong element: pair 5 (leading index [1, 2]), its row 2, column 3 -> [5·4 + 2, 3].
   C.values[5 * 20 + 2 * 5 + 3] = convert_double(bf16, to_double(bf16, C.values[5 * 20 + 2 * 5 + 3]) * 1.25).bits;
-  for (const char* text : {"--in bf16 --acc fp32 --out bf16", "--in bf16 --out bf16 --plan sequential --expect bit-exact"}) {
+  for (const char* text :
+       {"--in bf16 --acc fp32 --out bf16", "--in bf16 --out bf16 --plan sequential --expect bit-exact"}) {
     SCOPED_TRACE(text);
     const ClaimSpec claim = parse_claim(text);
     const CheckResult r = check_matmul(A, B, C, claim);
@@ -131,7 +133,8 @@ TEST(StackedMatmul, BatchOfBIsEachMatrixTimesItsOwnB) {
     const TensorData CD = emulate_matmul(A, B, opt.addend, model);
     std::vector<Bits> want;
     for (std::int64_t i = 0; i < 6; ++i) {
-      const TensorData Ci = emulate_matmul(matrix(A, i, 4, 64), matrix(B, i, 64, 5), matrix(*opt.addend, i, 4, 5), model);
+      const TensorData Ci =
+          emulate_matmul(matrix(A, i, 4, 64), matrix(B, i, 64, 5), matrix(*opt.addend, i, 4, 5), model);
       want.insert(want.end(), Ci.values.begin(), Ci.values.end());
     }
     EXPECT_EQ(CD.values, want);
@@ -156,7 +159,8 @@ TEST(StackedMatmul, BatchOfBAllowancesArePerMatrix) {
   for (std::int64_t i = 0; i < 2; ++i) {
     A.values[static_cast<std::size_t>(i * 64)] = convert_double(fp32, 8.0).bits;
     B.values[static_cast<std::size_t>(i * 48)] = convert_double(fp32, 8.0).bits;
-    for (std::int64_t k = 1; k <= 3; ++k) B.values[static_cast<std::size_t>(i * 48 + k * 3 + 1)] = convert_double(fp32, 0x1p-130).bits;
+    for (std::int64_t k = 1; k <= 3; ++k)
+      B.values[static_cast<std::size_t>(i * 48 + k * 3 + 1)] = convert_double(fp32, 0x1p-130).bits;
   }
   const ClaimSpec daz = parse_claim("--in fp32 --acc fp32 --out fp32 --daz");
   const TensorData C = emulate_matmul(A, B, std::nullopt, parse_claim("--in fp32 --out fp32 --plan sequential"));

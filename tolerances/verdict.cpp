@@ -486,8 +486,9 @@ std::vector<std::size_t> worst_positions(const detail::JudgedElements& all, int 
 /// 0 wherever that premise may fail: round to nearest or stochastic; an --ulps claim;
 /// an addend at the end (the accumulator's rounding between), or after the output cast under rtz
 /// or --ftz (directed_one_sided; under rup/rdn both roundings go the output's way, and c is the
-/// chain's bound before them); a non-finite or vacuous bound; a result that may reach the output's largest finite
-/// value (an overflow or saturation to ±max moves against the direction); rup/rdn where a
+/// chain's bound before them); a non-finite or vacuous bound; a result that may reach the
+/// output's largest finite value (an overflow or saturation to ±max moves against the
+/// direction); rup/rdn where a
 /// flushing output (--ftz) may turn a result below the least normal value into 0, against the
 /// direction (rtz's flush is toward zero, its own direction).
 int directed_side(const Claim& claim, const FormatSpec& f, double exact, double c, double det_bound, bool may_overflow) {

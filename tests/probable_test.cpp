@@ -316,8 +316,9 @@ TEST(CalibratedProfiles, ABlockFmaProfileSaysTheRulesAreNotApplied) {
 
 /// An independent stochastic rounding of fp32 values to bf16 (not numfid's): the magnitude's
 /// 16 low bits over 2^16 is the probability of rounding the magnitude up (away from zero), drawn
-/// from mt19937_64; `bias` (in ulps, >= 0) lowers that probability, a rounding biased toward zero.
-std::vector<Bits> sr_to_bf16(const std::vector<Bits>& y, std::uint64_t seed, double bias = 0) {
+/// from mt19937_64; `bias` (in ulps, >= 0) lowers that probability, a rounding biased toward zero;
+/// `bits` > 0: with that many random bits, away iff ⌊2^bits·u⌋ < ⌊2^bits·frac⌋.
+std::vector<Bits> sr_to_bf16(const std::vector<Bits>& y, std::uint64_t seed, double bias = 0, int bits = 0) {
   std::mt19937_64 g(seed);
   std::uniform_real_distribution<double> u(0, 1);
   std::vector<Bits> out;
@@ -325,7 +326,9 @@ std::vector<Bits> sr_to_bf16(const std::vector<Bits>& y, std::uint64_t seed, dou
     const auto x = v.raw;
     const double frac = static_cast<double>(x & 0xffffu) / 65536.0;
     std::uint32_t hi = x >> 16;  // sign and magnitude truncated: toward zero
-    if (u(g) < frac - bias) ++hi;  // the magnitude up by one bf16 ulp (carries into the exponent)
+    const double r = u(g), scale = std::ldexp(1.0, bits);
+    if (bits > 0 ? std::floor(scale * r) < std::floor(scale * frac) : r < frac - bias)
+      ++hi;  // the magnitude up by one bf16 ulp (carries into the exponent)
     out.push_back(Bits(hi));
   }
   return out;
@@ -414,15 +417,8 @@ TEST(VerdictStochasticOutput, FewRandomBitsLeanAsClaimed) {
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     SCOPED_TRACE(fmt::format("seed {}", seed));
     const TensorData own = emulate_matmul(a, b, std::nullopt, parse_claim(fmt::format("{} --seed {}", two_bits, seed)));
-    std::mt19937_64 g(seed);
-    std::uniform_real_distribution<double> u(0, 1);
-    std::vector<Bits> independent;
-    for (const Bits v : y.values) {
-      const double frac = static_cast<double>(v.raw & 0xffffu) / 65536.0;
-      independent.push_back(Bits((v.raw >> 16) + (std::floor(4 * u(g)) < std::floor(4 * frac) ? 1u : 0u)));
-    }
     for (const auto& [source, c] : {std::pair<const char*, std::vector<Bits>>{"numfid emulate", own.values},
-                                    {"independent 2-bit SR", independent}}) {
+                                    {"independent 2-bit SR", sr_to_bf16(y.values, seed, 0, 2)}}) {
       SCOPED_TRACE(source);
       const CheckResult legal = judge(two_bits, c);
       EXPECT_EQ(legal.verdict.kind, TensorKind::consistent) << legal.text();

@@ -574,7 +574,8 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
       if (const std::optional<double> given = ref.det_bound(i)) {
         e.det_bound = *given;
         e.prob_bound = ref.prob_bound(i).value_or(*given);
-        // A row op's derived bound gives its part before the output cast (check_rows).
+        // A given bound may carry its part before the output cast: a row op's derivation
+        // (check_rows), a scaled GEMM element's with its scale-product allowance.
         if (const std::optional<double> c = directed ? ref.before_output(i) : std::nullopt) {
           side = directed_side(claim, f, ref.exact(i), *c, e.det_bound, may_overflow);
           against_det = *c;

@@ -5,17 +5,22 @@
 // (torch.bmm, attention's Q·Kᵀ per head: B [..., K, N] with A's leading axes) is each matrix of A
 // times its own B: every element judged as the 2-D check of its own pair judges it (the
 // matrices cut out here by the test's own loop), the operand-dependent allowances per matrix.
-// Broadcasting, and stacks under quantised or scaled claims, are refused by name.
+// Broadcasting, and stacks under quantised or scaled claims, are refused by name. A stack's
+// report places elements at their position in C ([b, h, i, j]) and names the matrices holding
+// proven defects (a broken head), checked against the test's own index arithmetic.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <nlohmann/json.hpp>
 
 #include "formats/convert.h"
 #include "formats/error.h"
@@ -41,6 +46,16 @@ TensorData reshaped(TensorData t, std::vector<std::int64_t> shape) {
   return t;
 }
 
+/// A report without what depends on the output's shape: each worst element's position, the
+/// matrices of a stack, and the texts that name elements (the reason, the signatures).
+std::string without_positions(const std::string& report) {
+  nlohmann::json j = nlohmann::json::parse(report);
+  for (const char* key : {"matrices", "reason", "signatures"}) j.erase(key);
+  if (j.contains("worst"))
+    for (nlohmann::json& e : j["worst"]) e.erase("position");
+  return j.dump();
+}
+
 TEST(StackedMatmul, IsTheMatmulOfItsRows) {
   const TensorData A = random_tensor(bf16, {2, 3, 4, 64}, 1, "A"), B = random_tensor(bf16, {64, 5}, 2, "B");
   const ClaimSpec sequential = parse_claim("--in bf16 --out bf16 --plan sequential");
@@ -55,11 +70,21 @@ TEST(StackedMatmul, IsTheMatmulOfItsRows) {
     const CheckResult r = check_matmul(A, B, C, parse_claim(claim));
     const CheckResult flat = check_matmul(reshaped(A, {24, 64}), B, reshaped(C, {24, 5}), parse_claim(claim));
     EXPECT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
-    EXPECT_EQ(r.json(), flat.json());
-    EXPECT_EQ(r.text(), flat.text());
+    // The same report but for where it places elements: at their position in the stack.
+    EXPECT_EQ(without_positions(r.json()), without_positions(flat.json()));
     ASSERT_FALSE(r.verdict.worst.empty());
     EXPECT_EQ(r.verdict.worst.front().row, 3);  // [row over the leading axes flattened, column]
     EXPECT_EQ(r.verdict.worst.front().col, 2);
+    EXPECT_THAT(r.text(), testing::HasSubstr("[0, 0, 3, 2]"));
+    EXPECT_THAT(flat.text(), testing::HasSubstr("[3, 2]"));
+    // The reason names the element the same way (--expect bit-exact lists those that differ).
+    std::string reason = flat.verdict.reason;
+    if (const std::size_t at = reason.find("[3, 2]"); at != std::string::npos) reason.replace(at, 6, "[0, 0, 3, 2]");
+    EXPECT_EQ(r.verdict.reason, reason);
+    ASSERT_EQ(r.verdict.signatures.size(), flat.verdict.signatures.size());
+    for (std::size_t g = 0; g < r.verdict.signatures.size(); ++g)
+      EXPECT_EQ(r.verdict.signatures[g].name, flat.verdict.signatures[g].name);
+    EXPECT_EQ(nlohmann::json::parse(r.json())["worst"][0]["position"], nlohmann::json::array({0, 0, 3, 2}));
   }
   // An addend has C's shape; the flattened one is refused (shapes are compared, not counts).
   MatmulCheckOptions opt;
@@ -186,6 +211,85 @@ TEST(StackedMatmul, BatchOfBAllowancesArePerMatrix) {
   const CheckResult rc = check_matmul(A, B, Cc, cast);
   EXPECT_EQ(rc.verdict.kind, TensorKind::defect) << rc.text();
   EXPECT_FALSE(rc.verdict.probable);
+}
+
+// A defect in one head of an attention batch: the report lists elements at [b, h, i, j], says
+// which matrices hold the elements outside the bound ([b, h] and their counts), and the confined
+// and lone-outlier signatures say which matrix (their rows in that matrix's own numbering). The
+// positions are the test's own arithmetic: flat index ((b·H + h)·M + i)·N + j.
+TEST(StackedMatmul, ReportsPlaceElementsAndMatricesInTheStack) {
+  constexpr std::int64_t Bt = 2, H = 3, M = 16, K = 64, N = 8;
+  const TensorData q = random_tensor(bf16, {Bt, H, M, K}, 21, "q"), kt = random_tensor(bf16, {Bt, H, K, N}, 22, "kt");
+  const ClaimSpec claim = parse_claim("--in bf16 --acc fp32 --out fp32 --plan sequential");
+  const TensorData good = emulate_matmul(q, kt, std::nullopt, claim);
+  ASSERT_EQ(good.shape, (std::vector<std::int64_t>{Bt, H, M, N}));
+  const auto flat = [&](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) {
+    return static_cast<std::size_t>(((b * H + h) * M + i) * N + j);
+  };
+  const auto bump = [](TensorData& t, std::size_t e, double by) {
+    t.values[e] = convert_double(fp32, to_double(fp32, t.values[e]) + by).bits;
+  };
+  const ClaimSpec any = parse_claim("--in bf16 --acc fp32 --out fp32");
+  {
+    SCOPED_TRACE("one head broken in rows 3..5");
+    TensorData c = good;
+    bump(c, flat(1, 2, 5, 7), 4.0);
+    bump(c, flat(1, 2, 3, 1), 2.0);
+    bump(c, flat(1, 2, 4, 4), 1.0);
+    const CheckResult r = check_matmul(q, kt, c, any);
+    ASSERT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
+    EXPECT_EQ(r.verdict.matrices, Bt * H);
+    ASSERT_EQ(r.verdict.outside_by_matrix.size(), 1U) << r.text();
+    EXPECT_EQ(r.verdict.outside_by_matrix[0].matrix, 1 * H + 2);
+    EXPECT_EQ(r.verdict.outside_by_matrix[0].outside, 3);
+    const std::string text = r.text();
+    EXPECT_THAT(text, testing::HasSubstr("[1, 2, 5, 7]"));
+    EXPECT_THAT(text,
+                testing::HasSubstr("outside the deterministic bound: 1 of 6 (position over [2, 3], count): [1, 2] 3"));
+    EXPECT_THAT(text, testing::HasSubstr("that is rows 3..5 of matrix [1, 2] of the stack"));
+    const nlohmann::json j = nlohmann::json::parse(r.json());
+    EXPECT_EQ(j["worst"][0]["position"], nlohmann::json::array({1, 2, 5, 7}));
+    EXPECT_EQ(j["worst"][0]["index"], flat(1, 2, 5, 7));
+    EXPECT_EQ(j["matrices"]["count"], Bt * H);
+    EXPECT_EQ(j["matrices"]["outside_deterministic"],
+              nlohmann::json::parse(R"([{"position": [1, 2], "elements": 3}])"));
+  }
+  {
+    SCOPED_TRACE("two heads, the most first; a box across matrices");
+    TensorData c = good;
+    bump(c, flat(0, 1, 0, 0), 8.0);
+    for (std::int64_t j = 0; j < 3; ++j) bump(c, flat(1, 0, 15, j), 8.0);
+    const CheckResult r = check_matmul(q, kt, c, any);
+    ASSERT_EQ(r.verdict.outside_by_matrix.size(), 2U) << r.text();
+    EXPECT_EQ(r.verdict.outside_by_matrix[0].matrix, 1 * H + 0);
+    EXPECT_EQ(r.verdict.outside_by_matrix[0].outside, 3);
+    EXPECT_EQ(r.verdict.outside_by_matrix[1].matrix, 0 * H + 1);
+    EXPECT_EQ(r.verdict.outside_by_matrix[1].outside, 1);
+    EXPECT_THAT(r.text(), testing::HasSubstr("2 of 6 (position over [2, 3], count): [1, 0] 3, [0, 1] 1"));
+  }
+  {
+    SCOPED_TRACE("a lone outlier");
+    TensorData c = good;
+    bump(c, flat(0, 2, 9, 3), 8.0);
+    const CheckResult r = check_matmul(q, kt, c, any);
+    EXPECT_THAT(r.text(), testing::HasSubstr(fmt::format("(row {} = row 9 of matrix [0, 2] of the stack, column 3)",
+                                                         (0 * H + 2) * M + 9)));
+  }
+  // A consistent stack names no matrix; the JSON still counts them.
+  const CheckResult ok = check_matmul(q, kt, good, any);
+  EXPECT_EQ(ok.verdict.kind, TensorKind::consistent) << ok.text();
+  EXPECT_TRUE(ok.verdict.outside_by_matrix.empty());
+  EXPECT_THAT(ok.text(), testing::Not(testing::HasSubstr("matrices holding")));
+  EXPECT_EQ(nlohmann::json::parse(ok.json())["matrices"]["outside_deterministic"], nlohmann::json::array());
+  // A row op on [b, s, h] activations: the element's position in x's shape.
+  const TensorData x = random_tensor(bf16, {2, 3, 8}, 23, "x");
+  TensorData y = x;
+  for (Bits& v : y.values) v = convert_double(bf16, std::exp(to_double(bf16, v))).bits;
+  y.values[static_cast<std::size_t>((1 * 3 + 2) * 8 + 6)] = convert_double(bf16, 1000.0).bits;
+  const CheckResult e = check_rows(RowOp::exp, x, y, parse_claim("--in bf16 --compute fp32 --out bf16"));
+  ASSERT_EQ(e.verdict.kind, TensorKind::defect) << e.text();
+  EXPECT_THAT(e.text(), testing::HasSubstr("[1, 2, 6]"));
+  EXPECT_THAT(e.text(), testing::HasSubstr("1 of 2 (position over [2], count): [1] 1"));
 }
 
 TEST(StackedMatmul, WrongShapesAreNamed) {

@@ -62,4 +62,5 @@ numfid_add_test(addend_at_test SOURCES addend_at_test.cpp DEPS numfid::tolerance
 # bound's soundness on legal fp32 sums in three orders and its sharpness on other roundings.
 numfid_add_test(directed_output_test SOURCES directed_output_test.cpp DEPS numfid::tolerances numfid_test_support fmt::fmt)
 # A stack of matrices as A ([..., M, K], one B): the matmul of its rows, field for field.
-numfid_add_test(stacked_matmul_test SOURCES stacked_matmul_test.cpp DEPS numfid::tolerances fmt::fmt)
+numfid_add_test(stacked_matmul_test SOURCES stacked_matmul_test.cpp DEPS numfid::tolerances nlohmann_json::nlohmann_json
+                fmt::fmt)

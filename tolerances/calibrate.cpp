@@ -638,7 +638,6 @@ void apply_bit_exact_expectation(CheckResult& r, const TensorData& c) {
     throw InputError("--expect bit-exact: the model's output could not be computed for this check");
   Verdict& v = r.verdict;
   const FormatSpec& f = *c.format;
-  const std::int64_t cols = r.matrix && !c.shape.empty() ? c.shape.back() : 0;
   // The same result bit for bit, NaN of any payload and sign for a NaN (NanPolicy::any_nan:
   // IEEE 754 leaves an invalid operation's NaN sign to the platform; docs/verdict.md §4.4).
   std::vector<std::size_t> differ;
@@ -658,7 +657,7 @@ void apply_bit_exact_expectation(CheckResult& r, const TensorData& c) {
     const std::size_t e = differ[i];
     const std::int64_t idx = static_cast<std::int64_t>(e);
     list += fmt::format("{}{} {} ({:.9g}), model {} ({:.9g})", i ? "; " : "",
-                        cols > 0 ? fmt::format("[{}, {}]", idx / cols, idx % cols) : fmt::format("[{}]", idx),
+                        r.locate(idx),
                         to_hex(f, c.values[e]), to_double(f, c.values[e]), to_hex(f, r.predicted[e]),
                         to_double(f, r.predicted[e]));
   }

@@ -109,7 +109,8 @@ JudgeOptions judge_options(const ClaimSpec& claim, int worst, bool reduction) {
   return jo;
 }
 
-CheckResult finish(std::string op, const ClaimSetup& s, const ClaimSpec& spec, ReductionBound b, Verdict v, bool matrix) {
+CheckResult finish(std::string op, const ClaimSetup& s, const ClaimSpec& spec, ReductionBound b, Verdict v, bool matrix,
+                   std::vector<std::int64_t> shape) {
   // The gtest matchers refuse names outside signature_names: a new signature must be listed.
   for (const Signature& g : v.signatures)
     if (!is_signature_name(g.name))
@@ -128,6 +129,7 @@ CheckResult finish(std::string op, const ClaimSetup& s, const ClaimSpec& spec, R
                            : (c.output_rounding == Rounding::rne || c.output_rounding == Rounding::rna) ? 0.5
                                                                                                          : 1.0;
   r.matrix = matrix;
+  r.shape = std::move(shape);
   r.probabilistic_is_defect = c.acc.rounding == Rounding::stochastic || spec.probabilistic_defects;
   r.bound = std::move(b);
   r.verdict = std::move(v);
@@ -735,7 +737,8 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
   });
   ReductionBound b = reduction_bound(s.claim, K, D != nullptr, claim.confidence);
   add_operand_allowances(b, s.claim, A, B, D, mr.dims, mr.rowwise_dot);
-  const JudgeOptions jo = detail::judge_options(claim, opt.worst, true);
+  JudgeOptions jo = detail::judge_options(claim, opt.worst, true);
+  if (!mr.rowwise_dot) jo.shape = C.shape;
   Verdict v;
   if (!opt.ref) {
     // The verdict reads the exact elements in place (tolerances/judged_detail.h).
@@ -814,7 +817,8 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
                                   element_bound(rb, rs.claim, exact, mr.elements[e].sum_abs, 0, d).deterministic};
       });
   }
-  CheckResult r = detail::finish(mr.rowwise_dot ? "dot" : "matmul", s, claim, std::move(b), std::move(v), !mr.rowwise_dot);
+  CheckResult r = detail::finish(mr.rowwise_dot ? "dot" : "matmul", s, claim, std::move(b), std::move(v),
+                                 !mr.rowwise_dot, C.shape);
   r.cross_platform = opt.ref.has_value();
   if (!opt.ref && opt.calibrate)  // the probable-defect rule, calibrated on these operands
     apply_calibration(r, opt.calibration ? *opt.calibration : calibrate_matmul(mr, A, B, claim), C, claim);
@@ -961,8 +965,10 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
   // so C[1, 1] of a 4×5 sum along axis 0 of 3×4×5 was listed as [0, 6].)
   const std::int64_t c_cols = C.shape.size() >= 2 ? C.shape.back() : static_cast<std::int64_t>(C.values.size());
   const Grid grid{c_cols == 0 ? 0 : static_cast<std::int64_t>(C.values.size()) / c_cols, c_cols};
-  Verdict v = judge(s.claim, b, C.values, ref, grid, detail::judge_options(claim, worst, true));
-  CheckResult r = detail::finish("sum", s, claim, std::move(b), std::move(v), C.shape.size() >= 2);
+  JudgeOptions jo = detail::judge_options(claim, worst, true);
+  jo.shape = C.shape;
+  Verdict v = judge(s.claim, b, C.values, ref, grid, jo);
+  CheckResult r = detail::finish("sum", s, claim, std::move(b), std::move(v), C.shape.size() >= 2, C.shape);
   if (claim.expect_bit_exact) {  // the plan's own sum, as `emulate sum` computes it
     check_cancelled();
     attach_prediction(r, emulate_sum(X, axis_in, claim), C, s.order, claim);
@@ -1408,9 +1414,10 @@ CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C,
                                        masked_rows, opt.masked_row == MaskedRow::zero ? "0" : "NaN",
                                        opt.masked_row == MaskedRow::zero ? "--masked-row zero: a guarded kernel's zeros"
                                                                          : "0/0; --masked-row zero for a guarded kernel"));
-  Verdict v = judge(s.claim, b, C.values, ref,
-                    {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols), inner},
-                    detail::judge_options(claim, opt.worst, false));
+  JudgeOptions jo = detail::judge_options(claim, opt.worst, false);
+  jo.shape = C.shape;
+  const Grid grid{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols), inner};
+  Verdict v = judge(s.claim, b, C.values, ref, grid, jo);
   if (opt.masked_row == MaskedRow::nan && masked_rows > 0 && zero_masked_rows_in_c == masked_rows)
     v.signatures.insert(v.signatures.begin(),
                         {"masked-row-zero",
@@ -1425,7 +1432,7 @@ CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C,
       std::erase_if(v.signatures, [](const Signature& g) { return g.name == "lone-outlier"; });
       v.signatures.insert(v.signatures.begin(), std::move(*sig));
     }
-  return detail::finish(std::string(name), s, claim, std::move(b), std::move(v), rows > 1);
+  return detail::finish(std::string(name), s, claim, std::move(b), std::move(v), rows > 1, C.shape);
 }
 }  // namespace
 

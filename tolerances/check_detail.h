@@ -107,8 +107,9 @@ void attribute_cross_platform(Verdict& v, const TensorData& C, const TensorData&
 /// The judgement options the claim asks for.
 JudgeOptions judge_options(const ClaimSpec& claim, int worst, bool reduction);
 
-/// Assembles a CheckResult from the pieces.
-CheckResult finish(std::string op, const ClaimSetup& s, const ClaimSpec& spec, ReductionBound b, Verdict v, bool matrix);
+/// Assembles a CheckResult from the pieces (`shape`: the output's, CheckResult::shape).
+CheckResult finish(std::string op, const ClaimSetup& s, const ClaimSpec& spec, ReductionBound b, Verdict v, bool matrix,
+                   std::vector<std::int64_t> shape = {});
 
 /// InputError unless `t` holds values of `f` (`what` names its role: "A", "--ref", ...) and
 /// as many values as its shape has elements (expect_whole).

@@ -470,6 +470,7 @@ CheckResult check_int_gemm(const TensorData& A, const TensorData& B, const Tenso
   r.output = &out;
   r.output_rounding_ulps = allowance;
   r.matrix = !rowwise;
+  r.shape = C.shape;
   if (opt.predict) {
     // emulate_int_gemm's model (IntEmulation::model) from the exact sums already computed.
     std::size_t overflows = 0, first = 0;

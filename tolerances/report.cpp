@@ -16,8 +16,43 @@ namespace {
 
 std::string fmt_value(double v) { return fmt::format("{:.9g}", v); }
 
-std::string index_text(const ElementReport& e, bool matrix) {
+/// Whether `shape` is the judged output's (its elements counted; a caller that set none
+/// gets the grid's [row, col] or [index]).
+bool is_output_shape(const std::vector<std::int64_t>& shape, std::int64_t elements) {
+  if (shape.empty()) return false;
+  std::int64_t n = 1;
+  for (const std::int64_t d : shape) n *= d;
+  return n == elements;
+}
+
+bool stacked(const std::vector<std::int64_t>& shape, std::int64_t elements) {
+  return shape.size() > 2 && is_output_shape(shape, elements);
+}
+
+/// An element's position in the output (JSON's "position"): its index over the output's axes.
+std::vector<std::int64_t> element_position(const ElementReport& e, bool matrix, const std::vector<std::int64_t>& shape,
+                                           std::int64_t elements) {
+  if (is_output_shape(shape, elements)) return position_in(e.index, shape);
+  return matrix ? std::vector<std::int64_t>{e.row, e.col} : std::vector<std::int64_t>{e.index};
+}
+
+std::string index_text(const ElementReport& e, bool matrix, const std::vector<std::int64_t>& shape,
+                       std::int64_t elements) {
+  if (stacked(shape, elements)) return fmt::format("[{}]", fmt::join(position_in(e.index, shape), ", "));
   return matrix ? fmt::format("[{}, {}]", e.row, e.col) : fmt::format("[{}]", e.index);
+}
+
+/// The matrices of a stack holding elements outside the deterministic bound, the most first:
+/// "[1, 3] 17, [0, 0] 1" (at most `limit`, then how many more).
+std::string matrices_text(const Verdict& v, const std::vector<std::int64_t>& shape, std::size_t limit) {
+  const auto lead = std::span(shape).first(shape.size() - 2);
+  std::vector<std::string> parts;
+  for (std::size_t m = 0; m < v.outside_by_matrix.size() && m < limit; ++m)
+    parts.push_back(fmt::format("[{}] {}", fmt::join(position_in(v.outside_by_matrix[m].matrix, lead), ", "),
+                                v.outside_by_matrix[m].outside));
+  if (v.outside_by_matrix.size() > limit)
+    parts.push_back(fmt::format("and {} more", v.outside_by_matrix.size() - limit));
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 nlohmann::json bound_json(const ReductionBound& b, double output_rounding_ulps) {
@@ -41,6 +76,12 @@ std::string model_line(const ModelMatch& m) {
 }
 
 }  // namespace
+
+std::string CheckResult::locate(std::int64_t index) const {
+  if (stacked(shape, verdict.elements)) return fmt::format("[{}]", fmt::join(position_in(index, shape), ", "));
+  const std::int64_t cols = matrix && !shape.empty() ? shape.back() : 0;
+  return cols > 0 ? fmt::format("[{}, {}]", index / cols, index % cols) : fmt::format("[{}]", index);
+}
 
 int CheckResult::exit_code() const { return verdict.kind == TensorKind::defect ? 1 : 0; }
 
@@ -81,10 +122,17 @@ std::string CheckResult::text() const {
                      "error ulps", "of bound", "class"));
     for (const ElementReport& e : v.worst) {
       if (e.ratio <= 0) break;
-      line(fmt::format("  {:>14} {:>16} {:>16} {:>12.3g} {:>10.3g}  {}", index_text(e, matrix), fmt_value(e.value),
+      line(fmt::format("  {:>14} {:>16} {:>16} {:>12.3g} {:>10.3g}  {}", index_text(e, matrix, shape, v.elements),
+                       fmt_value(e.value),
                        fmt_value(e.exact), e.error_ulps, e.ratio, class_name(e.cls)));
     }
   }
+  if (!v.outside_by_matrix.empty() && stacked(shape, v.elements))
+    line(fmt::format("matrices holding elements outside the deterministic bound: {} of {} (position over [{}], "
+                     "count): {}",
+                     v.outside_by_matrix.size(), v.matrices,
+                     fmt::join(std::vector<std::int64_t>(shape.begin(), shape.end() - 2), ", "),
+                     matrices_text(v, shape, 8)));
   if (!v.signatures.empty()) {
     line("signatures:");
     for (const Signature& g : v.signatures) line(fmt::format("  {}: {}", g.name, g.evidence));
@@ -132,6 +180,7 @@ std::string CheckResult::json() const {
     j["worst"].push_back({{"index", e.index},
                           {"row", e.row},
                           {"col", e.col},
+                          {"position", element_position(e, matrix, shape, v.elements)},
                           {"bits", to_hex(*output, e.bits)},
                           {"value", num(e.value)},
                           {"exact", num(e.exact)},
@@ -140,6 +189,13 @@ std::string CheckResult::json() const {
                           {"probabilistic_bound", e.prob_bound},
                           {"fraction_of_bound", num(e.ratio)},
                           {"class", class_name(e.cls)}});
+  }
+  if (stacked(shape, v.elements) && v.matrices > 0) {
+    j["matrices"]["count"] = v.matrices;
+    j["matrices"]["outside_deterministic"] = nlohmann::json::array();
+    for (const Verdict::MatrixCount& m : v.outside_by_matrix)
+      j["matrices"]["outside_deterministic"].push_back(
+          {{"position", position_in(m.matrix, std::span(shape).first(shape.size() - 2))}, {"elements", m.outside}});
   }
   for (const Signature& g : v.signatures) j["signatures"].push_back({{"name", g.name}, {"evidence", g.evidence}});
   if (model) j["model"] = model_line(*model);

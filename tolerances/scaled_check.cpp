@@ -1089,7 +1089,7 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
                             promotion_inf, v.elements, claim.acc->name);
   if (opt.ref && v.counts[3] > 0)
     attribute_cross_platform(v, C, *opt.ref, ref, [&](std::size_t e) { return sides[e]; });
-  CheckResult r = finish(rowwise ? "dot" : "matmul", setup, claim, std::move(b), std::move(v), !rowwise);
+  CheckResult r = finish(rowwise ? "dot" : "matmul", setup, claim, std::move(b), std::move(v), !rowwise, C.shape);
   r.cross_platform = opt.ref.has_value();
   r.claim_text = fmt::format("scaled {}, in {}, {}, {}; out {} {}{}", rowwise ? "dot" : "GEMM", A.format->name,
                              layout_text(s), setup.order, out.name, rounding_name(claim.output_rounding()), ref_text) +

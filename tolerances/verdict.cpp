@@ -74,9 +74,30 @@ constexpr double kConfinedMaxAreaFraction = 0.5;
 /// one bad element among few.
 constexpr std::size_t kLoneOutlierMinElements = 16;
 
+/// A stacked output: its leading axes (`lead`), the matrices they hold, the elements and rows of
+/// each (matrices = 0: not a stack).
+struct Stack {
+  std::span<const std::int64_t> lead;
+  std::int64_t matrices = 0, elements = 0, rows = 0;
+
+  /// Matrix m's position over the leading axes, "[1, 2]".
+  std::string position(std::int64_t m) const { return fmt::format("[{}]", fmt::join(position_in(m, lead), ", ")); }
+};
+
+/// The stack `shape` describes for an output of n elements (none where it has at most two axes
+/// or is not the output's).
+Stack stack_of(std::span<const std::int64_t> shape, std::int64_t n) {
+  if (shape.size() <= 2) return {};
+  std::int64_t total = 1;
+  for (const std::int64_t d : shape) total *= d;
+  const std::int64_t per = shape[shape.size() - 2] * shape.back();
+  if (total != n || per <= 0) return {};
+  return {shape.first(shape.size() - 2), n / per, per, shape[shape.size() - 2]};
+}
+
 template <class Reference>
 void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, const detail::JudgedElements& all,
-                    const Reference& ref, Grid grid) {
+                    const Reference& ref, Grid grid, const Stack& stack) {
   const FormatSpec& out = *claim.output;
   // An addend at the end or after the output cast rounds once more before the output: its
   // rounding error (at the element's own values) is no error of the output's rounding or of the
@@ -217,18 +238,33 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
       std::string where = r0 == r1 ? fmt::format("row {}", r0)
                           : c0 == c1 ? fmt::format("column {}", c0)
                                      : fmt::format("rows {}..{} × columns {}..{}", r0, r1, c0, c1);
+      // A stack's rows run over its matrices: say which, and a box inside one matrix in that
+      // matrix's own rows.
+      std::string in_stack;
+      if (stack.matrices > 1) {
+        const std::int64_t m0 = r0 / stack.rows, m1 = r1 / stack.rows;
+        in_stack = m0 == m1 ? fmt::format("; that is rows {}..{} of matrix {} of the stack", r0 % stack.rows,
+                                          r1 % stack.rows, stack.position(m0))
+                            : fmt::format("; the rows run over the stack's matrices {} to {}", stack.position(m0),
+                                          stack.position(m1));
+      }
       v.signatures.push_back({"confined", fmt::format("all {} elements outside the probabilistic bound lie in {} ({:.1f}% "
-                                                      "of the tensor): an indexing or tiling defect",
-                                                      bad.count, where, 100.0 * static_cast<double>(area) /
-                                                                              static_cast<double>(total))});
+                                                      "of the tensor{}): an indexing or tiling defect",
+                                                      bad.count, where,
+                                                      100.0 * static_cast<double>(area) / static_cast<double>(total),
+                                                      in_stack)});
     }
   }
   if (bad.count == 1 && all.size() >= kLoneOutlierMinElements) {
     const ElementReport e = all.report(bad.first);
-    v.signatures.push_back({"lone-outlier", fmt::format("only element {} (row {}, column {}) is outside the probabilistic "
-                                                        "bound, by {:.3g}× its deterministic bound: a race or a single "
-                                                        "corrupted write",
-                                                        e.index, e.row, e.col, e.ratio)});
+    const std::string in_stack =
+        stack.matrices > 1
+            ? fmt::format(" = row {} of matrix {} of the stack", e.row % stack.rows, stack.position(e.row / stack.rows))
+            : "";
+    v.signatures.push_back({"lone-outlier", fmt::format("only element {} (row {}{}, column {}) is outside the "
+                                                        "probabilistic bound, by {:.3g}× its deterministic bound: a "
+                                                        "race or a single corrupted write",
+                                                        e.index, e.row, in_stack, e.col, e.ratio)});
   }
   if (v.nonfinite_mismatches > 0)
     v.signatures.push_back({"non-finite", fmt::format("{} elements are NaN/inf where the exact result is finite (or the "
@@ -733,7 +769,25 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
                             overflowable, v.elements, acc.name, acc_inf ? "±inf or NaN" : "NaN",
                             acc_inf ? "±inf" : "NaN in a format without inf");
   }
-  add_signatures(v, claim, b, all, ref, grid);
+  // Which matrices of a stack hold the proven defects (a broken head of an attention batch):
+  // one serial pass, only where there are any.
+  const Stack stack = stack_of(opt.shape, n_all);
+  if (stack.matrices > 1) {
+    v.matrices = stack.matrices;
+    if (v.counts[3] > 0) {
+      std::vector<std::int64_t> outside(static_cast<std::size_t>(v.matrices), 0);
+      for (std::int64_t i = 0; i < n_all; ++i)
+        outside[static_cast<std::size_t>(i / stack.elements)] +=
+            all.cls(static_cast<std::size_t>(i)) == ElementClass::outside_deterministic;
+      for (std::size_t m = 0; m < outside.size(); ++m)
+        if (outside[m] > 0) v.outside_by_matrix.push_back({static_cast<std::int64_t>(m), outside[m]});
+      std::stable_sort(
+          v.outside_by_matrix.begin(), v.outside_by_matrix.end(),
+          [](const Verdict::MatrixCount& x, const Verdict::MatrixCount& y) { return x.outside > y.outside; });
+    }
+  }
+  add_signatures(v, claim, b, all, ref, grid,
+                 stack.matrices > 1 && grid.inner == 1 && grid.cols == opt.shape.back() ? stack : Stack{});
   v.field = detail::error_field(all, grid, opt.false_alarm);
   // The worst elements, made whole from their records.
   for (const std::size_t i : all.size() <= std::numeric_limits<std::uint32_t>::max() ? worst_positions<std::uint32_t>(all, opt.worst)
@@ -743,6 +797,16 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
 }
 
 }  // namespace
+
+std::vector<std::int64_t> position_in(std::int64_t index, std::span<const std::int64_t> shape) {
+  std::vector<std::int64_t> p(shape.size());
+  for (std::size_t a = shape.size(); a-- > 0;) {
+    const std::int64_t d = std::max<std::int64_t>(shape[a], 1);
+    p[a] = index % d;
+    index /= d;
+  }
+  return p;
+}
 
 Verdict judge(const Claim& claim, const ReductionBound& b, std::span<const Bits> out,
               std::span<const ReferenceElement> ref, Grid grid, const JudgeOptions& opt) {

@@ -120,7 +120,19 @@ struct Verdict {
   std::vector<Signature> signatures;
   double max_error_ulps = 0;
   ErrorField field;  ///< the whole error field, summarised (reports, gate baselines)
+  /// A stacked output (JudgeOptions::shape): how many matrices it holds, and each
+  /// matrix holding elements outside the deterministic bound with their count, the most first
+  /// (ties: in matrix order). Empty otherwise.
+  std::int64_t matrices = 0;
+  struct MatrixCount {
+    std::int64_t matrix = 0;   ///< row-major over the output's leading axes
+    std::int64_t outside = 0;  ///< elements outside the deterministic bound
+  };
+  std::vector<MatrixCount> outside_by_matrix;
 };
+
+/// The position of flat index `index` in an array of `shape` (row-major): [b, h, i, j].
+std::vector<std::int64_t> position_in(std::int64_t index, std::span<const std::int64_t> shape);
 
 /// Options of the judgement.
 struct JudgeOptions {
@@ -139,6 +151,10 @@ struct JudgeOptions {
   /// Required then (std::invalid_argument otherwise), ignored else.
   std::span<const Bits> addend = {};
   const FormatSpec* addend_format = nullptr;
+  /// The output's shape, where the caller knows it: one of more than two axes is a stack of
+  /// matrices (its last two axes), and the verdict says which matrices hold the defects
+  /// (Verdict::outside_by_matrix, the confined and lone-outlier signatures).
+  std::span<const std::int64_t> shape = {};
 };
 
 /// Judges `out` (patterns of claim.output) against the oracle under bound `b`; `ref` holds one

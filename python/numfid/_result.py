@@ -19,8 +19,12 @@ class CheckResult:
             within_deterministic_only, outside_deterministic.
         elements: number of output elements judged.
         worst: the worst elements (|error| / deterministic bound), each a dict with index, row,
-            col, bits, value, exact, error_ulps, deterministic_bound, probabilistic_bound,
+            col, position (the element's index over the output's axes: [b, h, i, j] in a stack),
+            bits, value, exact, error_ulps, deterministic_bound, probabilistic_bound,
             fraction_of_bound, class.
+        matrices: for an output of more than two axes (a stack of matrices), a dict with count
+            and outside_deterministic (each matrix holding elements outside the deterministic
+            bound: position over the leading axes and elements, the most first); else None.
         signatures: evidence about the whole error field, dicts with name and evidence.
         bounds: deterministic and probabilistic bound coefficients, with the roundings,
             unit roundoff and derivation lines (dict).
@@ -43,6 +47,7 @@ class CheckResult:
         self.elements = d["elements"]
         self.counts = dict(d["counts"])
         self.worst = list(d.get("worst", []))
+        self.matrices = d.get("matrices")
         self.cross_platform = bool(d.get("cross_platform", False))  # then each worst["exact"] is R's value
         self.signatures = list(d.get("signatures", []))
         self.model = d.get("model")

@@ -448,7 +448,8 @@ def test_truncating_output_under_rtz_identical_to_cli(cli, tmp_path):
 
 def test_stacked_a_is_the_matmul_of_its_rows():
     # torch.matmul of activations [batch, seq, K] and a weight K x N: the same report as the rows
-    # reshaped to [batch·seq, K]; emulate keeps the stack's shape; a batch of B is refused.
+    # reshaped to [batch·seq, K] but for where elements are placed (their position in the stack,
+    # and the stack's matrices); emulate keeps the stack's shape; broadcasting is refused.
     torch = pytest.importorskip("torch")
     g = torch.Generator().manual_seed(8)
     a = torch.randn(2, 8, 64, generator=g).bfloat16()
@@ -457,7 +458,13 @@ def test_stacked_a_is_the_matmul_of_its_rows():
     claim = "--in bf16 --acc fp32 --out bf16"
     r = numfid.check_matmul(a, b, c, claim)
     assert r.verdict == "consistent", r.report
-    assert r.to_json() == numfid.check_matmul(a.reshape(16, 64), b, c.reshape(16, 16), claim).to_json()
+    stacked = json.loads(r.to_json())
+    flat = json.loads(numfid.check_matmul(a.reshape(16, 64), b, c.reshape(16, 16), claim).to_json())
+    assert stacked.pop("matrices") == {"count": 2, "outside_deterministic": []}
+    for s, f in zip(stacked["worst"], flat["worst"]):
+        assert s.pop("position") == [s["index"] // (8 * 16), s["index"] // 16 % 8, s["index"] % 16]
+        assert f.pop("position") == [f["row"], f["col"]]
+    assert stacked == flat
     e = numfid.emulate("matmul", "--in bf16 --out bf16 --plan sequential", a=a, b=b)
     assert e.shape == (2, 8, 16)
     with pytest.raises(ValueError, match=r"broadcasting is not taken"):

@@ -290,6 +290,33 @@ TEST(StackedMatmul, ReportsPlaceElementsAndMatricesInTheStack) {
   ASSERT_EQ(e.verdict.kind, TensorKind::defect) << e.text();
   EXPECT_THAT(e.text(), testing::HasSubstr("[1, 2, 6]"));
   EXPECT_THAT(e.text(), testing::HasSubstr("1 of 2 (position over [2], count): [1] 1"));
+  // Softmax along axis 1 of [2, 3, 4, 5] (rows moved last inside the check): the element and
+  // its matrix are still named in x's own shape, flat index ((b·3 + h)·4 + i)·5 + j.
+  const TensorData x4 = random_tensor(fp32, {2, 3, 4, 5}, 24, "x4");
+  TensorData s4 = x4;
+  const auto at4 = [](std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) {
+    return static_cast<std::size_t>(((b * 3 + h) * 4 + i) * 5 + j);
+  };
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t i = 0; i < 4; ++i)
+      for (std::int64_t j = 0; j < 5; ++j) {
+        double total = 0;
+        for (std::int64_t h = 0; h < 3; ++h) total += std::exp(to_double(fp32, x4.values[at4(b, h, i, j)]));
+        for (std::int64_t h = 0; h < 3; ++h)
+          s4.values[at4(b, h, i, j)] = convert_double(fp32, std::exp(to_double(fp32, x4.values[at4(b, h, i, j)])) / total).bits;
+      }
+  RowCheckOptions axis1;
+  axis1.axis = 1;
+  const ClaimSpec softmax = parse_claim("--in fp32 --compute fp32 --out fp32");
+  EXPECT_EQ(check_rows(RowOp::softmax, x4, s4, softmax, axis1).verdict.kind, TensorKind::consistent);
+  // (Matrix [1, 0]: the moved grid's block of 20 elements holding it would be the 6th.)
+  s4.values[at4(1, 0, 3, 4)] = convert_double(fp32, 1.5 * to_double(fp32, s4.values[at4(1, 0, 3, 4)])).bits;
+  const CheckResult s = check_rows(RowOp::softmax, x4, s4, softmax, axis1);
+  ASSERT_EQ(s.verdict.kind, TensorKind::defect) << s.text();
+  EXPECT_EQ(nlohmann::json::parse(s.json())["worst"][0]["position"], nlohmann::json::array({1, 0, 3, 4}));
+  EXPECT_THAT(s.text(), testing::HasSubstr("  [1, 0, 3, 4] "));
+  ASSERT_EQ(s.verdict.outside_by_matrix.size(), 1U);
+  EXPECT_EQ(s.verdict.outside_by_matrix[0].matrix, 1 * 3 + 0);
 }
 
 TEST(StackedMatmul, WrongShapesAreNamed) {

@@ -1241,9 +1241,10 @@ std::vector<RowElementBound> row_bounds_under_claim(RowOp op, const ClaimSpec& c
 
 namespace {
 /// check_rows; `inner` > 1: X and C are the caller's with the judged axis moved last, whose axes
-/// after it held `inner` positions (Grid::inner): element indices name the caller's C.
+/// after it held `inner` positions (Grid::inner): element indices name the caller's C, whose
+/// shape is `given` (the report places elements in it: CheckResult::shape).
 CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C, const ClaimSpec& claim,
-                             const RowCheckOptions& opt, std::int64_t inner) {
+                             const RowCheckOptions& opt, std::int64_t inner, const std::vector<std::int64_t>& given) {
   const FpEnvGuard env;  // a caller's DAZ/FTZ or rounding mode cannot change a verdict
   const std::string_view name = row_op_name(op);
   detail::require_formats(claim, fmt::format("check {}", name));
@@ -1285,12 +1286,12 @@ CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C,
       RowCheckOptions last = opt;
       last.axis = -1;
       // Every element named by its flat index in C as given (row and column stay the moved grid's).
-      CheckResult r = check_rows_moved(op, moved(X), moved(C), claim, last, ax.inner);
+      CheckResult r = check_rows_moved(op, moved(X), moved(C), claim, last, ax.inner, C.shape);
       r.bound.derivation.insert(
           r.bound.derivation.begin(),
           fmt::format("rows: along axis {} of shape {} (moved last: a row is one position of the other axes, in order; "
-                      "element indices are [row, position along axis {}], a JSON element's \"index\" the flat index "
-                      "into C as given)",
+                      "elements are listed at their position in C as given, a JSON element's \"row\" and \"col\" "
+                      "are [row, position along axis {}])",
                       ax.axis, shape_text(X.shape), ax.axis));
       return r;
     }
@@ -1415,7 +1416,7 @@ CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C,
                                        opt.masked_row == MaskedRow::zero ? "--masked-row zero: a guarded kernel's zeros"
                                                                          : "0/0; --masked-row zero for a guarded kernel"));
   JudgeOptions jo = detail::judge_options(claim, opt.worst, false);
-  jo.shape = C.shape;
+  jo.shape = given;
   const Grid grid{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols), inner};
   Verdict v = judge(s.claim, b, C.values, ref, grid, jo);
   if (opt.masked_row == MaskedRow::nan && masked_rows > 0 && zero_masked_rows_in_c == masked_rows)
@@ -1432,13 +1433,13 @@ CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C,
       std::erase_if(v.signatures, [](const Signature& g) { return g.name == "lone-outlier"; });
       v.signatures.insert(v.signatures.begin(), std::move(*sig));
     }
-  return detail::finish(std::string(name), s, claim, std::move(b), std::move(v), rows > 1, C.shape);
+  return detail::finish(std::string(name), s, claim, std::move(b), std::move(v), rows > 1, given);
 }
 }  // namespace
 
 CheckResult check_rows(RowOp op, const TensorData& X, const TensorData& C, const ClaimSpec& claim,
                        const RowCheckOptions& opt) {
-  return check_rows_moved(op, X, C, claim, opt, 1);
+  return check_rows_moved(op, X, C, claim, opt, 1, C.shape);
 }
 
 // ------------------------------------------------------------------- row ops

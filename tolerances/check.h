@@ -213,9 +213,10 @@ struct CheckResult {
   const FormatSpec* output = &fp32;
   double output_rounding_ulps = 0.5;
   bool matrix = false;          ///< elements located as [row, col] (else [index])
-  /// The output's shape: where it has more than two axes (a stack: attention's [batch, heads,
-  /// M, N]) elements are listed at their position in it, [b, h, i, j], and the matrices holding
-  /// elements outside the deterministic bound are named (Verdict::outside_by_matrix).
+  /// The output's shape as the caller gave it: elements are listed at their position in it
+  /// ([b, h, i, j] in a stack, [i, j] in a matrix, whatever axis rows were taken along), and in
+  /// a stack (more than two axes) the matrices holding elements outside the deterministic bound
+  /// are named (Verdict::outside_by_matrix).
   std::vector<std::int64_t> shape;
   /// A cross-platform check (--ref): each element's centre is R, the reference platform's
   /// output, not the exact result (the report's column says so).
@@ -225,7 +226,7 @@ struct CheckResult {
   std::vector<Bits> predicted;  ///< the model's bit-exact output, when it ran (else empty)
 
   /// Where element `index` (flat, in the output's order) lies, as the report writes it: its
-  /// position in a stack ([b, h, i, j]), [row, col] in a matrix, else [index].
+  /// position in a stack ([b, h, i, j]) or a matrix ([i, j]), else [index].
   std::string locate(std::int64_t index) const;
   /// Exit code of the CLI contract: 1 for a defect, else 0.
   int exit_code() const;

@@ -36,10 +36,19 @@ std::vector<std::int64_t> element_position(const ElementReport& e, bool matrix, 
   return matrix ? std::vector<std::int64_t>{e.row, e.col} : std::vector<std::int64_t>{e.index};
 }
 
+/// Where the report places element `index` (flat, in C as given): its position in C for a
+/// stack or a matrix (rows along another axis too: C's [i, j], not the moved grid's), else
+/// [index].
+std::string place(std::int64_t index, bool matrix, const std::vector<std::int64_t>& shape, std::int64_t elements) {
+  if (is_output_shape(shape, elements) && (shape.size() > 2 || (shape.size() == 2 && matrix)))
+    return fmt::format("[{}]", fmt::join(position_in(index, shape), ", "));
+  return fmt::format("[{}]", index);
+}
+
 std::string index_text(const ElementReport& e, bool matrix, const std::vector<std::int64_t>& shape,
                        std::int64_t elements) {
-  if (stacked(shape, elements)) return fmt::format("[{}]", fmt::join(position_in(e.index, shape), ", "));
-  return matrix ? fmt::format("[{}, {}]", e.row, e.col) : fmt::format("[{}]", e.index);
+  if (is_output_shape(shape, elements)) return place(e.index, matrix, shape, elements);
+  return matrix ? fmt::format("[{}, {}]", e.row, e.col) : fmt::format("[{}]", e.index);  // no shape given
 }
 
 /// The matrices of a stack holding elements outside the deterministic bound, the most first:
@@ -77,11 +86,7 @@ std::string model_line(const ModelMatch& m) {
 
 }  // namespace
 
-std::string CheckResult::locate(std::int64_t index) const {
-  if (stacked(shape, verdict.elements)) return fmt::format("[{}]", fmt::join(position_in(index, shape), ", "));
-  const std::int64_t cols = matrix && !shape.empty() ? shape.back() : 0;
-  return cols > 0 ? fmt::format("[{}, {}]", index / cols, index % cols) : fmt::format("[{}]", index);
-}
+std::string CheckResult::locate(std::int64_t index) const { return place(index, matrix, shape, verdict.elements); }
 
 int CheckResult::exit_code() const { return verdict.kind == TensorKind::defect ? 1 : 0; }
 

@@ -776,9 +776,11 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
     v.matrices = stack.matrices;
     if (v.counts[3] > 0) {
       std::vector<std::int64_t> outside(static_cast<std::size_t>(v.matrices), 0);
+      // By the element's flat index in the output as given (rows along another axis: the grid
+      // is the moved one, Grid::index maps back).
       for (std::int64_t i = 0; i < n_all; ++i)
-        outside[static_cast<std::size_t>(i / stack.elements)] +=
-            all.cls(static_cast<std::size_t>(i)) == ElementClass::outside_deterministic;
+        if (all.cls(static_cast<std::size_t>(i)) == ElementClass::outside_deterministic)
+          ++outside[static_cast<std::size_t>(grid.index(i / grid.cols, i % grid.cols) / stack.elements)];
       for (std::size_t m = 0; m < outside.size(); ++m)
         if (outside[m] > 0) v.outside_by_matrix.push_back({static_cast<std::int64_t>(m), outside[m]});
       std::stable_sort(

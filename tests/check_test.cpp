@@ -1241,7 +1241,8 @@ TEST(CheckRows, AnotherAxisIsMovedLast) {
 
 // Along another axis, every element the text names is C's as given: the lone outlier's
 // signature and the derivation's widest bound said the moved grid's flat index until
-// 2026-12-04 ("only element 22 (row 5, column 2)" for C's element [1][2][1], index 29).
+// 2026-12-04 ("only element 22 (row 5, column 2)" for C's element [1][2][1], index 29); the
+// moved grid's row and column until 2026-12-05 ("(row 5, column 2)"): now C's own position.
 TEST(CheckRows, AnotherAxisNamesElementsOfCAsGiven) {
   constexpr std::int64_t D0 = kAxisD0, D1 = kAxisD1, D2 = kAxisD2;
   auto [x, c] = softmax_along_axis1(11);
@@ -1256,10 +1257,10 @@ TEST(CheckRows, AnotherAxisNamesElementsOfCAsGiven) {
   ASSERT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
   ASSERT_FALSE(r.verdict.worst.empty());
   EXPECT_EQ(r.verdict.worst[0].index, 29);
-  EXPECT_THAT(r.text(), HasSubstr("only element 29 (row 5, column 2)"));
+  EXPECT_THAT(r.text(), HasSubstr("only element 29 (at [1, 2, 1])"));
   // The same with no element listed (--worst 0): the signature alone names it.
   axis1.worst = 0;
-  EXPECT_THAT(check_rows(RowOp::softmax, x, c, claim, axis1).text(), HasSubstr("only element 29 (row 5, column 2)"));
+  EXPECT_THAT(check_rows(RowOp::softmax, x, c, claim, axis1).text(), HasSubstr("only element 29 (at [1, 2, 1])"));
   // The widest bound: the element named is C's, whose exact value the derivation prints.
   const std::string text = r.text();
   const std::size_t w = text.find("widest bound relative to its exact value: ");

@@ -97,7 +97,7 @@ Stack stack_of(std::span<const std::int64_t> shape, std::int64_t n) {
 
 template <class Reference>
 void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, const detail::JudgedElements& all,
-                    const Reference& ref, Grid grid, const Stack& stack) {
+                    const Reference& ref, Grid grid, const Stack& stack, std::span<const std::int64_t> shape) {
   const FormatSpec& out = *claim.output;
   // An addend at the end or after the output cast rounds once more before the output: its
   // rounding error (at the element's own values) is no error of the output's rounding or of the
@@ -257,14 +257,16 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
   }
   if (bad.count == 1 && all.size() >= kLoneOutlierMinElements) {
     const ElementReport e = all.report(bad.first);
-    const std::string in_stack =
-        stack.matrices > 1
-            ? fmt::format(" = row {} of matrix {} of the stack", e.row % stack.rows, stack.position(e.row / stack.rows))
-            : "";
-    v.signatures.push_back({"lone-outlier", fmt::format("only element {} (row {}{}, column {}) is outside the "
-                                                        "probabilistic bound, by {:.3g}× its deterministic bound: a "
-                                                        "race or a single corrupted write",
-                                                        e.index, e.row, in_stack, e.col, e.ratio)});
+    // Where it is in the output as given (a stack's [b, h, i, j]; C's own row and column where
+    // rows were taken along another axis), else the grid's row and column.
+    const std::vector<std::int64_t> at = position_in(e.index, shape);
+    const std::string where = at.size() > 2    ? fmt::format("at [{}]", fmt::join(at, ", "))
+                              : at.size() == 2 ? fmt::format("row {}, column {}", at[0], at[1])
+                                               : fmt::format("row {}, column {}", e.row, e.col);
+    v.signatures.push_back({"lone-outlier", fmt::format("only element {} ({}) is outside the probabilistic bound, by "
+                                                        "{:.3g}× its deterministic bound: a race or a single corrupted "
+                                                        "write",
+                                                        e.index, where, e.ratio)});
   }
   if (v.nonfinite_mismatches > 0)
     v.signatures.push_back({"non-finite", fmt::format("{} elements are NaN/inf where the exact result is finite (or the "
@@ -788,8 +790,11 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
           [](const Verdict::MatrixCount& x, const Verdict::MatrixCount& y) { return x.outside > y.outside; });
     }
   }
+  std::int64_t shape_elements = 1;
+  for (const std::int64_t d : opt.shape) shape_elements *= d;
   add_signatures(v, claim, b, all, ref, grid,
-                 stack.matrices > 1 && grid.inner == 1 && grid.cols == opt.shape.back() ? stack : Stack{});
+                 stack.matrices > 1 && grid.inner == 1 && grid.cols == opt.shape.back() ? stack : Stack{},
+                 shape_elements == n_all ? opt.shape : std::span<const std::int64_t>{});
   v.field = detail::error_field(all, grid, opt.false_alarm);
   // The worst elements, made whole from their records.
   for (const std::size_t i : all.size() <= std::numeric_limits<std::uint32_t>::max() ? worst_positions<std::uint32_t>(all, opt.worst)

@@ -122,10 +122,23 @@ void append_claim_flag(std::string& text, std::string_view flag) {
 }
 
 namespace {
-/// A value as one token of the claim text: quoted where it is empty or holds spaces or quotes.
+/// A value as one token of the claim text: quoted where it is empty or holds spaces or quotes,
+/// so that tokenize() gives it back whole. A value holding both kinds of quote is written as
+/// adjacent quoted pieces, which tokenize() joins into one token: "a'b"'"'"c" for a'b"c (found
+/// by the claim fuzz target: a value with both was wrapped in "..." and split at its own ").
 std::string quoted_value(std::string_view value) {
   if (!value.empty() && value.find_first_of(" \t\n\r'\"") == std::string_view::npos) return std::string(value);
-  return value.find('\'') == std::string_view::npos ? fmt::format("'{}'", value) : fmt::format("\"{}\"", value);
+  if (value.find('\'') == std::string_view::npos) return fmt::format("'{}'", value);
+  if (value.find('"') == std::string_view::npos) return fmt::format("\"{}\"", value);
+  std::string out;
+  std::size_t start = 0;
+  for (std::size_t q = value.find('"'); q != std::string_view::npos; q = value.find('"', start)) {
+    if (q > start) out += fmt::format("\"{}\"", value.substr(start, q - start));
+    out += "'\"'";
+    start = q + 1;
+  }
+  if (start < value.size()) out += fmt::format("\"{}\"", value.substr(start));
+  return out;
 }
 }  // namespace
 

@@ -246,7 +246,7 @@ TEST(StackedMatmul, ReportsPlaceElementsAndMatricesInTheStack) {
     EXPECT_THAT(text, testing::HasSubstr("[1, 2, 5, 7]"));
     EXPECT_THAT(text,
                 testing::HasSubstr("outside the deterministic bound: 1 of 6 (position over [2, 3], count): [1, 2] 3"));
-    EXPECT_THAT(text, testing::HasSubstr("that is rows 3..5 of matrix [1, 2] of the stack"));
+    EXPECT_THAT(text, testing::HasSubstr("lie in rows 3..5 × columns 1..7 of matrix [1, 2] of the stack"));
     const nlohmann::json j = nlohmann::json::parse(r.json());
     EXPECT_EQ(j["worst"][0]["position"], nlohmann::json::array({1, 2, 5, 7}));
     EXPECT_EQ(j["worst"][0]["index"], flat(1, 2, 5, 7));
@@ -266,6 +266,21 @@ TEST(StackedMatmul, ReportsPlaceElementsAndMatricesInTheStack) {
     EXPECT_EQ(r.verdict.outside_by_matrix[1].matrix, 0 * H + 1);
     EXPECT_EQ(r.verdict.outside_by_matrix[1].outside, 1);
     EXPECT_THAT(r.text(), testing::HasSubstr("2 of 6 (position over [2, 3], count): [1, 0] 3, [0, 1] 1"));
+    // In each matrix's own rows: rows 0..15 × columns 0..2, 48 of 128 elements.
+    EXPECT_THAT(r.text(), testing::HasSubstr("lie in rows 0..15 × columns 0..2 of each matrix they touch (2 of the "
+                                             "stack's 6, from [0, 1] to [1, 0]; 37.5% of each matrix)"));
+  }
+  {
+    SCOPED_TRACE("the same place in every head: the last row's columns 2..3 (a tail handled wrongly)");
+    TensorData c = good;
+    for (std::int64_t b = 0; b < Bt; ++b)
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t j = 2; j < 4; ++j) bump(c, flat(b, h, M - 1, j), 8.0);
+    const CheckResult r = check_matmul(q, kt, c, any);
+    EXPECT_EQ(r.verdict.outside_by_matrix.size(), static_cast<std::size_t>(Bt * H)) << r.text();
+    // The flattened box spans rows 15..95 (most of the tensor): only the per-matrix box is confined.
+    EXPECT_THAT(r.text(), testing::HasSubstr("all 12 elements outside the probabilistic bound lie in row 15 of each "
+                                             "matrix they touch (6 of the stack's 6, from [0, 0] to [1, 2];"));
   }
   {
     SCOPED_TRACE("a lone outlier");
@@ -316,6 +331,13 @@ TEST(StackedMatmul, ReportsPlaceElementsAndMatricesInTheStack) {
   EXPECT_THAT(s.text(), testing::HasSubstr("  [1, 0, 3, 4] "));
   ASSERT_EQ(s.verdict.outside_by_matrix.size(), 1U);
   EXPECT_EQ(s.verdict.outside_by_matrix[0].matrix, 1 * 3 + 0);
+  // Element [.., 2, 1] of every matrix wrong: the same place in each, found through the moved grid.
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t h = 0; h < 3; ++h)
+      s4.values[at4(b, h, 2, 1)] = convert_double(fp32, 1.5 * to_double(fp32, s4.values[at4(b, h, 2, 1)])).bits;
+  EXPECT_THAT(check_rows(RowOp::softmax, x4, s4, softmax, axis1).text(),
+              testing::HasSubstr("lie in rows 2..3 × columns 1..4 of each matrix they touch (6 of the stack's 6, from "
+                                 "[0, 0] to [1, 2]"));
 }
 
 TEST(StackedMatmul, WrongShapesAreNamed) {

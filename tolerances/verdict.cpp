@@ -97,7 +97,7 @@ Stack stack_of(std::span<const std::int64_t> shape, std::int64_t n) {
 
 template <class Reference>
 void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, const detail::JudgedElements& all,
-                    const Reference& ref, Grid grid, const Stack& stack, std::span<const std::int64_t> shape) {
+                    const Reference& ref, Grid grid, std::span<const std::int64_t> shape) {
   const FormatSpec& out = *claim.output;
   // An addend at the end or after the output cast rounds once more before the output: its
   // rounding error (at the element's own values) is no error of the output's rounding or of the
@@ -204,55 +204,92 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
   // Where the elements outside the probabilistic bound are: their count, bounding box and first
   // one, per chunk on every core, merged in chunk order (counts, minima and maxima: the same for
   // any thread count).
+  // In a stack (an output of more than two axes) the same box is also taken in each matrix's own
+  // rows and columns (lr, lc), with the first and last matrix touched (m): a defect at the same
+  // place of every matrix (a tail row, an edge tile) is confined there though it spans the tensor.
+  const Stack st = stack_of(shape, static_cast<std::int64_t>(all.size()));
+  const std::int64_t st_cols = st.matrices > 1 ? st.elements / st.rows : 1;
   struct Box {
     std::int64_t count = 0, r0 = 0, r1 = -1, c0 = 0, c1 = -1;
+    std::int64_t lr0 = 0, lr1 = -1, lc0 = 0, lc1 = -1, m0 = 0, m1 = -1;
     std::size_t first = 0;  // the first one's index (where count > 0)
   };
+  const Box empty{0, grid.rows, -1, grid.cols, -1, st.rows, -1, st_cols, -1, st.matrices, -1, 0};
   constexpr std::int64_t kBoxGrain = 1 << 16;
   const auto n_all = static_cast<std::int64_t>(all.size());
   std::vector<Box> boxes(static_cast<std::size_t>((n_all + kBoxGrain - 1) / kBoxGrain));
   detail::parallel_for(n_all, kBoxGrain, [&](std::int64_t i0, std::int64_t i1) {
-    Box x{0, grid.rows, -1, grid.cols, -1, 0};
+    Box x = empty;
     for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
       const ElementClass cls = all.cls(i);
       if (cls != ElementClass::within_deterministic && cls != ElementClass::outside_deterministic) continue;
       if (x.count++ == 0) x.first = i;
       const std::int64_t row = all.row(i), col = all.col(i);
       x.r0 = std::min(x.r0, row), x.r1 = std::max(x.r1, row), x.c0 = std::min(x.c0, col), x.c1 = std::max(x.c1, col);
+      if (st.matrices > 1) {
+        const std::int64_t idx = grid.index(row, col);  // in the output as given
+        const std::int64_t m = idx / st.elements, lr = idx % st.elements / st_cols, lc = idx % st_cols;
+        x.lr0 = std::min(x.lr0, lr), x.lr1 = std::max(x.lr1, lr), x.lc0 = std::min(x.lc0, lc);
+        x.lc1 = std::max(x.lc1, lc), x.m0 = std::min(x.m0, m), x.m1 = std::max(x.m1, m);
+      }
     }
     boxes[static_cast<std::size_t>(i0 / kBoxGrain)] = x;
   });
-  Box bad{0, grid.rows, -1, grid.cols, -1, 0};
+  Box bad = empty;
   for (const Box& x : boxes) {
     if (x.count == 0) continue;
     if (bad.count == 0) bad.first = x.first;
     bad.count += x.count;
     bad.r0 = std::min(bad.r0, x.r0), bad.r1 = std::max(bad.r1, x.r1), bad.c0 = std::min(bad.c0, x.c0),
     bad.c1 = std::max(bad.c1, x.c1);
+    bad.lr0 = std::min(bad.lr0, x.lr0), bad.lr1 = std::max(bad.lr1, x.lr1), bad.lc0 = std::min(bad.lc0, x.lc0),
+    bad.lc1 = std::max(bad.lc1, x.lc1), bad.m0 = std::min(bad.m0, x.m0), bad.m1 = std::max(bad.m1, x.m1);
   }
+  const auto box_text = [](std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+    return r0 == r1 ? fmt::format("row {}", r0)
+           : c0 == c1 ? fmt::format("column {}", c0)
+                      : fmt::format("rows {}..{} × columns {}..{}", r0, r1, c0, c1);
+  };
+  const auto percent = [](std::int64_t part, std::int64_t whole) {
+    return 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+  };
   if (bad.count >= 2) {
-    const std::int64_t r0 = bad.r0, r1 = bad.r1, c0 = bad.c0, c1 = bad.c1;
-    const std::int64_t area = (r1 - r0 + 1) * (c1 - c0 + 1);
     const std::int64_t total = grid.rows * grid.cols;
-    if (static_cast<double>(area) <= kConfinedMaxAreaFraction * static_cast<double>(total)) {
-      std::string where = r0 == r1 ? fmt::format("row {}", r0)
-                          : c0 == c1 ? fmt::format("column {}", c0)
-                                     : fmt::format("rows {}..{} × columns {}..{}", r0, r1, c0, c1);
-      // A stack's rows run over its matrices: say which, and a box inside one matrix in that
-      // matrix's own rows.
-      std::string in_stack;
-      if (stack.matrices > 1) {
-        const std::int64_t m0 = r0 / stack.rows, m1 = r1 / stack.rows;
-        in_stack = m0 == m1 ? fmt::format("; that is rows {}..{} of matrix {} of the stack", r0 % stack.rows,
-                                          r1 % stack.rows, stack.position(m0))
-                            : fmt::format("; the rows run over the stack's matrices {} to {}", stack.position(m0),
-                                          stack.position(m1));
+    const std::int64_t area = (bad.r1 - bad.r0 + 1) * (bad.c1 - bad.c0 + 1);
+    const std::int64_t local = (bad.lr1 - bad.lr0 + 1) * (bad.lc1 - bad.lc0 + 1);
+    const std::string what = fmt::format("all {} elements outside the probabilistic bound lie in ", bad.count);
+    if (st.matrices > 1 && bad.m0 == bad.m1) {
+      // One matrix of several: located in it.
+      v.signatures.push_back(
+          {"confined", fmt::format("{}{} of matrix {} of the stack ({:.1f}% of the tensor): an indexing or tiling "
+                                   "defect",
+                                   what, box_text(bad.lr0, bad.lr1, bad.lc0, bad.lc1), st.position(bad.m0),
+                                   percent(local, total))});
+    } else if (st.matrices > 1 &&
+               static_cast<double>(local) <= kConfinedMaxAreaFraction * static_cast<double>(st.elements)) {
+      // The same place in each matrix they touch (counted here: one serial pass, in a stack only).
+      std::vector<char> touched(static_cast<std::size_t>(st.matrices), 0);
+      for (std::int64_t i = 0; i < n_all; ++i) {
+        const ElementClass cls = all.cls(static_cast<std::size_t>(i));
+        if (cls == ElementClass::within_deterministic || cls == ElementClass::outside_deterministic)
+          touched[static_cast<std::size_t>(grid.index(i / grid.cols, i % grid.cols) / st.elements)] = 1;
       }
-      v.signatures.push_back({"confined", fmt::format("all {} elements outside the probabilistic bound lie in {} ({:.1f}% "
-                                                      "of the tensor{}): an indexing or tiling defect",
-                                                      bad.count, where,
-                                                      100.0 * static_cast<double>(area) / static_cast<double>(total),
-                                                      in_stack)});
+      v.signatures.push_back(
+          {"confined", fmt::format("{}{} of each matrix they touch ({} of the stack's {}, from {} to {}; {:.1f}% of "
+                                   "each matrix): the same place in each, as a tile, an edge or a tail handled "
+                                   "wrongly leaves it",
+                                   what, box_text(bad.lr0, bad.lr1, bad.lc0, bad.lc1),
+                                   std::count(touched.begin(), touched.end(), 1), st.matrices, st.position(bad.m0),
+                                   st.position(bad.m1), percent(local, st.elements))});
+    } else if (static_cast<double>(area) <= kConfinedMaxAreaFraction * static_cast<double>(total)) {
+      // (In a stack whose rows run over several matrices, the rows are the leading axes' flattened.)
+      v.signatures.push_back(
+          {"confined", fmt::format("{}{} ({:.1f}% of the tensor{}): an indexing or tiling defect", what,
+                                   box_text(bad.r0, bad.r1, bad.c0, bad.c1), percent(area, total),
+                                   st.matrices > 1 ? fmt::format("; rows over the leading axes flattened, matrices {} "
+                                                                 "to {} of the stack",
+                                                                 st.position(bad.m0), st.position(bad.m1))
+                                                   : "")});
     }
   }
   if (bad.count == 1 && all.size() >= kLoneOutlierMinElements) {
@@ -792,9 +829,7 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
   }
   std::int64_t shape_elements = 1;
   for (const std::int64_t d : opt.shape) shape_elements *= d;
-  add_signatures(v, claim, b, all, ref, grid,
-                 stack.matrices > 1 && grid.inner == 1 && grid.cols == opt.shape.back() ? stack : Stack{},
-                 shape_elements == n_all ? opt.shape : std::span<const std::int64_t>{});
+  add_signatures(v, claim, b, all, ref, grid, shape_elements == n_all ? opt.shape : std::span<const std::int64_t>{});
   v.field = detail::error_field(all, grid, opt.false_alarm);
   // The worst elements, made whole from their records.
   for (const std::size_t i : all.size() <= std::numeric_limits<std::uint32_t>::max() ? worst_positions<std::uint32_t>(all, opt.worst)

@@ -489,6 +489,15 @@ def test_batch_of_b_is_each_matrix_times_its_own():
     assert r.counts == {key: sum(h.counts[key] for h in heads) for key in r.counts}
     wrong = torch.matmul(q.float(), kt.flip(1).float()).bfloat16()  # heads reversed
     assert numfid.check_matmul(q, kt, wrong, claim).verdict == "defect"
+    # One broken head: located at [b, h, i, j] and named among the stack's matrices.
+    broken = s.clone()
+    broken[1, 0, 5, 9] += 4
+    d = numfid.check_matmul(q, kt, broken, claim)
+    assert d.verdict == "defect" and d.worst[0]["position"] == [1, 0, 5, 9], d.report
+    assert d.matrices == {"count": 6, "outside_deterministic": [{"position": [1, 0], "elements": 1}]}
+    assert "[1, 0, 5, 9]" in d.report
+    assert r.matrices == {"count": 6, "outside_deterministic": []}
+    assert numfid.check_matmul(q[0, 0], kt[0, 0], s[0, 0], claim).matrices is None
     e = numfid.emulate("matmul", "--in bf16 --out bf16 --plan sequential", a=q, b=kt)
     assert e.shape == (2, 3, 8, 16)
     for i in range(2):

@@ -67,6 +67,14 @@ std::string list_html(const char* title, const std::vector<std::string>& items) 
 
 /// Worst elements, signatures and derivation, from the check's own JSON document (read
 /// defensively: a merged result's document comes from a file).
+/// A JSON array of indices as the report writes a position: "[1, 2, 5, 7]" (escaped).
+std::string position_text(const nlohmann::json& p) {
+  std::vector<std::string> parts;
+  if (p.is_array())
+    for (const nlohmann::json& x : p) parts.push_back(xml_escape(x.dump()));
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
 std::string check_details_html(const GateFigures& f) {
   const nlohmann::json j = nlohmann::json::parse(f.check_json, nullptr, false);
   if (!j.is_object()) return "";
@@ -79,10 +87,27 @@ std::string check_details_html(const GateFigures& f) {
   if (!list("worst").empty()) {
     s += "<p><b>Worst elements</b> (|error| / deterministic bound)</p><table class=\"worst\"><tr><th>index</th><th>value</th>"
          "<th>exact</th><th>error ulps</th><th>of bound</th><th>class</th></tr>";
+    // Each element at its position in the output (a stack's [b, h, i, j]), as `numfid check` lists it.
+    const auto position = [&](const nlohmann::json& e) {
+      if (!e.is_object() || !e.contains("position") || !e["position"].is_array())
+        return fmt::format("[{}, {}]", field(e, "row"), field(e, "col"));
+      return position_text(e["position"]);
+    };
     for (const nlohmann::json& e : list("worst"))
-      s += fmt::format("<tr><td>[{}, {}]</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", field(e, "row"), field(e, "col"),
-                       field(e, "value"), field(e, "exact"), field(e, "error_ulps"), field(e, "fraction_of_bound"), field(e, "class"));
+      s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", position(e),
+                       field(e, "value"), field(e, "exact"), field(e, "error_ulps"), field(e, "fraction_of_bound"),
+                       field(e, "class"));
     s += "</table>";
+  }
+  // A stack's matrices holding elements outside the deterministic bound.
+  if (j.contains("matrices") && j["matrices"].is_object() && j["matrices"].contains("outside_deterministic") &&
+      j["matrices"]["outside_deterministic"].is_array() && !j["matrices"]["outside_deterministic"].empty()) {
+    std::vector<std::string> m;
+    for (const nlohmann::json& x : j["matrices"]["outside_deterministic"])
+      m.push_back(fmt::format("{} ({})", x.is_object() && x.contains("position") ? position_text(x["position"]) : "",
+                              field(x, "elements")));
+    s += fmt::format("<p><b>Matrices holding elements outside the deterministic bound</b> ({} of {}): {}</p>", m.size(),
+                     field(j["matrices"], "count"), fmt::join(m, ", "));
   }
   if (!list("signatures").empty()) {
     s += "<p><b>Signatures</b></p><ul>";

@@ -169,6 +169,24 @@ TEST_F(GateTest, DefectFailsTheGateAndIsReported) {
                                   r.cases[0].reason(), want.verdict.reason, path));
 }
 
+// A stack's report (attention scores per head, one head broken: tests/cli/data/make_stacked.py)
+// places elements at [b, h, i, j] and names the matrix in the gate's HTML as `numfid check` does.
+TEST_F(GateTest, AStacksReportPlacesElementsInTheStack) {
+  const std::string d = NUMFID_CLI_DATA;
+  const Gate g = load_gate(write(fmt::format("version: 1\ncases:\n  - name: heads\n    op: matmul\n    a: {0}/stacked_q.npy\n"
+                                             "    b: {0}/stacked_kt.npy\n    c: {0}/stacked_c.npy\n"
+                                             "    claim: --in bf16 --acc fp32 --out fp32\n",
+                                             d)));
+  const GateResult r = run_gate(g, GateRunOptions{});
+  ASSERT_EQ(r.cases.size(), 1u);
+  ASSERT_TRUE(r.cases[0].figures.has_value()) << r.cases[0].error;
+  EXPECT_NE(r.cases[0].figures->report.find("[1, 2, 2, 0]"), std::string::npos) << r.cases[0].figures->report;
+  const std::string html = r.html();
+  EXPECT_NE(html.find("<tr><td>[1, 2, 2, 0]</td>"), std::string::npos);
+  EXPECT_NE(html.find("<b>Matrices holding elements outside the deterministic bound</b> (1 of 6): [1, 2] (2)"),
+            std::string::npos);
+}
+
 // A case's `worst:` lists that many elements (as `numfid check --worst`, which its reproduction
 // command then states); the others list the run's --worst.
 TEST_F(GateTest, ACasesWorstListsThatManyElements) {

@@ -283,6 +283,18 @@ TEST(StackedMatmul, ReportsPlaceElementsAndMatricesInTheStack) {
                                              "matrix they touch (6 of the stack's 6, from [0, 0] to [1, 2];"));
   }
   {
+    SCOPED_TRACE("across a matrix boundary: the last rows of one head and the first of the next");
+    TensorData c = good;
+    for (std::int64_t j = 0; j < N; ++j) {
+      bump(c, flat(0, 0, M - 1, j), 8.0);
+      bump(c, flat(0, 1, 0, j), 8.0);
+    }
+    // Each matrix's own rows span 0..15 (all of it); the flattened rows are 15..16 of 96.
+    EXPECT_THAT(check_matmul(q, kt, c, any).text(),
+                testing::HasSubstr("lie in rows 15..16 × columns 0..7 (2.1% of the tensor; rows over the leading axes "
+                                   "flattened, matrices [0, 0] to [0, 1] of the stack)"));
+  }
+  {
     SCOPED_TRACE("a lone outlier");
     TensorData c = good;
     bump(c, flat(0, 2, 9, 3), 8.0);

@@ -84,14 +84,19 @@ struct Stack {
   std::string position(std::int64_t m) const { return fmt::format("[{}]", fmt::join(position_in(m, lead), ", ")); }
 };
 
+/// Whether `shape` (JudgeOptions::shape) is that of an output of n elements.
+bool is_shape_of(std::span<const std::int64_t> shape, std::int64_t n) {
+  std::int64_t total = 1;
+  for (const std::int64_t d : shape) total *= d;
+  return !shape.empty() && total == n;
+}
+
 /// The stack `shape` describes for an output of n elements (none where it has at most two axes
 /// or is not the output's).
 Stack stack_of(std::span<const std::int64_t> shape, std::int64_t n) {
-  if (shape.size() <= 2) return {};
-  std::int64_t total = 1;
-  for (const std::int64_t d : shape) total *= d;
+  if (shape.size() <= 2 || !is_shape_of(shape, n)) return {};
   const std::int64_t per = shape[shape.size() - 2] * shape.back();
-  if (total != n || per <= 0) return {};
+  if (per <= 0) return {};
   return {shape.first(shape.size() - 2), n / per, per, shape[shape.size() - 2]};
 }
 
@@ -282,7 +287,7 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
                                    std::count(touched.begin(), touched.end(), 1), st.matrices, st.position(bad.m0),
                                    st.position(bad.m1), percent(local, st.elements))});
     } else if (static_cast<double>(area) <= kConfinedMaxAreaFraction * static_cast<double>(total)) {
-      // (In a stack whose rows run over several matrices, the rows are the leading axes' flattened.)
+      // A stack's box over several matrices: its rows are the leading axes flattened (said so).
       v.signatures.push_back(
           {"confined", fmt::format("{}{} ({:.1f}% of the tensor{}): an indexing or tiling defect", what,
                                    box_text(bad.r0, bad.r1, bad.c0, bad.c1), percent(area, total),
@@ -827,9 +832,7 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
           [](const Verdict::MatrixCount& x, const Verdict::MatrixCount& y) { return x.outside > y.outside; });
     }
   }
-  std::int64_t shape_elements = 1;
-  for (const std::int64_t d : opt.shape) shape_elements *= d;
-  add_signatures(v, claim, b, all, ref, grid, shape_elements == n_all ? opt.shape : std::span<const std::int64_t>{});
+  add_signatures(v, claim, b, all, ref, grid, is_shape_of(opt.shape, n_all) ? opt.shape : std::span<const std::int64_t>{});
   v.field = detail::error_field(all, grid, opt.false_alarm);
   // The worst elements, made whole from their records.
   for (const std::size_t i : all.size() <= std::numeric_limits<std::uint32_t>::max() ? worst_positions<std::uint32_t>(all, opt.worst)

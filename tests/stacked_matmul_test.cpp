@@ -301,6 +301,17 @@ TEST(StackedMatmul, ReportsPlaceElementsAndMatricesInTheStack) {
     const CheckResult r = check_matmul(q, kt, c, any);
     EXPECT_THAT(r.text(), testing::HasSubstr(fmt::format("only element {} (at [0, 2, 9, 3])", flat(0, 2, 9, 3))));
   }
+  // A stack of one matrix ([1, 1, M, N]) is still a stack: positions over all four axes, its one
+  // matrix named.
+  {
+    TensorData c = matrix(good, 3, M, N);
+    const TensorData q3 = matrix(q, 3, M, K), k3 = matrix(kt, 3, K, N);
+    bump(c, static_cast<std::size_t>(2 * N + 1), 8.0);
+    const CheckResult one = check_matmul(reshaped(q3, {1, 1, M, K}), reshaped(k3, {1, 1, K, N}), reshaped(c, {1, 1, M, N}),
+                                         any);
+    EXPECT_THAT(one.text(), testing::HasSubstr("[0, 0, 2, 1]"));
+    EXPECT_THAT(one.text(), testing::HasSubstr("1 of 1 (position over [1, 1], count): [0, 0] 1"));
+  }
   // A consistent stack names no matrix; the JSON still counts them.
   const CheckResult ok = check_matmul(q, kt, good, any);
   EXPECT_EQ(ok.verdict.kind, TensorKind::consistent) << ok.text();

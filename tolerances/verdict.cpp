@@ -816,7 +816,7 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
   // Which matrices of a stack hold the proven defects (a broken head of an attention batch):
   // one serial pass, only where there are any.
   const Stack stack = stack_of(opt.shape, n_all);
-  if (stack.matrices > 1) {
+  if (stack.matrices > 0) {
     v.matrices = stack.matrices;
     if (v.counts[3] > 0) {
       std::vector<std::int64_t> outside(static_cast<std::size_t>(v.matrices), 0);

@@ -314,6 +314,13 @@ TEST(CalibratedProfiles, ABlockFmaProfileSaysTheRulesAreNotApplied) {
 
 // ---- The lean rule for stochastically rounded outputs (docs/verdict.md §4.2) ----
 
+/// fp32 values truncated to bf16 (sign and magnitude: toward zero), by their high 16 bits.
+std::vector<Bits> truncated_to_bf16(const std::vector<Bits>& y) {
+  std::vector<Bits> out;
+  for (const Bits v : y) out.push_back(Bits(v.raw >> 16));
+  return out;
+}
+
 /// An independent stochastic rounding of fp32 values to bf16 (not numfid's): the magnitude's
 /// 16 low bits over 2^16 is the probability of rounding the magnitude up (away from zero), drawn
 /// from mt19937_64; `bias` (in ulps, >= 0) lowers that probability, a rounding biased toward zero;
@@ -366,9 +373,7 @@ TEST(VerdictStochasticOutput, TruncationIsCaughtAndRealStochasticRoundingIsNot) 
       auto judge = [&](std::vector<Bits> c) { return check_matmul(ref, TensorData{&bf16, {64, 64}, std::move(c), "C"}, claim, o); };
       const std::string what = fmt::format("{}, {}", sc.claim, kind_name(d));
       // The truncated output: every element toward zero.
-      std::vector<Bits> rtz;
-      for (const Bits v : y.values) rtz.push_back(Bits(v.raw >> 16));
-      const CheckResult bad = judge(rtz);
+      const CheckResult bad = judge(truncated_to_bf16(y.values));
       // Not on cancelling data: the deterministic bound (γ_n·Σ|t|, n = 511 roundings in any order,
       // 130 for trn2's) lets the fp32 sum move these small results by more than half a bf16 ulp
       // (δ_i >= ½), so no element carries evidence of a half-ulp lean (§4.2 says so).
@@ -427,9 +432,7 @@ TEST(VerdictStochasticOutput, FewRandomBitsLeanAsClaimed) {
       EXPECT_TRUE(premise.verdict.probable);
     }
   }
-  std::vector<Bits> rtz;
-  for (const Bits v : y.values) rtz.push_back(Bits(v.raw >> 16));
-  const CheckResult bad = judge(std::string(sc.claim) + " --sr-bits 8", rtz);
+  const CheckResult bad = judge(std::string(sc.claim) + " --sr-bits 8", truncated_to_bf16(y.values));
   EXPECT_EQ(bad.verdict.kind, TensorKind::defect) << bad.text();
   EXPECT_TRUE(bad.verdict.probable);
   EXPECT_NE(bad.verdict.reason.find("with 8 random bits, up to 2^-8 of the spacing toward zero"), std::string::npos)

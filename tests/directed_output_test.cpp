@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -455,6 +456,69 @@ TEST(DirectedOutput, RowOpsAreJudgedUnderTheClaimedRoundingToo) {
   const CheckResult n = check_rows(RowOp::softmax, S, nearest, rtz);
   EXPECT_EQ(n.verdict.kind, TensorKind::defect) << n.text();
   EXPECT_GT(n.verdict.counts[3], 16) << n.text();
+}
+
+// IEEE 754 §6.3: an exact zero sum of operands of opposite signs is -0 under roundTowardNegative
+// and +0 under every other direction. Truth: this CPU's fp32 adder under fesetround, summing
+// the same terms in shuffled orders (sequentially and pairwise) — every order gives one zero
+// sign, and an output holding it is bit-exact under a claim of those adders (--acc-rounding R);
+// the other zero is still within the bound (0 error) but not bit-exact. Until 2026-12-05 the
+// check's correctly rounded zero was +0 under rdn too.
+TEST(DirectedAccumulation, AnExactZeroSumHasTheSignIeeeGivesItUnderEachRounding) {
+  std::mt19937 g(77);
+  std::uniform_int_distribution<int> mag(1, 1 << 12);
+  const std::pair<Rounding, int> modes[] = {
+      {Rounding::rne, FE_TONEAREST}, {Rounding::rdn, FE_DOWNWARD}, {Rounding::rup, FE_UPWARD}, {Rounding::rtz, FE_TOWARDZERO}};
+  for (const auto& [rounding, fe] : modes) {
+    SCOPED_TRACE(rounding_name(rounding));
+    for (int trial = 0; trial < 20; ++trial) {
+      SCOPED_TRACE(trial);
+      // 16 terms cancelling exactly: ±m·2^-6 pairs (m < 2^12: every partial sum of any subset is
+      // an fp32 value, so every order ends at an exact zero), with zeros of both signs.
+      std::vector<float> t;
+      for (int i = 0; i < 7; ++i) {
+        const float x = std::ldexp(static_cast<float>(mag(g)), -6);
+        t.push_back(x), t.push_back(-x);
+      }
+      t.push_back(0.0f), t.push_back(-0.0f);
+      std::shuffle(t.begin(), t.end(), g);
+      const int saved = std::fegetround();
+      std::fesetround(fe);
+      volatile float seq = 0.0f;  // fl(+0 + t0) + ...: the hardware's sequential sum
+      seq = t[0];
+      for (std::size_t i = 1; i < t.size(); ++i) seq = seq + t[i];
+      std::vector<float> p(t);  // pairwise
+      while (p.size() > 1) {
+        std::vector<float> q;
+        for (std::size_t i = 0; i + 1 < p.size(); i += 2) {
+          volatile float s = p[i] + p[i + 1];
+          q.push_back(static_cast<float>(s));
+        }
+        p = q;
+      }
+      std::fesetround(saved);
+      const float hw = seq;
+      ASSERT_EQ(hw, 0.0f);
+      ASSERT_EQ(std::signbit(hw), std::signbit(p[0])) << "orders disagree on the zero's sign";
+      ASSERT_EQ(std::signbit(hw), rounding == Rounding::rdn);
+      std::vector<Bits> x;
+      for (const float v : t) x.push_back(Bits(std::bit_cast<std::uint32_t>(v)));
+      const TensorData X{&fp32, {1, 16}, x, "X"};
+      const auto sum_of = [](float v) { return TensorData{&fp32, {1}, {Bits(std::bit_cast<std::uint32_t>(v))}, "C"}; };
+      const ClaimSpec claim = parse_claim(fmt::format("--in fp32 --acc fp32 --acc-rounding {0} --out fp32 --out-rounding {0}",
+                                                      rounding_name(rounding)));
+      const CheckResult same = check_sum(X, sum_of(hw), 1, claim);
+      EXPECT_EQ(same.verdict.counts[0], 1) << same.text();
+      const CheckResult other = check_sum(X, sum_of(-hw), 1, claim);
+      EXPECT_EQ(other.verdict.counts[0], 0) << other.text();
+      EXPECT_EQ(other.verdict.kind, TensorKind::consistent) << other.text();
+      // The same through check matmul: a row of A times a column of ones.
+      const TensorData A{&fp32, {1, 16}, x, "A"};
+      const TensorData B{&fp32, {16, 1}, std::vector<Bits>(16, Bits(std::bit_cast<std::uint32_t>(1.0f))), "B"};
+      const CheckResult mm = check_matmul(A, B, TensorData{&fp32, {1, 1}, sum_of(hw).values, "C"}, claim);
+      EXPECT_EQ(mm.verdict.counts[0], 1) << mm.text();
+    }
+  }
 }
 
 }  // namespace

@@ -172,6 +172,16 @@ std::string shape_text(std::span<const std::int64_t> shape) {
   return s + "]";
 }
 
+bool sums_exact_zero_to_negative(const Claim& c) {
+  return c.acc.rounding == Rounding::rdn && !c.acc.products_rounded && !c.acc.ftz && !c.acc.daz &&
+         c.compute_input == nullptr && c.block_fma == nullptr && !c.ulps && c.addend_at == AddendAt::start;
+}
+
+Bits ieee_zero(const Claim& c, const FormatSpec& out, double exact, double sum_abs, Bits rounded) {
+  if (exact != 0 || !(sum_abs > 0) || !sums_exact_zero_to_negative(c)) return rounded;
+  return convert_double(out, -0.0).bits;  // a format without -0 (FNUZ) holds +0 for it
+}
+
 ReferenceElement reference_element(const ExactElement& x, Bits rounded) {
   ReferenceElement r{rounded, x.exact, x.sum_abs};
   r.finite_opposite = x.opposite;
@@ -733,7 +743,8 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
   LargeArray<Bits> rounded(mr.elements.size());
   detail::parallel_for(static_cast<std::int64_t>(rounded.size()), 4096, [&](std::int64_t e0, std::int64_t e1) {
     for (auto e = static_cast<std::size_t>(e0); e < static_cast<std::size_t>(e1); ++e)
-      rounded[e] = mr.elements[e].rounded(fout, ro);
+      rounded[e] = detail::ieee_zero(s.claim, fout, mr.elements[e].exact, mr.elements[e].sum_abs,
+                                     mr.elements[e].rounded(fout, ro));
   });
   ReductionBound b = reduction_bound(s.claim, K, D != nullptr, claim.confidence);
   add_operand_allowances(b, s.claim, A, B, D, mr.dims, mr.rowwise_dot);
@@ -953,7 +964,9 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
                            acc.clear();
                            for (std::int64_t k = 0; k < len; ++k)
                              acc.add(fin, X.values[static_cast<std::size_t>((o * len + k) * inner + i)]);
-                           ref[static_cast<std::size_t>(e)] = detail::reference_element(acc, fout, ro);
+                           ReferenceElement& r = ref[static_cast<std::size_t>(e)];
+                           r = detail::reference_element(acc, fout, ro);
+                           r.rounded = detail::ieee_zero(s.claim, fout, r.exact, r.sum_abs, r.rounded);
                          }
                        });
   const std::string numpy_note = numpy_strided_axis_note(X, axis_in, claim);

@@ -41,6 +41,19 @@ void refuse_stacked_operand(ShapeRef a, ShapeRef b, std::string_view what);
 /// nearest, ties to even, for a stochastic one (two legal values: its lean is judged, §4.2).
 RoundOptions bit_exact_rounding(Rounding output_rounding);
 
+/// Whether every legal computation under `c` gives -0 for an exact zero sum with a non-zero
+/// term, which is then the correctly rounded result (ieee_zero): IEEE 754-2019 §6.3 makes an
+/// exact zero sum of operands of opposite signs -0 under roundTowardNegative (+0 in every other
+/// direction), and under adders that all round downward a zero partial sum of non-zero terms is
+/// -0 in any order ((+0) + (-0) = -0 there too), so the sum's exact zero is -0 whatever the
+/// order. Only for plain accumulation claims: --acc-rounding rdn with exact products, no
+/// flushing, no operand cast, no block FMA, the addend (if any) at the start.
+bool sums_exact_zero_to_negative(const Claim& c);
+
+/// `rounded`, or the output's -0 where the claim's sums give -0 (sums_exact_zero_to_negative)
+/// and the exact result is a zero sum with a non-zero term (sum_abs > 0).
+Bits ieee_zero(const Claim& c, const FormatSpec& out, double exact, double sum_abs, Bits rounded);
+
 /// The same from an exact element and its rounding into the output (check_against, the scaled
 /// GEMM's certified path): the one place an ExactElement's fields become a ReferenceElement's.
 ReferenceElement reference_element(const ExactElement& x, Bits rounded);

@@ -65,8 +65,6 @@ std::string list_html(const char* title, const std::vector<std::string>& items) 
   return s + "</ul>";
 }
 
-/// Worst elements, signatures and derivation, from the check's own JSON document (read
-/// defensively: a merged result's document comes from a file).
 /// A JSON array of indices as the report writes a position: "[1, 2, 5, 7]" (escaped).
 std::string position_text(const nlohmann::json& p) {
   std::vector<std::string> parts;
@@ -75,6 +73,8 @@ std::string position_text(const nlohmann::json& p) {
   return fmt::format("[{}]", fmt::join(parts, ", "));
 }
 
+/// Worst elements, signatures and derivation, from the check's own JSON document (read
+/// defensively: a merged result's document comes from a file).
 std::string check_details_html(const GateFigures& f) {
   const nlohmann::json j = nlohmann::json::parse(f.check_json, nullptr, false);
   if (!j.is_object()) return "";

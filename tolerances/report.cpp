@@ -16,23 +16,14 @@ namespace {
 
 std::string fmt_value(double v) { return fmt::format("{:.9g}", v); }
 
-/// Whether `shape` is the judged output's (its elements counted; a caller that set none
-/// gets the grid's [row, col] or [index]).
-bool is_output_shape(const std::vector<std::int64_t>& shape, std::int64_t elements) {
-  if (shape.empty()) return false;
-  std::int64_t n = 1;
-  for (const std::int64_t d : shape) n *= d;
-  return n == elements;
-}
-
 bool stacked(const std::vector<std::int64_t>& shape, std::int64_t elements) {
-  return shape.size() > 2 && is_output_shape(shape, elements);
+  return shape.size() > 2 && is_shape_of(shape, elements);
 }
 
 /// An element's position in the output (JSON's "position"): its index over the output's axes.
 std::vector<std::int64_t> element_position(const ElementReport& e, bool matrix, const std::vector<std::int64_t>& shape,
                                            std::int64_t elements) {
-  if (is_output_shape(shape, elements)) return position_in(e.index, shape);
+  if (is_shape_of(shape, elements)) return position_in(e.index, shape);
   return matrix ? std::vector<std::int64_t>{e.row, e.col} : std::vector<std::int64_t>{e.index};
 }
 
@@ -40,14 +31,14 @@ std::vector<std::int64_t> element_position(const ElementReport& e, bool matrix, 
 /// stack or a matrix (rows along another axis too: C's [i, j], not the moved grid's), else
 /// [index].
 std::string place(std::int64_t index, bool matrix, const std::vector<std::int64_t>& shape, std::int64_t elements) {
-  if (is_output_shape(shape, elements) && (shape.size() > 2 || (shape.size() == 2 && matrix)))
+  if (is_shape_of(shape, elements) && (shape.size() > 2 || (shape.size() == 2 && matrix)))
     return fmt::format("[{}]", fmt::join(position_in(index, shape), ", "));
   return fmt::format("[{}]", index);
 }
 
 std::string index_text(const ElementReport& e, bool matrix, const std::vector<std::int64_t>& shape,
                        std::int64_t elements) {
-  if (is_output_shape(shape, elements)) return place(e.index, matrix, shape, elements);
+  if (is_shape_of(shape, elements)) return place(e.index, matrix, shape, elements);
   return matrix ? fmt::format("[{}, {}]", e.row, e.col) : fmt::format("[{}]", e.index);  // no shape given
 }
 
@@ -128,8 +119,7 @@ std::string CheckResult::text() const {
     for (const ElementReport& e : v.worst) {
       if (e.ratio <= 0) break;
       line(fmt::format("  {:>14} {:>16} {:>16} {:>12.3g} {:>10.3g}  {}", index_text(e, matrix, shape, v.elements),
-                       fmt_value(e.value),
-                       fmt_value(e.exact), e.error_ulps, e.ratio, class_name(e.cls)));
+                       fmt_value(e.value), fmt_value(e.exact), e.error_ulps, e.ratio, class_name(e.cls)));
     }
   }
   if (!v.outside_by_matrix.empty() && stacked(shape, v.elements))

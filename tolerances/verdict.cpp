@@ -84,13 +84,6 @@ struct Stack {
   std::string position(std::int64_t m) const { return fmt::format("[{}]", fmt::join(position_in(m, lead), ", ")); }
 };
 
-/// Whether `shape` (JudgeOptions::shape) is that of an output of n elements.
-bool is_shape_of(std::span<const std::int64_t> shape, std::int64_t n) {
-  std::int64_t total = 1;
-  for (const std::int64_t d : shape) total *= d;
-  return !shape.empty() && total == n;
-}
-
 /// The stack `shape` describes for an output of n elements (none where it has at most two axes
 /// or is not the output's).
 Stack stack_of(std::span<const std::int64_t> shape, std::int64_t n) {
@@ -842,6 +835,12 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
 }
 
 }  // namespace
+
+bool is_shape_of(std::span<const std::int64_t> shape, std::int64_t n) {
+  std::int64_t total = 1;
+  for (const std::int64_t d : shape) total *= d;
+  return !shape.empty() && total == n;
+}
 
 std::vector<std::int64_t> position_in(std::int64_t index, std::span<const std::int64_t> shape) {
   std::vector<std::int64_t> p(shape.size());

@@ -131,6 +131,9 @@ struct Verdict {
   std::vector<MatrixCount> outside_by_matrix;
 };
 
+/// Whether `shape` is that of an array of n elements (non-empty, its dimensions multiplying to n).
+bool is_shape_of(std::span<const std::int64_t> shape, std::int64_t n);
+
 /// The position of flat index `index` in an array of `shape` (row-major): [b, h, i, j].
 std::vector<std::int64_t> position_in(std::int64_t index, std::span<const std::int64_t> shape);
 

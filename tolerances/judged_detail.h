@@ -130,13 +130,19 @@ class JudgedElements {
     return grid_.cols > 0 ? static_cast<std::int64_t>(i) % grid_.cols : static_cast<std::int64_t>(i);
   }
 
+  /// Element i's flat index in the output as given (the grid's own where rows run along the
+  /// last axis; Grid::index maps a moved grid back).
+  std::int64_t index(std::size_t i) const {
+    return grid_.inner == 1 ? static_cast<std::int64_t>(i) : grid_.index(row(i), col(i));
+  }
+
   /// Element i whole, as judge() lists it.
   ElementReport report(std::size_t i) const {
     const JudgedElement& r = records_[i];
     ElementReport e;
     e.row = row(i);
     e.col = col(i);
-    e.index = grid_.inner == 1 ? static_cast<std::int64_t>(i) : grid_.index(e.row, e.col);
+    e.index = index(i);
     e.bits = out_[i];
     e.value = value(i);
     e.exact = exact(i);

@@ -225,7 +225,7 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
       const std::int64_t row = all.row(i), col = all.col(i);
       x.r0 = std::min(x.r0, row), x.r1 = std::max(x.r1, row), x.c0 = std::min(x.c0, col), x.c1 = std::max(x.c1, col);
       if (st.matrices > 1) {
-        const std::int64_t idx = grid.index(row, col);  // in the output as given
+        const std::int64_t idx = all.index(i);  // in the output as given
         const std::int64_t m = idx / st.elements, lr = idx % st.elements / st_cols, lc = idx % st_cols;
         x.lr0 = std::min(x.lr0, lr), x.lr1 = std::max(x.lr1, lr), x.lc0 = std::min(x.lc0, lc);
         x.lc1 = std::max(x.lc1, lc), x.m0 = std::min(x.m0, m), x.m1 = std::max(x.m1, m);
@@ -270,7 +270,7 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
       for (std::int64_t i = 0; i < n_all; ++i) {
         const ElementClass cls = all.cls(static_cast<std::size_t>(i));
         if (cls == ElementClass::within_deterministic || cls == ElementClass::outside_deterministic)
-          touched[static_cast<std::size_t>(grid.index(i / grid.cols, i % grid.cols) / st.elements)] = 1;
+          touched[static_cast<std::size_t>(all.index(static_cast<std::size_t>(i)) / st.elements)] = 1;
       }
       v.signatures.push_back(
           {"confined", fmt::format("{}{} of each matrix they touch ({} of the stack's {}, from {} to {}; {:.1f}% of "
@@ -814,10 +814,10 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
     if (v.counts[3] > 0) {
       std::vector<std::int64_t> outside(static_cast<std::size_t>(v.matrices), 0);
       // By the element's flat index in the output as given (rows along another axis: the grid
-      // is the moved one, Grid::index maps back).
-      for (std::int64_t i = 0; i < n_all; ++i)
-        if (all.cls(static_cast<std::size_t>(i)) == ElementClass::outside_deterministic)
-          ++outside[static_cast<std::size_t>(grid.index(i / grid.cols, i % grid.cols) / stack.elements)];
+      // is the moved one).
+      for (std::size_t i = 0; i < all.size(); ++i)
+        if (all.cls(i) == ElementClass::outside_deterministic)
+          ++outside[static_cast<std::size_t>(all.index(i) / stack.elements)];
       for (std::size_t m = 0; m < outside.size(); ++m)
         if (outside[m] > 0) v.outside_by_matrix.push_back({static_cast<std::int64_t>(m), outside[m]});
       std::stable_sort(

@@ -132,7 +132,7 @@ TEST(CalibratedRules, TreeRadiusHoldsForAnUnseenWorstOrderAndIsTighterThanHigham
   const MatmulReference ref = matmul_reference(a, b);
   const MatmulCalibration cal = calibrate_matmul(ref, parse_claim("--in bf16 --acc fp32 --out fp32"));
   ASSERT_TRUE(cal.applies) << cal.why_not;
-  EXPECT_LE(cal.rho, 1.0) << cal.rho_where;
+  EXPECT_LE(cal.rho, 1.0) << cal.rho_order << " at " << cal.rho_element;
   const std::vector<Bits> worst = fp32_sums(a, b, true);
   for (std::size_t i = 0; i < cal.sample.size(); ++i) {
     EXPECT_LT(cal.radius[i], cal.radius_hm[i]) << "element " << cal.sample[i];

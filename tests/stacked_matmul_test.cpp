@@ -363,6 +363,32 @@ TEST(StackedMatmul, ReportsPlaceElementsAndMatricesInTheStack) {
                                  "[0, 0] to [1, 2]"));
 }
 
+// The calibration's element (equal products summed in order leave the probabilistic radius
+// themselves, §6.4: the suspicious verdict names the order and the element that do) is placed in
+// the stack as the report places elements: [b, h, i, j] of C, not [row over the leading axes
+// flattened, column].
+TEST(StackedMatmul, TheCalibrationNamesItsElementInTheStack) {
+  const std::int64_t K = 2048;
+  TensorData A{&bf16, {2, 2, 4, K}, {}, "A"}, B{&bf16, {K, 4}, {}, "B"};
+  for (std::int64_t i = 0; i < 2 * 2 * 4; ++i)  // each row of A its own constant: equal products per element
+    for (std::int64_t k = 0; k < K; ++k) A.values.push_back(convert_double(bf16, 0.1 * (1 + 0.05 * static_cast<double>(i))).bits);
+  for (std::int64_t k = 0; k < K * 4; ++k) B.values.push_back(convert_double(bf16, 0.3).bits);
+  const TensorData C = emulate_matmul(A, B, std::nullopt, parse_claim("--in bf16 --acc fp32 --out fp32 --plan sequential"));
+  const ClaimSpec claim = parse_claim("--in bf16 --acc fp32 --out fp32");
+  const MatmulCalibration cal = calibrate_matmul(matmul_reference(A, B), claim);
+  ASSERT_TRUE(cal.applies) << cal.why_not;
+  ASSERT_GT(cal.rho, 1) << "equal products summed in order should leave the radius (§6.4)";
+  MatmulCheckOptions o;
+  o.calibration = &cal;
+  const CheckResult r = check_matmul(A, B, C, claim, o);
+  ASSERT_EQ(r.verdict.kind, TensorKind::suspicious) << r.text();
+  const std::int64_t e = cal.rho_element;  // C is [2, 2, 4, 4]: the test's own index arithmetic
+  const std::string at = fmt::format("{} at element [{}, {}, {}, {}]", cal.rho_order, e / 32, e / 16 % 2, e / 4 % 4, e % 4);
+  EXPECT_THAT(r.verdict.reason, testing::HasSubstr(at));
+  EXPECT_THAT(check_matmul(reshaped(A, {16, K}), B, reshaped(C, {16, 4}), claim, o).verdict.reason,
+              testing::HasSubstr(fmt::format("{} at element [{}, {}]", cal.rho_order, e / 4, e % 4)));
+}
+
 TEST(StackedMatmul, WrongShapesAreNamed) {
   const TensorData A = random_tensor(bf16, {2, 3, 64}, 1, "A"), B = random_tensor(bf16, {64, 5}, 2, "B");
   const ClaimSpec claim = parse_claim("--in bf16 --out bf16");

@@ -337,7 +337,6 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const TensorData&
     const Sampled& o = out[static_cast<std::size_t>(i)];
     if (!o.finite) continue;
     const std::int64_t e = i * total / S;
-    const std::int64_t row = ref.rowwise_dot ? e : e / N, cj = ref.rowwise_dot ? 0 : e % N;
     cal.sample.push_back(e);
     cal.center.push_back(o.center);
     cal.radius.push_back(o.radius);
@@ -351,8 +350,8 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const TensorData&
       const double ratio = dev == 0 ? 0.0 : o.radius > 0 ? dev / o.radius : INFINITY;
       if (ratio > cal.rho || (std::isnan(ratio) && !std::isnan(cal.rho))) {
         cal.rho = std::isnan(ratio) ? INFINITY : ratio;
-        cal.rho_where = fmt::format("{} at element {}", cal.orders[static_cast<std::size_t>(f)],
-                                    ref.rowwise_dot ? fmt::format("[{}]", e) : fmt::format("[{}, {}]", row, cj));
+        cal.rho_order = cal.orders[static_cast<std::size_t>(f)];
+        cal.rho_element = e;
       }
     }
     cal.term_additions += (F + 1) * K;
@@ -544,6 +543,8 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
       if (cal.radius_hm[i] > 0 && std::isfinite(cal.radius_hm[i])) s += cal.radius[i] / cal.radius_hm[i], ++n;
     return n > 0 ? s / static_cast<double>(n) : 1.0;
   }();
+  // Elements are named by their place in C as given ([b, h, i, j] in a stack), as the report does.
+  const std::string rho_where = fmt::format("{} at element {}", cal.rho_order, r.locate(cal.rho_element));
   const std::string model = fmt::format(
       "the model holds on these operands: {} legal orders emulated on the sample stay within {:.3g} of the radius "
       "(λ = {:.3g}, partial-sum bound over every order, on average {:.2f}× the Higham–Mary radius)",
@@ -581,11 +582,11 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
       v.reason = fmt::format("{}; but the legal orders emulated on these operands leave the radius themselves ({}: "
                              "{:.3g}× it): structured data break the model of independent errors, so this is evidence, "
                              "not proof",
-                             evidence, cal.rho_where, cal.rho);
+                             evidence, rho_where, cal.rho);
     } else if (v.kind == TensorKind::suspicious) {
       v.reason += fmt::format("; the legal orders emulated on these operands leave the probabilistic radius themselves "
                               "({}: {:.3g}× it): the data break the model, no probable verdict",
-                              cal.rho_where, cal.rho);
+                              rho_where, cal.rho);
     }
   }
   if (v.kind == TensorKind::defect) return;
@@ -607,7 +608,7 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
                    fmt::format("sampled element {} lies {:.3g} sub-Gaussian scales R = u·√(Σ B_j²) = {:.3g} beyond the "
                                "values that round to it from the exact result{}: one of {} elements does that by chance "
                                "with probability at most {}·2·exp(−e²/2) = {:.3g} <= {:g}; {}",
-                               cal.sample[where], e_max, cal.spread[where], cal.cast ? " of the cast operands" : "",
+                               r.locate(cal.sample[where]), e_max, cal.spread[where], cal.cast ? " of the cast operands" : "",
                                judged, judged, p, alpha, model));
       return;
     }

@@ -34,7 +34,8 @@ struct MatmulCalibration {
   std::vector<std::string> orders;   ///< the legal orders emulated
   std::vector<std::vector<double>> legal;  ///< [order][sample]: the accumulator result of that order
   double rho = 0;         ///< max over orders and sample of |legal - center| / radius (model holds: <= 1)
-  std::string rho_where;  ///< the order and element that reach rho
+  std::string rho_order;           ///< the emulated order that reaches rho
+  std::int64_t rho_element = -1;   ///< and the element it reaches it at (flat index in C; CheckResult::locate places it)
   std::int64_t term_additions = 0;  ///< the work done: (orders + 1) · sample · K
   bool cast = false;      ///< the centre is the exact result of cast operands (--cast, or the profile's cast)
 };

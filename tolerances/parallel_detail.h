@@ -50,6 +50,21 @@ std::vector<T> parallel_collect(std::int64_t n, std::int64_t grain, Fn fn) {
   return all;
 }
 
+/// fn(begin, end, part) over each chunk of [0, n) into its own value-initialised T, then the
+/// parts merged into the first in chunk order (merge(into, part)): the same result for any
+/// thread count, since chunks have fixed bounds (a floating-point sum is summed chunk by chunk
+/// in one fixed order; within one chunk, n <= grain, it is the serial loop's).
+template <class T, class Fn, class Merge>
+T parallel_reduce(std::int64_t n, std::int64_t grain, Fn fn, Merge merge) {
+  if (n <= 0) return T{};
+  grain = grain < 1 ? 1 : grain;
+  std::vector<T> parts(static_cast<std::size_t>((n + grain - 1) / grain));
+  parallel_for(n, grain, [&](std::int64_t i0, std::int64_t i1) { fn(i0, i1, parts[static_cast<std::size_t>(i0 / grain)]); });
+  T total = std::move(parts.front());
+  for (std::size_t c = 1; c < parts.size(); ++c) merge(total, parts[c]);
+  return total;
+}
+
 /// n value-initialised T whose memory is first touched by parallel_for's threads, each chunk
 /// constructing its own elements. A std::vector<T>(n) zeroes all of it in the calling thread
 /// first: at 4096 × 4096 outputs that is gigabytes of page faults and kernel page clearing on one

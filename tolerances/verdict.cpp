@@ -118,21 +118,31 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
   // down whatever the sign: a lean against it would cancel over results of both signs.
   const bool raw = out_rounding == Rounding::rup || out_rounding == Rounding::rdn;
   {
-    double sum = 0, sum2 = 0;
-    std::int64_t n = 0;
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      const double exact = all.exact(i);
-      const double error_ulps =
-          directed ? (all.value(i) - to_double(out, ref.rounded(i))) / ulp_at(out, std::fabs(exact)) : all.error_ulps(i);
-      if (!std::isfinite(error_ulps) || !std::isfinite(all.error_ulps(i)) || exact == 0) continue;
-      // The epilogue's first rounding reaching half an output ulp at the result: the output's
-      // rounding direction is not what the error shows there.
-      if (epilogue && first_rounding(i) >= 0.5 * ulp_at(out, std::fabs(exact))) continue;
-      const double s = raw ? error_ulps : std::copysign(1.0, exact) * error_ulps;
-      sum += s;
-      sum2 += s * s;
-      ++n;
-    }
+    // On every core, chunk by chunk, the chunks' sums added in chunk order (the same for any
+    // thread count).
+    struct Sums {
+      double sum = 0, sum2 = 0;
+      std::int64_t n = 0;
+    };
+    const auto [sum, sum2, n] = detail::parallel_reduce<Sums>(
+        static_cast<std::int64_t>(all.size()), 1 << 16,
+        [&](std::int64_t i0, std::int64_t i1, Sums& part) {
+          for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
+            const double exact = all.exact(i);
+            const double error_ulps = directed ? (all.value(i) - to_double(out, ref.rounded(i))) /
+                                                     ulp_at(out, std::fabs(exact))
+                                               : all.error_ulps(i);
+            if (!std::isfinite(error_ulps) || !std::isfinite(all.error_ulps(i)) || exact == 0) continue;
+            // The epilogue's first rounding reaching half an output ulp at the result: the
+            // output's rounding direction is not what the error shows there.
+            if (epilogue && first_rounding(i) >= 0.5 * ulp_at(out, std::fabs(exact))) continue;
+            const double s = raw ? error_ulps : std::copysign(1.0, exact) * error_ulps;
+            part.sum += s;
+            part.sum2 += s * s;
+            ++part.n;
+          }
+        },
+        [](Sums& into, const Sums& part) { into.sum += part.sum, into.sum2 += part.sum2, into.n += part.n; });
     if (n >= kBiasMinElements) {
       const double mean = sum / static_cast<double>(n);
       const double var = std::max(sum2 / static_cast<double>(n) - mean * mean, 1e-300);

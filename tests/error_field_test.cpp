@@ -1,7 +1,8 @@
 // Tests of the error-field summary (tolerances/error_field.h) against naive recomputations:
 // quantiles and their order-statistic confidence limits (binomial tails summed directly in long
 // double, not with the library's binomial_tail), the largest errors, bias moments, the
-// max-pooled heatmap and the histogram.
+// max-pooled heatmap and the histogram; and the bias signature's count over a tensor of several
+// chunks (its sums are taken on every core, like the field's).
 #include "tolerances/error_field.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,11 @@
 #include <cmath>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "formats/convert.h"
+#include "formats/format_spec.h"
+#include "tolerances/check.h"
 #include "tolerances/verdict.h"
 
 namespace numfid {
@@ -82,6 +88,56 @@ TEST(ErrorField, QuantilesAndLimitsMatchANaiveComputation) {
   std::int64_t total = 0;
   for (const std::int64_t c : f.histogram) total += c;
   EXPECT_EQ(total, n);
+}
+
+// The counts and the bias's sums are taken chunk by chunk (65536 elements each) and added: over
+// 75000 elements, with non-finite errors and unbounded elements on both sides of the chunk
+// boundary, they are the naive loop's (the mean to rounding: the order of the sum differs).
+TEST(ErrorField, CountsAndBiasCoverEveryChunk) {
+  const std::int64_t rows = 300, cols = 250, n = rows * cols;
+  std::vector<ElementReport> all = elements(rows, cols);
+  for (const std::int64_t i : {7, 65535, 65536, 74999}) all[static_cast<std::size_t>(i)].error_ulps = NAN;
+  for (std::size_t i = 0; i < all.size(); ++i) all[i].det_bound = i % 9000 == 1 ? INFINITY : 1.0;
+  const ErrorField f = error_field(all, Grid{rows, cols}, 1e-9);
+  double sum = 0, sum2 = 0;
+  std::int64_t finite = 0, unbounded = 0;
+  for (const ElementReport& e : all) {
+    unbounded += std::isinf(e.det_bound);
+    if (!std::isfinite(e.error_ulps)) continue;
+    const double s = std::copysign(1.0, e.exact) * e.error_ulps;
+    sum += s, sum2 += s * s, ++finite;
+  }
+  EXPECT_EQ(f.nonfinite, 4);
+  EXPECT_EQ(f.unbounded, unbounded);
+  EXPECT_EQ(unbounded, 9);  // 1, 9001, ..., 72001
+  EXPECT_EQ(f.bias_elements, finite);
+  EXPECT_EQ(finite, n - 4);
+  const double mean = sum / static_cast<double>(finite);
+  EXPECT_NEAR(f.bias_mean, mean, 1e-12 * std::fabs(mean));
+  EXPECT_NEAR(f.bias_sd, std::sqrt(sum2 / static_cast<double>(finite) - mean * mean), 1e-9);
+}
+
+// The bias signature over 75000 elements, the last 35000 truncated to bf16 (those of both
+// chunks): it counts every element (the count is the naive one: all exact results are non-zero
+// and finite), and its mean is that of the elements' signed errors.
+TEST(BiasSignature, CountsEveryChunk) {
+  const std::int64_t n = 75000;
+  TensorData x{&fp32, {n}, {}, "x"}, y{&bf16, {n}, {}, "y"};
+  RoundOptions rtz;
+  rtz.rounding = Rounding::rtz;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double v = -4 + 8 * static_cast<double>((i * 7919) % n) / static_cast<double>(n);
+    x.values.push_back(convert_double(fp32, v).bits);
+    const Bits e = convert_double(fp32, std::exp(to_double(fp32, x.values.back()))).bits;
+    y.values.push_back(i < 40000 ? convert(fp32, bf16, e).bits : convert(fp32, bf16, e, rtz).bits);
+  }
+  const CheckResult r = check_rows(RowOp::exp, x, y, parse_claim("--in fp32 --compute fp32 --out bf16"));
+  const auto bias = std::find_if(r.verdict.signatures.begin(), r.verdict.signatures.end(),
+                                 [](const Signature& g) { return g.name == "bias"; });
+  ASSERT_NE(bias, r.verdict.signatures.end()) << r.text();
+  EXPECT_NE(bias->evidence.find("over 75000 elements"), std::string::npos) << bias->evidence;
+  EXPECT_NE(bias->evidence.find(fmt::format("mean signed error {:+.3f}", r.verdict.field.bias_mean)), std::string::npos)
+      << bias->evidence;
 }
 
 TEST(ErrorField, TooFewElementsLeaveTheUpperLimitOpen) {

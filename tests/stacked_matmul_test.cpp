@@ -27,6 +27,7 @@
 #include "formats/format_spec.h"
 #include "tolerances/calibrate.h"
 #include "tolerances/check.h"
+#include "tolerances/parallel_detail.h"
 
 namespace numfid {
 namespace {
@@ -387,6 +388,35 @@ TEST(StackedMatmul, TheCalibrationNamesItsElementInTheStack) {
   EXPECT_THAT(r.verdict.reason, testing::HasSubstr(at));
   EXPECT_THAT(check_matmul(reshaped(A, {16, K}), B, reshaped(C, {16, 4}), claim, o).verdict.reason,
               testing::HasSubstr(fmt::format("{} at element [{}, {}]", cal.rho_order, e / 4, e % 4)));
+}
+
+// The per-matrix count over a stack of more elements than one chunk of the judgement's passes
+// (65536): matrix 8 of [3, 4, 96, 80] straddles the first chunk's end; the counts are the test's
+// own and the same for 1, 2 and 7 threads.
+TEST(StackedMatmul, PerMatrixCountsAreWholeAcrossChunks) {
+  struct Restore {
+    ~Restore() { detail::set_check_threads(0); }
+  } restore;
+  const TensorData x = random_tensor(fp32, {3, 4, 96, 80}, 31, "x");
+  TensorData y = x;
+  for (Bits& v : y.values) v = convert_double(fp32, std::exp(to_double(fp32, v))).bits;
+  const std::int64_t per = 96 * 80;
+  for (const auto& [m, local] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {2, 5}, {2, 600}, {2, 7000}, {8, 100}, {8, 7000}, {11, 4321}}) {
+    const auto i = static_cast<std::size_t>(m * per + local);
+    y.values[i] = convert_double(fp32, 1.5 * to_double(fp32, y.values[i])).bits;
+  }
+  ASSERT_LT(8 * per + 100, 65536);
+  ASSERT_GT(8 * per + 7000, 65536);
+  for (const int threads : {1, 2, 7}) {
+    SCOPED_TRACE(threads);
+    detail::set_check_threads(threads);
+    const CheckResult r = check_rows(RowOp::exp, x, y, parse_claim("--in fp32 --compute fp32 --out fp32"));
+    ASSERT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
+    std::vector<std::pair<std::int64_t, std::int64_t>> got;
+    for (const Verdict::MatrixCount& c : r.verdict.outside_by_matrix) got.emplace_back(c.matrix, c.outside);
+    EXPECT_EQ(got, (std::vector<std::pair<std::int64_t, std::int64_t>>{{2, 3}, {8, 2}, {11, 1}}));
+  }
 }
 
 TEST(StackedMatmul, WrongShapesAreNamed) {

@@ -93,9 +93,27 @@ Stack stack_of(std::span<const std::int64_t> shape, std::int64_t n) {
   return {shape.first(shape.size() - 2), n / per, per, shape[shape.size() - 2]};
 }
 
+/// For each matrix of stack `st`, how many of its elements `which` selects (by each element's
+/// flat index in the output as given: rows along another axis are judged on the moved grid), on
+/// every core: per chunk of fixed bounds, added in chunk order.
+template <class Which>
+std::vector<std::int64_t> per_matrix(const detail::JudgedElements& all, const Stack& st, Which which) {
+  const auto matrices = static_cast<std::size_t>(st.matrices);
+  return detail::parallel_reduce<std::vector<std::int64_t>>(
+      static_cast<std::int64_t>(all.size()), 1 << 16,
+      [&](std::int64_t i0, std::int64_t i1, std::vector<std::int64_t>& part) {
+        part.assign(matrices, 0);
+        for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i)
+          if (which(i)) ++part[static_cast<std::size_t>(all.index(i) / st.elements)];
+      },
+      [](std::vector<std::int64_t>& into, const std::vector<std::int64_t>& part) {
+        for (std::size_t m = 0; m < into.size(); ++m) into[m] += part[m];
+      });
+}
+
 template <class Reference>
 void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, const detail::JudgedElements& all,
-                    const Reference& ref, Grid grid, std::span<const std::int64_t> shape) {
+                    const Reference& ref, Grid grid, std::span<const std::int64_t> shape, const Stack& st) {
   const FormatSpec& out = *claim.output;
   // An addend at the end or after the output cast rounds once more before the output: its
   // rounding error (at the element's own values) is no error of the output's rounding or of the
@@ -215,7 +233,6 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
   // In a stack (an output of more than two axes) the same box is also taken in each matrix's own
   // rows and columns (lr, lc), with the first and last matrix touched (m): a defect at the same
   // place of every matrix (a tail row, an edge tile) is confined there though it spans the tensor.
-  const Stack st = stack_of(shape, static_cast<std::int64_t>(all.size()));
   const std::int64_t st_cols = st.matrices > 1 ? st.elements / st.rows : 1;
   struct Box {
     std::int64_t count = 0, r0 = 0, r1 = -1, c0 = 0, c1 = -1;
@@ -275,19 +292,18 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
                                    percent(local, total))});
     } else if (st.matrices > 1 &&
                static_cast<double>(local) <= kConfinedMaxAreaFraction * static_cast<double>(st.elements)) {
-      // The same place in each matrix they touch (counted here: one serial pass, in a stack only).
-      std::vector<char> touched(static_cast<std::size_t>(st.matrices), 0);
-      for (std::int64_t i = 0; i < n_all; ++i) {
-        const ElementClass cls = all.cls(static_cast<std::size_t>(i));
-        if (cls == ElementClass::within_deterministic || cls == ElementClass::outside_deterministic)
-          touched[static_cast<std::size_t>(all.index(static_cast<std::size_t>(i)) / st.elements)] = 1;
-      }
+      // The same place in each matrix they touch (counted here, in a stack only).
+      const std::vector<std::int64_t> touched = per_matrix(all, st, [&](std::size_t i) {
+        const ElementClass cls = all.cls(i);
+        return cls == ElementClass::within_deterministic || cls == ElementClass::outside_deterministic;
+      });
       v.signatures.push_back(
           {"confined", fmt::format("{}{} of each matrix they touch ({} of the stack's {}, from {} to {}; {:.1f}% of "
                                    "each matrix): the same place in each, as a tile, an edge or a tail handled "
                                    "wrongly leaves it",
                                    what, box_text(bad.lr0, bad.lr1, bad.lc0, bad.lc1),
-                                   std::count(touched.begin(), touched.end(), 1), st.matrices, st.position(bad.m0),
+                                   std::count_if(touched.begin(), touched.end(), [](std::int64_t c) { return c > 0; }),
+                                   st.matrices, st.position(bad.m0),
                                    st.position(bad.m1), percent(local, st.elements))});
     } else if (static_cast<double>(area) <= kConfinedMaxAreaFraction * static_cast<double>(total)) {
       // A stack's box over several matrices: its rows are the leading axes flattened (said so).
@@ -817,17 +833,13 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
                             acc_inf ? "±inf" : "NaN in a format without inf");
   }
   // Which matrices of a stack hold the proven defects (a broken head of an attention batch):
-  // one serial pass, only where there are any.
+  // counted only where there are any.
   const Stack stack = stack_of(opt.shape, n_all);
   if (stack.matrices > 0) {
     v.matrices = stack.matrices;
     if (v.counts[3] > 0) {
-      std::vector<std::int64_t> outside(static_cast<std::size_t>(v.matrices), 0);
-      // By the element's flat index in the output as given (rows along another axis: the grid
-      // is the moved one).
-      for (std::size_t i = 0; i < all.size(); ++i)
-        if (all.cls(i) == ElementClass::outside_deterministic)
-          ++outside[static_cast<std::size_t>(all.index(i) / stack.elements)];
+      const std::vector<std::int64_t> outside =
+          per_matrix(all, stack, [&](std::size_t i) { return all.cls(i) == ElementClass::outside_deterministic; });
       for (std::size_t m = 0; m < outside.size(); ++m)
         if (outside[m] > 0) v.outside_by_matrix.push_back({static_cast<std::int64_t>(m), outside[m]});
       std::stable_sort(
@@ -835,7 +847,8 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
           [](const Verdict::MatrixCount& x, const Verdict::MatrixCount& y) { return x.outside > y.outside; });
     }
   }
-  add_signatures(v, claim, b, all, ref, grid, is_shape_of(opt.shape, n_all) ? opt.shape : std::span<const std::int64_t>{});
+  add_signatures(v, claim, b, all, ref, grid, is_shape_of(opt.shape, n_all) ? opt.shape : std::span<const std::int64_t>{},
+                 stack);
   v.field = detail::error_field(all, grid, opt.false_alarm);
   // The worst elements, made whole from their records.
   for (const std::size_t i : all.size() <= std::numeric_limits<std::uint32_t>::max() ? worst_positions<std::uint32_t>(all, opt.worst)

@@ -11,12 +11,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "formats/convert.h"
@@ -608,6 +610,51 @@ TEST(ReferenceFast, ChecksAreIdenticalForAnyThreadCount) {
     for (const CheckResult& r : rs) now.push_back(r.text() + r.json());
     if (first.empty()) first = now;
     for (std::size_t i = 0; i < now.size(); ++i) EXPECT_EQ(now[i], first[i]) << "check " << i << ", " << threads << " threads";
+  }
+}
+
+// The judgement's parallel helpers against their serial loops, over several chunks, for 1, 2
+// and 7 threads: parallel_collect_in_order visits the items a serial loop collects in sorted
+// order (values repeated across chunks, items that differ only in a later field, empty chunks),
+// parallel_reduce adds the chunks' parts in chunk order (integer counts: the serial count).
+TEST(ParallelHelpers, AreTheSerialLoopsForAnyThreadCount) {
+  const Restore restore;
+  struct Item {
+    double key, second;
+  };
+  const std::int64_t n = 300000, grain = 1 << 16;
+  const auto item_of = [](std::int64_t i) {  // none from 131072 to 196607: an empty chunk
+    return Item{static_cast<double>((i * 7919) % 1000), static_cast<double>(i % 3)};
+  };
+  const auto keep = [](std::int64_t i) { return i % 5 != 0 && (i < 131072 || i >= 196608); };
+  std::vector<Item> serial;
+  for (std::int64_t i = 0; i < n; ++i)
+    if (keep(i)) serial.push_back(item_of(i));
+  const auto less = [](const Item& x, const Item& y) { return std::tie(x.key, x.second) < std::tie(y.key, y.second); };
+  std::sort(serial.begin(), serial.end(), less);
+  for (const int threads : {1, 2, 7}) {
+    SCOPED_TRACE(threads);
+    detail::set_check_threads(threads);
+    std::vector<Item> visited;
+    detail::parallel_collect_in_order<Item>(
+        n, grain,
+        [&](std::int64_t i0, std::int64_t i1, std::vector<Item>& out) {
+          for (std::int64_t i = i0; i < i1; ++i)
+            if (keep(i)) out.push_back(item_of(i));
+        },
+        less, [&](const Item& x) { visited.push_back(x); });
+    ASSERT_EQ(visited.size(), serial.size());
+    for (std::size_t i = 0; i < visited.size(); ++i) {
+      ASSERT_EQ(visited[i].key, serial[i].key) << "item " << i;
+      ASSERT_EQ(visited[i].second, serial[i].second) << "item " << i;
+    }
+    const std::int64_t kept = detail::parallel_reduce<std::int64_t>(
+        n, grain,
+        [&](std::int64_t i0, std::int64_t i1, std::int64_t& part) {
+          for (std::int64_t i = i0; i < i1; ++i) part += keep(i);
+        },
+        [](std::int64_t& into, const std::int64_t& part) { into += part; });
+    EXPECT_EQ(kept, static_cast<std::int64_t>(serial.size()));
   }
 }
 

@@ -4,6 +4,7 @@
 // thread count (tests/reference_fast_test.cpp checks 1, 2 and 7 threads).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -30,24 +31,40 @@ void set_check_threads(int n);
 /// thread has stopped.
 void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t, std::int64_t)>& fn);
 
-/// The items fn(begin, end, out) appends for each chunk of [0, n), concatenated in chunk order:
-/// the same sequence for any thread count (chunks have fixed bounds), as a serial loop over
-/// [0, n) appending to one vector gives.
-template <class T, class Fn>
-std::vector<T> parallel_collect(std::int64_t n, std::int64_t grain, Fn fn) {
-  if (n <= 0) return {};
+/// The items fn(begin, end, out) appends for each chunk of [0, n), each chunk's sorted by
+/// `less` on the thread that collected them, then visited in the order of `less` (visit(item),
+/// a k-way merge of the chunks on the calling thread: no copy of the items is made). `less`
+/// must be a strict total order on the items' values (items it cannot tell apart are equal in
+/// every field): the visits are then those of the one sorted sequence of the items, whatever
+/// the thread count.
+template <class T, class Fn, class Less, class Visit>
+void parallel_collect_in_order(std::int64_t n, std::int64_t grain, Fn fn, Less less, Visit visit) {
+  if (n <= 0) return;
   grain = grain < 1 ? 1 : grain;
   std::vector<std::vector<T>> parts(static_cast<std::size_t>((n + grain - 1) / grain));
-  parallel_for(n, grain, [&](std::int64_t i0, std::int64_t i1) { fn(i0, i1, parts[static_cast<std::size_t>(i0 / grain)]); });
-  std::size_t total = 0;
-  for (const std::vector<T>& p : parts) total += p.size();
-  std::vector<T> all;
-  all.reserve(total);
-  for (std::vector<T>& p : parts) {
-    all.insert(all.end(), p.begin(), p.end());
-    std::vector<T>().swap(p);
+  parallel_for(n, grain, [&](std::int64_t i0, std::int64_t i1) {
+    std::vector<T>& part = parts[static_cast<std::size_t>(i0 / grain)];
+    part.reserve(static_cast<std::size_t>(i1 - i0));
+    fn(i0, i1, part);
+    std::sort(part.begin(), part.end(), less);
+  });
+  // A heap of the chunks by their next item, least on top.
+  std::vector<std::size_t> next(parts.size(), 0), heap;
+  const auto later = [&](std::size_t a, std::size_t b) { return less(parts[b][next[b]], parts[a][next[a]]); };
+  for (std::size_t c = 0; c < parts.size(); ++c)
+    if (!parts[c].empty()) heap.push_back(c);
+  std::make_heap(heap.begin(), heap.end(), later);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const std::size_t c = heap.back();
+    visit(parts[c][next[c]]);
+    if (++next[c] < parts[c].size()) {
+      std::push_heap(heap.begin(), heap.end(), later);
+    } else {
+      heap.pop_back();
+      std::vector<T>().swap(parts[c]);
+    }
   }
-  return all;
 }
 
 /// fn(begin, end, part) over each chunk of [0, n) into its own value-initialised T, then the

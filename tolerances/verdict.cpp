@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
 
 #include "formats/error.h"
 #include "formats/ulp.h"
@@ -366,8 +367,28 @@ void bias_rule(Verdict& v, const Claim& claim, const detail::JudgedElements& all
   struct Obs {
     double exact, d, m;
   };
-  // Collected on every core, in element order (parallel_collect): the same sequence to sort.
-  std::vector<Obs> obs = detail::parallel_collect<Obs>(
+  // Grouped by exact value (repeated values are one observation: its mean D, its largest m),
+  // the groups summed in increasing exact value: the mean D and m, and D's variance by Welford's
+  // update (one pass, no copy of the groups).
+  std::int64_t n = 0;
+  double sum_d = 0, legal = 0, welford_mean = 0, m2 = 0;
+  struct Group {
+    double exact = 0, d = 0, m = 0;
+    std::int64_t count = 0;
+  } g;
+  const auto close_group = [&] {
+    if (g.count == 0) return;
+    const double dg = g.d / static_cast<double>(g.count);
+    ++n;
+    sum_d += dg;
+    legal += g.m;
+    const double delta = dg - welford_mean;
+    welford_mean += delta / static_cast<double>(n);
+    m2 += delta * (dg - welford_mean);
+  };
+  // Collected and sorted on every core, then visited in increasing exact value, ordered by every
+  // field: the same sequence — and so the same sums — for any thread count.
+  detail::parallel_collect_in_order<Obs>(
       static_cast<std::int64_t>(all.size()), 1 << 16, [&](std::int64_t i0, std::int64_t i1, std::vector<Obs>& x) {
         for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
           struct {
@@ -395,26 +416,21 @@ void bias_rule(Verdict& v, const Claim& claim, const detail::JudgedElements& all
           const bool may_cross = distance <= r + std::fabs(e.exact) * 0x1p-50;  // the exact value as a double
           x.push_back({e.exact, std::copysign(1.0, e.exact) * (e.value - rn) / ulp, may_cross ? 1.0 : 0.0});
         }
+      },
+      [](const Obs& x, const Obs& y) { return std::tie(x.exact, x.d, x.m) < std::tie(y.exact, y.d, y.m); },
+      [&](const Obs& x) {
+        if (g.count > 0 && x.exact == g.exact) {
+          g.d += x.d, g.m = std::max(g.m, x.m), ++g.count;
+          return;
+        }
+        close_group();
+        g = {x.exact, x.d, x.m, 1};
       });
-  std::sort(obs.begin(), obs.end(), [](const Obs& x, const Obs& y) { return x.exact < y.exact; });
-  std::vector<double> d, m;
-  for (std::size_t i = 0; i < obs.size();) {
-    std::size_t j = i;
-    double sd = 0, sm = 0;
-    for (; j < obs.size() && obs[j].exact == obs[i].exact; ++j) sd += obs[j].d, sm = std::max(sm, obs[j].m);
-    d.push_back(sd / static_cast<double>(j - i));
-    m.push_back(sm);
-    i = j;
-  }
-  const auto n = static_cast<std::int64_t>(d.size());
+  close_group();
   if (n < kBiasMinElements) return;
-  double mean = 0, legal = 0;
-  for (std::size_t i = 0; i < d.size(); ++i) mean += d[i], legal += m[i];
-  mean /= static_cast<double>(n);
+  const double mean = sum_d / static_cast<double>(n);
   legal /= static_cast<double>(n);
-  double var = 0;
-  for (const double x : d) var += (x - mean) * (x - mean);
-  var /= static_cast<double>(n - 1);
+  const double var = m2 / static_cast<double>(n - 1);
   const double excess = std::fabs(mean) - legal;
   if (excess <= 0) return;
   const double se = std::sqrt(var / static_cast<double>(n));

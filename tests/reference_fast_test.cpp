@@ -613,14 +613,20 @@ TEST(ReferenceFast, ChecksAreIdenticalForAnyThreadCount) {
   }
 }
 
-// The judgement's parallel helpers against their serial loops, over several chunks, for 1, 2
-// and 7 threads: parallel_collect_in_order visits the items a serial loop collects in sorted
-// order (values repeated across chunks, items that differ only in a later field, empty chunks),
-// parallel_reduce adds the chunks' parts in chunk order (integer counts: the serial count).
-TEST(ParallelHelpers, AreTheSerialLoopsForAnyThreadCount) {
+// The bias rule's parallel helper against a serial loop, over several chunks, for 1, 2 and 7
+// threads: parallel_collect_ordered visits the items a serial loop collects in sorted
+// order (values repeated across chunks, items that differ only in a later field, an empty
+// chunk), the items of one key within one bucket, and merges the buckets in order.
+TEST(ParallelHelpers, CollectOrderedIsTheSortedSerialLoopForAnyThreadCount) {
   const Restore restore;
   struct Item {
     double key, second;
+  };
+  struct Seen {
+    std::vector<Item> items;
+    int finished = 0;
+    void add(const Item& x) { items.push_back(x); }
+    void finish() { ++finished; }
   };
   const std::int64_t n = 300000, grain = 1 << 16;
   const auto item_of = [](std::int64_t i) {  // none from 131072 to 196607: an empty chunk
@@ -635,27 +641,81 @@ TEST(ParallelHelpers, AreTheSerialLoopsForAnyThreadCount) {
   for (const int threads : {1, 2, 7}) {
     SCOPED_TRACE(threads);
     detail::set_check_threads(threads);
-    std::vector<Item> visited;
-    detail::parallel_collect_in_order<Item>(
+    int buckets = 1, straddling = 0;
+    const Seen seen = detail::parallel_collect_ordered<Seen, Item>(
         n, grain,
         [&](std::int64_t i0, std::int64_t i1, std::vector<Item>& out) {
           for (std::int64_t i = i0; i < i1; ++i)
             if (keep(i)) out.push_back(item_of(i));
         },
-        less, [&](const Item& x) { visited.push_back(x); });
-    ASSERT_EQ(visited.size(), serial.size());
-    for (std::size_t i = 0; i < visited.size(); ++i) {
-      ASSERT_EQ(visited[i].key, serial[i].key) << "item " << i;
-      ASSERT_EQ(visited[i].second, serial[i].second) << "item " << i;
+        less, [](const Item& x) { return x.key; },
+        [&](Seen& into, const Seen& next) {
+          ++buckets;
+          EXPECT_EQ(next.finished, 1);
+          if (!into.items.empty() && !next.items.empty() && !(into.items.back().key < next.items.front().key))
+            ++straddling;
+          into.items.insert(into.items.end(), next.items.begin(), next.items.end());
+        });
+    EXPECT_GT(buckets, 100);  // 1000 keys over 255 splitters
+    EXPECT_EQ(straddling, 0) << "a key visited by two buckets";
+    ASSERT_EQ(seen.items.size(), serial.size());
+    for (std::size_t i = 0; i < serial.size(); ++i) {
+      ASSERT_EQ(seen.items[i].key, serial[i].key) << "item " << i;
+      ASSERT_EQ(seen.items[i].second, serial[i].second) << "item " << i;
     }
-    const std::int64_t kept = detail::parallel_reduce<std::int64_t>(
-        n, grain,
-        [&](std::int64_t i0, std::int64_t i1, std::int64_t& part) {
-          for (std::int64_t i = i0; i < i1; ++i) part += keep(i);
-        },
-        [](std::int64_t& into, const std::int64_t& part) { into += part; });
-    EXPECT_EQ(kept, static_cast<std::int64_t>(serial.size()));
   }
+}
+
+// The bias rule's sums (detail::LeanSums) against a naive two-pass computation over the groups
+// of equal exact values: added in one run, and added in pieces cut between groups and merged
+// (as parallel_collect_ordered's buckets are): the same count, group sums and largest m, mean
+// and variance to rounding.
+TEST(ParallelHelpers, LeanSumsMergedArePairwiseTheSumsOfOneRun) {
+  std::mt19937_64 g(5);
+  std::vector<detail::LeanObservation> obs;
+  for (int v = 0; v < 5000; ++v) {  // 5000 exact values, 1 to 4 observations each, D mostly 0 or ±1
+    const int copies = 1 + static_cast<int>(g() % 4);
+    for (int c = 0; c < copies; ++c)
+      obs.push_back({0x1p-3 * v + 1, static_cast<double>(static_cast<int>(g() % 7) - 3) / 2, static_cast<double>(g() % 2)});
+  }
+  // Naive: the groups, then the mean and variance of their means in two passes.
+  std::vector<double> dg, mg;
+  for (std::size_t i = 0; i < obs.size();) {
+    std::size_t j = i;
+    double sd = 0, sm = 0;
+    for (; j < obs.size() && obs[j].exact == obs[i].exact; ++j) sd += obs[j].d, sm = std::max(sm, obs[j].m);
+    dg.push_back(sd / static_cast<double>(j - i));
+    mg.push_back(sm);
+    i = j;
+  }
+  double mean = 0, legal = 0, var = 0;
+  for (std::size_t i = 0; i < dg.size(); ++i) mean += dg[i], legal += mg[i];
+  mean /= static_cast<double>(dg.size());
+  for (const double x : dg) var += (x - mean) * (x - mean);
+  const auto check = [&](const detail::LeanSums& s) {
+    EXPECT_EQ(s.n, 5000);
+    EXPECT_NEAR(s.sum_d / static_cast<double>(s.n), mean, 1e-12);
+    EXPECT_EQ(s.legal, legal);
+    EXPECT_NEAR(s.mean, mean, 1e-12);
+    EXPECT_NEAR(s.m2, var, 1e-9 * var);
+  };
+  detail::LeanSums whole;
+  for (const detail::LeanObservation& x : obs) whole.add(x);
+  whole.finish();
+  check(whole);
+  // Pieces cut at group boundaries (every 700th value), each finished, merged in order.
+  detail::LeanSums merged, piece;
+  for (std::size_t i = 0; i < obs.size(); ++i) {
+    if (i > 0 && obs[i].exact != obs[i - 1].exact && static_cast<int>((obs[i].exact - 1) * 8) % 700 == 0) {
+      piece.finish();
+      merged.merge(piece);
+      piece = {};
+    }
+    piece.add(obs[i]);
+  }
+  piece.finish();
+  merged.merge(piece);
+  check(merged);
 }
 
 /// A verdict in full, every double as its bits: two verdicts print the same only if judged alike.

@@ -98,30 +98,18 @@ ErrorField field_of(const Elements& all, const Grid& grid, double alpha) {
     for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i)
       ulps[i] = std::isfinite(all.error_ulps(i)) ? std::fabs(all.error_ulps(i)) : INFINITY;
   });
-  // The counts and the bias's sums, chunk by chunk on every core, added in chunk order.
-  struct Sums {
-    double sum = 0, sum2 = 0;
-    std::int64_t nonfinite = 0, unbounded = 0, bias_elements = 0;
-  };
-  const Sums totals = detail::parallel_reduce<Sums>(
-      static_cast<std::int64_t>(all.size()), 1 << 16,
-      [&](std::int64_t i0, std::int64_t i1, Sums& part) {
-        for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
-          const double error_ulps = all.error_ulps(i), exact = all.exact(i);
-          if (!std::isfinite(error_ulps)) ++part.nonfinite;
-          if (!std::isfinite(all.det_bound(i))) ++part.unbounded;
-          if (std::isfinite(error_ulps) && exact != 0) {
-            const double s = std::copysign(1.0, exact) * error_ulps;  // as the bias signature
-            part.sum += s, part.sum2 += s * s, ++part.bias_elements;
-          }
-        }
-      },
-      [](Sums& into, const Sums& part) {
-        into.sum += part.sum, into.sum2 += part.sum2;
-        into.nonfinite += part.nonfinite, into.unbounded += part.unbounded, into.bias_elements += part.bias_elements;
-      });
-  const double sum = totals.sum, sum2 = totals.sum2;
-  f.nonfinite = totals.nonfinite, f.unbounded = totals.unbounded, f.bias_elements = totals.bias_elements;
+  // The counts and the bias's sums: one pass on the calling thread (on every core it measured
+  // slower here: docs/performance.md, "The judgement's serial passes").
+  double sum = 0, sum2 = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const double error_ulps = all.error_ulps(i), exact = all.exact(i);
+    if (!std::isfinite(error_ulps)) ++f.nonfinite;
+    if (!std::isfinite(all.det_bound(i))) ++f.unbounded;
+    if (std::isfinite(error_ulps) && exact != 0) {
+      const double s = std::copysign(1.0, exact) * error_ulps;  // as the bias signature
+      sum += s, sum2 += s * s, ++f.bias_elements;
+    }
+  }
   if (f.bias_elements > 0) {
     const double n = static_cast<double>(f.bias_elements);
     f.bias_mean = sum / n;

@@ -7,6 +7,7 @@
 // (docs/performance.md, "An exact element of 24 bytes, and the judgement's own records").
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -162,6 +163,53 @@ class JudgedElements {
   std::size_t exact_stride_;
   Grid grid_;
   ParallelArray<JudgedElement> records_;
+};
+
+/// One observation of the bias rule (docs/verdict.md §4.2): an element's exact value, its lean
+/// D (sign(exact)·(output − RN(exact)) in output ulps) and m (1 where a legal output may lean).
+struct LeanObservation {
+  double exact, d, m;
+};
+
+/// The bias rule's sums over observations added in increasing exact value: elements of one
+/// exact value are one group (its mean D, its largest m), closed by the next value or finish();
+/// n groups, the sums of their D and m, and D's mean and sum of squared deviations by Welford's
+/// update. merge() appends the groups of another (later exact values: no group is split) by
+/// Chan, Golub and LeVeque's pairwise update ("Updating formulae and a pairwise algorithm for
+/// computing sample variances", 1979).
+struct LeanSums {
+  std::int64_t n = 0;
+  double sum_d = 0, legal = 0, mean = 0, m2 = 0;
+  double exact = 0, d = 0, m = 0;  // the open group
+  std::int64_t count = 0;
+
+  void add(const LeanObservation& x) {
+    if (count > 0 && x.exact == exact) {
+      d += x.d, m = std::max(m, x.m), ++count;
+      return;
+    }
+    finish();
+    exact = x.exact, d = x.d, m = x.m, count = 1;
+  }
+  void finish() {
+    if (count == 0) return;
+    const double dg = d / static_cast<double>(count);
+    ++n;
+    sum_d += dg;
+    legal += m;
+    const double delta = dg - mean;
+    mean += delta / static_cast<double>(n);
+    m2 += delta * (dg - mean);
+    count = 0;
+  }
+  void merge(const LeanSums& next) {
+    if (next.n == 0) return;
+    const auto na = static_cast<double>(n), nb = static_cast<double>(next.n), nn = na + nb;
+    const double delta = next.mean - mean;
+    mean += delta * nb / nn;
+    m2 += next.m2 + delta * delta * na * nb / nn;
+    n += next.n, sum_d += next.sum_d, legal += next.legal;
+  }
 };
 
 /// error_field() over judged elements, without making an ElementReport of each.

@@ -31,55 +31,76 @@ void set_check_threads(int n);
 /// thread has stopped.
 void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t, std::int64_t)>& fn);
 
-/// The items fn(begin, end, out) appends for each chunk of [0, n), each chunk's sorted by
-/// `less` on the thread that collected them, then visited in the order of `less` (visit(item),
-/// a k-way merge of the chunks on the calling thread: no copy of the items is made). `less`
-/// must be a strict total order on the items' values (items it cannot tell apart are equal in
-/// every field): the visits are then those of the one sorted sequence of the items, whatever
-/// the thread count.
-template <class T, class Fn, class Less, class Visit>
-void parallel_collect_in_order(std::int64_t n, std::int64_t grain, Fn fn, Less less, Visit visit) {
-  if (n <= 0) return;
+/// The items fn(begin, end, out) appends for each chunk of [0, n), reduced in the order of
+/// `less`, on every core: each chunk's items are sorted on the thread that collected them; the
+/// range of `key` is cut into at most 256 buckets at splitters read at fixed places of the items
+/// (in chunk order); each bucket's items are visited in order (a k-way merge of the chunks'
+/// parts of it, no copy made) into an `Acc` of its own — acc.add(item) for each, then
+/// acc.finish() — and the buckets' Accs are merged in bucket order (merge(into, next)). `less`
+/// must order by key first (key(x) < key(y) implies less(x, y)) and be a strict total order on
+/// the items' values (items it cannot tell apart are equal in every field): the result is then
+/// the same for any thread count, and items of one key are visited by one Acc, one after
+/// another.
+template <class Acc, class T, class Fn, class Less, class Key, class Merge>
+Acc parallel_collect_ordered(std::int64_t n, std::int64_t grain, Fn fn, Less less, Key key, Merge merge) {
+  if (n <= 0) return Acc{};
   grain = grain < 1 ? 1 : grain;
   std::vector<std::vector<T>> parts(static_cast<std::size_t>((n + grain - 1) / grain));
   parallel_for(n, grain, [&](std::int64_t i0, std::int64_t i1) {
     std::vector<T>& part = parts[static_cast<std::size_t>(i0 / grain)];
-    part.reserve(static_cast<std::size_t>(i1 - i0));
     fn(i0, i1, part);
     std::sort(part.begin(), part.end(), less);
   });
-  // A heap of the chunks by their next item, least on top.
-  std::vector<std::size_t> next(parts.size(), 0), heap;
-  const auto later = [&](std::size_t a, std::size_t b) { return less(parts[b][next[b]], parts[a][next[a]]); };
-  for (std::size_t c = 0; c < parts.size(); ++c)
-    if (!parts[c].empty()) heap.push_back(c);
-  std::make_heap(heap.begin(), heap.end(), later);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    const std::size_t c = heap.back();
-    visit(parts[c][next[c]]);
-    if (++next[c] < parts[c].size()) {
-      std::push_heap(heap.begin(), heap.end(), later);
-    } else {
-      heap.pop_back();
-      std::vector<T>().swap(parts[c]);
+  std::vector<std::size_t> first(parts.size() + 1, 0);  // items before each chunk's
+  for (std::size_t c = 0; c < parts.size(); ++c) first[c + 1] = first[c] + parts[c].size();
+  const std::size_t total = first.back();
+  constexpr std::size_t kBuckets = 256;
+  std::vector<double> split;  // bucket b: split[b - 1] <= key < split[b]
+  if (total > static_cast<std::size_t>(grain)) {
+    for (std::size_t b = 1; b < kBuckets; ++b) {
+      const std::size_t i = b * total / kBuckets;  // the i-th item in chunk order
+      const auto c = static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), i) - first.begin()) - 1;
+      split.push_back(key(parts[c][i - first[c]]));
     }
+    std::sort(split.begin(), split.end());
+    split.erase(std::unique(split.begin(), split.end()), split.end());
   }
-}
-
-/// fn(begin, end, part) over each chunk of [0, n) into its own value-initialised T, then the
-/// parts merged into the first in chunk order (merge(into, part)): the same result for any
-/// thread count, since chunks have fixed bounds (a floating-point sum is summed chunk by chunk
-/// in one fixed order; within one chunk, n <= grain, it is the serial loop's).
-template <class T, class Fn, class Merge>
-T parallel_reduce(std::int64_t n, std::int64_t grain, Fn fn, Merge merge) {
-  if (n <= 0) return T{};
-  grain = grain < 1 ? 1 : grain;
-  std::vector<T> parts(static_cast<std::size_t>((n + grain - 1) / grain));
-  parallel_for(n, grain, [&](std::int64_t i0, std::int64_t i1) { fn(i0, i1, parts[static_cast<std::size_t>(i0 / grain)]); });
-  T total = std::move(parts.front());
-  for (std::size_t c = 1; c < parts.size(); ++c) merge(total, parts[c]);
-  return total;
+  const std::size_t buckets = split.size() + 1;
+  // Where bucket b starts in chunk c's sorted items.
+  const auto begin_of = [&](std::size_t c, std::size_t b) -> std::size_t {
+    if (b == 0) return 0;
+    if (b == buckets) return parts[c].size();
+    return static_cast<std::size_t>(
+        std::partition_point(parts[c].begin(), parts[c].end(), [&](const T& x) { return key(x) < split[b - 1]; }) -
+        parts[c].begin());
+  };
+  std::vector<Acc> accs(buckets);
+  parallel_for(static_cast<std::int64_t>(buckets), 1, [&](std::int64_t b0, std::int64_t b1) {
+    for (auto b = static_cast<std::size_t>(b0); b < static_cast<std::size_t>(b1); ++b) {
+      std::vector<std::size_t> next(parts.size()), end(parts.size()), heap;  // a heap of chunks, least next item on top
+      for (std::size_t c = 0; c < parts.size(); ++c) {
+        next[c] = begin_of(c, b);
+        end[c] = begin_of(c, b + 1);
+        if (next[c] < end[c]) heap.push_back(c);
+      }
+      const auto later = [&](std::size_t x, std::size_t y) { return less(parts[y][next[y]], parts[x][next[x]]); };
+      std::make_heap(heap.begin(), heap.end(), later);
+      Acc& acc = accs[b];
+      while (!heap.empty()) {
+        std::pop_heap(heap.begin(), heap.end(), later);
+        const std::size_t c = heap.back();
+        acc.add(parts[c][next[c]]);
+        if (++next[c] < end[c])
+          std::push_heap(heap.begin(), heap.end(), later);
+        else
+          heap.pop_back();
+      }
+      acc.finish();
+    }
+  });
+  Acc result = std::move(accs.front());
+  for (std::size_t b = 1; b < buckets; ++b) merge(result, accs[b]);
+  return result;
 }
 
 /// n value-initialised T whose memory is first touched by parallel_for's threads, each chunk

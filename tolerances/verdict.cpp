@@ -95,21 +95,14 @@ Stack stack_of(std::span<const std::int64_t> shape, std::int64_t n) {
 }
 
 /// For each matrix of stack `st`, how many of its elements `which` selects (by each element's
-/// flat index in the output as given: rows along another axis are judged on the moved grid), on
-/// every core: per chunk of fixed bounds, added in chunk order.
+/// flat index in the output as given: rows along another axis are judged on the moved grid).
+/// One pass on the calling thread, as the signatures' sums (docs/performance.md).
 template <class Which>
 std::vector<std::int64_t> per_matrix(const detail::JudgedElements& all, const Stack& st, Which which) {
-  const auto matrices = static_cast<std::size_t>(st.matrices);
-  return detail::parallel_reduce<std::vector<std::int64_t>>(
-      static_cast<std::int64_t>(all.size()), 1 << 16,
-      [&](std::int64_t i0, std::int64_t i1, std::vector<std::int64_t>& part) {
-        part.assign(matrices, 0);
-        for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i)
-          if (which(i)) ++part[static_cast<std::size_t>(all.index(i) / st.elements)];
-      },
-      [](std::vector<std::int64_t>& into, const std::vector<std::int64_t>& part) {
-        for (std::size_t m = 0; m < into.size(); ++m) into[m] += part[m];
-      });
+  std::vector<std::int64_t> count(static_cast<std::size_t>(st.matrices), 0);
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (which(i)) ++count[static_cast<std::size_t>(all.index(i) / st.elements)];
+  return count;
 }
 
 template <class Reference>
@@ -137,31 +130,23 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
   // down whatever the sign: a lean against it would cancel over results of both signs.
   const bool raw = out_rounding == Rounding::rup || out_rounding == Rounding::rdn;
   {
-    // On every core, chunk by chunk, the chunks' sums added in chunk order (the same for any
-    // thread count).
-    struct Sums {
-      double sum = 0, sum2 = 0;
-      std::int64_t n = 0;
-    };
-    const auto [sum, sum2, n] = detail::parallel_reduce<Sums>(
-        static_cast<std::int64_t>(all.size()), 1 << 16,
-        [&](std::int64_t i0, std::int64_t i1, Sums& part) {
-          for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
-            const double exact = all.exact(i);
-            const double error_ulps = directed ? (all.value(i) - to_double(out, ref.rounded(i))) /
-                                                     ulp_at(out, std::fabs(exact))
-                                               : all.error_ulps(i);
-            if (!std::isfinite(error_ulps) || !std::isfinite(all.error_ulps(i)) || exact == 0) continue;
-            // The epilogue's first rounding reaching half an output ulp at the result: the
-            // output's rounding direction is not what the error shows there.
-            if (epilogue && first_rounding(i) >= 0.5 * ulp_at(out, std::fabs(exact))) continue;
-            const double s = raw ? error_ulps : std::copysign(1.0, exact) * error_ulps;
-            part.sum += s;
-            part.sum2 += s * s;
-            ++part.n;
-          }
-        },
-        [](Sums& into, const Sums& part) { into.sum += part.sum, into.sum2 += part.sum2, into.n += part.n; });
+    // One pass on the calling thread (on every core it measured slower here: docs/performance.md,
+    // "The judgement's serial passes").
+    double sum = 0, sum2 = 0;
+    std::int64_t n = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const double exact = all.exact(i);
+      const double error_ulps =
+          directed ? (all.value(i) - to_double(out, ref.rounded(i))) / ulp_at(out, std::fabs(exact)) : all.error_ulps(i);
+      if (!std::isfinite(error_ulps) || !std::isfinite(all.error_ulps(i)) || exact == 0) continue;
+      // The epilogue's first rounding reaching half an output ulp at the result: the output's
+      // rounding direction is not what the error shows there.
+      if (epilogue && first_rounding(i) >= 0.5 * ulp_at(out, std::fabs(exact))) continue;
+      const double s = raw ? error_ulps : std::copysign(1.0, exact) * error_ulps;
+      sum += s;
+      sum2 += s * s;
+      ++n;
+    }
     if (n >= kBiasMinElements) {
       const double mean = sum / static_cast<double>(n);
       const double var = std::max(sum2 / static_cast<double>(n) - mean * mean, 1e-300);
@@ -364,31 +349,11 @@ void bias_rule(Verdict& v, const Claim& claim, const detail::JudgedElements& all
   const Rounding orr = claim.output_rounding;
   if (orr != Rounding::rne && orr != Rounding::rna) return;
   const FormatSpec& f = *claim.output;
-  struct Obs {
-    double exact, d, m;
-  };
-  // Grouped by exact value (repeated values are one observation: its mean D, its largest m),
-  // the groups summed in increasing exact value: the mean D and m, and D's variance by Welford's
-  // update (one pass, no copy of the groups).
-  std::int64_t n = 0;
-  double sum_d = 0, legal = 0, welford_mean = 0, m2 = 0;
-  struct Group {
-    double exact = 0, d = 0, m = 0;
-    std::int64_t count = 0;
-  } g;
-  const auto close_group = [&] {
-    if (g.count == 0) return;
-    const double dg = g.d / static_cast<double>(g.count);
-    ++n;
-    sum_d += dg;
-    legal += g.m;
-    const double delta = dg - welford_mean;
-    welford_mean += delta / static_cast<double>(n);
-    m2 += delta * (dg - welford_mean);
-  };
-  // Collected and sorted on every core, then visited in increasing exact value, ordered by every
-  // field: the same sequence — and so the same sums — for any thread count.
-  detail::parallel_collect_in_order<Obs>(
+  using Obs = detail::LeanObservation;
+  using Lean = detail::LeanSums;
+  // Collected, sorted and summed on every core, ordered by every field: the same sums for any
+  // thread count.
+  const Lean lean = detail::parallel_collect_ordered<Lean, Obs>(
       static_cast<std::int64_t>(all.size()), 1 << 16, [&](std::int64_t i0, std::int64_t i1, std::vector<Obs>& x) {
         for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
           struct {
@@ -418,19 +383,13 @@ void bias_rule(Verdict& v, const Claim& claim, const detail::JudgedElements& all
         }
       },
       [](const Obs& x, const Obs& y) { return std::tie(x.exact, x.d, x.m) < std::tie(y.exact, y.d, y.m); },
-      [&](const Obs& x) {
-        if (g.count > 0 && x.exact == g.exact) {
-          g.d += x.d, g.m = std::max(g.m, x.m), ++g.count;
-          return;
-        }
-        close_group();
-        g = {x.exact, x.d, x.m, 1};
-      });
-  close_group();
+      [](const Obs& x) { return x.exact; },
+      [](Lean& into, const Lean& next) { into.merge(next); });
+  const std::int64_t n = lean.n;
   if (n < kBiasMinElements) return;
-  const double mean = sum_d / static_cast<double>(n);
-  legal /= static_cast<double>(n);
-  const double var = m2 / static_cast<double>(n - 1);
+  const double mean = lean.sum_d / static_cast<double>(n);
+  const double legal = lean.legal / static_cast<double>(n);
+  const double var = lean.m2 / static_cast<double>(n - 1);
   const double excess = std::fabs(mean) - legal;
   if (excess <= 0) return;
   const double se = std::sqrt(var / static_cast<double>(n));

@@ -1,8 +1,8 @@
 // Tests of the error-field summary (tolerances/error_field.h) against naive recomputations:
 // quantiles and their order-statistic confidence limits (binomial tails summed directly in long
 // double, not with the library's binomial_tail), the largest errors, bias moments, the
-// max-pooled heatmap and the histogram; and the bias signature's count over a tensor of several
-// chunks (its sums are taken on every core, like the field's).
+// max-pooled heatmap and the histogram; and the bias signature's count over a tensor larger than
+// one chunk (65536 elements) of the judgement's parallel passes.
 #include "tolerances/error_field.h"
 
 #include <gtest/gtest.h>
@@ -90,9 +90,9 @@ TEST(ErrorField, QuantilesAndLimitsMatchANaiveComputation) {
   EXPECT_EQ(total, n);
 }
 
-// The counts and the bias's sums are taken chunk by chunk (65536 elements each) and added: over
-// 75000 elements, with non-finite errors and unbounded elements on both sides of the chunk
-// boundary, they are the naive loop's (the mean to rounding: the order of the sum differs).
+// The counts and the bias's sums over 75000 elements (more than one 65536-element chunk of the
+// judgement's parallel passes), with non-finite errors and unbounded elements on both sides of
+// element 65536: the naive loop's (the mean to rounding, should the order of the sum differ).
 TEST(ErrorField, CountsAndBiasCoverEveryChunk) {
   const std::int64_t rows = 300, cols = 250, n = rows * cols;
   std::vector<ElementReport> all = elements(rows, cols);
@@ -117,8 +117,8 @@ TEST(ErrorField, CountsAndBiasCoverEveryChunk) {
   EXPECT_NEAR(f.bias_sd, std::sqrt(sum2 / static_cast<double>(finite) - mean * mean), 1e-9);
 }
 
-// The bias signature over 75000 elements, the last 35000 truncated to bf16 (those of both
-// chunks): it counts every element (the count is the naive one: all exact results are non-zero
+// The bias signature over 75000 elements, the last 35000 truncated to bf16 (on both sides of
+// element 65536): it counts every element (the count is the naive one: all exact results are non-zero
 // and finite), and its mean is that of the elements' signed errors.
 TEST(BiasSignature, CountsEveryChunk) {
   const std::int64_t n = 75000;

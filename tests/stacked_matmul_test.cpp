@@ -390,8 +390,8 @@ TEST(StackedMatmul, TheCalibrationNamesItsElementInTheStack) {
               testing::HasSubstr(fmt::format("{} at element [{}, {}]", cal.rho_order, e / 4, e % 4)));
 }
 
-// The per-matrix count over a stack of more elements than one chunk of the judgement's passes
-// (65536): matrix 8 of [3, 4, 96, 80] straddles the first chunk's end; the counts are the test's
+// The per-matrix count over a stack of more elements than one chunk of the judgement's parallel
+// passes (65536): matrix 8 of [3, 4, 96, 80] straddles element 65536; the counts are the test's
 // own and the same for 1, 2 and 7 threads.
 TEST(StackedMatmul, PerMatrixCountsAreWholeAcrossChunks) {
   struct Restore {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -32,15 +33,17 @@ void set_check_threads(int n);
 void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t, std::int64_t)>& fn);
 
 /// The items fn(begin, end, out) appends for each chunk of [0, n), reduced in the order of
-/// `less`, on every core: each chunk's items are sorted on the thread that collected them; the
-/// range of `key` is cut into at most 256 buckets at splitters read at fixed places of the items
-/// (in chunk order); each bucket's items are visited in order (a k-way merge of the chunks'
-/// parts of it, no copy made) into an `Acc` of its own — acc.add(item) for each, then
-/// acc.finish() — and the buckets' Accs are merged in bucket order (merge(into, next)). `less`
-/// must order by key first (key(x) < key(y) implies less(x, y)) and be a strict total order on
-/// the items' values (items it cannot tell apart are equal in every field): the result is then
-/// the same for any thread count, and items of one key are visited by one Acc, one after
-/// another.
+/// `less`, on every core. The range of `key` is cut into at most 256 buckets at splitters taken
+/// from 2048 items sampled at fixed places (in chunk order); each chunk's items are grouped by
+/// bucket on the thread that collected them; each bucket's items, gathered from every chunk, are
+/// sorted by `less` and visited in that order by an `Acc` of its own — acc.add(item) for each,
+/// then acc.finish() — and the buckets' Accs are merged in bucket order (merge(into, next)).
+/// `less` must order by key first (key(x) < key(y) implies less(x, y)) and be a strict total
+/// order on the items' values (items it cannot tell apart are equal in every field); key is
+/// never NaN. The buckets then depend on the chunks (n and grain) only and each bucket's order is
+/// unique: the result is the same for any thread count, and items of one key are visited by one
+/// Acc, one after another. (Sorting each bucket once replaced sorting each chunk and merging
+/// the chunks' runs through a heap: 2048 x 2048 elements, 2026-12-05, docs/performance.md.)
 template <class Acc, class T, class Fn, class Less, class Key, class Merge>
 Acc parallel_collect_ordered(std::int64_t n, std::int64_t grain, Fn fn, Less less, Key key, Merge merge) {
   if (n <= 0) return Acc{};
@@ -48,53 +51,75 @@ Acc parallel_collect_ordered(std::int64_t n, std::int64_t grain, Fn fn, Less les
   std::vector<std::vector<T>> parts(static_cast<std::size_t>((n + grain - 1) / grain));
   parallel_for(n, grain, [&](std::int64_t i0, std::int64_t i1) {
     std::vector<T>& part = parts[static_cast<std::size_t>(i0 / grain)];
+    part.reserve(static_cast<std::size_t>(i1 - i0));
     fn(i0, i1, part);
-    std::sort(part.begin(), part.end(), less);
   });
   std::vector<std::size_t> first(parts.size() + 1, 0);  // items before each chunk's
   for (std::size_t c = 0; c < parts.size(); ++c) first[c + 1] = first[c] + parts[c].size();
   const std::size_t total = first.back();
-  constexpr std::size_t kBuckets = 256;
+  constexpr std::size_t kBuckets = 256, kSample = 8 * kBuckets;
+  static_assert(kBuckets <= 256, "bucket numbers are bytes");
   std::vector<double> split;  // bucket b: split[b - 1] <= key < split[b]
   if (total > static_cast<std::size_t>(grain)) {
-    for (std::size_t b = 1; b < kBuckets; ++b) {
-      const std::size_t i = b * total / kBuckets;  // the i-th item in chunk order
+    std::vector<double> sample;
+    for (std::size_t s = 0; s < kSample; ++s) {
+      const std::size_t i = s * total / kSample;  // the i-th item in chunk order
       const auto c = static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), i) - first.begin()) - 1;
-      split.push_back(key(parts[c][i - first[c]]));
+      sample.push_back(key(parts[c][i - first[c]]));
     }
-    std::sort(split.begin(), split.end());
+    std::sort(sample.begin(), sample.end());
+    for (std::size_t b = 1; b < kBuckets; ++b) split.push_back(sample[b * kSample / kBuckets]);
     split.erase(std::unique(split.begin(), split.end()), split.end());
   }
   const std::size_t buckets = split.size() + 1;
-  // Where bucket b starts in chunk c's sorted items.
-  const auto begin_of = [&](std::size_t c, std::size_t b) -> std::size_t {
-    if (b == 0) return 0;
-    if (b == buckets) return parts[c].size();
-    return static_cast<std::size_t>(
-        std::partition_point(parts[c].begin(), parts[c].end(), [&](const T& x) { return key(x) < split[b - 1]; }) -
-        parts[c].begin());
+  std::vector<double> padded(split);  // kBuckets - 1 splitters, the missing ones +inf
+  padded.resize(kBuckets - 1, std::numeric_limits<double>::infinity());
+  // Each chunk's items grouped by bucket (a stable counting sort); at[c][b]: where bucket b
+  // starts in chunk c.
+  // Several chunks per call, so that the buffers are reused: fresh pages cost more here than the
+  // copy back.
+  std::vector<std::vector<std::size_t>> at(parts.size());
+  const auto some = [](std::size_t items) {
+    return static_cast<std::int64_t>(std::max<std::size_t>(1, items / (4 * static_cast<std::size_t>(check_threads()))));
   };
+  parallel_for(static_cast<std::int64_t>(parts.size()), some(parts.size()), [&](std::int64_t c0, std::int64_t c1) {
+    std::vector<std::uint8_t> bucket;
+    std::vector<T> grouped;
+    for (auto c = static_cast<std::size_t>(c0); c < static_cast<std::size_t>(c1); ++c) {
+      std::vector<T>& part = parts[c];
+      std::vector<std::size_t>& start = at[c];
+      start.assign(buckets + 1, 0);
+      if (buckets == 1) {
+        start[1] = part.size();
+        continue;
+      }
+      bucket.resize(part.size());
+      for (std::size_t i = 0; i < part.size(); ++i) {
+        // The number of splitters <= key: a binary search without branches over `padded`.
+        const double k = key(part[i]);
+        std::size_t b = 0;
+        for (std::size_t step = kBuckets / 2; step > 0; step /= 2) b += step * static_cast<std::size_t>(padded[b + step - 1] <= k);
+        bucket[i] = static_cast<std::uint8_t>(b);
+        ++start[b + 1];
+      }
+      for (std::size_t b = 0; b < buckets; ++b) start[b + 1] += start[b];
+      std::vector<std::size_t> put(start.begin(), start.end() - 1);
+      grouped.resize(part.size());
+      for (std::size_t i = 0; i < part.size(); ++i) grouped[put[bucket[i]]++] = part[i];
+      std::copy(grouped.begin(), grouped.end(), part.begin());
+    }
+  });
   std::vector<Acc> accs(buckets);
-  parallel_for(static_cast<std::int64_t>(buckets), 1, [&](std::int64_t b0, std::int64_t b1) {
+  parallel_for(static_cast<std::int64_t>(buckets), some(buckets), [&](std::int64_t b0, std::int64_t b1) {
+    std::vector<T> items;
     for (auto b = static_cast<std::size_t>(b0); b < static_cast<std::size_t>(b1); ++b) {
-      std::vector<std::size_t> next(parts.size()), end(parts.size()), heap;  // a heap of chunks, least next item on top
-      for (std::size_t c = 0; c < parts.size(); ++c) {
-        next[c] = begin_of(c, b);
-        end[c] = begin_of(c, b + 1);
-        if (next[c] < end[c]) heap.push_back(c);
-      }
-      const auto later = [&](std::size_t x, std::size_t y) { return less(parts[y][next[y]], parts[x][next[x]]); };
-      std::make_heap(heap.begin(), heap.end(), later);
+      items.clear();
+      for (std::size_t c = 0; c < parts.size(); ++c)
+        items.insert(items.end(), parts[c].begin() + static_cast<std::ptrdiff_t>(at[c][b]),
+                     parts[c].begin() + static_cast<std::ptrdiff_t>(at[c][b + 1]));
+      std::sort(items.begin(), items.end(), less);
       Acc& acc = accs[b];
-      while (!heap.empty()) {
-        std::pop_heap(heap.begin(), heap.end(), later);
-        const std::size_t c = heap.back();
-        acc.add(parts[c][next[c]]);
-        if (++next[c] < end[c])
-          std::push_heap(heap.begin(), heap.end(), later);
-        else
-          heap.pop_back();
-      }
+      for (const T& x : items) acc.add(x);
       acc.finish();
     }
   });

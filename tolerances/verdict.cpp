@@ -360,7 +360,8 @@ void bias_rule(Verdict& v, const Claim& claim, const detail::JudgedElements& all
             double value, exact, prob_bound;
           } const e{all.value(i), ref.exact(i), all.record(i).prob_bound};
           if (!std::isfinite(e.value) || !std::isfinite(e.exact) || e.exact == 0) continue;
-          const double rn = to_double(f, ref.rounded(i));
+          const Bits rounded = ref.rounded(i);
+          const double rn = to_double(f, rounded);
           if (!std::isfinite(rn)) continue;
           const double ulp = ulp_at(f, e.exact);
           const double r = std::max(0.0, e.prob_bound - 0.5 * ulp);
@@ -375,8 +376,8 @@ void bias_rule(Verdict& v, const Claim& claim, const detail::JudgedElements& all
             const double neighbour = next ? to_double(f, *next) : NAN;
             return std::isfinite(neighbour) ? (rn + neighbour) / 2 : fallback;
           };
-          const double below = midpoint(next_down(f, ref.rounded(i)), rn - 0.5 * ulp);
-          const double above = midpoint(next_up(f, ref.rounded(i)), rn + 0.5 * ulp);
+          const double below = midpoint(next_down(f, rounded), rn - 0.5 * ulp);
+          const double above = midpoint(next_up(f, rounded), rn + 0.5 * ulp);
           const double distance = std::min(std::fabs(e.exact - below), std::fabs(above - e.exact));
           const bool may_cross = distance <= r + std::fabs(e.exact) * 0x1p-50;  // the exact value as a double
           x.push_back({e.exact, std::copysign(1.0, e.exact) * (e.value - rn) / ulp, may_cross ? 1.0 : 0.0});

@@ -569,7 +569,9 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
   if (outside > 0 && outside >= threshold) {
     const double p = binomial_tail(judged, p_exceed, outside);
     const std::string evidence = fmt::format(
-        "{} of {} sampled elements lie outside the probabilistic radius about the exact result{} (confidence {:.12g} each); "
+        "{} of {} sampled elements lie outside the partial-sum radius about the exact result{} (confidence {:.12g} each; "
+        "docs/verdict.md §4.1: a radius from the data's own partial sums, tighter than the per-element probabilistic "
+        "bound the element counts use); "
         "chance explains at most {} at false-alarm probability {:g} (P = {:.3g})",
         outside, judged, cal.cast ? " of the cast operands" : "", r.bound.confidence, threshold - 1, alpha, p);
     if (cal.rho <= 1) {
@@ -584,7 +586,7 @@ void apply_calibration(CheckResult& r, const MatmulCalibration& cal, const Tenso
                              "not proof",
                              evidence, rho_where, cal.rho);
     } else if (v.kind == TensorKind::suspicious) {
-      v.reason += fmt::format("; the legal orders emulated on these operands leave the probabilistic radius themselves "
+      v.reason += fmt::format("; the legal orders emulated on these operands leave the partial-sum radius themselves "
                               "({}: {:.3g}× it): the data break the model, no probable verdict",
                               rho_where, cal.rho);
     }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -84,6 +85,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// Waits until OpenBLAS's worker threads sleep again: after each call they spin (sched_yield)
+/// for about 2^28 cycles (OpenBLAS's THREAD_TIMEOUT) before they wait, and on a 2-core machine a
+/// check timed right after the anchor dgemm ran its first ~0.1 s beside a spinning worker (the
+/// whole check at 1024×4096×1024 measured 13 % slower than with OPENBLAS_THREAD_TIMEOUT=4,
+/// 2026-12-05). Called before each timed part that follows a GEMM; not timed.
+void let_blas_workers_sleep() { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
+
 /// CPU time of the whole process (every thread, OpenBLAS's included), in seconds: on a shared
 /// machine a steadier measure of the work than the wall clock.
 double process_cpu_s() {
@@ -97,8 +105,17 @@ double process_cpu_s() {
 /// the process CPU times spent in each (every thread), the threads each
 /// used, and the share of elements the certified fp64 GEMM gave (the rest: long accumulator).
 /// Arg 3 = 1 forces the long accumulator for every element (the path without the GEMM).
-void vs_dgemm(benchmark::State& state, bool fp32_operands) {
+/// `bf16_out`: C (the sgemm result) rounded to bf16, claim --out bf16 (every element an
+/// observation of the bias rule, docs/verdict.md §4.2).
+void vs_dgemm(benchmark::State& state, bool fp32_operands, bool bf16_out = false) {
   const Problem& p = problem(state.range(0), state.range(1), state.range(2), fp32_operands);
+  numfid::ClaimSpec claim = p.claim;
+  numfid::TensorData out = p.c;
+  if (bf16_out) {
+    claim = numfid::parse_claim(fp32_operands ? "--in fp32 --acc fp32 --out bf16" : "--in bf16 --acc fp32 --out bf16");
+    out.format = &numfid::bf16;
+    for (Bits& x : out.values) x = numfid::convert(numfid::fp32, numfid::bf16, x).bits;
+  }
   const bool exact_only = state.range(3) != 0;
   const int threads = numfid::detail::check_threads();
   openblas_set_num_threads(threads);  // the same thread count for dgemm and for the check
@@ -118,9 +135,10 @@ void vs_dgemm(benchmark::State& state, bool fp32_operands) {
     benchmark::ClobberMemory();
     dgemm_s += seconds_since(t0);
     dgemm_cpu += process_cpu_s() - c0;
+    let_blas_workers_sleep();
     c0 = process_cpu_s();
     t0 = std::chrono::steady_clock::now();
-    const numfid::CheckResult r = numfid::check_matmul(p.a, p.b, p.c, p.claim, opt);
+    const numfid::CheckResult r = numfid::check_matmul(p.a, p.b, out, claim, opt);
     const double s = seconds_since(t0);
     check_cpu += process_cpu_s() - c0;
     check_s += s;
@@ -145,6 +163,15 @@ BENCHMARK(BM_CheckMatmulVsDgemm)
     ->Args({1024, 4096, 1024, 0})
     ->Args({1024, 4096, 1024, 1})
     ->Args({4096, 4096, 4096, 0})
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+/// The same with C rounded to bf16 (claim --out bf16): the judgement's bias rule then reads
+/// every element (BM_CheckMatmulJudgeOnly's fourth argument measures that part alone).
+void BM_CheckMatmulBf16OutVsDgemm(benchmark::State& state) { vs_dgemm(state, false, true); }
+BENCHMARK(BM_CheckMatmulBf16OutVsDgemm)
+    ->Args({1024, 4096, 1024, 0})
     ->UseManualTime()
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
@@ -178,6 +205,7 @@ void check_vs_dgemm(benchmark::State& state, std::int64_t m, std::int64_t k, std
                 1.0, ad.data(), static_cast<int>(k), bd.data(), static_cast<int>(n), 0.0, cd.data(), static_cast<int>(n));
     benchmark::DoNotOptimize(cd.data());
     dgemm_s += seconds_since(t0);
+    let_blas_workers_sleep();
     t0 = std::chrono::steady_clock::now();
     const bool ok = check();
     const double s = seconds_since(t0);
@@ -326,6 +354,7 @@ void BM_CheckMatmulParts(benchmark::State& state) {
     benchmark::ClobberMemory();
     dgemm_s += seconds_since(t0);
     dgemm_cpu += process_cpu_s() - c0;
+    let_blas_workers_sleep();
     c0 = process_cpu_s();
     t0 = std::chrono::steady_clock::now();
     const numfid::MatmulReference mr = numfid::matmul_reference(p.a, p.b);
@@ -389,6 +418,7 @@ void BM_CheckMatmulJudgeOnly(benchmark::State& state) {
   numfid::MatmulCheckOptions opt;
   opt.predict = false;
   opt.calibration = &cal;
+  let_blas_workers_sleep();
   for (auto _ : state) {
     const numfid::CheckResult r = numfid::check_matmul(mr, c, claim, opt);
     benchmark::DoNotOptimize(r);
@@ -396,3 +426,15 @@ void BM_CheckMatmulJudgeOnly(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * p.m * p.n);
 }
 BENCHMARK(BM_CheckMatmulJudgeOnly)->Args({2048, 512, 2048, 0})->Args({2048, 512, 2048, 1})->Unit(benchmark::kMillisecond);
+
+/// The exact oracle alone (matmul_reference: the certified fp64 GEMMs, their decoding and
+/// certification, the long accumulator where the certificate fails), repeated, for profiling.
+void BM_MatmulReferenceOnly(benchmark::State& state) {
+  const Problem& p = problem(state.range(0), state.range(1), state.range(2));
+  openblas_set_num_threads(numfid::detail::check_threads());
+  for (auto _ : state) {
+    const numfid::MatmulReference mr = numfid::matmul_reference(p.a, p.b);
+    benchmark::DoNotOptimize(mr);
+  }
+}
+BENCHMARK(BM_MatmulReferenceOnly)->Args({1024, 4096, 1024})->Unit(benchmark::kMillisecond);

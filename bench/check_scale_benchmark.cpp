@@ -438,3 +438,17 @@ void BM_MatmulReferenceOnly(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_MatmulReferenceOnly)->Args({1024, 4096, 1024})->Unit(benchmark::kMillisecond);
+
+/// The calibration alone (calibrate_matmul on a reference computed once): the legal orders
+/// emulated on the sampled elements and their radii, repeated, for profiling.
+void BM_CalibrateOnly(benchmark::State& state) {
+  const Problem& p = problem(state.range(0), state.range(1), state.range(2));
+  openblas_set_num_threads(numfid::detail::check_threads());
+  const numfid::MatmulReference mr = numfid::matmul_reference(p.a, p.b);
+  let_blas_workers_sleep();
+  for (auto _ : state) {
+    const numfid::MatmulCalibration cal = numfid::calibrate_matmul(mr, p.claim);
+    benchmark::DoNotOptimize(cal);
+  }
+}
+BENCHMARK(BM_CalibrateOnly)->Args({1024, 4096, 1024})->Unit(benchmark::kMillisecond);

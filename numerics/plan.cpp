@@ -420,6 +420,26 @@ class Fp32Adder {
   bool zero_start_;
 };
 
+/// Fp32Adder's case where every term (and the addend) is an fp32 value: the products of bf16
+/// and fp16 operands (at most 22 significant bits), rounded products. Every operand of every
+/// addition is then an fp32 value, and the hardware's single-precision addition (IEEE 754
+/// binary32, round-to-nearest-even, gradual underflow: the FpEnvGuard of `reduce`) is fl32(x + y)
+/// itself — one instruction instead of TwoSum, the fix-up and two conversions on every addition
+/// (the calibration's emulated orders and `emulate` with a plan spend most of their time here;
+/// docs/performance.md, 2026-12-05). Same zero signs (IEEE's), same overflow to ±inf.
+class Fp32NarrowAdder {
+ public:
+  using Value = float;
+  explicit Fp32NarrowAdder(bool zero_start) : zero_start_(zero_start) {}
+  static float add(float x, float y) { return x + y; }
+  float start(float t) const { return zero_start_ ? 0.0f + t : t; }
+  static float zero() { return 0.0f; }
+  static Bits bits(float v) { return Bits{std::bit_cast<std::uint32_t>(v)}; }
+
+ private:
+  bool zero_start_;
+};
+
 /// Sum of terms[lo, hi) starting from its first term (one rounding for it).
 template <class Ad>
 typename Ad::Value sequential_sum(Ad& ad, std::span<const typename Ad::Value> t) {
@@ -598,9 +618,22 @@ Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<co
   if (!terms.empty()) {
     if (auto v = fp32_fast_terms(acc, terms, addend)) {
       const FpEnvGuard env;  // round-to-nearest, no FTZ/DAZ: TwoSum and the conversion rely on it
-      Fp32Adder ad(acc.zero_start);
       if (acc.products_rounded)
         for (double& x : *v) x = Fp32Adder::round(x);
+      // Every term an fp32 value: the single-precision additions themselves (Fp32NarrowAdder).
+      std::vector<float> narrow(v->size());
+      bool fp32_terms = true;
+      for (std::size_t i = 0; i < v->size() && fp32_terms; ++i) {
+        narrow[i] = static_cast<float>((*v)[i]);
+        fp32_terms = static_cast<double>(narrow[i]) == (*v)[i];
+      }
+      if (fp32_terms) {
+        Fp32NarrowAdder ad(acc.zero_start);
+        std::optional<float> start;
+        if (addend) start = std::bit_cast<float>(addend->raw);
+        return Fp32NarrowAdder::bits(evaluate<Fp32NarrowAdder>(plan, ad, narrow, start));
+      }
+      Fp32Adder ad(acc.zero_start);
       std::optional<double> start;
       if (addend) start = to_double(fp32, *addend);
       return Fp32Adder::bits(evaluate<Fp32Adder>(plan, ad, *v, start));

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <mpfr.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <random>
@@ -380,9 +381,9 @@ TEST(PlanFastPath, Fp32RoundToNearestMatchesTheGenericEvaluatorBitForBit) {
   std::normal_distribution<double> nd;
   const std::vector<std::string> plans{"sequential", "reverse",   "pairwise",   "blocked(4)", "blocked(4, pairwise)",
                                        "blocked(16, numpy)", "splitk(3)", "strided(4)", "numpy"};
-  int failures = 0, ties = 0;
-  for (int trial = 0; trial < 3000 && failures < 5; ++trial) {
-    const int kind = trial % 6;
+  int failures = 0, ties = 0, narrow = 0;
+  for (int trial = 0; trial < 3500 && failures < 5; ++trial) {
+    const int kind = trial % 7;
     const std::size_t n = 1 + g() % 40;
     std::vector<double> x(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -398,9 +399,21 @@ TEST(PlanFastPath, Fp32RoundToNearestMatchesTheGenericEvaluatorBitForBit) {
         case 2: x[i] = std::ldexp(static_cast<double>(a) * b, -140 - static_cast<int>(g() % 30)); break;  // subnormal range
         case 3: x[i] = i % 2 ? -x[i - 1] : static_cast<double>(a); break;  // cancellation to zero
         case 4: x[i] = g() % 3 == 0 ? (g() % 2 ? -0.0 : 0.0) : std::ldexp(static_cast<double>(a), static_cast<int>(g() % 200) - 100); break;
-        default: x[i] = std::ldexp(static_cast<double>(a), 100 + static_cast<int>(g() % 20)); break;  // near the top
+        case 5: x[i] = std::ldexp(static_cast<double>(a), 100 + static_cast<int>(g() % 20)); break;  // near the top
+        default:  // fp32 values only (Fp32Adder's narrow path): bf16 × bf16 products from fp32's
+                  // subnormal range up, and terms that put a sum of them on an fp32 midpoint
+          switch (i % 3) {
+            case 0: {
+              const double p = std::ldexp(std::round(a * 128) * std::round(b * 128), -14);  // <= 16 bits
+              x[i] = static_cast<float>(std::ldexp(p, -150 + static_cast<int>(g() % 160)));
+              break;
+            }
+            case 1: x[i] = std::ldexp(1.0 + static_cast<double>(g() % 256) / 256, static_cast<int>(g() % 5)); break;
+            default: x[i] = std::ldexp(g() % 2 ? 1.0 : -1.0, -24 - static_cast<int>(g() % 4)); break;
+          }
       }
     }
+    if (std::all_of(x.begin(), x.end(), [](double v) { return static_cast<double>(static_cast<float>(v)) == v; })) ++narrow;
     std::vector<Term> terms;
     for (double v : x) terms.push_back(term_of(v));
     std::optional<Bits> c;
@@ -424,6 +437,7 @@ TEST(PlanFastPath, Fp32RoundToNearestMatchesTheGenericEvaluatorBitForBit) {
       }
   }
   EXPECT_GT(ties, 0);
+  EXPECT_GT(narrow, 500);  // trials whose terms are all fp32 values: the narrow path
 }
 
 /// The case the hardware conversion alone gets wrong: 1 + (2^-24 + 2^-70) in one fused step is

@@ -41,6 +41,28 @@ std::vector<Bits> cast_all(const TensorData& t, const FormatSpec& to, Rounding r
   return v;
 }
 
+/// A term's magnitude and index, for sorting the terms by magnitude (ties in index order).
+struct ByMagnitude {
+  double magnitude;
+  std::uint32_t index;
+  bool operator<(const ByMagnitude& o) const {
+    return magnitude < o.magnitude || (magnitude == o.magnitude && index < o.index);
+  }
+};
+
+/// The terms' magnitudes (`mag`, in term order) and the terms in increasing magnitude, ties in
+/// index order (`order`): what the radius (tree_spread) and the orders "increasing |term|" and
+/// "decreasing |term|" read, sorted once.
+void by_magnitude(const std::vector<Term>& terms, std::vector<double>& mag, std::vector<ByMagnitude>& order) {
+  mag.resize(terms.size());
+  order.resize(terms.size());
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    mag[k] = magnitude(terms[k]);
+    order[k] = {mag[k], static_cast<std::uint32_t>(k)};
+  }
+  std::sort(order.begin(), order.end());
+}
+
 /// R = u·√(Σ_v B(s_v)²) bounded over every binary summation tree of `terms` (docs/verdict.md
 /// §4.1): the error of a tree is Σ_v δ_v·y_v over its additions v (y_v the unrounded sum there,
 /// |δ_v| <= u), and |y_v| <= B(s) = M_s + γ_(s−1+extra)·Σ|t| for an addition of s terms, M_s =
@@ -48,19 +70,20 @@ std::vector<Bits> cast_all(const TensorData& t, const FormatSpec& to, Rounding r
 /// subset sum of s terms) plus the deterministic error of its two operands. A tree of m leaves
 /// has at most m − s + 1 additions of s or more terms, as the sequential one has, so with B
 /// non-decreasing Σ_v B(s_v)² <= Σ_(j=2..m) B(j)². Leaves rounded on entry (`extra`) add Σ t².
-double tree_spread(const std::vector<Term>& terms, double abs_sum, double u, int extra, std::vector<double>& pos,
-                   std::vector<double>& neg, double& largest) {
+/// `mag` holds each term's magnitude(), `order` the terms in increasing magnitude (by_magnitude).
+double tree_spread(const std::vector<Term>& terms, const std::vector<double>& mag, const std::vector<ByMagnitude>& order,
+                   double abs_sum, double u, int extra, std::vector<double>& pos, std::vector<double>& neg,
+                   double& largest) {
   pos.clear();
   neg.clear();
   double leaves = 0;
-  for (const Term& t : terms) {
-    if (t.cls != FpClass::normal) continue;
-    const double x = magnitude(t);
-    (t.value.negative ? neg : pos).push_back(x);
-    leaves += x * x;
+  for (std::size_t k = 0; k < terms.size(); ++k)
+    if (terms[k].cls == FpClass::normal) leaves += mag[k] * mag[k];
+  // Each sign's magnitudes in decreasing order: the common order read backwards.
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const Term& t = terms[it->index];
+    if (t.cls == FpClass::normal) (t.value.negative ? neg : pos).push_back(it->magnitude);
   }
-  std::sort(pos.begin(), pos.end(), std::greater<>());
-  std::sort(neg.begin(), neg.end(), std::greater<>());
   const std::size_t m = terms.size();
   double sum = extra ? leaves : 0, p = 0, q = 0;
   largest = pos.empty() && neg.empty() ? 0 : std::max(pos.empty() ? 0 : pos[0], neg.empty() ? 0 : neg[0]);
@@ -266,7 +289,7 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const TensorData&
     std::vector<Term> terms(static_cast<std::size_t>(K)), work, scratch;
     std::vector<Bits> col(static_cast<std::size_t>(K));
     std::vector<double> pos, neg, mag;
-    std::vector<std::uint32_t> idx;
+    std::vector<ByMagnitude> order;
     LongAccumulator exact;
     for (std::int64_t i = lo; i < hi; ++i) {
       Sampled& o = out[static_cast<std::size_t>(i)];
@@ -297,7 +320,8 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const TensorData&
       o.finite = true;
       const double abs_sum = exact.abs_sum_upper();
       double largest = 0;  // B(m): no partial sum of any order exceeds it
-      o.spread = tree_spread(terms, abs_sum, b.u_acc, extra, pos, neg, largest);
+      by_magnitude(terms, mag, order);
+      o.spread = tree_spread(terms, mag, order, abs_sum, b.u_acc, extra, pos, neg, largest);
       o.radius = cal.lambda * o.spread + cal.absolute;
       o.center = center;
       o.radius_hm = b.probabilistic * abs_sum + b.absolute;
@@ -315,17 +339,8 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const TensorData&
           std::shuffle(work.begin(), work.end(), g);
           record(reduce(ReductionPlan{}, acc, work));
         }
-        // Increasing |term| (ties in index order): the keys computed once, an index sort.
-        mag.resize(terms.size());
-        idx.resize(terms.size());
-        for (std::size_t k = 0; k < terms.size(); ++k) {
-          mag[k] = magnitude(terms[k]);
-          idx[k] = static_cast<std::uint32_t>(k);
-        }
-        // Ties broken by index: the order a stable sort gives, from an unstable one (faster).
-        std::sort(idx.begin(), idx.end(),
-                  [&](std::uint32_t x, std::uint32_t y) { return mag[x] < mag[y] || (mag[x] == mag[y] && x < y); });
-        for (std::size_t k = 0; k < terms.size(); ++k) work[k] = terms[idx[k]];
+        // Increasing |term|, ties in index order (the order a stable sort gives): by_magnitude's.
+        for (std::size_t k = 0; k < terms.size(); ++k) work[k] = terms[order[k].index];
         record(reduce(ReductionPlan{}, acc, work));
         std::reverse(work.begin(), work.end());
         record(reduce(ReductionPlan{}, acc, work));

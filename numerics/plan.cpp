@@ -607,11 +607,62 @@ std::optional<std::vector<double>> fp32_fast_terms(const AccumulatorModel& acc, 
   return v;
 }
 
+/// The terms as floats where every one is an fp32 value (Fp32NarrowAdder's premise), else nullopt.
+std::optional<std::vector<float>> as_fp32_values(const std::vector<double>& v) {
+  std::vector<float> f(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    f[i] = static_cast<float>(v[i]);
+    if (static_cast<double>(f[i]) != v[i]) return std::nullopt;
+  }
+  return f;
+}
+
+/// The plan's sum of fp32 values (and an fp32 addend) on single-precision additions; the caller
+/// holds the FpEnvGuard.
+Bits narrow_sum(const ReductionPlan& plan, bool zero_start, std::span<const float> terms, std::optional<Bits> addend) {
+  Fp32NarrowAdder ad(zero_start);
+  std::optional<float> start;
+  if (addend) start = std::bit_cast<float>(addend->raw);
+  return Fp32NarrowAdder::bits(evaluate<Fp32NarrowAdder>(plan, ad, terms, start));
+}
+
 }  // namespace
 
 namespace detail {
 void set_reduce_fast_path(bool enabled) { fast_path_enabled = enabled; }
 }  // namespace detail
+
+OrderedSums::OrderedSums(const AccumulatorModel& acc, std::span<const Term> terms, std::optional<Bits> addend,
+                         std::uint64_t stream)
+    : acc_(acc), terms_(terms.begin(), terms.end()), addend_(addend), stream_(stream) {
+  if (terms.empty()) return;
+  const FpEnvGuard env;  // the rounding of products and the conversions below as in reduce()
+  if (std::optional<std::vector<double>> v = fp32_fast_terms(acc, terms, addend)) {
+    if (acc.products_rounded)
+      for (double& x : *v) x = Fp32Adder::round(x);
+    if (std::optional<std::vector<float>> f = as_fp32_values(*v)) {
+      values_ = std::move(*f);
+      fp32_values_ = true;
+    }
+  }
+}
+
+Bits OrderedSums::sum(const ReductionPlan& plan, std::span<const std::uint32_t> order) {
+  if (fp32_values_) {
+    std::span<const float> t = values_;
+    if (!order.empty()) {
+      scratch_.resize(order.size());
+      for (std::size_t k = 0; k < order.size(); ++k) scratch_[k] = values_[order[k]];
+      t = scratch_;
+    }
+    const FpEnvGuard env;  // round-to-nearest, no FTZ/DAZ: what single-precision additions rely on
+    return narrow_sum(plan, acc_.zero_start, t, addend_);
+  }
+  if (order.empty()) return reduce(plan, acc_, terms_, addend_, stream_);
+  scratch_terms_.resize(order.size());
+  for (std::size_t k = 0; k < order.size(); ++k) scratch_terms_[k] = terms_[order[k]];
+  return reduce(plan, acc_, scratch_terms_, addend_, stream_);
+}
 
 Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<const Term> terms,
             std::optional<Bits> addend, std::uint64_t stream) {
@@ -621,18 +672,8 @@ Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<co
       if (acc.products_rounded)
         for (double& x : *v) x = Fp32Adder::round(x);
       // Every term an fp32 value: the single-precision additions themselves (Fp32NarrowAdder).
-      std::vector<float> narrow(v->size());
-      bool fp32_terms = true;
-      for (std::size_t i = 0; i < v->size() && fp32_terms; ++i) {
-        narrow[i] = static_cast<float>((*v)[i]);
-        fp32_terms = static_cast<double>(narrow[i]) == (*v)[i];
-      }
-      if (fp32_terms) {
-        Fp32NarrowAdder ad(acc.zero_start);
-        std::optional<float> start;
-        if (addend) start = std::bit_cast<float>(addend->raw);
-        return Fp32NarrowAdder::bits(evaluate<Fp32NarrowAdder>(plan, ad, narrow, start));
-      }
+      if (const std::optional<std::vector<float>> narrow = as_fp32_values(*v))
+        return narrow_sum(plan, acc.zero_start, *narrow, addend);
       Fp32Adder ad(acc.zero_start);
       std::optional<double> start;
       if (addend) start = to_double(fp32, *addend);

@@ -115,6 +115,26 @@ Term as_term(const FormatSpec& f, Bits x, bool daz = false);
 Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<const Term> terms,
             std::optional<Bits> addend = std::nullopt, std::uint64_t stream = 0);
 
+/// One set of terms summed in several orders (calibrate_matmul emulates 13 legal orders of each
+/// sampled element's products): the terms are read once — as fp32 values where `reduce` would
+/// sum them on the hardware — instead of once per order. sum(plan, order) is reduce(plan, acc,
+/// the terms taken in `order` (a permutation of their indices; empty: as given), addend, stream), bit for
+/// bit (tests/plan_test.cpp). Holds a copy of the terms; not thread-safe (scratch space).
+class OrderedSums {
+ public:
+  OrderedSums(const AccumulatorModel& acc, std::span<const Term> terms, std::optional<Bits> addend = std::nullopt,
+              std::uint64_t stream = 0);
+  Bits sum(const ReductionPlan& plan, std::span<const std::uint32_t> order = {});
+
+ private:
+  AccumulatorModel acc_;
+  std::vector<Term> terms_, scratch_terms_;
+  std::optional<Bits> addend_;
+  std::uint64_t stream_;
+  bool fp32_values_ = false;  // summed on the hardware's single-precision additions
+  std::vector<float> values_, scratch_;
+};
+
 namespace detail {
 /// Testing hook: false makes `reduce` take the generic evaluator for every model (default true:
 /// an fp32 round-to-nearest accumulator without FTZ/DAZ runs on the hardware, bit-identically).

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <numeric>
 #include <random>
 
 #include "formats/convert.h"
@@ -438,6 +439,54 @@ TEST(PlanFastPath, Fp32RoundToNearestMatchesTheGenericEvaluatorBitForBit) {
   }
   EXPECT_GT(ties, 0);
   EXPECT_GT(narrow, 500);  // trials whose terms are all fp32 values: the narrow path
+}
+
+/// OrderedSums (the terms read once, summed in many orders: the calibration's legal orders) gives
+/// reduce()'s bits on the terms permuted, for every plan and model switch: fp32 values (the
+/// single-precision path), 48-bit products (TwoSum's path, through reduce), an fp16 accumulator
+/// (the generic evaluator), with and without an addend, the order as given and permuted.
+TEST(PlanFastPath, OrderedSumsAreReduceOfThePermutedTerms) {
+  std::mt19937_64 g(91);
+  std::normal_distribution<double> nd;
+  const std::vector<std::string> plans{"sequential", "reverse", "pairwise", "blocked(4, pairwise)", "splitk(3)",
+                                       "strided(4)", "numpy"};
+  int failures = 0;
+  for (int trial = 0; trial < 600 && failures < 5; ++trial) {
+    const int kind = trial % 3;
+    const std::size_t n = 1 + g() % 60;
+    std::vector<Term> terms;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float a = static_cast<float>(nd(g)), b = static_cast<float>(nd(g));
+      const double x = kind == 1 ? static_cast<double>(a) * b  // 48-bit products
+                                 : std::ldexp(std::round(a * 128) * std::round(b * 128), -14 - static_cast<int>(g() % 40));
+      terms.push_back(term_of(x));
+    }
+    std::vector<std::uint32_t> perm(n);
+    std::iota(perm.begin(), perm.end(), 0U);
+    std::shuffle(perm.begin(), perm.end(), g);
+    std::vector<Term> permuted;
+    for (const std::uint32_t k : perm) permuted.push_back(terms[k]);
+    std::optional<Bits> c;
+    if (trial % 4 == 1) c = Bits{std::bit_cast<std::uint32_t>(static_cast<float>(nd(g)))};
+    for (int model = 0; model < 4; ++model) {
+      AccumulatorModel acc;
+      acc.products_rounded = (model & 1) != 0;
+      acc.zero_start = (model >> 1) != 0;
+      if (kind == 2) acc.format = &fp16;
+      const std::optional<Bits> addend = c && kind == 2 ? std::optional<Bits>(convert(fp32, fp16, *c).bits) : c;
+      OrderedSums sums(acc, terms, addend);
+      for (const std::string& pt : plans) {
+        SCOPED_TRACE(testing::Message() << "trial " << trial << " kind " << kind << " n=" << n << " plan " << pt
+                                        << " model " << model);
+        const ReductionPlan plan = *ReductionPlan::parse(pt);
+        const Bits as_given = sums.sum(plan), in_order = sums.sum(plan, perm);
+        const Bits want_given = reduce(plan, acc, terms, addend), want_order = reduce(plan, acc, permuted, addend);
+        if ((as_given != want_given || in_order != want_order) && ++failures <= 5)
+          ADD_FAILURE() << "OrderedSums 0x" << std::hex << as_given.raw << " / 0x" << in_order.raw << ", reduce 0x"
+                        << want_given.raw << " / 0x" << want_order.raw;
+      }
+    }
+  }
 }
 
 /// The case the hardware conversion alone gets wrong: 1 + (2^-24 + 2^-70) in one fused step is

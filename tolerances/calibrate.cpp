@@ -3,6 +3,7 @@
 #include "tolerances/calibrate.h"
 
 #include <algorithm>
+#include <numeric>
 #include <bit>
 #include <climits>
 #include <functional>
@@ -286,7 +287,8 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const TensorData&
   };
   std::vector<Sampled> out(static_cast<std::size_t>(S));
   detail::parallel_for(S, 4, [&](std::int64_t lo, std::int64_t hi) {
-    std::vector<Term> terms(static_cast<std::size_t>(K)), work, scratch;
+    std::vector<Term> terms(static_cast<std::size_t>(K)), scratch;
+    std::vector<std::uint32_t> perm;
     std::vector<Bits> col(static_cast<std::size_t>(K));
     std::vector<double> pos, neg, mag;
     std::vector<ByMagnitude> order;
@@ -330,20 +332,22 @@ MatmulCalibration calibrate_matmul(const MatmulReference& ref, const TensorData&
       o.lattice = std::max(lattice(terms), ulp_at(*claim.acc, largest));
       o.legal.reserve(static_cast<std::size_t>(F));
       auto record = [&](Bits v) { o.legal.push_back(to_double(*claim.acc, v)); };
-      for (const ReductionPlan& p : plans) record(reduce(p, acc, terms));
+      OrderedSums sums(acc, terms);  // the terms read once for every order below
+      for (const ReductionPlan& p : plans) record(sums.sum(p));
       if (te) record(tensor_engine_sum(*te, terms, std::nullopt, static_cast<std::uint64_t>(e), scratch));
       if (any_order) {
+        perm.resize(terms.size());
         for (std::uint64_t p = 1; p <= 2; ++p) {
-          work = terms;
+          std::iota(perm.begin(), perm.end(), 0U);
           std::mt19937_64 g(0x9e3779b97f4a7c15ULL * p + static_cast<std::uint64_t>(e));
-          std::shuffle(work.begin(), work.end(), g);
-          record(reduce(ReductionPlan{}, acc, work));
+          std::shuffle(perm.begin(), perm.end(), g);
+          record(sums.sum(ReductionPlan{}, perm));
         }
         // Increasing |term|, ties in index order (the order a stable sort gives): by_magnitude's.
-        for (std::size_t k = 0; k < terms.size(); ++k) work[k] = terms[order[k].index];
-        record(reduce(ReductionPlan{}, acc, work));
-        std::reverse(work.begin(), work.end());
-        record(reduce(ReductionPlan{}, acc, work));
+        for (std::size_t k = 0; k < terms.size(); ++k) perm[k] = order[k].index;
+        record(sums.sum(ReductionPlan{}, perm));
+        std::reverse(perm.begin(), perm.end());
+        record(sums.sum(ReductionPlan{}, perm));
       }
     }
   });

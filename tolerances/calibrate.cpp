@@ -72,9 +72,9 @@ void by_magnitude(const std::vector<Term>& terms, std::vector<double>& mag, std:
 /// has at most m − s + 1 additions of s or more terms, as the sequential one has, so with B
 /// non-decreasing Σ_v B(s_v)² <= Σ_(j=2..m) B(j)². Leaves rounded on entry (`extra`) add Σ t².
 /// `mag` holds each term's magnitude(), `order` the terms in increasing magnitude (by_magnitude).
-double tree_spread(const std::vector<Term>& terms, const std::vector<double>& mag, const std::vector<ByMagnitude>& order,
-                   double abs_sum, double u, int extra, std::vector<double>& pos, std::vector<double>& neg,
-                   double& largest) {
+double tree_spread(const std::vector<Term>& terms, const std::vector<double>& mag,
+                   const std::vector<ByMagnitude>& order, double abs_sum, double u, int extra,
+                   std::vector<double>& pos, std::vector<double>& neg, double& largest) {
   pos.clear();
   neg.clear();
   double leaves = 0;

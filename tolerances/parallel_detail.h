@@ -98,7 +98,8 @@ Acc parallel_collect_ordered(std::int64_t n, std::int64_t grain, Fn fn, Less les
         // The number of splitters <= key: a binary search without branches over `padded`.
         const double k = key(part[i]);
         std::size_t b = 0;
-        for (std::size_t step = kBuckets / 2; step > 0; step /= 2) b += step * static_cast<std::size_t>(padded[b + step - 1] <= k);
+        for (std::size_t step = kBuckets / 2; step > 0; step /= 2)
+          b += step * static_cast<std::size_t>(padded[b + step - 1] <= k);
         bucket[i] = static_cast<std::uint8_t>(b);
         ++start[b + 1];
       }

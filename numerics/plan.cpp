@@ -576,7 +576,8 @@ typename Ad::Value evaluate(const ReductionPlan& plan, Ad& ad, std::span<const t
 
 std::atomic<bool> fast_path_enabled{true};
 
-/// The terms as doubles when `Fp32Adder` may sum them (its premise above), else nullopt.
+/// The terms as doubles when `Fp32Adder` may sum them (its premise above), else nullopt; each
+/// rounded to fp32 first where the model rounds products.
 std::optional<std::vector<double>> fp32_fast_terms(const AccumulatorModel& acc, std::span<const Term> terms,
                                                    std::optional<Bits> addend) {
   const RoundOptions& o = acc.rounding;
@@ -604,6 +605,10 @@ std::optional<std::vector<double>> fp32_fast_terms(const AccumulatorModel& acc, 
     abs_sum += std::fabs(a);
   }
   if (!(abs_sum < 0x1p125)) return std::nullopt;
+  if (acc.products_rounded) {
+    const FpEnvGuard env;  // round-to-nearest, no FTZ: the conversion is the model's rounding
+    for (double& x : v) x = Fp32Adder::round(x);
+  }
   return v;
 }
 
@@ -636,10 +641,8 @@ OrderedSums::OrderedSums(const AccumulatorModel& acc, std::span<const Term> term
                          std::uint64_t stream)
     : acc_(acc), terms_(terms.begin(), terms.end()), addend_(addend), stream_(stream) {
   if (terms.empty()) return;
-  const FpEnvGuard env;  // the rounding of products and the conversions below as in reduce()
+  const FpEnvGuard env;  // the conversions below as in reduce()
   if (std::optional<std::vector<double>> v = fp32_fast_terms(acc, terms, addend)) {
-    if (acc.products_rounded)
-      for (double& x : *v) x = Fp32Adder::round(x);
     if (std::optional<std::vector<float>> f = as_fp32_values(*v)) {
       values_ = std::move(*f);
       fp32_values_ = true;
@@ -669,8 +672,6 @@ Bits reduce(const ReductionPlan& plan, const AccumulatorModel& acc, std::span<co
   if (!terms.empty()) {
     if (auto v = fp32_fast_terms(acc, terms, addend)) {
       const FpEnvGuard env;  // round-to-nearest, no FTZ/DAZ: TwoSum and the conversion rely on it
-      if (acc.products_rounded)
-        for (double& x : *v) x = Fp32Adder::round(x);
       // Every term an fp32 value: the single-precision additions themselves (Fp32NarrowAdder).
       if (const std::optional<std::vector<float>> narrow = as_fp32_values(*v))
         return narrow_sum(plan, acc.zero_start, *narrow, addend);

@@ -401,7 +401,7 @@ TEST(PlanFastPath, Fp32RoundToNearestMatchesTheGenericEvaluatorBitForBit) {
         case 3: x[i] = i % 2 ? -x[i - 1] : static_cast<double>(a); break;  // cancellation to zero
         case 4: x[i] = g() % 3 == 0 ? (g() % 2 ? -0.0 : 0.0) : std::ldexp(static_cast<double>(a), static_cast<int>(g() % 200) - 100); break;
         case 5: x[i] = std::ldexp(static_cast<double>(a), 100 + static_cast<int>(g() % 20)); break;  // near the top
-        default:  // fp32 values only (Fp32Adder's narrow path): bf16 × bf16 products from fp32's
+        default:  // fp32 values only (Fp32NarrowAdder's path): bf16 × bf16 products from fp32's
                   // subnormal range up, and terms that put a sum of them on an fp32 midpoint
           switch (i % 3) {
             case 0: {
@@ -442,9 +442,10 @@ TEST(PlanFastPath, Fp32RoundToNearestMatchesTheGenericEvaluatorBitForBit) {
 }
 
 /// OrderedSums (the terms read once, summed in many orders: the calibration's legal orders) gives
-/// reduce()'s bits on the terms permuted, for every plan and model switch: fp32 values (the
-/// single-precision path), 48-bit products (TwoSum's path, through reduce), an fp16 accumulator
-/// (the generic evaluator), with and without an addend, the order as given and permuted.
+/// the generic evaluator's bits on the terms permuted (reduce() with its fast paths off), for
+/// every plan and model switch: fp32 values (the single-precision path), 48-bit products
+/// (TwoSum's path, through reduce), an fp16 accumulator (the generic evaluator), with and
+/// without an addend, the order as given and permuted.
 TEST(PlanFastPath, OrderedSumsAreReduceOfThePermutedTerms) {
   std::mt19937_64 g(91);
   std::normal_distribution<double> nd;
@@ -480,7 +481,9 @@ TEST(PlanFastPath, OrderedSumsAreReduceOfThePermutedTerms) {
                                         << " model " << model);
         const ReductionPlan plan = *ReductionPlan::parse(pt);
         const Bits as_given = sums.sum(plan), in_order = sums.sum(plan, perm);
+        detail::set_reduce_fast_path(false);
         const Bits want_given = reduce(plan, acc, terms, addend), want_order = reduce(plan, acc, permuted, addend);
+        detail::set_reduce_fast_path(true);
         if ((as_given != want_given || in_order != want_order) && ++failures <= 5)
           ADD_FAILURE() << "OrderedSums 0x" << std::hex << as_given.raw << " / 0x" << in_order.raw << ", reduce 0x"
                         << want_given.raw << " / 0x" << want_order.raw;

@@ -22,7 +22,7 @@ import numpy as _np
 from . import _numfid
 from ._args import INT32 as _INT32, UINT64 as _UINT64
 from ._args import bool_arg as _bool_arg, float_arg as _float_arg, int_arg as _int_arg, str_arg as _str_arg
-from ._arrays import as_operand as _as_operand
+from ._arrays import as_operand as _as_operand, as_values as _as_values
 from ._arrays import operand as _operand
 from ._result import CheckResult, Tolerance
 from ._version import version as __version__  # numfid's project version (CMakeLists.txt)
@@ -35,8 +35,8 @@ from ._version import version as __version__  # numfid's project version (CMakeL
 # option into the claim text, which says so in its own spelling).
 _OPERAND_FLAG = _re.compile(r"(?<!')--(a|b|c|x|gamma|beta|ref|addend) \1(?![\w-])")
 _KEYWORD_FLAG = _re.compile(
-    r"(?<!')--(ref-profile|target-profile|addend-format|param-format|norm-form|variance|softmax|axis|eps|gamma|beta)(?![\w-])"
-    r"(?: ('[^']*'|\"[^\"]*\"|[-+]?[0-9][^\s:,;)]*|nan|inf|textbook|online|two-pass|welford|sumsq|chan|any|centred"
+    r"(?<!')--(ref-profile|target-profile|addend-format|param-format|norm-form|masked-row|variance|softmax|axis|eps|gamma|beta)(?![\w-])"
+    r"(?: ('[^']*'|\"[^\"]*\"|[-+]?[0-9][^\s:,;)]*|nan|inf|zero|textbook|online|two-pass|welford|sumsq|chan|any|centred"
     r"|shifted|rowwise-moments\([0-9]+\)))?")
 
 
@@ -203,7 +203,7 @@ def emulate(op, claim_or_profile, *, a=None, b=None, c=None, x=None, axis=-1, c_
         op_x, fmt_x = _as_operand(x, "x")
         _, values, note = _numfid.emulate_sum(_profile_claim(claim_or_profile, fmt_x), op_x, axis, bits)
         if note:  # the numpy plan along a strided axis (numpy sums it in order there)
-            _warnings.warn(f"numfid.emulate('sum'): {note}", stacklevel=2)
+            _warnings.warn(f"numfid.emulate('sum'): {note}", stacklevel=3)  # past _python_errors' wrapper
         return values
     if x is not None or axis != -1:
         raise ValueError(f"numfid.emulate('{op}'): x= and axis= are emulate('sum')'s; give a=, b= (and c=)")
@@ -281,7 +281,9 @@ def probe(fn, op, *, k, in_format="fp32", out_format="fp32", seed=1, budget=0, v
     k, budget, validation = (_int_arg("probe", arg, value) for arg, value in
                              (("k", k), ("budget", budget), ("validation", validation)))
     seed = _int_arg("probe", "seed", seed, _UINT64)
-    return _numfid.probe(fn, op, k, in_format, out_format, seed, budget, validation, name)
+    # A torch harness returns tensors (bf16, tracking gradients, on a device): read as numbers here.
+    return _numfid.probe(lambda a, b: _as_values(fn(a, b)), op, k, in_format, out_format, seed, budget,
+                         validation, name)
 
 
 from . import testing  # noqa: E402  (numfid.testing uses the functions above)

@@ -98,6 +98,24 @@ def _torch_array(t, name):
     return t.numpy(), container, fmt
 
 
+def as_values(x):
+    """What a probed black box returned, as numbers the library reads (float64 where it can be
+    widened exactly): a torch tensor of any float dtype — bf16, fp8, one that requires grad or
+    lives on a device — or an ml_dtypes array; anything else unchanged (the library names what
+    it cannot read)."""
+    if is_torch_tensor(x):
+        t = x.detach()
+        for resolve in ("resolve_conj", "resolve_neg"):
+            if hasattr(t, resolve):
+                t = getattr(t, resolve)()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        return (t.double() if t.is_floating_point() else t).numpy()  # every torch float widens exactly
+    if isinstance(x, np.ndarray) and x.dtype.names is None and x.dtype.name in _ML_DTYPES:
+        return x.astype(np.float64)
+    return x
+
+
 def as_operand(x, name):
     """((buffer, container type, name), format the array's dtype implies or None) for
     numfid._numfid; (None, None) for None."""

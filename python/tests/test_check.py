@@ -231,6 +231,13 @@ def test_tol_identical_to_cli(cli, args, k):
     assert t.k == k and t.op == op
 
 
+def test_tol_equivalent_is_none_for_an_exact_claim():
+    # An integer GEMM's bound is exact: no rtol/atol to state, but the attribute is there (None),
+    # so code written for float claims reads it (it raised AttributeError).
+    assert numfid.tol("matmul", "--in int8 --acc int32 --out int32", 64).equivalent is None
+    assert numfid.tol("matmul", "--in bf16 --acc fp32 --out bf16", 64).equivalent is not None
+
+
 def test_tol_of_a_row_op_takes_the_row_options_and_says_its_bounds_are_per_element(cli):
     claim = "--in bf16 --compute bf16 --out bf16"
     t = numfid.tol("layernorm", claim, 1024, variance="rowwise-moments(16)", norm_form="shifted", eps=1e-6)
@@ -353,8 +360,9 @@ def test_numpy_sums_a_strided_axis_in_order():
     r = numfid.check("sum", "--in fp32 --plan numpy --out fp32 --expect bit-exact", x=x, c=x.sum(1), axis=1)
     assert "strided" not in r.report
     # emulate says the same (a warning; the CLI on stderr), and emulates the plan as named.
-    with pytest.warns(UserWarning, match="numpy adds its slices one by one there"):
+    with pytest.warns(UserWarning, match="numpy adds its slices one by one there") as warned:
         e = numfid.emulate("sum", "--in fp32 --plan numpy --out fp32", x=x, axis=0)
+    assert warned[0].filename == __file__  # the caller's line, not numfid's wrapper
     assert np.array_equal(e, numfid.emulate("sum", "--in fp32 --plan numpy --out fp32", x=x.T.copy(), axis=1))
     import warnings
     with warnings.catch_warnings():
@@ -417,7 +425,7 @@ def test_masked_row_identical_to_cli(cli, tmp_path):
     assert rc == 0 and r.to_json() == js
     with pytest.raises(TypeError, match=r"option masked_row= does not apply to it"):
         numfid.check("log_softmax", claim, x=x, c=plain, masked_row="zero")
-    with pytest.raises(ValueError, match=r"--masked-row 'zeros': unknown choice \(valid: nan, zero\)"):
+    with pytest.raises(ValueError, match=r"^masked_row='zeros': unknown choice \(valid: nan, zero\)"):
         numfid.check("softmax", claim, x=x, c=guarded, masked_row="zeros")
 
 

@@ -199,6 +199,10 @@ def test_options_an_op_does_not_take_are_refused(data):
     spelled = numfid.check("layernorm", "--in fp32 --compute fp32 --out fp32", x=xs, c=ln, eps=1e-5, variance="any",
                            norm_form="centred", axis=-1)
     assert plain.report == spelled.report and plain.verdict == "consistent"
+    # A bad choice is named by its keyword, as every other option's is (it said "--masked-row 'Zero'").
+    sm = np.random.default_rng(6).standard_normal((2, 4)).astype(np.float32)
+    with pytest.raises(ValueError, match=r"^masked_row='Zero': unknown choice \(valid: nan, zero\)"):
+        numfid.check("softmax", "--in fp32 --out fp32 --compute fp32", x=sm, c=sm, masked_row="Zero")
     # addend_format= without addend=: it names the format of nothing (it was ignored).
     with pytest.raises(ValueError, match="addend_format= names the format of an addend: give the addend with addend="):
         numfid.check_matmul(a, b, c, claim, addend_format="bf16")

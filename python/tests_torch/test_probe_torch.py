@@ -142,3 +142,20 @@ def test_profile_reproduces_torch_on_fresh_inputs(probed, tmp_path, monkeypatch)
 def test_subnormal_products(probed, tmp_path, monkeypatch):
     bad, total = mismatches(probed, tmp_path, monkeypatch, {"tiny": (80, 50)})
     assert bad["tiny"] == 0, f"{bad['tiny']} of {total} outputs with subnormal products differ from torch"
+
+
+def test_probe_reads_what_a_torch_harness_returns():
+    """A black box that returns a bf16 tensor tracking gradients (an nn.Module's output) is probed
+    as if it returned the same values as a float32 array: the library reads torch tensors of any
+    float dtype (it raised "fn returned a Tensor, not an array of numbers")."""
+    def module_like(a, b):
+        w = torch.from_numpy(b).requires_grad_()
+        return (torch.from_numpy(a) * w).sum(-1).bfloat16()
+
+    def plain(a, b):
+        return module_like(a, b).detach().float().numpy()
+
+    kw = dict(k=16, in_format="bf16", out_format="bf16", seed=3)
+    got, want = numfid.probe(module_like, "dot", **kw), numfid.probe(plain, "dot", **kw)
+    assert got == want
+    assert got["calls"] > 0 and got["message"], got

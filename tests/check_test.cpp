@@ -159,6 +159,46 @@ TEST(CheckMatmul, Bf16AccumulatorIsADefect) {
   EXPECT_FALSE(r.model.has_value());  // the claim names no model
 }
 
+// Under --cast the input cast's error (up to (2u + u²)·Σ|terms| of the uncast products) is part
+// of every element's error: the growth signature allows its typical size beside the claimed
+// accumulator's. A legal cast output read as "partial sums held in fewer bits than claimed" before.
+TEST(CheckMatmul, TheInputCastsErrorIsNoNarrowAccumulator) {
+  std::mt19937_64 g(11);
+  std::normal_distribution<float> nd(0, 1);
+  auto fill = [&](std::vector<std::int64_t> shape, const char* name) {
+    TensorData t{&fp32, std::move(shape), {}, name};
+    for (std::int64_t i = 0; i < t.element_count(); ++i) t.values.push_back(Bits{std::bit_cast<std::uint32_t>(nd(g))});
+    return t;
+  };
+  for (const std::int64_t k : {256, 1024}) {
+    SCOPED_TRACE(k);
+    const TensorData a = fill({32, k}, "A"), b = fill({k, 16}, "B");
+    const ClaimSpec claim = parse_claim("--in fp32 --cast bf16 --acc fp32 --out fp32");
+    const auto narrow = [](const CheckResult& r) {
+      return std::ranges::any_of(r.verdict.signatures,
+                                 [](const Signature& s) { return s.name == "narrow-accumulator"; });
+    };
+    for (const char* plan : {"sequential", "pairwise"}) {
+      SCOPED_TRACE(plan);
+      const TensorData c = emulate_matmul(
+          a, b, std::nullopt, parse_claim(fmt::format("--in fp32 --cast bf16 --acc fp32 --plan {} --out fp32", plan)));
+      const CheckResult r = check_matmul(a, b, c, claim);
+      EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+      EXPECT_FALSE(narrow(r)) << r.text();
+    }
+    // A bf16 accumulator under the same claim: a defect; read as a narrow accumulator where its
+    // growth clears the cast's (√n·u' of the partial sums against u'/√n: its median is 6.4× the
+    // cast's allowance at K = 256, 13× at K = 1024).
+    const TensorData c = emulate_matmul(a, b, std::nullopt,
+                                        parse_claim("--in fp32 --cast bf16 --acc bf16 --plan sequential --out fp32"));
+    const CheckResult r = check_matmul(a, b, c, claim);
+    EXPECT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
+    if (k == 1024) {
+      EXPECT_TRUE(narrow(r)) << r.text();
+    }
+  }
+}
+
 /// A tensor of `f` holding N(0, 1) values rounded to it (seeded by `g`).
 TensorData normal_tensor(const FormatSpec& f, std::vector<std::int64_t> shape, const char* name, std::mt19937_64& g) {
   std::normal_distribution<double> nd(0, 1);

@@ -157,5 +157,7 @@ def test_probe_reads_what_a_torch_harness_returns():
 
     kw = dict(k=16, in_format="bf16", out_format="bf16", seed=3)
     got, want = numfid.probe(module_like, "dot", **kw), numfid.probe(plain, "dot", **kw)
-    assert got == want
-    assert got["calls"] > 0 and got["message"], got
+    import re
+    untimed = lambda r: {**r, "message": re.sub(r", [0-9.]+ s;", ";", r["message"])}  # the message says how long
+    assert untimed(got) == untimed(want)
+    assert got["calls"] > 0, got

@@ -297,8 +297,8 @@ void add_reduction_mutants(ConformanceReport& rep, const Reduction& r, const Mat
                     to_hex(fo, m.values[*i]), exact[*i]),
         true,
         std::isfinite(det) ? std::string("an element beyond twice its deterministic bound is a defect under every claim")
-                           : std::string("the claim's bound is vacuous at this element (no finite bound: e.g. γ_n >= 1 "
-                                         "for this K and accumulator): a case that can see no defect fails rather than "
+                           : std::string("the claim's bound is vacuous at this element (no finite bound: e.g. a cast's "
+                                         "range or the accumulator's reached at this K): a case that can see no defect fails rather than "
                                          "pass untested — use a smaller K (.large_k, .tile) or a wider accumulator"),
         m);
   }

@@ -199,6 +199,29 @@ TEST(CheckMatmul, TheInputCastsErrorIsNoNarrowAccumulator) {
   }
 }
 
+// A bf16 accumulator over 512 terms: n·u = 2, where γ_n = n·u/(1 - n·u) was +inf and every output
+// (NaN, ±inf) passed as "within the bound". (1 - u)^-n - 1 = 6.4 holds for every n: a sum of these
+// operands cannot come near overflow, so NaN and inf are proven defects; legal orders stay legal.
+TEST(CheckMatmul, ANarrowAccumulatorsBoundIsFiniteAtAnyLength) {
+  const Bf16Problem p(4, 512, 4, 9);
+  const ClaimSpec claim = parse_claim("--in bf16 --acc bf16 --out bf16");
+  for (const char* plan : {"sequential", "pairwise"}) {
+    SCOPED_TRACE(plan);
+    const TensorData c =
+        emulate_matmul(p.a, p.b, std::nullopt, parse_claim(fmt::format("--in bf16 --acc bf16 --plan {} --out bf16", plan)));
+    const CheckResult r = check_matmul(p.a, p.b, c, claim);
+    EXPECT_EQ(r.verdict.kind, TensorKind::consistent) << r.text();
+    EXPECT_THAT(r.text(), HasSubstr("γ_n = (1 - u)^-n - 1 = 6.41"));
+  }
+  for (const Bits special : {Bits{0x7fc0}, Bits{0x7f80}, Bits{0xff80}}) {
+    SCOPED_TRACE(fmt::format("C all {:#06x}", special.raw));
+    TensorData c{&bf16, {4, 4}, std::vector<Bits>(16, special), "C"};
+    const CheckResult r = check_matmul(p.a, p.b, c, claim);
+    EXPECT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
+    EXPECT_EQ(r.verdict.counts[3], 16) << r.text();
+  }
+}
+
 /// A tensor of `f` holding N(0, 1) values rounded to it (seeded by `g`).
 TensorData normal_tensor(const FormatSpec& f, std::vector<std::int64_t> shape, const char* name, std::mt19937_64& g) {
   std::normal_distribution<double> nd(0, 1);
@@ -1034,6 +1057,22 @@ TEST(CheckRows, NeedsAnAccuracyClaim) {
 // A reduction's claim option in a row op's claim is refused at any value: `--acc fp32` is the
 // default, and was accepted (and ignored) where `--acc bf16` was refused; a claim built in code
 // (no text) is still judged by its fields.
+// Rows of zeros: every exact rmsnorm result is 0 by construction. A zero output says it tested
+// nothing; a NaN output is a defect, and the line does not say it tested nothing.
+TEST(CheckRows, ZeroRowsTestNothingUnlessTheOutputIsADefect) {
+  const TensorData x{&fp32, {4, 4}, std::vector<Bits>(16, Bits{0}), "X"};
+  const ClaimSpec claim = parse_claim("--in fp32 --compute fp32 --out fp32");
+  const CheckResult zero = check_rows(RowOp::rmsnorm, x, x, claim);
+  EXPECT_EQ(zero.verdict.kind, TensorKind::consistent) << zero.text();
+  EXPECT_THAT(zero.verdict.reason, HasSubstr("degenerate: all 16 outputs and exact results are 0"));
+  TensorData c = x;
+  c.values.assign(16, Bits{0x7fc00000});
+  const CheckResult nan = check_rows(RowOp::rmsnorm, x, c, claim);
+  EXPECT_EQ(nan.verdict.kind, TensorKind::defect) << nan.text();
+  EXPECT_THAT(nan.verdict.reason, Not(HasSubstr("test nothing"))) << nan.verdict.reason;
+  EXPECT_THAT(nan.verdict.reason, Not(HasSubstr("tests little"))) << nan.verdict.reason;
+}
+
 TEST(CheckRows, AReductionsOptionIsRefusedEvenAtItsDefault) {
   const TensorData x{&fp32, {2}, {Bits{0x3f800000}, Bits{0x40000000}}, "X"};
   for (const char* opt : {"--acc fp32", "--acc-rounding rne", "--cast bf16 --cast-rounding rne", "--probabilistic-defects"}) {

@@ -356,6 +356,25 @@ TEST_F(GateTest, MarkdownShowsNamesAsText) {
       << md;
 }
 
+// A claim whose bound is vacuous everywhere (a bf16 layernorm over rows of 512: the running
+// mean's analysis fails at that length) would show a fraction of bound of 0, read as "perfect":
+// the reports say "no finite bound" instead, and a finite bound shows its number.
+TEST_F(GateTest, AVacuousBoundIsSaidAsSuchNotAsZero) {
+  const GateResult r = run_gate(load_gate(write(gate_with(
+      "  - name: vacuous\n    op: layernorm\n    x: data/a.npy\n    c: data/a.npy\n    claim: --in bf16 --compute bf16 "
+      "--out bf16\n" +
+      matmul_case("finite", "c_bf16acc.npy") + "    claim: --in bf16 --acc bf16 --out bf16\n"))));
+  ASSERT_EQ(r.cases.size(), 2u);
+  const std::string md = r.markdown();
+  EXPECT_NE(md.find("| vacuous | layernorm | consistent | "), std::string::npos) << md;
+  const std::string vacuous = md.substr(md.find("| vacuous |"), md.find('\n', md.find("| vacuous |")) - md.find("| vacuous |"));
+  EXPECT_NE(vacuous.find("| no finite bound |"), std::string::npos) << vacuous;
+  // A bf16 accumulator over 512 terms: γ_n = (1 - u)^-n - 1, finite (it was +inf from n·u = 1).
+  const std::string finite = md.substr(md.find("| finite |"), md.find('\n', md.find("| finite |")) - md.find("| finite |"));
+  EXPECT_EQ(finite.find("no finite bound"), std::string::npos) << finite;
+  EXPECT_EQ(finite.find("| 0 |"), std::string::npos) << finite;
+}
+
 TEST_F(GateTest, JUnitEscapesNames) {
   const GateResult r = run_gate(load_gate(write(gate_with(matmul_case("\"a<b>&c'\"", "nope.npy")))));
   EXPECT_NE(r.junit().find("<testcase name=\"a&lt;b&gt;&amp;c&apos;\""), std::string::npos) << r.junit();

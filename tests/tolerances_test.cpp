@@ -29,7 +29,18 @@ TEST(Bounds, UnitRoundoff) {
 
 TEST(Bounds, GammaAndDeterministicCoefficient) {
   EXPECT_DOUBLE_EQ(gamma_n(4095, 0x1p-24), 4095 * 0x1p-24 / (1 - 4095 * 0x1p-24));
-  EXPECT_TRUE(std::isinf(gamma_n(300, 0x1p-8)));
+  // From n·u = 1/2 the product form (1 - u)^-n - 1, finite for every n (it was +inf from n·u = 1).
+  EXPECT_DOUBLE_EQ(gamma_n(300, 0x1p-8), std::expm1(-300 * std::log1p(-0x1p-8)));
+  EXPECT_DOUBLE_EQ(gamma_n(127, 0x1p-8), 127 * 0x1p-8 / (1 - 127 * 0x1p-8));
+  for (const double n : {128.0, 255.0, 256.0, 4096.0}) {
+    const double g = gamma_n(n, 0x1p-8);
+    EXPECT_TRUE(std::isfinite(g)) << n;
+    EXPECT_GE(g, std::pow(1 + 0x1p-8, n) - 1) << n;  // every product of n factors (1 + δ), |δ| <= u
+    EXPECT_GE(g * (1 + 0x1p-40), std::pow(1 - 0x1p-8, -n) - 1) << n;  // and of n factors 1/(1 + δ)
+    if (n * 0x1p-8 < 1) {
+      EXPECT_LE(g, n * 0x1p-8 / (1 - n * 0x1p-8)) << n;
+    }
+  }
   Claim c;  // fp32 in, fp32 acc rne, fp32 out: a product does not fit fp32, n = m
   EXPECT_EQ(reduction_bound(c, 4096, false, 0.99).roundings, 4096);
   c.input = &bf16;  // bf16·bf16 fits fp32 exactly: n = m - 1

@@ -77,7 +77,8 @@ ReductionBound block_fma_bound(const Claim& claim, std::int64_t k, bool has_adde
 /// softmax, norms): no reduction term, deterministic = probabilistic = ulps · ulp(exact).
 ReductionBound ulps_bound(const Claim& claim);
 
-/// γ_n = n·u / (1 - n·u) (Higham, ASNA §3.1); +inf when n·u >= 1.
+/// γ_n = n·u / (1 - n·u) (Higham, ASNA §3.1) while n·u < 1/2; from there (1 - u)^-n - 1, the
+/// bound on |Π(1 + δ_i)^(±1) - 1| that holds for every n (never +inf).
 double gamma_n(double n, double u);
 
 /// Error of rounding a real of magnitude `magnitude` into `f` under `r`: half an ulp at that

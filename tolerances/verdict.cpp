@@ -524,12 +524,13 @@ void degenerate_note(Verdict& v, const ReductionBound& b, const Claim& claim, st
                      std::int64_t unbounded) {
   if (unbounded > 0 && v.kind != TensorKind::defect)
     v.reason += fmt::format("; {} of {} elements have no finite bound under this claim (it is vacuous there: e.g. "
-                            "γ_n >= 1, a partial sum that may reach the accumulator's largest finite value, an operand "
-                            "beyond a cast's range): there the check tests nothing",
+                            "a running mean's error analysis that fails at this row length in the compute format, a "
+                            "partial sum that may reach the accumulator's largest finite value, an operand beyond a "
+                            "cast's range): there the check tests nothing",
                             unbounded, v.elements);
   if (zeros == v.elements)
     v.reason += fmt::format("; degenerate: all {} outputs and exact results are 0, which tests little", v.elements);
-  else if (2 * trivial > v.elements)
+  else if (2 * trivial > v.elements && v.kind != TensorKind::defect)  // a defect among them was tested
     v.reason += fmt::format("; degenerate: {} of {} elements are 0 by construction (every term zero) and test nothing",
                             trivial, v.elements);
   if (!claim.ulps && b.roundings == 0 && b.terms > 0 && v.kind != TensorKind::defect)

@@ -1073,6 +1073,43 @@ TEST(CheckRows, ZeroRowsTestNothingUnlessTheOutputIsADefect) {
   EXPECT_THAT(nan.verdict.reason, Not(HasSubstr("tests little"))) << nan.verdict.reason;
 }
 
+// A softmax in bf16 over rows of 128: the enclosure of the computed value reaches far above y
+// (the denominator is never below its largest term, but may be (1 + u)^127 ≈ 1.6 times the exact
+// sum) and only a little below it. Judged against the farther end on both sides, zeros — and
+// half of every value — passed as CONSISTENT; each output is judged on its own side now.
+TEST(CheckRows, EachOutputIsJudgedAgainstTheEndOfTheEnclosureOnItsSide) {
+  std::mt19937_64 g(21);
+  std::normal_distribution<double> nd(0, 2);
+  constexpr std::int64_t rows = 8, n = 128;
+  TensorData x{&bf16, {rows, n}, {}, "X"};
+  for (std::int64_t i = 0; i < rows * n; ++i) x.values.push_back(convert_double(bf16, nd(g)).bits);
+  const auto rn = [](double v) { return to_double(bf16, convert_double(bf16, v).bits); };
+  // The textbook softmax with every operation rounded to bf16 (a legal kernel of the claim).
+  TensorData legal{&bf16, {rows, n}, {}, "C"}, zeros = legal, half = legal;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double m = -INFINITY, s = 0;
+    std::vector<double> e(n);
+    for (std::int64_t j = 0; j < n; ++j) m = std::max(m, to_double(bf16, x.values[r * n + j]));
+    for (std::int64_t j = 0; j < n; ++j) s = rn(s + (e[j] = rn(std::exp(rn(to_double(bf16, x.values[r * n + j]) - m)))));
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double y = rn(e[j] / s);
+      legal.values.push_back(convert_double(bf16, y).bits);
+      zeros.values.push_back(Bits{0});
+      half.values.push_back(convert_double(bf16, y / 2).bits);
+    }
+  }
+  const ClaimSpec claim = parse_claim("--in bf16 --compute bf16 --out bf16");
+  const CheckResult ok = check_rows(RowOp::softmax, x, legal, claim);
+  EXPECT_EQ(ok.verdict.kind, TensorKind::consistent) << ok.text();
+  EXPECT_THAT(ok.text(), HasSubstr("bound = distance from the exact result to the end of the interval on the output's side"));
+  for (const TensorData* c : {&zeros, &half}) {
+    const CheckResult r = check_rows(RowOp::softmax, x, *c, claim);
+    EXPECT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
+    EXPECT_FALSE(r.verdict.probable) << r.text();
+    EXPECT_EQ(r.verdict.counts[3], rows * n) << r.text();
+  }
+}
+
 TEST(CheckRows, AReductionsOptionIsRefusedEvenAtItsDefault) {
   const TensorData x{&fp32, {2}, {Bits{0x3f800000}, Bits{0x40000000}}, "X"};
   for (const char* opt : {"--acc fp32", "--acc-rounding rne", "--cast bf16 --cast-rounding rne", "--probabilistic-defects"}) {

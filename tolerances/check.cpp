@@ -1357,18 +1357,30 @@ CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C,
     const std::vector<double>& gd = params.gamma_d;
     const std::vector<double>& bd = params.beta_d;
     // Each row's bounds on their own, on every core; the widest is found afterwards in order.
+    // `near`: the bound on the side of y where the output lies (row_element_bounds' sides), which
+    // the judgement takes below (NaN: keep the symmetric one). Not under a directed output
+    // rounding, whose one-sided rule reads the symmetric bound (before_output).
+    const bool sided = !is_directed(claim.output_rounding());
+    std::vector<double> near(sided ? rows * cols : 0, NAN);
     detail::parallel_for(static_cast<std::int64_t>(rows), static_cast<std::int64_t>(std::max<std::size_t>(1, 4096 / std::max<std::size_t>(cols, 1))),
                          [&](std::int64_t r0, std::int64_t r1) {
                            std::vector<double> xrow(cols), yrow(cols);
                            std::vector<char> ovf;
                            std::vector<double> before;
+                           std::vector<std::pair<double, double>> sides;
                            for (auto r = static_cast<std::size_t>(r0); r < static_cast<std::size_t>(r1); ++r) {
                              for (std::size_t j = 0; j < cols; ++j) {
                                xrow[j] = to_double(fin, X.values[r * cols + j]);
                                yrow[j] = ref[r * cols + j].exact;
                              }
-                             const auto eb = row_element_bounds(op, rc, xrow, yrow, gd, bd, &ovf, &before);
+                             const auto eb = row_element_bounds(op, rc, xrow, yrow, gd, bd, &ovf, &before,
+                                                                sided ? &sides : nullptr);
                              for (std::size_t j = 0; j < cols; ++j) {
+                               if (sided && eb[j] && std::isfinite(yrow[j])) {
+                                 const double o = to_double(fout, C.values[r * cols + j]);
+                                 if (std::isfinite(o) && o != yrow[j])
+                                   near[r * cols + j] = o < yrow[j] ? sides[j].first : sides[j].second;
+                               }
                                if (eb[j])  // NaN/inf exact results: the oracle's special values decide
                                  ref[r * cols + j].det_bound = ref[r * cols + j].prob_bound = *eb[j];
                                if (eb[j] && !std::isnan(before[j])) ref[r * cols + j].before_output = before[j];
@@ -1407,6 +1419,10 @@ CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C,
                                          : minus_zero         ? "−inf at a negative input the compute format rounds to −0"
                                                               : "−inf·0 = NaN at −inf"));
     }
+    // The judgement takes each element's bound on its output's side (the symmetric one stays the
+    // probabilistic bound, which the lean rule reads without looking at the output: docs/verdict.md §8).
+    for (std::size_t e = 0; e < near.size(); ++e)
+      if (!std::isnan(near[e]) && ref[e].det_bound) ref[e].det_bound = std::min(*ref[e].det_bound, near[e]);
     s.order = row_claim_order(op, rc);
     s.row_derived = true;
   } else {

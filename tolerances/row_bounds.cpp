@@ -684,11 +684,13 @@ VarianceMethod variance_method_named(std::string_view s) {
 std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& c, std::span<const double> x,
                                                       std::span<const double> y, std::span<const double> gamma,
                                                       std::span<const double> beta, std::vector<char>* may_overflow,
-                                                      std::vector<double>* before_output) {
+                                                      std::vector<double>* before_output,
+                                                      std::vector<std::pair<double, double>>* sides) {
   const std::size_t n = x.size();
   std::vector<std::optional<double>> bound(n);
   if (may_overflow) may_overflow->assign(n, 0);
   if (before_output) before_output->assign(n, NAN);
+  if (sides) sides->assign(n, {NAN, NAN});
   const Arith a(*c.compute, c.fn_ulps, c.fn_abs);
   const bool exact_cast = cast_is_exact(*c.compute, *c.out);
   const auto finish = [&](std::size_t j, Iv v) {
@@ -719,6 +721,13 @@ std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& 
     const double repr = static_cast<double>(std::min(LD{std::fabs(y[j])}, top)) * 0x1p-52;
     bound[j] = slack + out_round + repr;
     if (before_output) (*before_output)[j] = slack + repr;
+    // Each side on its own: the enclosure need not be centred on y (a softmax's denominator is
+    // never below its largest term but may be far above it), and an output below y is legal only
+    // down to the lower end, however far the upper one reaches.
+    if (sides) {
+      const auto side = [&](LD e) { return static_cast<double>(std::max(e, LD{0}) * (1 + 0x1p-50L)) + out_round + repr; };
+      (*sides)[j] = {side(yj - v.lo), side(v.hi - yj)};
+    }
   };
   std::vector<Iv> xc(n);
   bool finite = true, any_pos_inf = false, all_masked = true;
@@ -909,7 +918,9 @@ std::vector<std::string> row_bound_derivation(RowOp op, const RowClaim& c, std::
     d.push_back(fmt::format("a sum of n terms in any order: ± ((1 + u)^(n-1) - 1)·Σ|terms| (Higham ASNA §4.2, valid "
                             "for every n; here n = {}: {:.3g}); a sum of non-negative terms is never below its largest",
                             n, a.sum_coefficient(n)));
-  d.push_back(fmt::format("bound = distance from the exact result to the farther end of the interval{}",
+  d.push_back(fmt::format("bound = distance from the exact result to the end of the interval on the output's side (an "
+                          "output below the exact result against the lower end, above it against the upper; the "
+                          "farther end is the probabilistic bound){}",
                           cast_is_exact(*c.compute, *c.out)
                               ? fmt::format(" (the cast to {} is exact)", c.out->name)
                               : fmt::format(", + the {} cast to {} at that magnitude", rounding_name(c.out_rounding),

@@ -12,7 +12,8 @@
 // falls below its largest term, an elementary function widens by fn_ulps ulps of the compute
 // format and fn_abs, and a value beyond the compute format's range may have overflowed to
 // ±inf. The element's bound is the distance from the exact result to the farther end of the
-// enclosure of the computed value, plus the output cast. Because the enclosure follows the
+// enclosure of the computed value, plus the output cast (check_rows judges each output against
+// the end on its side: row_element_bounds' `sides`). Because the enclosure follows the
 // real arithmetic, the error lands at the scale it really has: the row's scale for norms and
 // log-softmax (a rounding of the mean or of log Σ), the cancelling 1 + erf term for GELU, the
 // whole result where sigmoid or SiLU can underflow or overflow to 0.
@@ -76,7 +77,8 @@ std::vector<std::optional<double>> row_element_bounds(RowOp op, const RowClaim& 
                                                       std::span<const double> y, std::span<const double> gamma = {},
                                                       std::span<const double> beta = {},
                                                       std::vector<char>* may_overflow = nullptr,
-                                                      std::vector<double>* before_output = nullptr);
+                                                      std::vector<double>* before_output = nullptr,
+                                                      std::vector<std::pair<double, double>>* sides = nullptr);
 
 /// The derivation of the bounds of `op` under `c` for rows of n elements, line by line (what
 /// check and tol print).

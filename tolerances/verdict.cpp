@@ -736,8 +736,10 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
           e.prob_bound = against_prob;
         }
         const double a = std::fabs(e.error);
+        // (A given deterministic bound may be the near side's, below the symmetric probabilistic
+        // one: check_rows. Outside it is outside, whatever the probabilistic bound says.)
         if (!bit_exact)
-          e.cls = a <= e.prob_bound  ? ElementClass::within_probabilistic
+          e.cls = a <= std::min(e.prob_bound, e.det_bound) ? ElementClass::within_probabilistic
                   : a <= e.det_bound ? ElementClass::within_deterministic
                                      : ElementClass::outside_deterministic;
         // ±max under a saturating cast is what an overflow of a partial sum or an operand's

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <new>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -210,6 +211,13 @@ int main(int argc, char** argv) {
   } catch (const numfid::InputError& e) {  // from the libraries: bad input, named
     std::fflush(stdout);
     fmt::print(stderr, "numfid: {}\n", e.what());
+    return exit_usage;
+  } catch (const std::bad_alloc&) {
+    // Bad input more often than a bug: a shape with a zero dimension holds no data but may ask
+    // for its other dimensions' worth of outputs (a sum over an empty axis of 2^60 rows).
+    std::fflush(stdout);
+    fmt::print(stderr, "numfid: out of memory: the inputs' shapes ask for more than this machine can hold (a zero "
+                       "dimension beside huge ones?)\n");
     return exit_usage;
   } catch (const std::exception& e) {
     fmt::print(stderr, "numfid: internal error: {}\n", e.what());

@@ -246,7 +246,7 @@ MxOperand quantize_mx_operand(const MxFormat& f, std::span<const Bits> x, const 
   out.scales.resize(static_cast<std::size_t>(out.scale_rows * out.scale_cols));
   // One line along K at a time: a row of A or a column of B.
   const std::int64_t lines = k_is_rows ? cols : rows, len = k_is_rows ? rows : cols;
-  std::vector<Bits> line(static_cast<std::size_t>(len));
+  std::vector<Bits> line(static_cast<std::size_t>(lines > 0 ? len : 0));  // (0, 4e9): no 16 GB line for no line
   for (std::int64_t l = 0; l < lines; ++l) {
     const auto at = [&](std::int64_t t) { return static_cast<std::size_t>(k_is_rows ? t * cols + l : l * cols + t); };
     for (std::int64_t t = 0; t < len; ++t) line[static_cast<std::size_t>(t)] = x[at(t)];

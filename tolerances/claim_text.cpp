@@ -320,6 +320,7 @@ ClaimSpec parse_claim(std::string_view text) {
     throw InputError(fmt::format("--sr-bits {}: no rounding of this claim is stochastic (--acc-rounding, --out-rounding, "
                                  "--cast-rounding{}): state the stochastic rounding whose random bits it counts",
                                  c.sr_bits, c.profile ? fmt::format(" or profile {}'s roundings", c.profile_name) : ""));
+  c.given = seen;                   // (validate_quant_claim names an option only where it was given)
   detail::validate_quant_claim(c);  // a scaled-gemm profile's own refusals first
   // A profile states the accumulation itself: an accumulator option beside it would be ignored,
   // and a claim that says fp16 accumulation must not be judged as the profile's fp32 silently.

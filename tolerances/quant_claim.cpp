@@ -1,9 +1,9 @@
 // The integer-GEMM options of the claim text form (tolerances/quant_claim.h): parsing, the
 // checks of what fits together, and the canonical text.
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
-#include <algorithm>
 #include <cstdlib>
 #include <utility>
 
@@ -281,10 +281,16 @@ void validate_quant_claim(const ClaimSpec& c) {
   for (const FormatSpec* f : {&fa, &fb})
     if (f->kind != FormatKind::integer || f->bits != 8)
       throw InputError(fmt::format("integer GEMM: {} operands are not supported (int8 or uint8 for A and B)", f->name));
-  if (*c.acc != int32)
+  if (*c.acc != int32) {
+    // Named as given: without --acc the fp32 in the message would be an option nobody wrote.
+    if (std::find(c.given.begin(), c.given.end(), "--acc") == c.given.end())
+      throw InputError(fmt::format("integer inputs accumulate in int32: give --acc int32 (without --acc the accumulator "
+                                   "is {}, the float default; an int32 accumulator is exact until it overflows)",
+                                   c.acc->name));
     throw InputError(fmt::format("--acc {}: integer inputs accumulate in int32 (give --acc int32: an int32 accumulator "
                                  "is exact until it overflows)",
                                  c.acc->name));
+  }
   if (c.acc_rounding != Rounding::rne || c.products_rounded || c.acc_ftz || c.acc_daz || c.acc_zero_start || c.cast || c.plan || c.profile)
     throw InputError("integer GEMM: --acc-rounding, --products-rounded, --ftz, --daz, --zero-start, --cast, --plan and --profile do not "
                      "apply (integer products and sums are exact, and their order does not matter)");

@@ -114,7 +114,8 @@ TEST(QuantClaim, Refusals) {
       EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
     }
   };
-  refused("--in int8 --out int32", "--acc fp32");
+  refused("--in int8 --out int32", "give --acc int32 (without --acc the accumulator is fp32");
+  refused("--in int8 --acc fp32 --out int32", "--acc fp32: integer inputs accumulate in int32");
   refused("--in int8 --acc int32 --out int8 --zero-point-a 128", "outside int8's range");
   refused("--in uint8 --acc int32 --out uint8 --zero-point-a -1", "outside uint8's range");
   refused("--in int8 --acc int32 --out fp32 --out-zero-point 3", "no zero point");
@@ -213,6 +214,28 @@ TEST(QuantCheck, Int32OverflowIsReportedWithItsK) {
   EXPECT_TRUE(has_signature(r, "int32-overflow", "1 of them equal the wrapped")) << signatures(r);
   // The emulation wraps, as the hardware's int32 adders do.
   EXPECT_EQ(emulate_matmul(A, B, std::nullopt, claim).values, C.values);
+}
+
+// A clamped int8 output under a claim without --saturate (no scale: out = acc): every element
+// that leaves the range is a defect, the signature says to add --saturate, and nothing else is
+// claimed: no model "matching" it (the claim gives those elements no value; emulate refuses) and
+// no "rounded rna / rtz / ... instead of rne", which every rounding of an integer gives alike.
+TEST(QuantCheck, AClampWithoutSaturateIsNoRoundingAndNoModelMatch) {
+  const Gemm g = random_gemm(4, 64, 4, 12);
+  const std::vector<std::int64_t> acc = naive_acc(g, 0, 0);
+  const TensorData C = int8_output(g, acc, {0}, 0, rint_even);
+  const ClaimSpec claim = parse_claim("--in int8 --in-b uint8 --acc int32 --out int8");
+  const CheckResult r = check_matmul(A_of(g), B_of(g), C, claim);
+  ASSERT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
+  EXPECT_TRUE(has_signature(r, "requant-overflow")) << signatures(r);
+  EXPECT_FALSE(has_signature(r, "requant-rounding")) << signatures(r);
+  EXPECT_FALSE(r.model.has_value()) << r.text();
+  EXPECT_TRUE(r.predicted.empty());
+  // Under --saturate the same output is the claim's, bit for bit, and its model predicts it.
+  const CheckResult sat = check_matmul(A_of(g), B_of(g), C, parse_claim("--in int8 --in-b uint8 --acc int32 --out int8 --saturate"));
+  EXPECT_EQ(sat.verdict.kind, TensorKind::consistent) << sat.text();
+  ASSERT_TRUE(sat.model.has_value());
+  EXPECT_EQ(sat.model->equal, sat.model->elements);
 }
 
 TEST(QuantCheck, ChecksAreIdenticalForAnyThreadCount) {

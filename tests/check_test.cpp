@@ -1016,6 +1016,17 @@ TEST(CheckSum, ExpectBitExactMatchesThePlanOrListsTheElementsThatDiffer) {
   EXPECT_THAT(rev.verdict.reason, HasSubstr("elements differ from the bit-exact output plan reverse predicts"));
   EXPECT_EQ(check_sum(x, c, 1, parse_claim("--in fp32 --acc fp32 --out fp32 --plan reverse")).verdict.kind,
             TensorKind::consistent);
+  // Without --expect, a claim naming a model still says how much of C it predicts (as matmul's
+  // and dot's do): the sequential plan all 15 elements, the reverse one fewer; no model, no line.
+  const CheckResult seq = check_sum(x, c, 1, parse_claim("--in fp32 --acc fp32 --out fp32 --plan sequential"));
+  ASSERT_TRUE(seq.model.has_value()) << seq.text();
+  EXPECT_EQ(seq.model->equal, 15);
+  EXPECT_EQ(seq.predicted, c.values);
+  EXPECT_THAT(seq.text(), HasSubstr("model: 15 of 15 elements equal the bit-exact output plan sequential predicts"));
+  const CheckResult rv = check_sum(x, c, 1, parse_claim("--in fp32 --acc fp32 --out fp32 --plan reverse"));
+  ASSERT_TRUE(rv.model.has_value());
+  EXPECT_LT(rv.model->equal, 15);
+  EXPECT_FALSE(check_sum(x, c, 1, parse_claim("--in fp32 --acc fp32 --out fp32")).model.has_value());
   TensorData one = c;
   one.values[7] = Bits{one.values[7].raw ^ 1u};
   const CheckResult bad = check_sum(x, one, 1, parse_claim("--in fp32 --acc fp32 --out fp32 --plan sequential --expect bit-exact"));

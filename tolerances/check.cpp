@@ -982,11 +982,15 @@ CheckResult check_sum(const TensorData& X, const TensorData& C, int axis_in, con
   jo.shape = C.shape;
   Verdict v = judge(s.claim, b, C.values, ref, grid, jo);
   CheckResult r = detail::finish("sum", s, claim, std::move(b), std::move(v), C.shape.size() >= 2, C.shape);
-  if (claim.expect_bit_exact) {  // the plan's own sum, as `emulate sum` computes it
+  // Where the claim names a model (--plan, --profile), how much of C it predicts bit for bit, as
+  // for matmul and dot: the plan's own sum, as `emulate sum` computes it (a pass over X per
+  // element's terms: run up to 2^26 terms, as matmul's prediction).
+  if (claim.expect_bit_exact ||
+      ((claim.plan || claim.profile) && static_cast<std::int64_t>(X.values.size()) <= (std::int64_t{1} << 26))) {
     check_cancelled();
     attach_prediction(r, emulate_sum(X, axis_in, claim), C, s.order, claim);
-    apply_bit_exact_expectation(r, C);
   }
+  if (claim.expect_bit_exact) apply_bit_exact_expectation(r, C);
   if (numpy_strided && r.verdict.kind != TensorKind::consistent)
     r.verdict.reason += fmt::format("; note: numpy sums a strided axis (axis {} of a C-order array) in order, not "
                                     "pairwise: claim --plan sequential for np.sum along it",

@@ -512,3 +512,14 @@ def test_batch_of_b_is_each_matrix_times_its_own():
         for j in range(3):
             one = numfid.emulate("matmul", "--in bf16 --out bf16 --plan sequential", a=q[i, j], b=kt[i, j])
             assert torch.equal(torch.as_tensor(np.asarray(e)[i, j]), torch.as_tensor(np.asarray(one)))
+
+
+def test_sum_under_a_plan_predicts_like_matmul():
+    # check('sum') with a --plan (or --profile) runs the model as matmul and dot do: .model and
+    # .predicted() are the plan's sum (they were None unless --expect bit-exact was given).
+    x = np.random.default_rng(7).standard_normal((4, 100)).astype(np.float32)
+    c = np.cumsum(x, -1, dtype=np.float32)[:, -1]
+    r = numfid.check("sum", "--in fp32 --out fp32 --plan sequential", x=x, c=c)
+    assert r.verdict == "consistent" and r.model is not None, r.report
+    assert np.array_equal(r.predicted(), numfid.emulate("sum", "--in fp32 --out fp32 --plan sequential", x=x))
+    assert np.array_equal(r.predicted(), c)

@@ -1,5 +1,8 @@
 // `numfid emulate` (the bit-exact output a plan or platform profile predicts) and
 // `numfid profiles` (the profiles and the provenance of every field).
+#include <filesystem>
+#include <system_error>
+
 #include <fmt/format.h>
 
 #include "cli/claim_options.h"
@@ -102,6 +105,8 @@ int run_profiles(const std::string& action, const std::string& name) {
     if (!name.empty())
       throw UsageError(fmt::format("profiles list takes no NAME ('{}'): `numfid profiles show {}` shows one", printable(name),
                                    printable(name)));
+    if (std::error_code ec; std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
+      throw UsageError(fmt::format("{} is not a directory: NUMFID_PROFILES names the folder of profile YAML files", dir));
     const auto names = list_profiles(dir);
     if (names.empty()) throw UsageError(fmt::format("no profiles in {} (set NUMFID_PROFILES)", dir));
     // Every profile is loaded before anything is printed: a broken one is an error, not a

@@ -1,6 +1,9 @@
 // Fast stdin reading, tokenising and hex pattern parsing with precise error messages.
 #include "cli/stream_io.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "cli/errors.h"
@@ -26,7 +29,7 @@ std::string read_all(std::FILE* in) {
     n += got;
     if (got == 0) break;
   }
-  if (std::ferror(in)) throw UsageError("cannot read stdin");
+  if (std::ferror(in)) throw UsageError(fmt::format("cannot read stdin: {}", std::strerror(errno)));  // a directory: EISDIR
   buf.resize(n);
   return buf;
 }

@@ -37,6 +37,9 @@ void write_tensor(const std::filesystem::path& path, const Tensor& t, std::strin
     const NamedTensor nt[] = {{name.empty() ? std::string("tensor") : std::string(name), t}};
     return write_safetensors(path, nt);
   }
+  if (ext.empty())  // ".npy" alone is a hidden file's name without an extension (std::filesystem, POSIX)
+    throw InputError(fmt::format("{}: no extension to name the output type (a name like out.npy or out.safetensors)",
+                                 path.string()));
   throw InputError(fmt::format("{}: unknown output type '{}' (use .npy or .safetensors)", path.string(), ext));
 }
 

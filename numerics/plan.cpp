@@ -182,6 +182,11 @@ std::optional<ReductionPlan> ReductionPlan::parse(std::string_view text, std::st
     return std::nullopt;
   };
   const std::string_view t = trim(text);
+  // The plan as error messages show it: a long one (a generated tree) by its ends and length,
+  // not 100 KB on one line.
+  const std::string shown =
+      text.size() <= 200 ? std::string(text)
+                         : fmt::format("{}...({} characters)...{}", text.substr(0, 96), text.size(), text.substr(text.size() - 96));
   const std::string valid =
       "sequential, reverse, pairwise, numpy, blocked(T), blocked(T, pairwise), blocked(T, numpy), splitk(S), strided(L), "
       "tree((0 1) (2 3))";
@@ -189,14 +194,14 @@ std::optional<ReductionPlan> ReductionPlan::parse(std::string_view text, std::st
   if (t.starts_with("tree")) {
     ReductionPlan tp{PlanKind::tree};
     std::string err;
-    if (!parse_tree(t, tp.tree, &err)) return fail(fmt::format("plan '{}': {}", text, err));
+    if (!parse_tree(t, tp.tree, &err)) return fail(fmt::format("plan '{}': {}", shown, err));
     return tp;
   }
   const std::size_t open = t.find('(');
   const std::string_view name = trim(t.substr(0, open));
   std::vector<std::string_view> args;
   if (open != std::string_view::npos) {
-    if (t.back() != ')') return fail(fmt::format("plan '{}': missing ')'", text));
+    if (t.back() != ')') return fail(fmt::format("plan '{}': missing ')'", shown));
     std::string_view inner = t.substr(open + 1, t.size() - open - 2);
     while (true) {
       const std::size_t comma = inner.find(',');
@@ -207,18 +212,18 @@ std::optional<ReductionPlan> ReductionPlan::parse(std::string_view text, std::st
   }
   ReductionPlan p;
   if (name == "numpy") {  // np.add.reduce on a contiguous float array: 8192-element buffers, each pairwise
-    if (!args.empty()) return fail(fmt::format("plan '{}': numpy takes no parameter", text));
+    if (!args.empty()) return fail(fmt::format("plan '{}': numpy takes no parameter", shown));
     return ReductionPlan{PlanKind::blocked, 8192, InnerOrder::numpy};
   }
   if (name == "sequential" || name == "reverse" || name == "pairwise") {
-    if (!args.empty()) return fail(fmt::format("plan '{}': {} takes no parameter", text, name));
+    if (!args.empty()) return fail(fmt::format("plan '{}': {} takes no parameter", shown, name));
     p.kind = name == "sequential" ? PlanKind::sequential : name == "reverse" ? PlanKind::reverse : PlanKind::pairwise;
     return p;
   }
   if (name == "blocked" || name == "splitk" || name == "strided") {
     const std::size_t max_args = name == "blocked" ? 2 : 1;
     if (args.empty() || args.size() > max_args)
-      return fail(fmt::format("plan '{}': {} takes {} parameter{}", text, name, max_args == 2 ? "1 or 2" : "1",
+      return fail(fmt::format("plan '{}': {} takes {} parameter{}", shown, name, max_args == 2 ? "1 or 2" : "1",
                               max_args == 2 ? "s" : ""));
     p.kind = name == "blocked" ? PlanKind::blocked : name == "splitk" ? PlanKind::splitk : PlanKind::strided;
     const std::int64_t limit = p.kind == PlanKind::strided ? max_plan_lanes : max_plan_parameter;
@@ -226,22 +231,22 @@ std::optional<ReductionPlan> ReductionPlan::parse(std::string_view text, std::st
     bool too_large = false;
     const auto v = parse_positive(args[0], &too_large);
     if (too_large || (v && *v > limit))
-      return fail(fmt::format("plan '{}': '{}' is larger than the largest {} {} ({})", text, args[0],
+      return fail(fmt::format("plan '{}': '{}' is larger than the largest {} {} ({})", shown, args[0],
                               p.kind == PlanKind::strided ? "lane count" : "plan parameter", limit, limit_text));
-    if (!v) return fail(fmt::format("plan '{}': '{}' is not a positive integer", text, args[0]));
+    if (!v) return fail(fmt::format("plan '{}': '{}' is not a positive integer", shown, args[0]));
     p.param = *v;
     if (p.kind == PlanKind::strided && !std::has_single_bit(static_cast<std::uint64_t>(p.param)))
-      return fail(fmt::format("plan '{}': the lane count must be a power of two", text));
+      return fail(fmt::format("plan '{}': the lane count must be a power of two", shown));
     if (args.size() == 2) {
-      if (p.kind != PlanKind::blocked) return fail(fmt::format("plan '{}': only blocked takes an inner order", text));
+      if (p.kind != PlanKind::blocked) return fail(fmt::format("plan '{}': only blocked takes an inner order", shown));
       if (args[1] == "pairwise") p.inner = InnerOrder::pairwise;
       else if (args[1] == "numpy") p.inner = InnerOrder::numpy;
       else if (args[1] != "sequential")
-        return fail(fmt::format("plan '{}': inner order '{}' must be sequential, pairwise or numpy", text, args[1]));
+        return fail(fmt::format("plan '{}': inner order '{}' must be sequential, pairwise or numpy", shown, args[1]));
     }
     return p;
   }
-  return fail(fmt::format("unknown plan '{}' (valid: {})", text, valid));
+  return fail(fmt::format("unknown plan '{}' (valid: {})", shown, valid));
 }
 
 std::string ReductionPlan::text() const {

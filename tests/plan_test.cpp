@@ -43,6 +43,13 @@ TEST(PlanText, RejectsBadPlansWithAReason) {
     EXPECT_FALSE(ReductionPlan::parse(text, &err)) << text;
     EXPECT_NE(err.find(why), std::string::npos) << text << " -> " << err;
   }
+  // A long plan (a generated tree) is shown by its ends and length, not echoed whole.
+  const std::string deep = "tree(" + std::string(20000, '(') + "0" + std::string(20000, ')') + ")";
+  std::string err;
+  EXPECT_FALSE(ReductionPlan::parse(deep, &err));
+  EXPECT_LT(err.size(), 400u) << err.substr(0, 400);
+  EXPECT_NE(err.find("...(" + std::to_string(deep.size()) + " characters)..."), std::string::npos) << err;
+  EXPECT_NE(err.find("a node has 1 children"), std::string::npos) << err;
 }
 
 TEST(PlanText, RoundingCounts) {

@@ -221,8 +221,8 @@ int main(int argc, char** argv) {
     // Bad input more often than a bug: a shape with a zero dimension holds no data but may ask
     // for its other dimensions' worth of outputs (a sum over an empty axis of 2^60 rows).
     std::fflush(stdout);
-    fmt::print(stderr, "numfid: out of memory: the inputs' shapes ask for more than this machine can hold (a zero "
-                       "dimension beside huge ones?)\n");
+    fmt::print(stderr, "numfid: out of memory: this command needs more memory than the machine has (or an input's "
+                       "shape asks for it: a zero dimension beside huge ones holds no data but names many outputs)\n");
     return exit_usage;
   } catch (const std::exception& e) {
     fmt::print(stderr, "numfid: internal error: {}\n", e.what());

@@ -1084,10 +1084,10 @@ TEST(CheckRows, ZeroRowsTestNothingUnlessTheOutputIsADefect) {
   EXPECT_THAT(nan.verdict.reason, Not(HasSubstr("tests little"))) << nan.verdict.reason;
 }
 
-// A softmax in bf16 over rows of 128: the enclosure of the computed value reaches far above y
-// (the denominator is never below its largest term, but may be (1 + u)^127 ≈ 1.6 times the exact
-// sum) and only a little below it. Judged against the farther end on both sides, zeros — and
-// half of every value — passed as CONSISTENT; each output is judged on its own side now.
+// A softmax in bf16 over rows of 128: the computed denominator lies between max(its largest
+// term, (2 - (1 + u)^127)·S ≈ 0.36·S) and (1 + u)^127·S ≈ 1.64·S, so the enclosure of an output
+// reaches about 2.8·y above and y/1.64 below. Judged against the farther end on both sides, zeros
+// — and half of every value — passed as CONSISTENT; each output is judged on its own side now.
 TEST(CheckRows, EachOutputIsJudgedAgainstTheEndOfTheEnclosureOnItsSide) {
   std::mt19937_64 g(21);
   std::normal_distribution<double> nd(0, 2);

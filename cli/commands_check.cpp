@@ -217,7 +217,10 @@ Command add_check_command(CLI::App& parent) {
                                "derived from its textbook formula");
     rows->claim.declare_option(*r, "--fn-ulps", "with --compute: accuracy of each elementary function in compute ulps", "1");
     rows->claim.declare_option(*r, "--fn-abs", "with --compute: ... and/or its absolute error (polynomial approximations)");
-    if (op == RowOp::softmax) rows->claim.declare_option(*r, "--exp-ulps", "older name of --fn-ulps");
+    // softmax's older name of --fn-ulps; hidden on the other ops, whose claim the library refuses
+    // with its own message (refuse_exp_ulps_outside_softmax) rather than CLI11's "not expected".
+    CLI::Option* exp_ulps = rows->claim.declare_option(*r, "--exp-ulps", "older name of --fn-ulps");
+    if (op != RowOp::softmax) exp_ulps->group("");
     rows->claim.declare_option(*r, "--ulps", "or: claimed accuracy in output ulps at the exact value (0.5 = correctly rounded)");
     r->add_option("--json", rows->json, "also write the verdict as JSON")->check(output_file());
     r->add_option("--worst", rows->worst, "elements to list")->check(CLI::Range(0, max_worst))->capture_default_str();

@@ -129,11 +129,6 @@ std::string misplaced_check_option(const CLI::App& app, const std::vector<std::s
     std::vector<std::string> takes;
     for (const std::string& o : numfid::check_op_names())
       if (numfid::check_takes(o, key)) takes.push_back(o);
-    // --exp-ulps: a claim option, softmax's older name of --fn-ulps (declared for softmax alone).
-    if (takes.empty() && key == "exp_ulps" && command_name == "check" && op != "softmax")
-      return fmt::format("check {}: option --exp-ulps does not apply to {} (softmax's older name of --fn-ulps, which "
-                         "every row and elementwise op takes); `numfid check {} --help` lists {}'s options",
-                         op, op, op, op);
     if (takes.empty()) continue;
     if (command_name == "tol")
       return fmt::format("tol {}: option {} is one of check's (taken by: {}), not tol's: no tolerance depends on it; "

@@ -73,12 +73,8 @@ def _c_order(a):
     return a if a.flags.c_contiguous else np.array(a, order="C")
 
 
-def _torch_array(t, name):
-    """A torch tensor -> (numpy array sharing its memory where possible, container, format)."""
-    dtype = str(t.dtype).replace("torch.", "")
-    if dtype not in _TORCH:
-        raise TypeError(f"{name}: torch dtype {dtype} is not supported ({', '.join(_TORCH)})")
-    fmt, container = _TORCH[dtype]
+def _on_cpu(t):
+    """A torch tensor detached, with its values materialised, on the CPU: what .numpy() takes."""
     t = t.detach()
     # A lazily negated or conjugated view (torch's negative/conjugate bit) refuses .numpy():
     # materialised here (no copy for a tensor without the bit; older torch has neither method).
@@ -87,7 +83,16 @@ def _torch_array(t, name):
             t = getattr(t, resolve)()
     if t.device.type != "cpu":
         t = t.cpu()  # one copy off the device: the check runs on the CPU
-    t = t.contiguous()  # no copy when already contiguous
+    return t
+
+
+def _torch_array(t, name):
+    """A torch tensor -> (numpy array sharing its memory where possible, container, format)."""
+    dtype = str(t.dtype).replace("torch.", "")
+    if dtype not in _TORCH:
+        raise TypeError(f"{name}: torch dtype {dtype} is not supported ({', '.join(_TORCH)})")
+    fmt, container = _TORCH[dtype]
+    t = _on_cpu(t).contiguous()  # no copy when already contiguous
     if container in _UNSIGNED:
         import torch  # reached only with a torch tensor in hand, so torch is importable
 
@@ -104,12 +109,7 @@ def as_values(x):
     lives on a device — or an ml_dtypes array; anything else unchanged (the library names what
     it cannot read)."""
     if is_torch_tensor(x):
-        t = x.detach()
-        for resolve in ("resolve_conj", "resolve_neg"):
-            if hasattr(t, resolve):
-                t = getattr(t, resolve)()
-        if t.device.type != "cpu":
-            t = t.cpu()
+        t = _on_cpu(x)
         return (t.double() if t.is_floating_point() else t).numpy()  # every torch float widens exactly
     if isinstance(x, np.ndarray) and x.dtype.names is None and x.dtype.name in _ML_DTYPES:
         return x.astype(np.float64)

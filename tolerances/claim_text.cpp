@@ -320,14 +320,14 @@ ClaimSpec parse_claim(std::string_view text) {
     throw InputError(fmt::format("--sr-bits {}: no rounding of this claim is stochastic (--acc-rounding, --out-rounding, "
                                  "--cast-rounding{}): state the stochastic rounding whose random bits it counts",
                                  c.sr_bits, c.profile ? fmt::format(" or profile {}'s roundings", c.profile_name) : ""));
-  c.given = seen;                   // (validate_quant_claim names an option only where it was given)
+  c.given = std::move(seen);        // (validate_quant_claim names an option only where it was given)
   detail::validate_quant_claim(c);  // a scaled-gemm profile's own refusals first
   // A profile states the accumulation itself: an accumulator option beside it would be ignored,
   // and a claim that says fp16 accumulation must not be judged as the profile's fp32 silently.
   // A tensor-core profile's --acc names which of its units runs (the one with results in that
   // format: claim_block_fma_unit); the unit states the rest.
   if (c.profile)
-    for (const std::string& o : seen)
+    for (const std::string& o : c.given)
       if ((o == "--acc" && c.profile->model != ProfileModel::block_fma) || o == "--acc-rounding" || o == "--products-rounded" || o == "--ftz" || o == "--daz" ||
           o == "--zero-start")
         throw InputError(fmt::format("{}: profile {} states the accumulation itself (accumulator format, rounding, "
@@ -337,7 +337,6 @@ ClaimSpec parse_claim(std::string_view text) {
                                      c.profile->model == ProfileModel::block_fma
                                          ? " (--acc F picks the tensor-core unit with results in F)"
                                          : ""));
-  c.given = std::move(seen);
   return c;
 }
 

@@ -9,6 +9,8 @@ numfid_add_test(cancel_test SOURCES cancel_test.cpp DEPS numfid::tolerances)
 numfid_add_test(probable_test SOURCES probable_test.cpp DEPS numfid::tolerances numfid::formats fmt::fmt)
 # Derived row/elementwise bounds against naive textbook kernels (soundness, sharpness, corpus).
 numfid_add_test(row_bounds_test SOURCES row_bounds_test.cpp DEPS numfid::tolerances fmt::fmt)
+# The row-scale lean rule of layernorm/rmsnorm (docs/verdict.md §8.4): legal naive kernels, scale defects.
+numfid_add_test(row_scale_test SOURCES row_scale_test.cpp DEPS numfid::tolerances fmt::fmt)
 # The exact matmul oracle at model scale: certified fp64 GEMM vs long accumulator, threads.
 numfid_add_test(reference_fast_test SOURCES reference_fast_test.cpp DEPS numfid::tolerances fmt::fmt)
 numfid_add_test(large_memory_test SOURCES large_memory_test.cpp DEPS numfid::tolerances)

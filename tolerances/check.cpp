@@ -21,6 +21,7 @@
 #include "tolerances/check_detail.h"
 #include "tolerances/judged_detail.h"
 #include "tolerances/row_bounds.h"
+#include "tolerances/row_scale.h"
 #include "tolerances/parallel_detail.h"
 #include "tolerances/reference_fast_detail.h"
 #include "tolerances/quant_check.h"
@@ -1181,6 +1182,29 @@ RowParams row_params(const RowCheckOptions& opt, const FormatSpec& fparam, std::
   return p;
 }
 
+/// The row-scale lean rule of docs/verdict.md §8.4 on a norm's output (tolerances/row_scale.h):
+/// a probable defect where the rows' scales lean beyond what the claim's roundings explain and
+/// legal kernels emulated on the rows do not; where it does not apply, the reason says why.
+void apply_row_scale_rule(RowOp op, const RowClaim& rc, const TensorData& X, const TensorData& C,
+                          const std::vector<ReferenceElement>& ref, const RowParams& params, std::size_t rows,
+                          std::size_t cols, double alpha, Verdict& v) {
+  std::vector<double> x(X.values.size()), exact(ref.size()), out(C.values.size());
+  for (std::size_t e = 0; e < x.size(); ++e) x[e] = to_double(*X.format, X.values[e]);
+  for (std::size_t e = 0; e < exact.size(); ++e) exact[e] = ref[e].exact;
+  for (std::size_t e = 0; e < out.size(); ++e) out[e] = to_double(*C.format, C.values[e]);
+  const detail::RowScaleData d{rows, cols, x, exact, out, params.gamma_d, params.beta_d};
+  const detail::RowScaleFinding f = detail::row_scale_rule(op, rc, d, alpha);
+  if (!f.applies) {
+    if (!f.why_not.empty()) v.reason += fmt::format("; row-scale rule (§8.4) not applied: {}", f.why_not);
+    return;
+  }
+  if (f.p > alpha) return;
+  v.kind = TensorKind::defect;
+  v.probable = true;
+  v.false_alarm_probability = f.p;
+  v.reason = f.evidence;
+}
+
 /// Whether a softmax row of patterns of `f` is fully masked: every entry -inf (and one at least).
 bool fully_masked(const FormatSpec& f, std::span<const Bits> row) {
   return !row.empty() && std::ranges::all_of(row, [&](Bits b) {
@@ -1460,6 +1484,9 @@ CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C,
                                      "FlashAttention-style kernels); if that is the kernel's contract, state it with "
                                      "--masked-row zero",
                                      zero_masked_rows_in_c, masked_rows)});
+  if (derived && (op == RowOp::layernorm || op == RowOp::rmsnorm) && !t_in_function_accuracy_probe &&
+      v.kind != TensorKind::defect && rows > 0)
+    apply_row_scale_rule(op, row_claim(claim, opt), X, C, ref, params, rows, cols, jo.false_alarm, v);
   if (derived && !t_in_function_accuracy_probe && v.counts[3] > 0 && v.nonfinite_mismatches == 0 && claim.fn_abs == 0)
     if (std::optional<Signature> sig = function_accuracy_signature(op, X, C, claim, opt, ref, elementwise, cols)) {
       // A more specific reading than a race: drop lone-outlier's.

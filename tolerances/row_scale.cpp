@@ -10,6 +10,7 @@
 
 #include "formats/format_spec.h"
 #include "tolerances/bounds.h"
+#include "tolerances/parallel_detail.h"
 
 namespace numfid::detail {
 namespace {
@@ -222,8 +223,9 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
   const bool shifted = ln && c.norm_form == NormForm::shifted;
   const double fn_rel = c.fn_ulps * 2 * u;  // a function within fn_ulps ulps: relative error <= fn_ulps·2u
   std::vector<RowModel> model(d.rows);
-  std::size_t admitted = 0, vacuous = 0, uncounted = 0;
-  for (std::size_t r = 0; r < d.rows; ++r) {
+  // Each row on its own (on every core): 0 left out, 1 admitted, 2 vacuous, 3 counts not exact.
+  std::vector<char> status(d.rows, 0);
+  const auto analyse = [&](std::size_t r) {
     RowModel& m = model[r];
     const std::span<const double> x = d.x.subspan(r * n, n), y = d.exact.subspan(r * n, n), o = d.out.subspan(r * n, n);
     bool finite = true;
@@ -235,7 +237,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
     }
     if (!finite || n < 2 || xmax * xmax * N * 4 >= max_finite(fc) ||
         ymax * 4 >= std::min(max_finite(fc), max_finite(fo)))
-      continue;
+      return;
     // The exact row: mean, terms t_j = d_j² (d_j = x_j − μ; rmsnorm: x_j²), their sum S.
     LD mu = 0, abs_x = 0;
     if (ln)
@@ -243,7 +245,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
     mu /= static_cast<LD>(n);
     LD S = 0;
     for (const double v : x) S += (v - mu) * (v - mu);
-    if (!(S > 0)) continue;
+    if (!(S > 0)) return;
     const LD var = S / static_cast<LD>(n), v_eps = var + static_cast<LD>(c.eps);
     const double kappa = static_cast<double>(var / v_eps), rstar = static_cast<double>(1 / std::sqrt(v_eps));
     const double Sd = static_cast<double>(S), vard = static_cast<double>(var), mud = static_cast<double>(mu);
@@ -358,16 +360,16 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
            E_sum, R_sum, u * Bx / N);
     }
     if (!ok) {
-      ++uncounted;
-      continue;
+      status[r] = 3;
+      return;
     }
     const double leak_b = B_mu;
     // Deterministic relative error of v̂ = fl(fl(var̂) + fl(eps)): the method's, the division's
     // two roundings (in the method's own `det` for sumsq) and the sum's, eps's.
     const double theta = kappa * (vm.det + 2 * u + u * u) + 2 * u;
     if (!(theta < 0.25)) {
-      ++vacuous;
-      continue;
+      status[r] = 2;
+      return;
     }
     const double eps_det = 0.5 * std::fabs(std::log1p(-theta)) + fn_rel + 2 * u;
     // The weights: w_j = (x_j − μ)·r·g_j, the exact value before beta.
@@ -379,7 +381,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
       sw2 += m.w[j] * m.w[j];
       swg += m.w[j] * g;
     }
-    if (!(sw2 > 0)) continue;
+    if (!(sw2 > 0)) return;
     // The elements' own roundings (each <= u·magnitude: the deviation, the product with r, with
     // gamma — 3w² — beta's sum y², the shifted form's x·r and r·μ), the output cast's (<= ½ ulp,
     // mean zero under A), and their absolute underflow allowances.
@@ -410,8 +412,15 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
     m.shift = fn_rel + (1 - kappa) * u + (kappa / 2) * vm.shift + abs_sys / sw2 + (eps_det + 4 * u) * (eps_det + 4 * u);
     m.sw2 = sw2;
     m.admitted = true;
-    ++admitted;
-  }
+    status[r] = 1;
+  };
+  detail::parallel_for(static_cast<std::int64_t>(d.rows),
+                       static_cast<std::int64_t>(std::max<std::size_t>(1, 65536 / std::max<std::size_t>(n, 1))),
+                       [&](std::int64_t r0, std::int64_t r1) {
+                         for (auto r = static_cast<std::size_t>(r0); r < static_cast<std::size_t>(r1); ++r) analyse(r);
+                       });
+  const auto count = [&](char k) { return static_cast<std::size_t>(std::count(status.begin(), status.end(), k)); };
+  const std::size_t admitted = count(1), vacuous = count(2), uncounted = count(3);
   if (admitted == 0) {
     f.why_not = vacuous > 0 ? fmt::format(
                                   "no row's variance is bounded within a quarter of itself by the claim's "
@@ -478,24 +487,27 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
       for (std::size_t pi = 0; pi < std::size(kPaths); ++pi) {
         const Order ord = kOrders[oi];
         const Path path = kPaths[pi];
-        for (const std::size_t r : sample) {
-          const std::span<const double> x = d.x.subspan(r * n, n);
-          const std::vector<double> xv(x.begin(), x.end());
-          const auto [mean, var] = emulated_moments(xv, method, ord, ln, n_c, R);
-          std::vector<double> dev(n);
-          for (std::size_t j = 0; j < n; ++j) dev[j] = ln ? R(x[j] - mean) : x[j];
-          const double ve = R(var + eps_c);
-          const double sdv = R(std::sqrt(ve));
-          const double rs =
-              path == Path::rsqrt ? R(static_cast<double>(1 / std::sqrt(static_cast<LD>(ve)))) : R(1 / sdv);
-          for (std::size_t j = 0; j < n; ++j) {
-            double z = path == Path::divide && !shifted ? R(dev[j] / sdv) : R(dev[j] * rs);
-            if (shifted) z = R(R(x[j] * rs) + R(-rs * mean));
-            if (!d.gamma.empty()) z = R(z * d.gamma[j]);
-            if (!d.beta.empty()) z = R(z + d.beta[j]);
-            emulated[r * n + j] = cast_exact ? z : rn(z, fo.precision, emin(fo));
+        detail::parallel_for(static_cast<std::int64_t>(sample.size()), 1, [&](std::int64_t i0, std::int64_t i1) {
+          for (std::int64_t i = i0; i < i1; ++i) {
+            const std::size_t r = sample[static_cast<std::size_t>(i)];
+            const std::span<const double> x = d.x.subspan(r * n, n);
+            const std::vector<double> xv(x.begin(), x.end());
+            const auto [mean, var] = emulated_moments(xv, method, ord, ln, n_c, R);
+            std::vector<double> dev(n);
+            for (std::size_t j = 0; j < n; ++j) dev[j] = ln ? R(x[j] - mean) : x[j];
+            const double ve = R(var + eps_c);
+            const double sdv = R(std::sqrt(ve));
+            const double rs =
+                path == Path::rsqrt ? R(static_cast<double>(1 / std::sqrt(static_cast<LD>(ve)))) : R(1 / sdv);
+            for (std::size_t j = 0; j < n; ++j) {
+              double z = path == Path::divide && !shifted ? R(dev[j] / sdv) : R(dev[j] * rs);
+              if (shifted) z = R(R(x[j] * rs) + R(-rs * mean));
+              if (!d.gamma.empty()) z = R(z * d.gamma[j]);
+              if (!d.beta.empty()) z = R(z + d.beta[j]);
+              emulated[r * n + j] = cast_exact ? z : rn(z, fo.precision, emin(fo));
+            }
           }
-        }
+        });
         // Each emulated row against its own radius λ·sd_r (λ for confidence 1 − 10^-6, as §4.1's ρ):
         // a legal row beyond it means these data break the model (equal or structured terms).
         for (const std::size_t r : sample) {

@@ -540,12 +540,13 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
         }
       }
   f.evidence = fmt::format(
-      "the rows' scales lean {:+.3g} (relative; weighted mean over {} rows) from the exact 1/sqrt(var + eps) where the "
-      "rounding errors the claim allows have standard deviation at most {:.3g} and its systematic errors (the "
-      "function's --fn-ulps, eps's rounding, the mean's error squared, second-order terms) are bounded apart: "
+      "the rows' scales lean {:+.3g} (relative, {}; weighted mean over {} rows) from the exact 1/sqrt({} + eps) where "
+      "the rounding errors the claim allows have standard deviation at most {:.3g} and its systematic errors (the "
+      "function's --fn-ulps, eps's rounding, {}second-order terms) are bounded apart: "
       "Freedman's tail 2·exp(−t²/(2(V + b·t/3))) = {}; {} legal kernels emulated on {} of the rows stay below "
       "that (docs/verdict.md §8.4)",
-      lean, all.size(), sd,
+      lean, lean > 0 ? "too large" : "too small", all.size(), ln ? "var" : "mean(x²)", sd,
+      ln ? "the mean's error squared, " : "",
       std::exp(log_p) >= std::numeric_limits<double>::min() ? fmt::format("{:.3g}", f.p)
                                                             : fmt::format("10^{:.0f}", log_p / std::log(10.0)),
       methods.size() * std::size(kOrders) * std::size(kPaths), sample.size());

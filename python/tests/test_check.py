@@ -523,3 +523,28 @@ def test_sum_under_a_plan_predicts_like_matmul():
     assert r.verdict == "consistent" and r.model is not None, r.report
     assert np.array_equal(r.predicted(), numfid.emulate("sum", "--in fp32 --out fp32 --plan sequential", x=x))
     assert np.array_equal(r.predicted(), c)
+
+
+def test_rmsnorm_without_eps_is_a_probable_defect(cli, tmp_path):
+    """The row-scale rule (docs/verdict.md §8.4) through the module: numpy's fp32 rmsnorm without
+    eps leans every row's scale by eps/(2·mean square), inside the deterministic bound; the same
+    kernel with eps is consistent. Identical to the CLI's verdict."""
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((16, 512)).astype(np.float32)
+    ms = (x * x).mean(axis=1, keepdims=True, dtype=np.float32)
+    legal = x * (np.float32(1) / np.sqrt(ms + np.float32(1e-5)))
+    no_eps = x * (np.float32(1) / np.sqrt(ms))
+    claim = "--in fp32 --compute fp32 --out fp32"
+    ok = numfid.check("rmsnorm", claim, x=x, c=legal)
+    assert ok.verdict == "consistent", ok.report
+    bad = numfid.check("rmsnorm", claim, x=x, c=no_eps)
+    assert bad.verdict == "defect", bad.report
+    assert json.loads(bad.to_json())["evidence"] == "probable"
+    assert json.loads(bad.to_json())["false_alarm_probability"] <= 1e-9
+    assert "rows' scales lean" in bad.reason
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "c.npy", no_eps)
+    rc, js, _ = cli_json(cli, tmp_path, "check", "rmsnorm", "--x", tmp_path / "x.npy", "--c", tmp_path / "c.npy",
+                         *claim.split())
+    assert rc == 1
+    assert bad.to_json() == js

@@ -1187,12 +1187,12 @@ RowParams row_params(const RowCheckOptions& opt, const FormatSpec& fparam, std::
 /// legal kernels emulated on the rows do not; where it does not apply, the reason says why.
 void apply_row_scale_rule(RowOp op, const RowClaim& rc, const TensorData& X, const TensorData& C,
                           const std::vector<ReferenceElement>& ref, const RowParams& params, std::size_t rows,
-                          std::size_t cols, double alpha, Verdict& v) {
+                          std::size_t cols, int sr_bits, double alpha, Verdict& v) {
   std::vector<double> x(X.values.size()), exact(ref.size()), out(C.values.size());
   for (std::size_t e = 0; e < x.size(); ++e) x[e] = to_double(*X.format, X.values[e]);
   for (std::size_t e = 0; e < exact.size(); ++e) exact[e] = ref[e].exact;
   for (std::size_t e = 0; e < out.size(); ++e) out[e] = to_double(*C.format, C.values[e]);
-  const detail::RowScaleData d{rows, cols, x, exact, out, params.gamma_d, params.beta_d};
+  const detail::RowScaleData d{rows, cols, x, exact, out, params.gamma_d, params.beta_d, sr_bits};
   const detail::RowScaleFinding f = detail::row_scale_rule(op, rc, d, alpha);
   if (!f.applies) {
     if (!f.why_not.empty()) v.reason += fmt::format("; row-scale rule (§8.4) not applied: {}", f.why_not);
@@ -1486,7 +1486,8 @@ CheckResult check_rows_moved(RowOp op, const TensorData& X, const TensorData& C,
                                      zero_masked_rows_in_c, masked_rows)});
   if (derived && (op == RowOp::layernorm || op == RowOp::rmsnorm) && !t_in_function_accuracy_probe &&
       v.kind != TensorKind::defect && rows > 0)
-    apply_row_scale_rule(op, row_claim(claim, opt), X, C, ref, params, rows, cols, jo.false_alarm, v);
+    apply_row_scale_rule(op, row_claim(claim, opt), X, C, ref, params, rows, cols, claim.sr_bits, jo.false_alarm,
+                         v);
   if (derived && !t_in_function_accuracy_probe && v.counts[3] > 0 && v.nonfinite_mismatches == 0 && claim.fn_abs == 0)
     if (std::optional<Signature> sig = function_accuracy_signature(op, X, C, claim, opt, ref, elementwise, cols)) {
       // A more specific reading than a race: drop lone-outlier's.

@@ -202,8 +202,9 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
     f.why_not = "--fn-abs gives the function an absolute error, which the rule's model does not bound";
     return f;
   }
-  if (c.out_rounding != Rounding::rne && c.out_rounding != Rounding::rna) {
-    f.why_not = "the output rounding is not to nearest";
+  const bool stochastic = c.out_rounding == Rounding::stochastic;
+  if (c.out_rounding != Rounding::rne && c.out_rounding != Rounding::rna && !stochastic) {
+    f.why_not = "the output rounding is directed (one-sided by design, no mean-zero law)";
     return f;
   }
   const int p = fc.precision, emn = emin(fc);
@@ -399,9 +400,14 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
       per_el += w2 * mags * u * u;
       b_el = std::max(b_el, std::fabs(w) * u * std::sqrt(big));
       if (!cast_exact) {
-        const double half = ulp_at(fo, std::fabs(y[j]) * (1 + 2 * eps_det) + 8 * eta) / 2;
-        per_el += w2 * half * half;
-        b_el = std::max(b_el, std::fabs(w) * half);
+        // Round to nearest: |ρ| <= half the spacing, mean zero under A. Stochastic rounding: |ρ|
+        // below the spacing, mean zero given the value by construction (variance p(1 − p)·s² <=
+        // s²/4), less a lean toward zero of up to 2^-R of the spacing with R random bits (§4.2).
+        const double spacing = ulp_at(fo, std::fabs(y[j]) * (1 + 2 * eps_det) + 8 * eta);
+        const double reach = stochastic ? spacing : spacing / 2;
+        per_el += w2 * (stochastic ? spacing * spacing / 4 : reach * reach);
+        b_el = std::max(b_el, std::fabs(w) * reach);
+        if (stochastic && d.sr_bits > 0) abs_sys += std::fabs(w) * std::ldexp(spacing, -d.sr_bits);
       }
       abs_sys += std::fabs(w) * (4 * eta + std::fabs(y[j]) * 0x1p-52);
     }

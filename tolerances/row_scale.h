@@ -18,6 +18,8 @@ namespace numfid::detail {
 struct RowScaleData {
   std::size_t rows = 0, cols = 0;
   std::span<const double> x, exact, out, gamma, beta;
+  /// A stochastically rounded output's random-bit count (ClaimSpec::output_sr_bits; 0: exact).
+  int sr_bits = 0;
 };
 
 /// What the rule found: `applies` false with `why_not` where the claim or the data leave it
@@ -36,8 +38,9 @@ struct RowScaleFinding {
 /// second-order terms). The inverse-variance weighted mean T of the rows' δ_r against Freedman's
 /// tail gives `p`; legal kernels emulated on (a sample of) the rows, judged the same way, must not
 /// reach α (else the data break the model: not applied). Applies to rmsnorm and to layernorm under
-/// `--variance two-pass` with round-to-nearest outputs, inputs, gamma and beta exact in the compute
-/// format, and no --fn-abs. `alpha` is the false-alarm probability the emulated kernels are held to.
+/// every `--variance` with round-to-nearest or stochastic output casts, inputs, gamma and beta
+/// exact in the compute format, and no --fn-abs. `alpha` is the false-alarm probability the emulated kernels are held
+/// to.
 RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& d, double alpha);
 
 }  // namespace numfid::detail

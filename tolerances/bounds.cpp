@@ -64,6 +64,19 @@ double gamma_n(double n, double u) {
   return nu < 0.5 ? nu / (1 - nu) : std::expm1(-n * std::log1p(-u));
 }
 
+std::pair<double, double> partial_sum_bound(std::span<const double> pos, std::span<const double> neg, std::size_t m,
+                                            double abs_sum, double u, int extra, double init) {
+  double sum = init, p = 0, q = 0, last = 0;
+  for (std::size_t j = 1; j <= m; ++j) {
+    if (j <= pos.size()) p += pos[j - 1];
+    if (j <= neg.size()) q += neg[j - 1];
+    if (j < 2) continue;
+    last = std::max(p, q) + gamma_n(static_cast<double>(j - 1 + static_cast<std::size_t>(extra)), u) * abs_sum;
+    sum += last * last;
+  }
+  return {sum, last};
+}
+
 double ulp_at(const FormatSpec& f, double x) {
   // Called for every element of a check: the exponent is read from the double's field where x is
   // a normal double (ilogb otherwise), and 2^q by ldexp_fast.

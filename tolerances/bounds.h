@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tolerances/claim.h"
@@ -80,6 +81,15 @@ ReductionBound ulps_bound(const Claim& claim);
 /// γ_n = n·u / (1 - n·u) (Higham, ASNA §3.1) while n·u < 1/2; from there (1 - u)^-n - 1, the
 /// bound on |Π(1 + δ_i)^(±1) - 1| that holds for every n (never +inf).
 double gamma_n(double n, double u);
+
+/// The partial-sum bound of docs/verdict.md §4.1 over every summation tree of m terms: with `pos`
+/// and `neg` the positive terms' and the |negative| terms' magnitudes in decreasing order and
+/// `abs_sum` = Σ|t|, B(j) = max(sum of the j largest of pos, of neg) + γ_(j−1+extra)·abs_sum bounds
+/// |the unrounded value| of any addition of j terms (extra = 1 where the leaves are rounded on
+/// entry). Returns `init` + Σ_(j=2..m) B(j)² (added in that order) and B(m) (0 for m < 2).
+/// calibrate_matmul's radius and the row-scale rule (tolerances/row_scale.cpp) both read it.
+std::pair<double, double> partial_sum_bound(std::span<const double> pos, std::span<const double> neg, std::size_t m,
+                                            double abs_sum, double u, int extra, double init = 0);
 
 /// Error of rounding a real of magnitude `magnitude` into `f` under `r`: half an ulp at that
 /// magnitude for round-to-nearest, one ulp otherwise (subnormal spacing below the normal range).

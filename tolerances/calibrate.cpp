@@ -86,16 +86,10 @@ double tree_spread(const std::vector<Term>& terms, const std::vector<double>& ma
     if (t.cls == FpClass::normal) (t.value.negative ? neg : pos).push_back(it->magnitude);
   }
   const std::size_t m = terms.size();
-  double sum = extra ? leaves : 0, p = 0, q = 0;
-  largest = pos.empty() && neg.empty() ? 0 : std::max(pos.empty() ? 0 : pos[0], neg.empty() ? 0 : neg[0]);
-  for (std::size_t j = 1; j <= m; ++j) {
-    if (j <= pos.size()) p += pos[j - 1];
-    if (j <= neg.size()) q += neg[j - 1];
-    if (j < 2) continue;
-    const double bj = std::max(p, q) + gamma_n(static_cast<double>(j - 1 + static_cast<std::size_t>(extra)), u) * abs_sum;
-    sum += bj * bj;
-    largest = bj;
-  }
+  const auto [sum, last] = partial_sum_bound(pos, neg, m, abs_sum, u, extra, extra ? leaves : 0);
+  largest = m >= 2 ? last
+                   : pos.empty() && neg.empty() ? 0
+                                                : std::max(pos.empty() ? 0 : pos[0], neg.empty() ? 0 : neg[0]);
   // Sums of doubles: each step errs by at most 2^-52 relatively; m steps.
   return u * std::sqrt(sum) * (1 + static_cast<double>(m + 2) * 0x1p-52);
 }

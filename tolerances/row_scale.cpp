@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "formats/format_spec.h"
@@ -51,27 +52,6 @@ double pairwise(const std::vector<double>& t, std::size_t lo, std::size_t hi, co
   return r(pairwise(t, lo, mid, r) + pairwise(t, mid, hi, r));
 }
 
-template <class Round>
-double sum_in(std::vector<double> t, Order o, const Round& r) {
-  switch (o) {
-    case Order::reverse:
-      std::reverse(t.begin(), t.end());
-      break;
-    case Order::increasing:
-      std::stable_sort(t.begin(), t.end(), [](double a, double b) { return std::fabs(a) < std::fabs(b); });
-      break;
-    case Order::decreasing:
-      std::stable_sort(t.begin(), t.end(), [](double a, double b) { return std::fabs(a) > std::fabs(b); });
-      break;
-    default:
-      break;
-  }
-  if (o == Order::pairwise) return pairwise(t, 0, t.size(), r);
-  double s = 0;
-  for (const double v : t) s = r(s + v);
-  return s;
-}
-
 /// The order's permutation of `t` for a sequential pass (pairwise: index order; the caller
 /// builds the tree).
 std::vector<double> ordered(std::vector<double> t, Order o) {
@@ -89,6 +69,16 @@ std::vector<double> ordered(std::vector<double> t, Order o) {
       break;
   }
   return t;
+}
+
+/// Σ t in order `o`, every addition rounded by `r`.
+template <class Round>
+double sum_in(std::vector<double> t, Order o, const Round& r) {
+  t = ordered(std::move(t), o);
+  if (o == Order::pairwise) return pairwise(t, 0, t.size(), r);
+  double s = 0;
+  for (const double v : t) s = r(s + v);
+  return s;
 }
 
 /// Count, mean and M2 of a part, merged as Chan et al. (and PyTorch's WelfordOps::combine) do.
@@ -167,8 +157,8 @@ struct RowModel {
   double sw2 = 0, V = 0, b = 0, shift = 0;
 };
 
-/// Σ_(j=2..m) B(j)² and B(m) for terms `t` (>= 0 or signed), B(j) = the larger of the j largest
-/// positive and j largest |negative| terms' sums + γ_(j−1+extra)·Σ|t| (§4.1's partial-sum bound).
+/// Σ_(j=2..m) B(j)² and B(m) for the terms `t` (>= 0 or signed): the partial-sum bound of §4.1
+/// (bounds.h partial_sum_bound) over their magnitudes, with the slack of its double sums.
 std::pair<double, double> partial_sum_squares(const std::vector<double>& t, double u, int extra) {
   std::vector<double> pos, neg;
   double abs_sum = 0;
@@ -178,15 +168,8 @@ std::pair<double, double> partial_sum_squares(const std::vector<double>& t, doub
   }
   std::sort(pos.rbegin(), pos.rend());
   std::sort(neg.rbegin(), neg.rend());
-  double p = 0, q = 0, sum = 0, last = 0;
-  for (std::size_t j = 1; j <= t.size(); ++j) {
-    if (j <= pos.size()) p += pos[j - 1];
-    if (j <= neg.size()) q += neg[j - 1];
-    if (j < 2) continue;
-    last = std::max(p, q) + gamma_n(static_cast<double>(j - 1 + static_cast<std::size_t>(extra)), u) * abs_sum;
-    sum += last * last;
-  }
-  const double slack = 1 + static_cast<double>(t.size() + 2) * 0x1p-52;  // the double sums above
+  const auto [sum, last] = partial_sum_bound(pos, neg, t.size(), abs_sum, u, extra);
+  const double slack = 1 + static_cast<double>(t.size() + 2) * 0x1p-52;  // the double sums
   return {sum * slack * slack, last * slack};
 }
 

@@ -18,7 +18,7 @@ namespace numfid::detail {
 struct RowScaleData {
   std::size_t rows = 0, cols = 0;
   std::span<const double> x, exact, out, gamma, beta;
-  /// A stochastically rounded output's random-bit count (ClaimSpec::output_sr_bits; 0: exact).
+  /// A stochastically rounded output's random-bit count (ClaimSpec::sr_bits, --sr-bits; 0: exact).
   int sr_bits = 0;
 };
 
@@ -39,8 +39,8 @@ struct RowScaleFinding {
 /// tail gives `p`; legal kernels emulated on (a sample of) the rows, judged the same way, must not
 /// reach α (else the data break the model: not applied). Applies to rmsnorm and to layernorm under
 /// every `--variance` with round-to-nearest or stochastic output casts, inputs, gamma and beta
-/// exact in the compute format, and no --fn-abs. `alpha` is the false-alarm probability the emulated kernels are held
-/// to.
+/// exact in the compute format, and no --fn-abs. `alpha`: the false-alarm probability (the
+/// verdict's and the emulated kernels').
 RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& d, double alpha);
 
 }  // namespace numfid::detail

@@ -600,12 +600,11 @@ bool is_row_op(RowOp op) {
   return op == RowOp::softmax || op == RowOp::log_softmax || op == RowOp::layernorm || op == RowOp::rmsnorm;
 }
 
-/// The output cast is exact when `out` holds every value of `compute`.
+}  // namespace
+
 bool cast_is_exact(const FormatSpec& compute, const FormatSpec& out) {
   return out.precision >= compute.precision && emin(out) <= emin(compute) && emax(out) >= emax(compute);
 }
-
-}  // namespace
 
 std::string_view variance_method_name(VarianceMethod m) {
   switch (m) {

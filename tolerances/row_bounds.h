@@ -53,6 +53,10 @@ struct RowClaim {
   bool out_saturate = false;
 };
 
+/// Whether the output cast of a row op is exact: `out` holds every value of `compute` (row bounds
+/// and the row-scale rule of docs/verdict.md §8.4 then add no output rounding).
+bool cast_is_exact(const FormatSpec& compute, const FormatSpec& out);
+
 /// Checks the row-op options a check or tol states (InputError, prefixed with `command`, e.g.
 /// "check layernorm"): rowwise-moments' lane count (1..1024), --norm-form shifted only for
 /// layernorm, eps finite and >= 0 for the norms.

@@ -203,7 +203,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
   }
   const std::size_t n = d.cols;
   const double u = std::ldexp(1.0, -p), eta = min_positive(fc), N = static_cast<double>(n);
-  const bool cast_exact = fo.precision >= fc.precision && emin(fo) <= emin(fc) && emax(fo) >= emax(fc);
+  const bool cast_exact = cast_is_exact(fc, fo);
   const bool shifted = ln && c.norm_form == NormForm::shifted;
   const double fn_rel = c.fn_ulps * 2 * u;  // a function within fn_ulps ulps: relative error <= fn_ulps·2u
   std::vector<RowModel> model(d.rows);
@@ -454,7 +454,10 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
   std::vector<std::size_t> sample;
   const std::size_t S = std::min<std::size_t>(all.size(), 64);
   for (std::size_t i = 0; i < S; ++i) sample.push_back(all[i * all.size() / S]);
-  std::vector<double> emulated(d.rows * n);
+  std::vector<double> emulated(sample.size() * n);  // row sample[i] at i·n
+  std::vector<std::size_t> slot(d.rows);
+  for (std::size_t i = 0; i < sample.size(); ++i) slot[sample[i]] = i;
+  const auto emulated_row = [&](std::size_t r) { return std::span<const double>(emulated).subspan(slot[r] * n, n); };
   const double eps_c = R(c.eps), n_c = R(N);
   // The variance methods emulated: the claim's (any: two-pass, Welford, Σx²; a tree of merges:
   // Welford's steps and Chan's pairwise merges).
@@ -493,7 +496,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
               if (shifted) z = R(R(x[j] * rs) + R(-rs * mean));
               if (!d.gamma.empty()) z = R(z * d.gamma[j]);
               if (!d.beta.empty()) z = R(z + d.beta[j]);
-              emulated[r * n + j] = cast_exact ? z : rn(z, fo.precision, emin(fo));
+              emulated[static_cast<std::size_t>(i) * n + j] = cast_exact ? z : rn(z, fo.precision, emin(fo));
             }
           }
         });
@@ -501,8 +504,9 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
         // a legal row beyond it means these data break the model (equal or structured terms).
         for (const std::size_t r : sample) {
           const RowModel& m = model[r];
+          const std::span<const double> e = emulated_row(r);
           double num = 0;
-          for (std::size_t j = 0; j < n; ++j) num += m.w[j] * (emulated[r * n + j] - d.exact[r * n + j]);
+          for (std::size_t j = 0; j < n; ++j) num += m.w[j] * (e[j] - d.exact[r * n + j]);
           const double delta = num / m.sw2, radius = kLambda * std::sqrt(2 * m.V);
           if (std::fabs(delta) - m.shift > radius) {
             f.applies = false;
@@ -516,8 +520,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
           }
         }
         double l2 = 0, sd2 = 0;
-        const double p2 = std::exp(judge(
-            sample, [&](std::size_t r) { return std::span<const double>(emulated).subspan(r * n, n); }, l2, sd2));
+        const double p2 = std::exp(judge(sample, emulated_row, l2, sd2));
         if (p2 <= alpha) {
           f.applies = false;
           f.why_not = fmt::format(

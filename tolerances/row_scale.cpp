@@ -159,7 +159,7 @@ struct RowModel {
 
 /// Σ_(j=2..m) B(j)² and B(m) for the terms `t` (>= 0 or signed): the partial-sum bound of §4.1
 /// (bounds.h partial_sum_bound) over their magnitudes, with the slack of its double sums.
-std::pair<double, double> partial_sum_squares(const std::vector<double>& t, double u, int extra) {
+std::pair<double, double> partial_sum_squares(std::span<const double> t, double u, int extra) {
   std::vector<double> pos, neg;
   double abs_sum = 0;
   for (const double v : t) {
@@ -241,7 +241,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
     // largest increment), for the mean's leak into y through a varying gamma.
     VarModel vm;
     double E_mu = 0, R_mu = 0, B_mu = 0;
-    std::vector<double> dev(n), xs(x.begin(), x.end());
+    std::vector<double> dev(n);
     double range_lo = INFINITY, range_hi = -INFINITY;
     for (std::size_t j = 0; j < n; ++j) {
       dev[j] = static_cast<double>(x[j] - mu);
@@ -250,7 +250,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
     }
     const double X = std::max(std::fabs(range_lo), std::fabs(range_hi)), Rg = range_hi - range_lo;
     // A sum of the row in any order, then one or two roundings of the division by n.
-    const auto [sqx, Bx] = partial_sum_squares(xs, u, 0);
+    const auto [sqx, Bx] = partial_sum_squares(x, u, 0);
     const double g_sum = gamma_n(N - 1, u) * static_cast<double>(abs_x) / N;
     const double E_sum = g_sum * (1 + u) * (1 + u) + (2 * u + u * u) * (amu + g_sum) + 2 * eta;
     const double R_sum = std::sqrt(u * u * sqx / (N * N) + 2 * std::pow(u * (amu + E_sum), 2));
@@ -347,7 +347,6 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
       status[r] = 3;
       return;
     }
-    const double leak_b = B_mu;
     // Deterministic relative error of v̂ = fl(fl(var̂) + fl(eps)): the method's, the division's
     // two roundings (in the method's own `det` for sumsq) and the sum's, eps's.
     const double theta = kappa * (vm.det + 2 * u + u * u) + 2 * u;
@@ -397,7 +396,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
     const double leak = ln ? rstar * std::fabs(swg) / sw2 : 0;  // the mean's error reaches δ_r through gamma
     m.V = (kappa / 2) * (kappa / 2) * (vm.V + 2 * u * u) + u * u / 4 + 2 * u * u + leak * leak * R_mu * R_mu +
           per_el / (sw2 * sw2);
-    m.b = std::max({(kappa / 2) * vm.b, u, leak * leak_b, b_el / sw2});
+    m.b = std::max({(kappa / 2) * vm.b, u, leak * B_mu, b_el / sw2});
     m.shift = fn_rel + (1 - kappa) * u + (kappa / 2) * vm.shift + abs_sys / sw2 + (eps_det + 4 * u) * (eps_det + 4 * u);
     m.sw2 = sw2;
     m.admitted = true;

@@ -46,7 +46,10 @@ inline double round_fmt(double v, const FormatSpec& f, int dir = 0) {
 }
 
 /// Summation orders a kernel may use.
-enum class Order { sequential, reverse, pairwise, blocked16, shuffled };
+/// sorted_right_fold: the terms by decreasing value (sums, Welford: every prefix the largest of its
+/// size), Chan's merges as a right fold over that order (each merge's accumulating side a single
+/// element, n_b/n near 1) — the orders the any-tree bounds of §8.4 must cover at their worst.
+enum class Order { sequential, reverse, pairwise, blocked16, shuffled, sorted_right_fold };
 
 /// Defects a kernel may have (each a real bug seen in kernels).
 struct Defects {
@@ -109,6 +112,7 @@ class NaiveKernel {
     switch (order_) {
       case Order::reverse: std::reverse(t.begin(), t.end()); break;
       case Order::shuffled: std::shuffle(t.begin(), t.end(), rng_); break;
+      case Order::sorted_right_fold: std::sort(t.rbegin(), t.rend()); break;
       default: break;
     }
     if (order_ == Order::pairwise) return pairwise(t, 0, t.size());
@@ -243,7 +247,13 @@ class NaiveKernel {
           };
           const std::size_t lanes = order_ == Order::blocked16 ? 4 : 32;
           std::vector<Moments> lane(order_ == Order::shuffled ? n : lanes);
-          if (order_ == Order::shuffled) {
+          if (order_ == Order::sorted_right_fold) {
+            std::vector<double> v(xc);
+            std::sort(v.rbegin(), v.rend());
+            Moments acc{1, v[n - 1], 0};
+            for (std::size_t k = n - 1; k-- > 0;) acc = combine(Moments{1, v[k], 0}, acc);
+            lane.assign(1, acc);
+          } else if (order_ == Order::shuffled) {
             for (std::size_t j = 0; j < n; ++j) lane[j] = {1, xc[j], 0};
             while (lane.size() > 1) {  // merge two random partials until one is left
               const std::size_t i = rng_() % lane.size();
@@ -320,6 +330,8 @@ class NaiveKernel {
           std::iota(idx.begin(), idx.end(), 0);
           if (order_ == Order::reverse) std::reverse(idx.begin(), idx.end());
           if (order_ == Order::shuffled) std::shuffle(idx.begin(), idx.end(), rng_);
+          if (order_ == Order::sorted_right_fold)
+            std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return xc[a] > xc[b]; });
           double m = 0, m2 = 0;
           for (std::size_t k = 0; k < n; ++k) {
             const double v = xc[idx[k]];

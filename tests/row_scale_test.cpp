@@ -288,6 +288,40 @@ TEST(RowScale, DefectsUnderEachVarianceClaim) {
   RecordProperty("table", table);
 }
 
+// The orders at which the any-tree bounds of §8.4 are at their worst: every Welford prefix the
+// largest of its size (the mean roundings' coefficients 2·D(s) all reached), Chan's merges as a
+// right fold (a single element accumulating, n_b/n near 1: δ's rounding reaches the mean whole),
+// the sums largest first. Never a defect under the claims that allow them, on more rows than the
+// other cases (the rule's tail narrows with the rows, its systematic part does not: this is where
+// a systematic bound too small would show), and the rule speaks on most of them.
+TEST(RowScale, WorstOrdersOfTheTreeMethodsAreNeverADefect) {
+  int judged = 0, applied = 0;
+  for (NormCase c : {NormCase{RowOp::layernorm, &fp32, &fp32, &fp32, 128, 1024},
+                     NormCase{RowOp::layernorm, &fp32, &fp32, &fp32, 64, 4096},
+                     NormCase{RowOp::layernorm, &fp32, &fp32, &fp32, 64, 4096, 3, 1},
+                     NormCase{RowOp::layernorm, &bf16, &fp32, &bf16, 64, 4096, 0, 1, true, true}}) {
+    for (int shape : {0, 4}) {
+      c.shape = shape;
+      for (const char* v : {"any", "welford", "chan"}) {
+        c.variance = v;
+        SCOPED_TRACE(describe(c));
+        const std::vector<VarianceMethod> methods =
+            c.variance == "any"       ? std::vector{VarianceMethod::welford, VarianceMethod::two_pass}
+            : c.variance == "welford" ? std::vector{VarianceMethod::welford}
+                                      : std::vector{VarianceMethod::chan, VarianceMethod::welford};
+        for (const VarianceMethod m : methods) {
+          const CheckResult r = run(c, 11, {Kernel{Order::sorted_right_fold, true, m}});
+          ++judged;
+          applied += r.verdict.reason.find("row-scale rule") == std::string::npos;
+          EXPECT_NE(r.verdict.kind, TensorKind::defect) << variance_method_name(m) << "\n" << r.text();
+        }
+      }
+    }
+  }
+  EXPECT_EQ(judged, 4 * 2 * 5);
+  EXPECT_GT(applied, judged / 2);
+}
+
 // Rows whose squared deviations are all equal (±sigma) summed sequentially lean legally by many
 // of the model's standard deviations: the emulated legal kernels find it, and the rule stays
 // silent — saying why — rather than calling a defect on data that break its model.

@@ -145,8 +145,9 @@ std::pair<double, double> emulated_moments(const std::vector<double>& x, Varianc
 }
 
 /// The variance's relative error under one method (row_scale_rule).
+/// `shift` bounds the systematic part always, `shift_g` on the event G of §8.4 (<= shift).
 struct VarModel {
-  double V = 0, b = 0, det = 0, shift = 0;
+  double V = 0, b = 0, det = 0, shift = 0, shift_g = 0;
 };
 
 /// A row's model (§8.4): the weights w_j of its scale estimate, and the variance bound V, the
@@ -154,7 +155,8 @@ struct VarModel {
 struct RowModel {
   bool admitted = false;
   std::vector<double> w;
-  double sw2 = 0, V = 0, b = 0, shift = 0;
+  // `shift` bounds the systematic part always; `shift_g` (<= shift) on the event G of §8.4.
+  double sw2 = 0, V = 0, b = 0, shift = 0, shift_g = 0;
 };
 
 /// Σ_(j=2..m) B(j)² and B(m) for the terms `t` (>= 0 or signed): the partial-sum bound of §4.1
@@ -207,6 +209,14 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
   const bool shifted = ln && c.norm_form == NormForm::shifted;
   const double fn_rel = c.fn_ulps * 2 * u;  // a function within fn_ulps ulps: relative error <= fn_ulps·2u
   std::vector<RowModel> model(d.rows);
+  // The event G of §8.4: every running mean of every row's merge tree within λ_G standard
+  // deviations of its exact mean (Azuma–Hoeffding), and every row's variance within λ_G of its
+  // (Freedman), rows·(n + 1) events of probability at most 2·exp(−λ_G²/2) each, together at most
+  // beta_g. Off G nothing is claimed: beta_g is added to the false-alarm probability where a
+  // row's systematic bound uses G (tighter than the deterministic one), and only then.
+  const double beta_g = alpha * 1e-3;
+  const double L_g = std::log(2 * static_cast<double>(d.rows) * (static_cast<double>(d.cols) + 1) / beta_g);
+  const double lambda_g2 = 2 * L_g;
   // Each row on its own (on every core): 0 left out, 1 admitted, 2 vacuous, 3 counts not exact.
   std::vector<char> status(d.rows, 0);
   const auto analyse = [&](std::size_t r) {
@@ -241,6 +251,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
     // largest increment), for the mean's leak into y through a varying gamma.
     VarModel vm;
     double E_mu = 0, R_mu = 0, B_mu = 0;
+    bool vacuous = false;
     std::vector<double> dev(n);
     double range_lo = INFINITY, range_hi = -INFINITY;
     for (std::size_t j = 0; j < n; ++j) {
@@ -256,7 +267,8 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
     const double R_sum = std::sqrt(u * u * sqx / (N * N) + 2 * std::pow(u * (amu + E_sum), 2));
     bool ok = true;
     const auto take = [&](const VarModel& a, double E, double Rm, double Bm) {
-      vm = {std::max(vm.V, a.V), std::max(vm.b, a.b), std::max(vm.det, a.det), std::max(vm.shift, a.shift)};
+      vm = {std::max(vm.V, a.V), std::max(vm.b, a.b), std::max(vm.det, a.det), std::max(vm.shift, a.shift),
+            std::max(vm.shift_g, a.shift_g)};
       E_mu = std::max(E_mu, E), R_mu = std::max(R_mu, Rm), B_mu = std::max(B_mu, Bm);
     };
     const VarianceMethod method = ln ? c.variance : VarianceMethod::two_pass;
@@ -277,7 +289,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
       const auto [sq, Bn] = partial_sum_squares(tup, u, 1);
       take({u * u * (sq + (ln ? 5 : 1) * sum_up2) / (Sd * Sd), u * Bn / Sd,
             (sum_up - Sd) / Sd + gamma_n(N - 1, u) * sum_up / Sd + (N + 2) * eta / Sd,
-            N * E * E / Sd + (N + 2) * eta / Sd},
+            N * E * E / Sd + (N + 2) * eta / Sd, N * E * E / Sd + (N + 2) * eta / Sd},
            E, ln ? R_sum : 0, ln ? u * Bx / N : 0);
     }
     if (method == VarianceMethod::welford || method == VarianceMethod::chan ||
@@ -300,23 +312,54 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
         for (const double v : dev) (v >= 0 ? pos : neg).push_back(std::fabs(v));
         std::sort(pos.rbegin(), pos.rend());
         std::sort(neg.rbegin(), neg.rend());
-        double pp = 0, qq = 0, sumD2 = 0, sumD = 0, Dn = 0, sumW2 = 0, sumW = 0;
+        // A merge's mean roundings by the size s of the part it makes: fl(μ̂_a + ·)'s of
+        // magnitude |μ̂_v| <= |μ| + D(s)/s + E (the part's mean lies within D(s)/s of the row's),
+        // and three — δ̂ = μ̂_b − μ̂_a's, r̂'s, the product's — of |μ̂_v − μ̂_a| <= min(range,
+        // D(s)/s + max|x_j − μ|) + 2E (a right fold's singleton a has r ≈ 1: the δ term is real).
+        // E bounds every part's mean error deterministically: 4 roundings per merge of at most
+        // um = u·(max|x| + range + 2E) + η (the computed values' magnitudes), weighted n_v/n_w
+        // (Σ over a part's merges <= Σ_(t=2..n) t/n = sumW): E = 4·um·sumW, solved for E.
+        double sumW = 0;
+        for (std::size_t j = 2; j <= n; ++j) sumW += static_cast<double>(j) / N;
+        const double den = 1 - 8 * u * sumW;
+        const double E = den > 0 ? 4 * (u * (X + Rg) + eta) * sumW / den : INFINITY;
+        const double um = u * (X + Rg + 2 * E) + eta;
+        if (!std::isfinite(E)) vacuous = true;
+        const double dmax = std::max(pos.empty() ? 0.0 : pos[0], neg.empty() ? 0.0 : neg[0]);
+        double pp = 0, qq = 0, sumD2 = 0, sumD = 0, Dn = 0, sumW2 = 0;
         for (std::size_t j = 1; j <= n; ++j) {
           if (j <= pos.size()) pp += pos[j - 1];
           if (j <= neg.size()) qq += neg[j - 1];
           if (j < 2) continue;
-          const double coef = Rg + 2 * std::max(pp, qq);
-          sumD2 += coef * coef, sumD += coef, Dn = coef;
-          sumW2 += (static_cast<double>(j) / N) * (static_cast<double>(j) / N);
-          sumW += static_cast<double>(j) / N;
+          const double Ds = std::max(pp, qq), sj = static_cast<double>(j);
+          const double m1 = u * (amu + Ds / sj + E) + eta, m3 = u * (std::min(Rg, Ds / sj + dmax) + 2 * E) + eta;
+          const double coef = Rg + 2 * Ds;
+          sumD2 += coef * coef * (m1 * m1 + 3 * m3 * m3), sumD += coef * (m1 + 3 * m3);
+          Dn = std::max(Dn, coef * std::max(m1, m3));
+          sumW2 += (sj / N) * (sj / N) * (m1 * m1 + 3 * m3 * m3);
         }
-        const double um = u * (X + Rg);
-        const double E = 4 * um * sumW + 2 * eta * N;
-        take({(10 * u * u * sqB + 4 * um * um * sumD2) / (Sd * Sd), std::max(2 * u * Bn, um * Dn) / Sd,
-              (10 * gamma_n(N, u) * Sd * (1 + 4 * u) + 4 * um * sumD) / Sd + (N + 2) * eta / Sd,
-              // second order: every merge's coefficient moves with the computed means
-              (N * N * N * um * um * 8 + (N + 2) * eta) / Sd},
-             E, um * std::sqrt(4 * sumW2), um);
+        // Second order: M2 as computed from the computed means is Σ_v w_v·(δ_v + e_b − e_a)²
+        // (Chan) or Σ (x − μ_a − e_a)(x − μ_v − e_v) (Welford), so beyond the first-order terms
+        // above it moves by Σ_v w_v·(e_b − e_a)² <= 2·w_v·(h(n_a)² + h(n_b)²), resp. h(n_a)·h(n_v),
+        // h(s) a bound on a part of s elements' mean error. With h(s)² <= K·s^q both are at most
+        // 2K·n_a·n_b·n_v^(q−1), and Σ_v n_a·n_b = n(n − 1)/2 over every tree (each pair of leaves
+        // meets once). Deterministically h(s) <= 4·um·(s + 1)/2 <= 3·um·s (q = 2); on G, h(s) <=
+        // λ_G·σ(s) with σ(s)² <= 4·um²·Σ_(t=2..s) (t/s)²·c <= (8/3)·c·um²·s (q = 1), c = (1 +
+        // γ_2n)² for the rounded weights r̂ (at most two roundings per level of a path of <= n).
+        const double c_r = (1 + gamma_n(2 * N, u)) * (1 + gamma_n(2 * N, u));
+        const double Q_det = 9 * um * um * N * N * (N - 1);
+        const double Q_g = (16.0 / 3.0) * c_r * lambda_g2 * um * um * N * (N - 1);
+        // ... and the products of δ's (or Welford's factors') own roundings with e_b − e_a and with
+        // themselves (γ₃ and 10u², Cauchy–Schwarz against Σ w·δ² = S), carried through the M2
+        // additions (at most 2(n − 1) of non-negative values).
+        const double g3 = 3 * u / (1 - 3 * u);
+        const auto second_order = [&](double Q) {
+          return (Q + g3 * (2 * std::sqrt(Sd * Q) + Q) + 10 * u * u * Sd) * (1 + gamma_n(2 * N, u));
+        };
+        take({(10 * u * u * sqB + sumD2) / (Sd * Sd), std::max(2 * u * Bn, Dn) / Sd,
+              (10 * gamma_n(N, u) * Sd * (1 + 4 * u) + sumD) / Sd + (N + 2) * eta / Sd,
+              (second_order(Q_det) + (N + 2) * eta) / Sd, (second_order(std::min(Q_det, Q_g)) + (N + 2) * eta) / Sd},
+             E, std::sqrt(sumW2), um);
       }
     }
     if (method == VarianceMethod::sumsq || method == VarianceMethod::any) {
@@ -340,11 +383,15 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
             ((gamma_n(N - 1, u) * S2up + (S2up - S2)) / N + 2 * u * ms + u * m2 + u * vard + 2 * amu * E_sum +
              E_sum * E_sum) /
                 vard,
-            (E_sum * E_sum + (N + 2) * eta / N) / vard},
+            (E_sum * E_sum + (N + 2) * eta / N) / vard, (E_sum * E_sum + (N + 2) * eta / N) / vard},
            E_sum, R_sum, u * Bx / N);
     }
     if (!ok) {
       status[r] = 3;
+      return;
+    }
+    if (vacuous) {
+      status[r] = 2;
       return;
     }
     // Deterministic relative error of v̂ = fl(fl(var̂) + fl(eps)): the method's, the division's
@@ -355,6 +402,12 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
       return;
     }
     const double eps_det = 0.5 * std::fabs(std::log1p(-theta)) + fn_rel + 2 * u;
+    // The scale's second order, (ε + 4u)², needs a bound ε of |ε_r|: the deterministic one, or on
+    // G the variance's martingale within Freedman's radius at λ_G plus its systematic part.
+    const double b3 = vm.b * L_g / 3;
+    const double t_var = b3 + std::sqrt(b3 * b3 + 2 * L_g * vm.V);
+    const double theta_g = kappa * (t_var + vm.shift_g + 2 * u + u * u) + 2 * u;
+    const double eps_g = theta_g < theta ? 0.5 * std::fabs(std::log1p(-theta_g)) + fn_rel + 2 * u : eps_det;
     // The weights: w_j = (x_j − μ)·r·g_j, the exact value before beta.
     m.w.resize(n);
     double sw2 = 0, swg = 0;
@@ -397,7 +450,9 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
     m.V = (kappa / 2) * (kappa / 2) * (vm.V + 2 * u * u) + u * u / 4 + 2 * u * u + leak * leak * R_mu * R_mu +
           per_el / (sw2 * sw2);
     m.b = std::max({(kappa / 2) * vm.b, u, leak * B_mu, b_el / sw2});
-    m.shift = fn_rel + (1 - kappa) * u + (kappa / 2) * vm.shift + abs_sys / sw2 + (eps_det + 4 * u) * (eps_det + 4 * u);
+    const double sys = fn_rel + (1 - kappa) * u + abs_sys / sw2;
+    m.shift = sys + (kappa / 2) * vm.shift + (eps_det + 4 * u) * (eps_det + 4 * u);
+    m.shift_g = std::min(m.shift, sys + (kappa / 2) * vm.shift_g + (eps_g + 4 * u) * (eps_g + 4 * u));
     m.sw2 = sw2;
     m.admitted = true;
     status[r] = 1;
@@ -421,7 +476,9 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
   }
   // Freedman's tail for the inverse-variance weighted mean of the rows' δ_r (over `rows`, the
   // outputs `out_of(r)` of each). Shared roundings (the deviation feeds the sum and the element,
-  // r feeds every element) count twice in V and b.
+  // r feeds every element) count twice in V and b. `on_g`: the systematic parts' bounds on G.
+  bool on_g = false;
+  const auto shift_of = [&](const RowModel& m) { return on_g ? m.shift_g : m.shift; };
   const auto judge = [&](const std::vector<std::size_t>& rows, const auto& out_of, double& lean, double& sd) {
     double sw = 0, swx = 0, sws = 0, wb = 0;
     for (const std::size_t r : rows) {
@@ -431,7 +488,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
       double num = 0;
       for (std::size_t j = 0; j < n; ++j) num += m.w[j] * (o[j] - y[j]);
       const double delta = num / m.sw2, wr = 1 / m.V;
-      sw += wr, swx += wr * delta, sws += wr * m.shift, wb = std::max(wb, wr * m.b);
+      sw += wr, swx += wr * delta, sws += wr * shift_of(m), wb = std::max(wb, wr * m.b);
     }
     lean = swx / sw;
     const double V = 2 / sw, b = 2 * wb / sw, t = std::fabs(lean) - sws / sw;
@@ -443,8 +500,16 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
   for (std::size_t r = 0; r < d.rows; ++r)
     if (model[r].admitted) all.push_back(r);
   double lean = 0, sd = 0;
-  const double log_p = judge(
-      all, [&](std::size_t r) { return d.out.subspan(r * n, n); }, lean, sd);
+  const auto output_row = [&](std::size_t r) { return d.out.subspan(r * n, n); };
+  double log_f = judge(all, output_row, lean, sd);
+  // Where the bounds that hold always do not decide, those on G may (off G they say nothing: G's
+  // probability is added to the false-alarm probability).
+  if (!(log_f <= std::log(alpha)) &&
+      std::ranges::any_of(all, [&](std::size_t r) { return model[r].shift_g < model[r].shift; })) {
+    on_g = true;
+    log_f = judge(all, output_row, lean, sd);
+  }
+  const double log_p = on_g ? std::log(std::exp(log_f) + beta_g) : log_f;
   // Below the least normal double the bound is still a bound: the least normal double.
   f.p = std::max(std::exp(log_p), std::numeric_limits<double>::min());
   f.applies = true;
@@ -507,14 +572,14 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
           double num = 0;
           for (std::size_t j = 0; j < n; ++j) num += m.w[j] * (e[j] - d.exact[r * n + j]);
           const double delta = num / m.sw2, radius = kLambda * std::sqrt(2 * m.V);
-          if (std::fabs(delta) - m.shift > radius) {
+          if (std::fabs(delta) - shift_of(m) > radius) {
             f.applies = false;
             f.why_not = fmt::format(
                 "a legal kernel emulated on row {} ({}{} sum, {}) moves its scale by {:+.3g}, beyond "
                 "the radius {:.3g} (λ = {:.3g} standard deviations) of the rule's model: these data "
                 "break it (equal or structured terms)",
                 r, ln ? fmt::format("{} variance, ", variance_method_name(method)) : "", kOrderNames[oi],
-                kPathNames[pi], delta, radius + m.shift, kLambda);
+                kPathNames[pi], delta, radius + shift_of(m), kLambda);
             return f;
           }
         }
@@ -534,12 +599,16 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
       "the rows' scales lean {:+.3g} (relative, {}; weighted mean over {} rows) from the exact 1/sqrt({} + eps) where "
       "the rounding errors the claim allows have standard deviation at most {:.3g} and its systematic errors (the "
       "function's --fn-ulps, eps's rounding, {}second-order terms) are bounded apart: "
-      "Freedman's tail 2·exp(−t²/(2(V + b·t/3))) = {}; {} legal kernels emulated on {} of the rows stay below "
+      "Freedman's tail 2·exp(−t²/(2(V + b·t/3))) = {}{}; {} legal kernels emulated on {} of the rows stay below "
       "that (docs/verdict.md §8.4)",
       lean, lean > 0 ? "too large" : "too small", all.size(), ln ? "var" : "mean(x²)", sd,
       ln ? "the mean's error squared, " : "",
-      std::exp(log_p) >= std::numeric_limits<double>::min() ? fmt::format("{:.3g}", f.p)
-                                                            : fmt::format("10^{:.0f}", log_p / std::log(10.0)),
+      std::exp(log_f) >= std::numeric_limits<double>::min() ? fmt::format("{:.3g}", std::exp(log_f))
+                                                            : fmt::format("10^{:.0f}", log_f / std::log(10.0)),
+      on_g ? fmt::format(", plus {:g} for the event that bounds the second-order terms (every running mean and "
+                         "variance within λ = {:.3g} of its standard deviation)",
+                         beta_g, std::sqrt(lambda_g2))
+           : std::string(),
       methods.size() * std::size(kOrders) * std::size(kPaths), sample.size());
   return f;
 }

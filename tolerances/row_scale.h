@@ -35,7 +35,9 @@ struct RowScaleFinding {
 /// normalised value times gamma) is the row's relative scale error; under the claim's arithmetic
 /// it is a martingale of the roundings (model M of §4.1) plus systematic parts bounded
 /// deterministically (the function's fn-ulps, eps's rounding, the mean's error squared, underflow,
-/// second-order terms). The inverse-variance weighted mean T of the rows' δ_r against Freedman's
+/// second-order terms) — or, where those do not decide, on an event G of probability at least
+/// 1 − α·10^-3 (every running mean and variance within λ_G standard deviations), G's complement
+/// then added to `p`. The inverse-variance weighted mean T of the rows' δ_r against Freedman's
 /// tail gives `p`; legal kernels emulated on (a sample of) the rows, judged the same way, must not
 /// reach α (else the data break the model: not applied). Applies to rmsnorm and to layernorm under
 /// every `--variance` with round-to-nearest or stochastic output casts, inputs, gamma and beta

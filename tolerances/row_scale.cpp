@@ -246,11 +246,11 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
     const double amu = std::fabs(mud);
     // The variance's relative error Δvar/var under each method the claim allows (§8.4): its
     // martingale part's variance bound V and largest increment b, a deterministic first-order
-    // bound `det` (admission and the second-order allowance) and the systematic part `shift`.
-    // The mean's error e_μ likewise (E: deterministic, Rm: the martingale's scale, Bm: its
-    // largest increment), for the mean's leak into y through a varying gamma.
+    // bound `det` (admission and the second-order allowance) and the systematic part: `shift`
+    // always, `shift_g` on the event G. The mean's error e_μ likewise (Rm: the martingale's scale,
+    // Bm: its largest increment), for the mean's leak into y through a varying gamma.
     VarModel vm;
-    double E_mu = 0, R_mu = 0, B_mu = 0;
+    double R_mu = 0, B_mu = 0;
     bool vacuous = false;
     std::vector<double> dev(n);
     double range_lo = INFINITY, range_hi = -INFINITY;
@@ -266,10 +266,10 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
     const double E_sum = g_sum * (1 + u) * (1 + u) + (2 * u + u * u) * (amu + g_sum) + 2 * eta;
     const double R_sum = std::sqrt(u * u * sqx / (N * N) + 2 * std::pow(u * (amu + E_sum), 2));
     bool ok = true;
-    const auto take = [&](const VarModel& a, double E, double Rm, double Bm) {
+    const auto take = [&](const VarModel& a, double Rm, double Bm) {
       vm = {std::max(vm.V, a.V), std::max(vm.b, a.b), std::max(vm.det, a.det), std::max(vm.shift, a.shift),
             std::max(vm.shift_g, a.shift_g)};
-      E_mu = std::max(E_mu, E), R_mu = std::max(R_mu, Rm), B_mu = std::max(B_mu, Bm);
+      R_mu = std::max(R_mu, Rm), B_mu = std::max(B_mu, Bm);
     };
     const VarianceMethod method = ln ? c.variance : VarianceMethod::two_pass;
     if (method == VarianceMethod::two_pass || method == VarianceMethod::any) {
@@ -290,7 +290,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
       take({u * u * (sq + (ln ? 5 : 1) * sum_up2) / (Sd * Sd), u * Bn / Sd,
             (sum_up - Sd) / Sd + gamma_n(N - 1, u) * sum_up / Sd + (N + 2) * eta / Sd,
             N * E * E / Sd + (N + 2) * eta / Sd, N * E * E / Sd + (N + 2) * eta / Sd},
-           E, ln ? R_sum : 0, ln ? u * Bx / N : 0);
+           ln ? R_sum : 0, ln ? u * Bx / N : 0);
     }
     if (method == VarianceMethod::welford || method == VarianceMethod::chan ||
         method == VarianceMethod::rowwise_moments || method == VarianceMethod::any) {
@@ -359,7 +359,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
         take({(10 * u * u * sqB + sumD2) / (Sd * Sd), std::max(2 * u * Bn, Dn) / Sd,
               (10 * gamma_n(N, u) * Sd * (1 + 4 * u) + sumD) / Sd + (N + 2) * eta / Sd,
               (second_order(Q_det) + (N + 2) * eta) / Sd, (second_order(std::min(Q_det, Q_g)) + (N + 2) * eta) / Sd},
-             E, std::sqrt(sumW2), um);
+             std::sqrt(sumW2), um);
       }
     }
     if (method == VarianceMethod::sumsq || method == VarianceMethod::any) {
@@ -384,7 +384,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
              E_sum * E_sum) /
                 vard,
             (E_sum * E_sum + (N + 2) * eta / N) / vard, (E_sum * E_sum + (N + 2) * eta / N) / vard},
-           E_sum, R_sum, u * Bx / N);
+           R_sum, u * Bx / N);
     }
     if (!ok) {
       status[r] = 3;

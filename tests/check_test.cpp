@@ -877,6 +877,37 @@ TEST(Emulate, RowwiseDotGivesEachRowItsOwnStreamAndHonoursTheSeed) {
   }
 }
 
+TEST(Emulate, DotOutputHasTheAddendsShapeAndAnIntegerAddendIsShapeChecked) {
+  // D = C + A·B has C's shape, as a matmul's D has C's: [R, 1] in gives [R, 1] out (it was
+  // always [R]); without C, [R].
+  const std::int64_t R = 3, K = 4;
+  const TensorData a{&fp32, {R, K}, std::vector<Bits>(R * K, Bits{0x3f800000u}), "A"};
+  const ClaimSpec plan = parse_claim("--in fp32 --acc fp32 --out fp32 --plan sequential");
+  EXPECT_EQ(emulate_dot(a, a, std::nullopt, plan).shape, (std::vector<std::int64_t>{R}));
+  for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{R}, std::vector<std::int64_t>{R, 1}}) {
+    SCOPED_TRACE(fmt::format("C [{}]", fmt::join(shape, ", ")));
+    const TensorData c{&fp32, shape, std::vector<Bits>(R, Bits{0x3f800000u}), "C"};
+    const TensorData d = emulate_dot(a, a, c, plan);
+    EXPECT_EQ(d.shape, shape);
+    EXPECT_EQ(d.values, std::vector<Bits>(R, Bits{0x40a00000u}));  // 1 + 4·1 = 5
+  }
+  // Integer GEMMs: the addend's shape is checked (it was only counted: C [1, 3] passed for [3]
+  // and a transposed C for a matmul's M×N).
+  const TensorData ai{&int8, {R, K}, std::vector<Bits>(R * K, Bits{1}), "A"};
+  const ClaimSpec q = parse_claim("--in int8 --acc int32 --out int32");
+  const TensorData c13{&int32, {1, R}, std::vector<Bits>(R, Bits{0}), "C"};
+  EXPECT_THAT(error_of([&] { emulate_dot(ai, ai, c13, q); }), HasSubstr("shape mismatch"));
+  const TensorData c31{&int32, {R, 1}, std::vector<Bits>(R, Bits{2}), "C"};
+  const TensorData d = emulate_dot(ai, ai, c31, q);
+  EXPECT_EQ(d.shape, (std::vector<std::int64_t>{R, 1}));
+  EXPECT_EQ(d.values, std::vector<Bits>(R, Bits{6}));  // 2 + 4·1
+  const TensorData bi{&int8, {K, 2}, std::vector<Bits>(K * 2, Bits{1}), "B"};
+  const TensorData c23{&int32, {2, R}, std::vector<Bits>(2 * R, Bits{0}), "C"};
+  EXPECT_THAT(error_of([&] { emulate_matmul(ai, bi, c23, q); }), HasSubstr("shape mismatch"));
+  const TensorData c32{&int32, {R, 2}, std::vector<Bits>(2 * R, Bits{0}), "C"};
+  EXPECT_EQ(emulate_matmul(ai, bi, c32, q).values, std::vector<Bits>(2 * R, Bits{4}));
+}
+
 TEST(CheckDot, JudgesTheRowwiseDotThatEmulateComputes) {
   const Bf16Problem p(16, 384, 16, 21);
   TensorData b = p.a;

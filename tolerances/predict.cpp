@@ -209,16 +209,22 @@ TensorData emulate_sum(const TensorData& x, int axis_in, const ClaimSpec& claim)
 TensorData emulate_dot(const TensorData& a, const TensorData& b, const std::optional<TensorData>& c, const ClaimSpec& claim) {
   detail::require_formats(claim, "emulate dot");
   detail::refuse_addend_placement(claim, c.has_value(), "emulate dot");
-  if (is_quantised_claim(claim)) return detail::emulate_quantised_gemm(a, b, c, claim, true);  // quant_check.h
-  expect_format(a, *claim.in, "A");
-  expect_format(b, claim.in_b ? *claim.in_b : *claim.in, "B");
-  const ShapeRef cs = c ? detail::shape_of(*c) : ShapeRef{};
-  rowwise_dot_dims(detail::shape_of(a), detail::shape_of(b), c ? &cs : nullptr);
   TensorData out;
-  out.format = claim.out;
-  out.shape = {a.shape[0]};
-  out.name.assign(1, 'D');
-  out.values = run(a, b, c, claim, true);
+  if (is_quantised_claim(claim)) {
+    out = detail::emulate_quantised_gemm(a, b, c, claim, true);  // quant_check.h
+  } else {
+    expect_format(a, *claim.in, "A");
+    expect_format(b, claim.in_b ? *claim.in_b : *claim.in, "B");
+    const ShapeRef cs = c ? detail::shape_of(*c) : ShapeRef{};
+    rowwise_dot_dims(detail::shape_of(a), detail::shape_of(b), c ? &cs : nullptr);
+    out.format = claim.out;
+    out.shape = {a.shape[0]};
+    out.name.assign(1, 'D');
+    out.values = run(a, b, c, claim, true);
+  }
+  // D = C + A·B has C's shape, [R] or [R, 1], as a matmul's D has C's (both were checked to hold
+  // R elements); without C it is [R].
+  if (c && c->values.size() == out.values.size()) out.shape = c->shape;
   return out;
 }
 

@@ -503,7 +503,10 @@ TensorData emulate_int_gemm(const TensorData& A, const TensorData& B, const std:
   expect_format(A, *claim.in, "A");
   expect_format(B, claim.in_b ? *claim.in_b : *claim.in, "B");
   refuse_stacked_operand(shape_of(A), shape_of(B), "an integer GEMM");
-  const MatmulDims d = rowwise ? rowwise_dot_dims(shape_of(A), shape_of(B)) : matmul_dims(shape_of(A), shape_of(B));
+  // The addend C has D's shape (M×N; [R] or [R, 1] for a row-wise dot), checked as the float paths check it.
+  const ShapeRef cs = C ? shape_of(*C) : ShapeRef{};
+  const MatmulDims d = rowwise ? rowwise_dot_dims(shape_of(A), shape_of(B), C ? &cs : nullptr)
+                               : matmul_dims(shape_of(A), shape_of(B), C ? &cs : nullptr);
   const IntGemm g = int_gemm_of(claim, d.n);
   const std::size_t elements = static_cast<std::size_t>(rowwise ? d.m : d.m * d.n);
   const Problem p = problem(A, B, C, rowwise, elements);

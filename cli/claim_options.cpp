@@ -82,8 +82,8 @@ void ClaimOptions::declare(CLI::App& app, ClaimKind kind, bool one_operand) {
   }
   if (one_operand)
     for (const Entry& e : entries_)
-      if (e.name == "--in-b" || e.name == "--addend-at" || numfid::detail::is_quant_option(e.name) ||
-          numfid::detail::is_quant_flag(e.name))
+      if (e.name == "--in-b" || e.name == "--addend-at" || e.name == "--cast" || e.name == "--cast-rounding" ||
+          numfid::detail::is_quant_option(e.name) || numfid::detail::is_quant_flag(e.name))
         e.option->group("");
 }
 

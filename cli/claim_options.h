@@ -25,8 +25,9 @@ enum class ClaimKind : std::uint8_t {
 class ClaimOptions {
  public:
   /// Declares the options on `app` (`--in` and `--out` required). `one_operand` (sum): a GEMM's
-  /// own options (--in-b, integer and block-scaled GEMM options) are declared but left out of
-  /// --help, so that the library refuses them with its message (refuse_gemm_options).
+  /// own options (--in-b, --addend-at, the operand cast --cast/--cast-rounding, integer and
+  /// block-scaled GEMM options) are declared but left out of --help, so that the library refuses
+  /// them with its message (refuse_gemm_options, refuse_sum_model_options).
   void declare(CLI::App& app, ClaimKind kind, bool one_operand = false);
   /// Declares one more option of the claim (e.g. softmax's --compute) with its help text.
   CLI::Option* declare_option(CLI::App& app, const std::string& name, const std::string& help, const std::string& default_text = {});

@@ -109,7 +109,9 @@ void decimal_numbers(CLI::App& app) {
 /// (--masked-row: what a fully masked row holds, which no tolerance depends on) says so too.
 std::string misplaced_check_option(const CLI::App& app, const std::vector<std::string>& extra) {
   std::string command_name, op;
+  const CLI::App* check = nullptr;
   for (const CLI::App* command : app.get_subcommands({})) {
+    if (command->get_name() == "check") check = command;
     if (!command->parsed()) continue;
     if (command->get_name() == "check")
       for (const CLI::App* sub : command->get_subcommands({}))
@@ -129,6 +131,12 @@ std::string misplaced_check_option(const CLI::App& app, const std::vector<std::s
     std::vector<std::string> takes;
     for (const std::string& o : numfid::check_op_names())
       if (numfid::check_takes(o, key)) takes.push_back(o);
+    // The claim's options (--compute, --ulps, --fn-ulps, ...) are not in the table: the ops whose
+    // subcommand declares the flag (shown in its --help; hidden aliases do not count).
+    if (takes.empty() && check != nullptr)
+      for (const CLI::App* sub : check->get_subcommands({}))
+        if (const CLI::Option* o = sub->get_option_no_throw(flag); o != nullptr && !o->get_group().empty())
+          takes.push_back(sub->get_name());
     if (takes.empty()) continue;
     if (command_name == "tol")
       return fmt::format("tol {}: option {} is one of check's (taken by: {}), not tol's: no tolerance depends on it; "

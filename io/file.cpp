@@ -29,6 +29,16 @@ struct Fd {
     if (fd >= 0) ::close(fd);
   }
 };
+
+/// What a path that is not a regular file is, for messages ("a directory").
+std::string file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
 }  // namespace
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::filesystem::path& path) {
@@ -38,7 +48,11 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::filesystem::path& 
   if (f.fd < 0) throw InputError(fmt::format("{}: cannot open: {}", path.string(), errno_text(errno)));
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) throw InputError(fmt::format("{}: cannot stat: {}", path.string(), errno_text(errno)));
-  if (!S_ISREG(st.st_mode)) throw InputError(fmt::format("{}: not a regular file", path.string()));
+  if (!S_ISREG(st.st_mode)) {
+    const std::string kind = file_kind(st.st_mode);
+    throw InputError(fmt::format("{}: not a regular file{}", path.string(),
+                                 kind == "not a regular file" ? std::string() : fmt::format(" ({})", kind)));
+  }
   const auto size = static_cast<std::size_t>(st.st_size);
   if (size == 0) return std::shared_ptr<const MappedFile>(new MappedFile(nullptr, 0));
   void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, f.fd, 0);
@@ -142,22 +156,13 @@ std::string random_suffix() {
   return s;
 }
 
-std::string file_kind(mode_t m) {
-  if (S_ISDIR(m)) return "a directory";
-  if (S_ISCHR(m)) return "a character device";
-  if (S_ISBLK(m)) return "a block device";
-  if (S_ISFIFO(m)) return "a FIFO";
-  if (S_ISSOCK(m)) return "a socket";
-  return "not a regular file";
-}
-
 /// InputError unless `path` is absent, a regular file or a symlink (replaced, not followed).
 void refuse_non_regular(const std::filesystem::path& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return;  // absent (or unreadable: the rename will say)
   if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return;
   throw InputError(fmt::format("{}: it is {}; only a regular file is replaced (nothing written)", path.string(),
-                               file_kind(st.st_mode)));
+                               detail::file_kind(st.st_mode)));
 }
 
 std::filesystem::path directory_of(const std::filesystem::path& path) {

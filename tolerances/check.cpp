@@ -205,7 +205,7 @@ SumAxes sum_axes(const TensorData& x, int axis_in) {
   const int rank = static_cast<int>(shape.size());
   SumAxes a;
   a.axis = axis_in < 0 ? rank + axis_in : axis_in;
-  if (a.axis < 0 || a.axis >= rank) throw InputError(fmt::format("--axis {} out of range for shape {}", axis_in, shape_text(shape)));
+  if (a.axis < 0 || a.axis >= rank) throw InputError(fmt::format("--axis {} out of range for shape {} of --x {}", axis_in, shape_text(shape), x.name));
   a.len = shape[static_cast<std::size_t>(a.axis)];
   for (int d = 0; d < rank; ++d) {
     if (d < a.axis) a.outer *= shape[static_cast<std::size_t>(d)];

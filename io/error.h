@@ -13,7 +13,8 @@ namespace numfid {
 /// `s` with control bytes (< 0x20, 0x7f, and the C1 controls U+0080..U+009F as UTF-8) and
 /// the backslash written as \xNN, so that a name read from a file (a safetensors tensor
 /// name with NUL, newline or an ANSI escape) cannot break a message's line or drive the
-/// terminal. Other bytes, UTF-8 included, are kept.
+/// terminal, and bytes that are not part of well-formed UTF-8 likewise (a binary header's
+/// bytes). Printable ASCII and well-formed UTF-8 are kept.
 std::string printable(std::string_view s);
 
 }  // namespace numfid

@@ -71,20 +71,41 @@ MappedFile::~MappedFile() {
 namespace numfid {
 
 std::string printable(std::string_view s) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  // The length of a well-formed UTF-8 sequence at i (RFC 3629 §4: no overlong forms, no
+  // surrogates, nothing above U+10FFFF), 0 if the bytes there are not one.
+  const auto sequence = [&](std::size_t i) -> std::size_t {
+    const unsigned char c = byte(i);
+    std::size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
+    if (c >= 0xc2 && c <= 0xdf) n = 2;
+    else if (c >= 0xe0 && c <= 0xef) n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    else if (c >= 0xf0 && c <= 0xf4) n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    if (n == 0 || i + n > s.size() || byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+    for (std::size_t k = 2; k < n; ++k)
+      if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return 0;
+    return n;
+  };
   std::string out;
   out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const bool c1 = c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
-                    static_cast<unsigned char>(s[i + 1]) <= 0x9f;  // U+0080..U+009F in UTF-8
-    if (c < 0x20 || c == 0x7f || c == '\\') {
-      out += fmt::format("\\x{:02x}", c);
-    } else if (c1) {
-      out += fmt::format("\\x{:02x}\\x{:02x}", c, static_cast<unsigned char>(s[i + 1]));
-      ++i;
-    } else {
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char c = byte(i);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
       out += static_cast<char>(c);
+      ++i;
+      continue;
     }
+    const std::size_t n = c >= 0x80 ? sequence(i) : 0;
+    const bool c1 = n == 2 && c == 0xc2 && byte(i + 1) <= 0x9f;  // U+0080..U+009F
+    if (n > 0 && !c1) {
+      out.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    // A control byte, the backslash, a C1 control, or a byte of no well-formed UTF-8 sequence
+    // (a binary header's bytes, which a terminal would show as mojibake or U+FFFD).
+    for (std::size_t k = 0; k < std::max<std::size_t>(n, 1); ++k) out += fmt::format("\\x{:02x}", byte(i + k));
+    i += std::max<std::size_t>(n, 1);
   }
   return out;
 }

@@ -22,22 +22,11 @@ using detail::checked_byte_count;
 constexpr std::string_view magic{"\x93NUMPY", 6};
 constexpr int max_literal_depth = 16;
 
-/// Header text for a message: shortened, control bytes escaped.
+/// Header text for a message: shortened to 160 bytes, then `printable` (control bytes, the
+/// backslash and bytes of no well-formed UTF-8 as \xNN: a binary header cannot garble the line).
 std::string escaped(std::string_view s) {
-  std::string out;
-  const std::size_t limit = 160;
-  for (std::size_t i = 0; i < s.size() && i < limit; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (s.size() > limit) out += "...";
-  return out;
+  constexpr std::size_t limit = 160;
+  return s.size() > limit ? printable(s.substr(0, limit)) + "..." : printable(s);
 }
 
 /// The same in double quotes.

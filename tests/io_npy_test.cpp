@@ -433,6 +433,8 @@ std::vector<BadCase> bad_cases() {
       {"control bytes in a key", h("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'a\x1b[2J\x01': 1}"),
        "x.npy: malformed header: unexpected key 'a\\x1b[2J\\x01' (a .npy header has exactly 'descr', "
        "'fortran_order' and 'shape')"},
+      {"bytes of no UTF-8 in the header", h("\xff\xfe{'descr': '<f4'}"),
+       "x.npy: malformed header: unexpected character at offset 0 in \"\\xff\\xfe{'descr'"},
       {"duplicate key", h("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (6,)}"),
        "malformed header: duplicate key 'descr'"},
       {"fortran_order not bool", h("{'descr': '<f4', 'fortran_order': 0, 'shape': (6,)}"),

@@ -553,6 +553,18 @@ TEST(Printable, EscapesControlBytesOnly) {
   EXPECT_EQ(printable(std::string_view("a\0b\n\x1b[31mred\x7f\\", 14)), "a\\x00b\\x0a\\x1b[31mred\\x7f\\x5c");
   EXPECT_EQ(printable("\xc2\x9b" "2J \xc3\xa9 \xe2\x82\xac plain"), "\\xc2\\x9b2J \xc3\xa9 \xe2\x82\xac plain");
   EXPECT_EQ(printable(""), "");
+  // Bytes of no well-formed UTF-8 sequence (RFC 3629): a stray continuation byte, a lone lead
+  // byte, an overlong form (C0 80, E0 80 80), a surrogate (ED A0 80), a code point above
+  // U+10FFFF (F4 90 80 80), a truncated sequence at the end.
+  EXPECT_EQ(printable("\xff\xfe abc"), "\\xff\\xfe abc");
+  EXPECT_EQ(printable("\x80 \xc3 x"), "\\x80 \\xc3 x");
+  EXPECT_EQ(printable("\xc0\x80 \xe0\x80\x80"), "\\xc0\\x80 \\xe0\\x80\\x80");
+  EXPECT_EQ(printable("\xed\xa0\x80 \xf4\x90\x80\x80"), "\\xed\\xa0\\x80 \\xf4\\x90\\x80\\x80");
+  EXPECT_EQ(printable("ok \xe2\x82"), "ok \\xe2\\x82");
+  // Well-formed at the edges: U+0800 (E0 A0 80), U+D7FF (ED 9F BF), U+10000 (F0 90 80 80),
+  // U+10FFFF (F4 8F BF BF), U+00A0 (C2 A0: past the C1 controls).
+  EXPECT_EQ(printable("\xe0\xa0\x80\xed\x9f\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf\xc2\xa0"),
+            "\xe0\xa0\x80\xed\x9f\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf\xc2\xa0");
 }
 
 }  // namespace

@@ -87,10 +87,15 @@ TorchClaim torch_claim(RowOp op, const FormatSpec& dtype) {
   const bool rounds_in_bf16 = op == RowOp::rmsnorm || op == RowOp::log_softmax || op == RowOp::silu || op == RowOp::gelu_tanh;
   if (dtype == bf16 && rounds_in_bf16) return {io + " --compute bf16"};
   if (op == RowOp::rmsnorm) return {io + fmt::format(" --compute {}", dtype.name)};
+  // bf16 rsqrt: the elements past the last full vector (a count not a multiple of 32) take the
+  // scalar path, 1 / sqrt(x) in BFloat16 arithmetic: sqrt rounded to bf16, then the division
+  // (measured on rsqrt_normal_3x40_bf16: under --compute fp32 6 tail elements are outside).
+  if (op == RowOp::rsqrt && dtype == bf16) return {io + " --compute bf16"};
   // Every other kernel computes in fp32 (bf16 and fp16 values widened, one cast back), its
   // functions within 1 fp32 ulp (Sleef's u10 variants); GELU's vectorised erf is a polynomial
-  // with an absolute error (measured: --fn-abs 1e-7 is exceeded, 3e-7 holds).
-  if (op == RowOp::gelu_erf) return {io + " --compute fp32 --fn-abs 3e-7"};
+  // with an absolute error, largest near |x| ~ 0.05 (measured on gelu_erf_small_16x1024_fp32:
+  // --fn-abs 3e-7 is exceeded (1.02 of the bound), 4e-7 holds at 0.85, 5e-7 at 0.73).
+  if (op == RowOp::gelu_erf) return {io + " --compute fp32 --fn-abs 5e-7"};
   return {io + " --compute fp32"};
 }
 

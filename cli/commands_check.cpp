@@ -228,8 +228,8 @@ Command add_check_command(CLI::App& parent) {
     const auto takes = [&](std::string_view option) { return check_takes(name, option); };
     if (takes("axis"))
       r->add_option("--axis", rows->axis,
-                    "the axis the op runs along (negative counts from the end; PyTorch's dim): moved last, reported "
-                    "indices are [row, position along it]")
+                    "the axis the op runs along (negative counts from the end; PyTorch's dim); elements are listed at "
+                    "their index in C (JSON's row and col: the row and the position along the axis)")
           ->capture_default_str();
     if (takes("softmax"))
       r->add_option("--softmax", rows->softmax,

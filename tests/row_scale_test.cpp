@@ -359,6 +359,21 @@ TEST(RowScale, DataThatBreakTheModelSilenceTheRuleAndSaySo) {
   EXPECT_NE(r.verdict.reason.find("these data break it"), std::string::npos) << r.verdict.reason;
 }
 
+// Rows whose squares summed could overflow the compute format are left out, and the reason says
+// so (it said "no row has finite values and a non-zero spread" of finite rows of spread 3e17).
+TEST(RowScale, RowsNearTheFormatsRangeAreLeftOutAndSaySo) {
+  NormCase c{RowOp::rmsnorm, &fp32, &fp32, &fp32, 8, 256};
+  c.sigma = 3e17;  // 4·256·(3e17·4)² ≈ 1.5e39 > 3.4e38
+  const CheckResult r = run(c, 5, {Kernel{}});
+  EXPECT_NE(r.verdict.kind, TensorKind::defect) << r.text();
+  EXPECT_NE(r.verdict.reason.find("row-scale rule (§8.4) not applied: 8 of 8 rows are near the formats' range"),
+            std::string::npos)
+      << r.verdict.reason;
+  c.sigma = 1e15;  // far from the range: the rule applies (and finds nothing)
+  const CheckResult ok = run(c, 5, {Kernel{}});
+  EXPECT_EQ(ok.verdict.reason.find("row-scale rule (§8.4) not applied"), std::string::npos) << ok.verdict.reason;
+}
+
 // Stochastically rounded outputs (Trainium's NEURON_RT_STOCHASTIC_ROUNDING_EN=1): the output's
 // rounding error is mean zero given the value by construction, so the rule applies with its
 // variance (at most a quarter of the spacing squared) — legal outputs over many random draws are

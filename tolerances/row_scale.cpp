@@ -217,7 +217,8 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
   const double beta_g = alpha * 1e-3;
   const double L_g = std::log(2 * static_cast<double>(d.rows) * (static_cast<double>(d.cols) + 1) / beta_g);
   const double lambda_g2 = 2 * L_g;
-  // Each row on its own (on every core): 0 left out, 1 admitted, 2 vacuous, 3 counts not exact.
+  // Each row on its own (on every core): 0 left out, 1 admitted, 2 vacuous, 3 counts not exact,
+  // 4 left out near the format's range (its squares summed, or its results, could overflow).
   std::vector<char> status(d.rows, 0);
   const auto analyse = [&](std::size_t r) {
     RowModel& m = model[r];
@@ -229,9 +230,11 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
       xmax = std::max(xmax, std::fabs(x[j]));
       ymax = std::max(ymax, std::fabs(y[j]));
     }
-    if (!finite || n < 2 || xmax * xmax * N * 4 >= max_finite(fc) ||
-        ymax * 4 >= std::min(max_finite(fc), max_finite(fo)))
+    if (!finite || n < 2) return;
+    if (xmax * xmax * N * 4 >= max_finite(fc) || ymax * 4 >= std::min(max_finite(fc), max_finite(fo))) {
+      status[r] = 4;
       return;
+    }
     // The exact row: mean, terms t_j = d_j² (d_j = x_j − μ; rmsnorm: x_j²), their sum S.
     LD mu = 0, abs_x = 0;
     if (ln)
@@ -463,7 +466,7 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
                          for (auto r = static_cast<std::size_t>(r0); r < static_cast<std::size_t>(r1); ++r) analyse(r);
                        });
   const auto count = [&](char k) { return static_cast<std::size_t>(std::count(status.begin(), status.end(), k)); };
-  const std::size_t admitted = count(1), vacuous = count(2), uncounted = count(3);
+  const std::size_t admitted = count(1), vacuous = count(2), uncounted = count(3), near_range = count(4);
   if (admitted == 0) {
     f.why_not = vacuous > 0 ? fmt::format(
                                   "no row's variance is bounded within a quarter of itself by the claim's "
@@ -471,6 +474,11 @@ RowScaleFinding row_scale_rule(RowOp op, const RowClaim& c, const RowScaleData& 
                                   fc.name, n)
                 : uncounted > 0
                     ? fmt::format("rows of {} elements: a merge's counts are not all values of {}", n, fc.name)
+                : near_range > 0
+                    ? fmt::format("{} of {} rows are near the formats' range (4·n·max|x|² reaches {}'s largest "
+                                  "value, {:g}, or 4·max|y| the output's), where the analysis does not bound the "
+                                  "roundings; no other row has finite values and a non-zero spread",
+                                  near_range, d.rows, fc.name, max_finite(fc))
                     : "no row has finite values and a non-zero spread";
     return f;
   }

@@ -23,6 +23,10 @@ Tensor read_operand(const std::string& spec, const char* what) {
 }
 
 TensorData operand_values(const Tensor& t, const FormatSpec& declared, const char* what) {
+  // A uint16 file under fp32 holds integer values by docs/io.md's rule; if it was meant as bf16
+  // patterns the verdict alone would not say so.
+  if (const std::string note = container_note(t, declared); !note.empty())
+    fmt::print(stderr, "numfid: note: {}: {}\n", what, note);
   try {
     return tensor_data(t, declared);  // gates/gate.h: the one Tensor -> TensorData conversion
   } catch (const InputError& e) {

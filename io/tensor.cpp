@@ -290,6 +290,17 @@ Tensor make_tensor(const FormatSpec& f, std::vector<std::int64_t> shape, std::sp
   return t;
 }
 
+std::string container_note(const Tensor& t, const FormatSpec& declared) {
+  if (!is_unsigned(t.type) || !is_float(declared) || storage_bytes(declared) == element_size(t.type)) return {};
+  std::vector<std::string_view> patterns;
+  for (const FormatSpec* f : all_formats)
+    if (is_float(*f) && storage_bytes(*f) == element_size(t.type)) patterns.push_back(f->name);
+  return fmt::format("{}: its {} elements are read as integer values ({} values); a file of bit patterns is read as "
+                     "such under a format stored in {} byte{} ({})",
+                     t.source, element_type_name(t.type), declared.name, element_size(t.type),
+                     element_size(t.type) == 1 ? "" : "s", fmt::join(patterns, ", "));
+}
+
 std::vector<Bits> tensor_values(const Tensor& t, const FormatSpec& declared) {
   check_storage(t);
   const int size = element_size(t.type);

@@ -95,6 +95,12 @@ Tensor make_tensor(const FormatSpec& f, std::vector<std::int64_t> shape, std::sp
 /// Bit patterns must fit the format's width (an fp6 pattern has no bits above bit 5).
 std::vector<Bits> tensor_values(const Tensor& t, const FormatSpec& declared);
 
+/// Where tensor_values reads an unsigned container as integer values under a float format of
+/// another width (a uint16 file under fp32: 0x3f80 is 16256, not bf16's 1.0), a one-line note
+/// saying so and which formats would read its bit patterns; else "". A file of bf16 patterns
+/// judged under --out fp32 is otherwise a "proven defect" with no hint of the mix-up.
+std::string container_note(const Tensor& t, const FormatSpec& declared);
+
 /// The tensor's values as doubles (exact for every container but none for void ones, whose
 /// meaning needs a declared format: InputError).
 std::vector<double> values_as_double(const Tensor& t);

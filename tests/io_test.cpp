@@ -549,6 +549,19 @@ TEST(ReadInput, AZipArchiveIsNamedAsSuch) {
   }
 }
 
+TEST(ContainerNote, NamesAnUnsignedContainerReadAsValuesUnderAnotherWidth) {
+  const auto t = [](ElementType type) { return make_tensor(type, {1}, Bytes(static_cast<std::size_t>(element_size(type))), "c.npy"); };
+  EXPECT_EQ(container_note(t(ElementType::U16), fp32),
+            "c.npy: its uint16 elements are read as integer values (fp32 values); a file of bit patterns is read as "
+            "such under a format stored in 2 bytes (fp16, bf16)");
+  EXPECT_THAT(container_note(t(ElementType::U8), fp16), HasSubstr("1 byte (fp8_e4m3"));
+  EXPECT_EQ(container_note(t(ElementType::U16), bf16), "");  // patterns
+  EXPECT_EQ(container_note(t(ElementType::U32), fp32), "");  // patterns
+  EXPECT_EQ(container_note(t(ElementType::I16), fp32), "");  // signed: values, nothing else to read
+  EXPECT_EQ(container_note(t(ElementType::U8), int8), "");   // an integer format: values
+  EXPECT_EQ(container_note(t(ElementType::F32), bf16), "");
+}
+
 TEST(Printable, EscapesControlBytesOnly) {
   EXPECT_EQ(printable(std::string_view("a\0b\n\x1b[31mred\x7f\\", 14)), "a\\x00b\\x0a\\x1b[31mred\\x7f\\x5c");
   EXPECT_EQ(printable("\xc2\x9b" "2J \xc3\xa9 \xe2\x82\xac plain"), "\\xc2\\x9b2J \xc3\xa9 \xe2\x82\xac plain");

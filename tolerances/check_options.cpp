@@ -159,6 +159,8 @@ const FormatSpec& addend_format(const ClaimSpec& claim, bool has_addend, const s
 }
 
 ToleranceResult tol(std::string_view op, std::string_view claim_text, std::int64_t k, const TolRequest& r) {
+  if (op_bit(op) == 0)  // tolerance() alone takes matmul, dot and sum: name every op tol takes
+    throw InputError(fmt::format("tol: unknown op '{}' (known: {})", op, fmt::join(check_op_names(), ", ")));
   const std::pair<bool, std::string_view> given[] = {
       {r.addend, "addend"},
       {r.ref_profile.has_value(), "ref_profile"},
@@ -167,10 +169,9 @@ ToleranceResult tol(std::string_view op, std::string_view claim_text, std::int64
       {r.variance.has_value(), "variance"},
       {r.norm_form.has_value(), "norm_form"},
       {r.softmax.has_value(), "softmax"}};
-  if (op_bit(op) != 0)  // an unknown op is named by tolerance() / row_tolerance() below
-    for (const auto& [is_given, option] : given)
-      if (is_given && !takes(kTolOptions, op, option))
-        throw InputError(fmt::format("tol {}: {} does not apply to {}", op, flag(option), op));
+  for (const auto& [is_given, option] : given)
+    if (is_given && !takes(kTolOptions, op, option))
+      throw InputError(fmt::format("tol {}: {} does not apply to {}", op, flag(option), op));
   const std::optional<RowOp> row = find_row_op(op);
   if (k <= 0)
     throw InputError(row ? "--k: the row length must be a positive integer"

@@ -194,6 +194,8 @@ def emulate(op, claim_or_profile, *, a=None, b=None, c=None, x=None, axis=-1, c_
     bits = _bool_arg("emulate", "bits", bits)
     axis = _int_arg("emulate", "axis", axis, _INT32)
     c_format = _str_arg("emulate", "c_format", c_format, optional=True)
+    if op not in ("matmul", "dot", "sum"):
+        raise ValueError(f"numfid.emulate: unknown op '{op}' (matmul, dot or sum)")
     if op == "sum":
         # Options of the other ops are refused, never ignored (as check() refuses them).
         if a is not None or b is not None or c is not None or c_format is not None:

@@ -9,6 +9,7 @@ check` prints): never a dump of tensor values.
 """
 
 from . import check as _check
+from ._args import bool_arg as _bool_arg
 
 
 def assert_consistent(op, claim, *, allow_suspicious=True, msg=None, **operands):
@@ -18,6 +19,7 @@ def assert_consistent(op, claim, *, allow_suspicious=True, msg=None, **operands)
     chance explains, under round-to-nearest: evidence, not proof) fails only with
     allow_suspicious=False. Returns the CheckResult. msg: prepended to the failure message.
     """
+    allow_suspicious = _bool_arg("testing.assert_consistent", "allow_suspicious", allow_suspicious)
     r = _check(op, claim, **operands)
     if r.verdict == "defect" or (r.verdict == "suspicious" and not allow_suspicious):
         head = f"{msg}\n" if msg else ""

@@ -98,6 +98,12 @@ def test_unknown_op_rounding_format_and_k(cli):
     z = np.zeros((2, 2), np.float32)
     with pytest.raises(ValueError, match="unknown op 'matmult' \\(known: matmul, dot, sum, softmax, "):
         numfid.check("matmult", "--in bf16 --out bf16", a=z, b=z, c=z)
+    # tol and emulate name every op they take (tol said "matmul, dot or sum" though it takes the
+    # row ops; emulate "matmul or dot" though it takes sum).
+    with pytest.raises(ValueError, match="tol: unknown op 'conv' \\(known: matmul, dot, sum, softmax, .*rsqrt\\)"):
+        numfid.tol("conv", "--in bf16 --out bf16", 64)
+    with pytest.raises(ValueError, match="unknown op 'conv' \\(matmul, dot or sum\\)"):
+        numfid.emulate("conv", "--in bf16 --out bf16 --plan sequential", a=z, b=z)
     with pytest.raises(ValueError, match="rounding"):
         numfid.convert(np.zeros(2, np.float32), "bf16", rounding="sideways")
     with pytest.raises(ValueError, match="unknown format 'bf17'"):

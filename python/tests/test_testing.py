@@ -22,6 +22,14 @@ def test_assert_consistent_passes_and_returns_the_result(data):
     assert assert_matmul_consistent(data["a"], data["b"], data["c_blocked128_fp32acc"], CLAIM).consistent
 
 
+def test_assert_consistent_refuses_a_non_bool_allow_suspicious(data):
+    # "no" is truthy: read as a bool it would allow what the caller meant to refuse.
+    for bad in ("no", "False", 0, None):
+        with pytest.raises(TypeError, match="allow_suspicious must be True or False"):
+            assert_consistent("matmul", CLAIM, allow_suspicious=bad, a=data["a"], b=data["b"],
+                              c=data["c_sequential_fp32acc"])
+
+
 def test_assert_consistent_message_is_the_report_not_the_values(data):
     with pytest.raises(AssertionError) as e:
         assert_consistent("matmul", CLAIM, a=data["a"], b=data["b"], c=data["c_bf16acc"], msg="my kernel")

@@ -126,6 +126,10 @@ struct GatePlatform {
 struct GateMigration {
   GatePlatform target, reference;  ///< target: `c` under `claim`; reference: `ref` under `ref_claim`
   std::int64_t identical = 0, elements = 0;  ///< elements bit-identical between `c` and `ref`
+  /// C against R alone (|C - R| <= bound(claim) + bound(ref_claim)); the case's figures carry
+  /// the case's verdict, which is a defect also when either side is one under its own claim.
+  TensorKind cross = TensorKind::consistent;
+  std::string cross_reason;
 };
 
 /// The outcome of one case: a verdict (consistent, suspicious, defect), a regression against

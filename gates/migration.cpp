@@ -95,12 +95,12 @@ std::vector<MigrationSection> migration_sections(const GateCaseResult& c) {
   const GateMigration& m = *c.migration;
   const GatePlatform &t = m.target, &r = m.reference;
   std::vector<MigrationSection> s;
-  const bool cross_defect = c.figures->verdict == TensorKind::defect;
+  const bool cross_defect = m.cross == TensorKind::defect;
   const bool own_defect = t.verdict == TensorKind::defect || r.verdict == TensorKind::defect;
   const bool fidelity_defect = cross_defect || own_defect;
   {
     MigrationSection x{"Numerical fidelity", "", {}};
-    x.evidence.push_back(fmt::format("cross-platform verdict: {} — {}", kind_name(c.figures->verdict), c.figures->reason));
+    x.evidence.push_back(fmt::format("cross-platform verdict: {} — {}", kind_name(m.cross), m.cross_reason));
     x.evidence.push_back(fmt::format("{} of {} elements are bit-identical between the two platforms' outputs", m.identical, m.elements));
     x.evidence.push_back(fmt::format("target ({}): {} under its own claim; {}", t.claim, kind_name(t.verdict), model_text(t)));
     x.evidence.push_back(fmt::format("reference ({}): {} under its own claim; {}", r.claim, kind_name(r.verdict), model_text(r)));
@@ -116,7 +116,9 @@ std::vector<MigrationSection> migration_sections(const GateCaseResult& c) {
     x.evidence.push_back(fmt::format("output: target {}; reference {}", t.output, r.output));
     const bool same = t.inputs == r.inputs && t.casts == r.casts && t.output == r.output;
     x.grade = same ? "meets" : fidelity_defect ? "defect" : "explained deviation";
-    if (!same && fidelity_defect) x.evidence.push_back("the outputs disagree beyond the bounds: the changed precision is a candidate cause");
+    if (!same && fidelity_defect)
+      x.evidence.push_back(cross_defect ? "the outputs disagree beyond the bounds: the changed precision is a candidate cause"
+                                        : "an output is a defect under its own claim: the changed precision is a candidate cause");
     s.push_back(std::move(x));
   }
   {

@@ -201,7 +201,8 @@ std::string GateResult::json() const {
       k["migration"] = {{"target", platform_json(c.migration->target)},
                         {"reference", platform_json(c.migration->reference)},
                         {"identical", c.migration->identical},
-                        {"elements", c.migration->elements}};
+                        {"elements", c.migration->elements},
+                        {"cross", {{"verdict", kind_name(c.migration->cross)}, {"reason", c.migration->cross_reason}}}};
     if (c.rerun_identical) k["rerun_identical"] = *c.rerun_identical;
     k["baseline"] = {{"tracked", c.tracked},
                      {"state", c.baseline_state},
@@ -267,8 +268,15 @@ GateResult parse_gate_result(const std::string& text, const std::string& file) {
     }
     if (k.contains("migration")) {
       const nlohmann::json& m = r.at(k, "migration");
-      c.migration = GateMigration{platform_from(r, r.at(m, "target")), platform_from(r, r.at(m, "reference")),
-                                  r.integer(m, "identical"), r.integer(m, "elements")};
+      GateMigration gm;
+      gm.target = platform_from(r, r.at(m, "target"));
+      gm.reference = platform_from(r, r.at(m, "reference"));
+      gm.identical = r.integer(m, "identical");
+      gm.elements = r.integer(m, "elements");
+      c.migration = std::move(gm);
+      const nlohmann::json& x = r.at(m, "cross");
+      c.migration->cross = kind_named(r, r.text(x, "verdict"));
+      c.migration->cross_reason = r.text(x, "reason");
     }
     if (k.contains("rerun_identical")) c.rerun_identical = r.integer(k, "rerun_identical");
     const nlohmann::json& b = r.at(k, "baseline");

@@ -147,10 +147,16 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
       own.addend = o.addend;
       o.ref = R;
       o.ref_claim = ref_claim;
+      o.judge_sides = false;  // judged below with the model's prediction, for the report too
       out.check = judge(*C, claim, o);
       GateMigration m;
-      m.target = describe_platform(claim, judge(*C, claim, own));
-      m.reference = describe_platform(ref_claim, judge(R, ref_claim, own));
+      m.cross = out.check.verdict.kind;
+      m.cross_reason = out.check.verdict.reason;
+      const CheckResult target = judge(*C, claim, own), reference = judge(R, ref_claim, own);
+      // Either side a defect under its own claim is the case's defect (docs/gate.md).
+      judge_port_sides(out.check, target, claim, reference, ref_claim);
+      m.target = describe_platform(claim, target);
+      m.reference = describe_platform(ref_claim, reference);
       m.identical = identical(R, *C, "ref");
       m.elements = static_cast<std::int64_t>(C->values.size());
       out.migration = std::move(m);

@@ -30,6 +30,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::StartsWith;
 
 /// The message of the InputError that `f` throws ("" if none).
 template <class F>
@@ -802,6 +803,55 @@ TEST(CheckMatmul, CrossPlatformSumsBothBounds) {
   ASSERT_EQ(rc.verdict.kind, TensorKind::defect) << rc.text();
   EXPECT_THAT(rc.verdict.reason, HasSubstr("at 1 and R (the reference) at 0: C is off, not the reference"));
   EXPECT_THAT(check_matmul(p.a, p.b, far(c), trn).text(), Not(HasSubstr("R (reference)")));
+}
+
+// A port whose outputs agree within both bounds, but one of which is wrong under its own claim:
+// the wide any-order bound of the target covered a reference off its tight profile bound, and
+// the port was CONSISTENT (exit 0). Each side is now judged under its own claim as well.
+TEST(CheckMatmul, CrossPlatformJudgesEachSideUnderItsOwnClaim) {
+  const Bf16Problem p(4, 256, 4, 5);
+  const ClaimSpec any = parse_claim("--in bf16 --acc fp32 --out fp32");
+  const ClaimSpec trn = parse_claim("--in bf16 --out fp32 --profile trn2");
+  const TensorData c = emulate_matmul(p.a, p.b, std::nullopt, parse_claim("--in bf16 --plan pairwise --out fp32"));
+  const TensorData r = emulate_matmul(p.a, p.b, std::nullopt, trn);
+  MatmulCheckOptions o;
+  o.ref_claim = trn;
+  o.ref = r;
+  ASSERT_EQ(check_matmul(p.a, p.b, c, any, o).verdict.kind, TensorKind::consistent);
+  // R moved at one element until it leaves trn2's bound (a proven defect of R alone).
+  std::optional<TensorData> bad;
+  for (std::uint32_t d = 1; d <= (1u << 16) && !bad; d *= 2) {
+    TensorData x = r;
+    x.values[5] = Bits{x.values[5].raw + d};
+    const Verdict own = check_matmul(p.a, p.b, x, trn).verdict;
+    if (own.kind == TensorKind::defect && !own.probable) bad = x;
+  }
+  ASSERT_TRUE(bad.has_value());
+  o.ref = *bad;
+  MatmulCheckOptions alone = o;
+  alone.judge_sides = false;
+  const CheckResult cross = check_matmul(p.a, p.b, c, any, alone);
+  ASSERT_NE(cross.verdict.kind, TensorKind::defect) << cross.text();  // C against R alone: within both bounds
+  const CheckResult port = check_matmul(p.a, p.b, c, any, o);
+  EXPECT_EQ(port.verdict.kind, TensorKind::defect) << port.text();
+  EXPECT_FALSE(port.verdict.probable);
+  EXPECT_THAT(port.verdict.reason, StartsWith("R (the reference) is itself a proven defect under its own claim (" + trn.text() +
+                                              "): 1 of 16 elements lie outside the deterministic bound"));
+  EXPECT_THAT(port.verdict.reason, HasSubstr("; C against R alone: " + std::string(kind_name(cross.verdict.kind)) + ": " +
+                                             cross.verdict.reason));
+  ASSERT_FALSE(port.verdict.signatures.empty());
+  EXPECT_EQ(port.verdict.signatures[0].name, "reference-defect");
+  EXPECT_TRUE(port.cross_platform);
+  // The exact results computed before judge alike.
+  EXPECT_EQ(check_matmul(matmul_reference(p.a, p.b), c, any, o).verdict.reason, port.verdict.reason);
+  // The sides swapped: C off its own tight bound, R any-order.
+  MatmulCheckOptions swapped;
+  swapped.ref = c;
+  swapped.ref_claim = any;
+  const CheckResult t = check_matmul(p.a, p.b, *bad, trn, swapped);
+  EXPECT_EQ(t.verdict.kind, TensorKind::defect) << t.text();
+  EXPECT_THAT(t.verdict.reason, StartsWith("C (the target) is itself a proven defect under its own claim (" + trn.text() + "): "));
+  EXPECT_EQ(t.verdict.signatures.at(0).name, "target-defect");
 }
 
 // ------------------------------------------------------------------- stochastic streams

@@ -121,6 +121,93 @@ TEST_F(GateMigrationTest, ADefectiveTargetGradesFidelityAndAccumulationDefect) {
   EXPECT_EQ(section(s, "Precision choices").grade, "meets");  // same formats: not the cause
 }
 
+/// One output of the port moved at one element, far enough to be a defect under its own claim
+/// and near enough to the other side's output that C against R alone stays within
+/// bound(claim) + bound(ref_claim): found by search with the pipeline called directly.
+struct OneSideDefect {
+  TensorData moved;
+  std::size_t element = 0;
+};
+
+std::optional<OneSideDefect> defect_hidden_by_the_other_side(const TensorData& a, const TensorData& b, const TensorData& mine,
+                                                             const ClaimSpec& my_claim, const TensorData& other,
+                                                             const ClaimSpec& other_claim) {
+  const MatmulReference ref = matmul_reference(a, b, std::nullopt);
+  MatmulCheckOptions cross;
+  cross.ref = other;
+  cross.ref_claim = other_claim;
+  cross.judge_sides = false;  // C against R alone
+  for (std::size_t j = 0; j < mine.values.size(); j += 97) {
+    if (mine.values[j] == other.values[j]) continue;
+    // Toward (and past) the other side's value: R moves away from the exact result on C's side.
+    const double v = to_double(*mine.format, mine.values[j]);
+    // fp32 patterns: the magnitude grows with the pattern on either sign.
+    const bool grow = (to_double(*mine.format, other.values[j]) > v) == (v > 0);
+    for (std::uint32_t d = 1; d <= (1u << 20); d *= 2) {
+      if (!grow && (mine.values[j].raw & 0x7fffffffu) < d) break;
+      OneSideDefect x{mine, j};
+      x.moved.values[j] = Bits{grow ? mine.values[j].raw + d : mine.values[j].raw - d};
+      const bool own_defect = check_matmul(ref, x.moved, my_claim).verdict.kind == TensorKind::defect;
+      const bool cross_defect = check_matmul(ref, x.moved, my_claim, cross).verdict.kind == TensorKind::defect;
+      if (cross_defect) break;
+      if (own_defect) return x;
+    }
+  }
+  return std::nullopt;
+}
+
+TEST_F(GateMigrationTest, AReferenceThatIsItselfADefectFailsTheCase) {
+  // C against R within both bounds says nothing when R is wrong: the case is a defect, and the
+  // sections keep the cross-platform verdict apart.
+  const ClaimSpec t = parse_claim(trn2), h = parse_claim(h100);
+  const TensorData C = tensor_data(read_tensor(dir_ / "trn2.npy"), *t.out), R = tensor_data(read_tensor(dir_ / "h100.npy"), *h.out);
+  const std::optional<OneSideDefect> bad = defect_hidden_by_the_other_side(a_, b_, R, h, C, t);
+  ASSERT_TRUE(bad.has_value()) << "no element where a moved reference hides behind the target's bound";
+  write_tensor(dir_ / "h100.npy", make_tensor(*bad->moved.format, bad->moved.shape, bad->moved.values));
+  const GateCaseResult c = run("trn2.npy");
+  ASSERT_TRUE(c.figures && c.migration) << c.error;
+  EXPECT_NE(c.migration->cross, TensorKind::defect) << c.migration->cross_reason;
+  EXPECT_EQ(c.migration->reference.verdict, TensorKind::defect);
+  EXPECT_EQ(c.status(), "defect");
+  EXPECT_NE(c.reason().find("R (the reference) is itself a proven defect under its own claim (" + c.migration->reference.claim + "): "),
+            std::string::npos)
+      << c.reason();
+  EXPECT_NE(c.reason().find("; C against R alone: " + std::string(kind_name(c.migration->cross)) + ": "), std::string::npos) << c.reason();
+  const std::vector<MigrationSection> s = migration_sections(c);
+  EXPECT_EQ(section(s, "Numerical fidelity").grade, "defect");
+  EXPECT_EQ(section(s, "Numerical fidelity").evidence[0],
+            fmt::format("cross-platform verdict: {} — {}", kind_name(c.migration->cross), c.migration->cross_reason));
+  // The JSON result keeps the cross-platform verdict (gate merge reads it back).
+  GateResult one;
+  one.path = "gate.yaml";
+  one.gate_cases = 1;
+  one.cases.push_back(c);
+  const GateResult back = parse_gate_result(one.json(), "r.json");
+  ASSERT_TRUE(back.cases.at(0).migration);
+  EXPECT_EQ(back.cases[0].migration->cross, c.migration->cross);
+  EXPECT_EQ(back.cases[0].migration->cross_reason, c.migration->cross_reason);
+  EXPECT_EQ(back.exit_code(), 1);
+}
+
+TEST_F(GateMigrationTest, ATargetThatIsItselfADefectFailsTheCase) {
+  const ClaimSpec t = parse_claim(trn2), h = parse_claim(h100);
+  const TensorData C = tensor_data(read_tensor(dir_ / "trn2.npy"), *t.out), R = tensor_data(read_tensor(dir_ / "h100.npy"), *h.out);
+  const std::optional<OneSideDefect> bad = defect_hidden_by_the_other_side(a_, b_, C, t, R, h);
+  ASSERT_TRUE(bad.has_value()) << "no element where a moved target hides behind the reference's bound";
+  write_tensor(dir_ / "bad.npy", make_tensor(*bad->moved.format, bad->moved.shape, bad->moved.values));
+  const GateCaseResult c = run("bad.npy");
+  ASSERT_TRUE(c.figures && c.migration) << c.error;
+  EXPECT_NE(c.migration->cross, TensorKind::defect) << c.migration->cross_reason;
+  EXPECT_EQ(c.migration->target.verdict, TensorKind::defect);
+  EXPECT_EQ(c.status(), "defect");
+  // Proven or probable, as the target's own verdict says (the search stops at the first defect).
+  const std::string kind = c.migration->target.reason.find("lie outside the deterministic bound") != std::string::npos ? "proven" : "probable";
+  EXPECT_NE(c.reason().find("C (the target) is itself a " + kind + " defect under its own claim (" + c.migration->target.claim +
+                            "): " + c.migration->target.reason + "; C against R alone: "),
+            std::string::npos)
+      << c.reason();
+}
+
 TEST_F(GateMigrationTest, OnlyCrossPlatformCasesHaveSections) {
   GateCaseResult plain;
   EXPECT_TRUE(migration_sections(plain).empty());

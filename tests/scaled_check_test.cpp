@@ -324,6 +324,39 @@ TEST(ScaledGemm, ExpectBitExactJudgesByTheModel) {
   EXPECT_NE(cross.json().find("\"cross_platform\": true"), std::string::npos);
 }
 
+// A port of scaled GEMMs: R off its own tight (profile) bound but within the target's wide one
+// of C is the port's defect, as for plain claims (CheckMatmul.CrossPlatformJudgesEachSideUnderItsOwnClaim).
+TEST(ScaledGemm, CrossPlatformJudgesEachSideUnderItsOwnClaim) {
+  const Problem p = make(4, 256, 4, 128, 21);
+  // fp32 partials promoted every 128 (tight) against H100's tensor core, whose fp8 sums keep few
+  // bits (its bound covers an R 2^10 fp32 ulps off here).
+  const ClaimSpec tight = deepseek_claim(p, "--promote-every 128");
+  const ClaimSpec wide = deepseek_claim(p, "--scale-format fp32 --promote-every 128 --profile nvidia-h100-tc");
+  const TensorData r = emulate_matmul(A_of(p), B_of(p), std::nullopt, tight);
+  const TensorData c = emulate_matmul(A_of(p), B_of(p), std::nullopt, wide);
+  std::optional<TensorData> bad;
+  for (std::uint32_t d = 1; d <= (1u << 16) && !bad; d *= 2) {
+    TensorData x = r;
+    x.values[9] = Bits{x.values[9].raw + d};
+    const Verdict own = check_matmul(A_of(p), B_of(p), x, tight).verdict;
+    if (own.kind == TensorKind::defect && !own.probable) bad = x;
+  }
+  ASSERT_TRUE(bad.has_value());
+  MatmulCheckOptions o;
+  o.ref = *bad;
+  o.ref_claim = tight;
+  MatmulCheckOptions alone = o;
+  alone.judge_sides = false;
+  const CheckResult cross = check_matmul(A_of(p), B_of(p), c, wide, alone);
+  ASSERT_NE(cross.verdict.kind, TensorKind::defect) << cross.text();
+  const CheckResult port = check_matmul(A_of(p), B_of(p), c, wide, o);
+  EXPECT_EQ(port.verdict.kind, TensorKind::defect) << port.text();
+  EXPECT_EQ(port.verdict.reason.find("R (the reference) is itself a proven defect under its own claim (" + tight.text() + "): "), 0u)
+      << port.verdict.reason;
+  EXPECT_NE(port.verdict.reason.find("; C against R alone: "), std::string::npos) << port.verdict.reason;
+  EXPECT_EQ(port.verdict.signatures.at(0).name, "reference-defect");
+}
+
 TEST(ScaledGemm, LegalOutputsAreConsistent) {
   const Problem p = make(6, 512, 5, 128, 2);
   const ClaimSpec claim = deepseek_claim(p, "--promote-every 128");

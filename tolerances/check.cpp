@@ -641,7 +641,60 @@ MatmulReference exact_results(const TensorData& A, const TensorData& B, const st
 CheckResult check_against(const MatmulReference& mr, const TensorData& A, const TensorData& B, const TensorData& C,
                           const ClaimSpec& claim, const MatmulCheckOptions& opt, bool other_placements = true);
 
+/// check_against, and with a reference each side under its own claim (judge_port_sides).
+CheckResult judged_port(const MatmulReference& mr, const TensorData& A, const TensorData& B, const TensorData& C,
+                        const ClaimSpec& claim, const MatmulCheckOptions& opt) {
+  CheckResult r = check_against(mr, A, B, C, claim, opt);
+  if (!opt.ref || !opt.judge_sides || r.verdict.kind == TensorKind::defect) return r;
+  const MatmulCheckOptions own = detail::own_side_options(opt);
+  const CheckResult target = check_against(mr, A, B, C, claim, own, false);
+  MatmulCheckOptions theirs = own;
+  theirs.calibration = nullptr;  // a caller's calibration is the target claim's
+  judge_port_sides(r, target, claim, check_against(mr, A, B, *opt.ref, *opt.ref_claim, theirs, false), *opt.ref_claim);
+  return r;
+}
+
 }  // namespace
+
+void judge_port_sides(CheckResult& cross, const CheckResult& target, const ClaimSpec& claim, const CheckResult& reference,
+                      const ClaimSpec& ref_claim) {
+  Verdict& v = cross.verdict;
+  if (v.kind == TensorKind::defect) return;
+  const Verdict &t = target.verdict, &r = reference.verdict;
+  const bool t_bad = t.kind == TensorKind::defect, r_bad = r.kind == TensorKind::defect;
+  if (!t_bad && !r_bad) return;
+  const auto kind = [](const Verdict& x) { return x.probable ? "a probable defect" : "a proven defect"; };
+  std::string why;
+  if (t_bad) why = fmt::format("C (the target) is itself {} under its own claim ({}): {}", kind(t), claim.text(), t.reason);
+  if (r_bad)
+    why += fmt::format("{}R (the reference) is itself {} under its own claim ({}): {}", why.empty() ? "" : "; ", kind(r),
+                       ref_claim.text(), r.reason);
+  v.reason = fmt::format("{}; C against R alone: {}: {}", why, kind_name(v.kind), v.reason);
+  v.kind = TensorKind::defect;
+  v.probable = !((t_bad && !t.probable) || (r_bad && !r.probable));
+  v.false_alarm_probability = v.probable ? (t_bad ? t.false_alarm_probability : 0) + (r_bad ? r.false_alarm_probability : 0) : 0;
+  std::vector<Signature> added;
+  if (t_bad) {
+    added.push_back({"target-defect", fmt::format("C: {}", t.reason)});
+    for (const Signature& g : t.signatures) added.push_back({fmt::format("target-{}", g.name), fmt::format("in C: {}", g.evidence)});
+  }
+  if (r_bad) {
+    added.push_back({"reference-defect", fmt::format("R: {}", r.reason)});
+    for (const Signature& g : r.signatures) added.push_back({fmt::format("reference-{}", g.name), fmt::format("in R: {}", g.evidence)});
+  }
+  v.signatures.insert(v.signatures.begin(), added.begin(), added.end());
+}
+
+namespace detail {
+MatmulCheckOptions own_side_options(const MatmulCheckOptions& opt) {
+  MatmulCheckOptions own = opt;
+  own.ref.reset();
+  own.ref_claim.reset();
+  own.worst = 0;
+  own.predict = false;
+  return own;
+}
+}  // namespace detail
 
 MatmulReference matmul_reference(const TensorData& A, const TensorData& B, const std::optional<TensorData>& addend) {
   MatmulReference r = exact_results(A, B, addend, false);
@@ -669,7 +722,7 @@ CheckResult check_dot(const TensorData& A, const TensorData& B, const TensorData
   const ShapeRef rs = opt.ref ? detail::shape_of(*opt.ref) : ShapeRef{};
   matmul_check_dims(detail::shape_of(A), detail::shape_of(B), detail::shape_of(D), opt.addend ? &ad : nullptr,
                     opt.ref ? &rs : nullptr, true);
-  return check_against(exact_results(A, B, opt.addend, true), A, B, D, claim, opt);
+  return judged_port(exact_results(A, B, opt.addend, true), A, B, D, claim, opt);
 }
 
 namespace {
@@ -705,7 +758,7 @@ CheckResult check_matmul(const TensorData& A, const TensorData& B, const TensorD
   const ShapeRef rs = opt.ref ? detail::shape_of(*opt.ref) : ShapeRef{};
   matmul_check_dims(detail::shape_of(A), detail::shape_of(B), detail::shape_of(C), opt.addend ? &ad : nullptr,
                     opt.ref ? &rs : nullptr, false);
-  return check_against(exact_results(A, B, opt.addend, false), A, B, C, claim, opt);
+  return judged_port(exact_results(A, B, opt.addend, false), A, B, C, claim, opt);
 }
 
 CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const ClaimSpec& claim,
@@ -717,7 +770,7 @@ CheckResult check_matmul(const MatmulReference& mr, const TensorData& C, const C
     o.addend = mr.addend;
     return detail::check_quantised_gemm(mr.a, mr.b, C, claim, o, mr.rowwise_dot);
   }
-  return check_against(mr, mr.a, mr.b, C, claim, opt);
+  return judged_port(mr, mr.a, mr.b, C, claim, opt);
 }
 
 namespace {

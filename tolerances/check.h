@@ -260,7 +260,21 @@ struct MatmulCheckOptions {
   /// it once); `calibrate = false` skips the rule.
   const MatmulCalibration* calibration = nullptr;
   bool calibrate = true;
+  /// With `ref`: also judge C and R each against the exact result under its own claim, and
+  /// call the port a defect when either is one (judge_port_sides). A caller that judges both
+  /// sides itself (a gate's migration report) passes false and calls judge_port_sides.
+  bool judge_sides = true;
 };
+
+/// A port's verdict (docs/cli.md, "Cross-platform"): `cross` is C against R (|C - R| <=
+/// bound(claim) + bound(ref_claim)), `target` C and `reference` R each judged against the exact
+/// result under its own claim. Within both bounds of each other, C and R can still both be wrong
+/// on the same side, or one claim's wide bound can cover the other output's defect: a defect of
+/// either side makes `cross` a defect (proven if either side's is; probable otherwise, with the
+/// sum of their false-alarm probabilities), its reason naming the side, its claim and its reason
+/// before C against R's own verdict (claims in their text form). Unchanged when `cross` is a defect already.
+void judge_port_sides(CheckResult& cross, const CheckResult& target, const ClaimSpec& claim, const CheckResult& reference,
+                      const ClaimSpec& ref_claim);
 
 /// The format a GEMM's addend is read in: `named` (the CLI's --addend-format and emulate's
 /// --c-format, Python's addend_format= and c_format=, a gate case's addend_format) or else the

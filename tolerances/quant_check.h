@@ -58,6 +58,10 @@ void validate_quant_claim(const ClaimSpec& c);
 /// Appends the quantisation options in their canonical order (claim text form).
 void append_quant_claim(std::string& text, const QuantClaim& q, bool saturate);
 
+/// A port's options for judging one side under its own claim (judge_port_sides): no
+/// reference, no listing, no model prediction.
+MatmulCheckOptions own_side_options(const MatmulCheckOptions& opt);
+
 /// check_matmul / check_dot / emulate_* / tolerance / emulation_description of a quantised
 /// claim: the integer or the scaled GEMM below.
 CheckResult check_quantised_gemm(const TensorData& a, const TensorData& b, const TensorData& c, const ClaimSpec& claim,

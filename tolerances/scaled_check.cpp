@@ -1218,6 +1218,11 @@ CheckResult check_quantised_gemm(const TensorData& a, const TensorData& b, const
                                  const MatmulCheckOptions& opt, bool rowwise) {
   if (is_integer_claim(claim)) return check_int_gemm(a, b, c, claim, opt, rowwise);
   CheckResult r = check_scaled_gemm(a, b, c, claim, opt, rowwise);
+  if (opt.ref && opt.judge_sides && r.verdict.kind != TensorKind::defect) {  // each side under its own claim
+    const MatmulCheckOptions own = own_side_options(opt);
+    const CheckResult target = check_scaled_gemm(a, b, c, claim, own, rowwise);
+    judge_port_sides(r, target, claim, check_scaled_gemm(a, b, *opt.ref, *opt.ref_claim, own, rowwise), *opt.ref_claim);
+  }
   // A defect with an addend: the other placements, as a float GEMM's (check_against).
   if (opt.addend && !opt.ref && r.verdict.kind == TensorKind::defect) {
     MatmulCheckOptions o = opt;

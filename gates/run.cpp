@@ -39,7 +39,17 @@ Tensor read(const std::string& spec) {
   return read_tensor(ts.path, ts.name);
 }
 
-TensorData load(const std::string& spec, const FormatSpec& declared) { return tensor_data(read(spec), declared); }
+/// A tensor's values under `declared`; an unsigned file read as integer values under a float
+/// format of another width (docs/io.md) adds io's container_note, named by the case's key, to
+/// `notes` (the case's reason carries it, as the CLI prints it on stderr).
+TensorData values(const Tensor& t, const FormatSpec& declared, const char* key, std::vector<std::string>& notes) {
+  if (const std::string n = container_note(t, declared); !n.empty()) notes.push_back(fmt::format("{}: {}", key, n));
+  return tensor_data(t, declared);
+}
+
+TensorData load(const std::string& spec, const FormatSpec& declared, const char* key, std::vector<std::string>& notes) {
+  return values(read(spec), declared, key, notes);
+}
 
 /// A case's claim text with its scale_a, scale_b and out_scale keys appended as options.
 std::string with_scale_keys(const GateCase& c, const std::string& text) {
@@ -95,6 +105,7 @@ struct CaseOutcome {
   CheckResult check;
   std::optional<GateMigration> migration;
   std::optional<std::int64_t> rerun_identical;
+  std::vector<std::string> notes;  ///< container notes of its tensors ("c: F: ...")
 };
 
 std::int64_t identical(const TensorData& x, const TensorData& y, const char* what) {
@@ -120,11 +131,11 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
     const ShapeRef sd = td ? ShapeRef{td->shape, td->source} : ShapeRef{}, sr = tr ? ShapeRef{tr->shape, tr->source} : ShapeRef{};
     matmul_check_dims({ta.shape, ta.source}, {tb.shape, tb.source}, {tc.shape, tc.source}, td ? &sd : nullptr,
                       tr ? &sr : nullptr, c.op == "dot");
-    const TensorData A = tensor_data(ta, fa), B = tensor_data(tb, fb);
-    C = tensor_data(tc, *claim.out);
+    const TensorData A = values(ta, fa, "a", out.notes), B = values(tb, fb, "b", out.notes);
+    C = values(tc, *claim.out, "c", out.notes);
     MatmulCheckOptions o;
     o.worst = worst;
-    if (td) o.addend = tensor_data(*td, addend_format(claim, true, c.addend_format, "addend_format", "addend"));
+    if (td) o.addend = values(*td, addend_format(claim, true, c.addend_format, "addend_format", "addend"), "addend", out.notes);
     if (!c.ref) {
       out.check = c.op == "dot" ? check_dot(A, B, *C, claim, o) : check_matmul(A, B, *C, claim, o);
     } else {
@@ -132,7 +143,7 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
       // output against the exact result under its own claim, with its model's prediction).
       ClaimSpec ref_claim = case_claim(c, *c.ref_claim);
       read_claim_scale_files(ref_claim);
-      const TensorData R = tensor_data(*tr, *claim.out);
+      const TensorData R = values(*tr, *claim.out, "ref", out.notes);
       // Integer and scaled claims have their own exact references (quant_check.h): judged from
       // the operands, not from the plain products' reference.
       const bool quantised = is_quantised_claim(claim);
@@ -162,8 +173,8 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
       out.migration = std::move(m);
     }
   } else {
-    const TensorData X = load(*c.x, *claim.in);
-    C = load(*c.c, *claim.out);
+    const TensorData X = load(*c.x, *claim.in, "x", out.notes);
+    C = load(*c.c, *claim.out, "c", out.notes);
     if (c.op == "sum") {
       out.check = check_sum(X, *C, c.axis.value_or(RowCheckOptions{}.axis), claim, worst);
     } else {
@@ -180,12 +191,12 @@ CaseOutcome run_case(const GateCase& c, const ClaimSpec& claim, const GateRunOpt
                          .masked_row = c.masked_row},
                         claim, c.gamma.has_value() || c.beta.has_value());
       const FormatSpec& fparam = o.param_format != nullptr ? *o.param_format : *claim.in;
-      if (c.gamma) o.gamma = load(*c.gamma, fparam);
-      if (c.beta) o.beta = load(*c.beta, fparam);
+      if (c.gamma) o.gamma = load(*c.gamma, fparam, "gamma", out.notes);
+      if (c.beta) o.beta = load(*c.beta, fparam, "beta", out.notes);
       out.check = check_rows(op, X, *C, claim, o);
     }
   }
-  if (c.rerun) out.rerun_identical = identical(load(*c.rerun, *claim.out), *C, "rerun");
+  if (c.rerun) out.rerun_identical = identical(load(*c.rerun, *claim.out, "rerun", out.notes), *C, "rerun");
   return out;
 }
 
@@ -353,6 +364,7 @@ GateCaseResult run_one(const Gate& gate, std::size_t index, const GateRunOptions
     read_claim_scale_files(claim);  // a scale file that cannot be read: the case's error at its line
     CaseOutcome o = run_case(c, claim, options);  // the tensors are freed here
     cr.figures = figures_of(o.check);
+    for (const std::string& n : o.notes) cr.figures->reason += fmt::format("; note: {}", n);
     cr.migration = std::move(o.migration);
     cr.rerun_identical = o.rerun_identical;
   } catch (const InputError& e) {

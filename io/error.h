@@ -17,4 +17,8 @@ namespace numfid {
 /// bytes). Printable ASCII and well-formed UTF-8 are kept.
 std::string printable(std::string_view s);
 
+/// The length of the well-formed UTF-8 sequence starting at s[i] (RFC 3629 §4: no overlong
+/// forms, no surrogates, nothing above U+10FFFF; 1 for ASCII), 0 if the bytes there are not one.
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i);
+
 }  // namespace numfid

@@ -70,22 +70,23 @@ MappedFile::~MappedFile() {
 
 namespace numfid {
 
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
+  if (c >= 0xc2 && c <= 0xdf) n = 2;
+  else if (c >= 0xe0 && c <= 0xef) n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+  else if (c >= 0xf0 && c <= 0xf4) n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+  if (n == 0 || i + n > s.size() || byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return 0;
+  return n;
+}
+
 std::string printable(std::string_view s) {
   const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
-  // The length of a well-formed UTF-8 sequence at i (RFC 3629 §4: no overlong forms, no
-  // surrogates, nothing above U+10FFFF), 0 if the bytes there are not one.
-  const auto sequence = [&](std::size_t i) -> std::size_t {
-    const unsigned char c = byte(i);
-    std::size_t n = 0;
-    unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
-    if (c >= 0xc2 && c <= 0xdf) n = 2;
-    else if (c >= 0xe0 && c <= 0xef) n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-    else if (c >= 0xf0 && c <= 0xf4) n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-    if (n == 0 || i + n > s.size() || byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-    for (std::size_t k = 2; k < n; ++k)
-      if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return 0;
-    return n;
-  };
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size();) {
@@ -95,7 +96,7 @@ std::string printable(std::string_view s) {
       ++i;
       continue;
     }
-    const std::size_t n = c >= 0x80 ? sequence(i) : 0;
+    const std::size_t n = c >= 0x80 ? utf8_sequence_length(s, i) : 0;
     const bool c1 = n == 2 && c == 0xc2 && byte(i + 1) <= 0x9f;  // U+0080..U+009F
     if (n > 0 && !c1) {
       out.append(s.substr(i, n));

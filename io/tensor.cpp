@@ -295,8 +295,8 @@ std::string container_note(const Tensor& t, const FormatSpec& declared) {
   std::vector<std::string_view> patterns;
   for (const FormatSpec* f : all_formats)
     if (is_float(*f) && storage_bytes(*f) == element_size(t.type)) patterns.push_back(f->name);
-  return fmt::format("{}: its {} elements are read as integer values ({} values); a file of bit patterns is read as "
-                     "such under a format stored in {} byte{} ({})",
+  return fmt::format("{}: its {} elements are read as integer values ({} values); bit patterns are read as such only "
+                     "under a format stored in {} byte{} ({})",
                      t.source, element_type_name(t.type), declared.name, element_size(t.type),
                      element_size(t.type) == 1 ? "" : "s", fmt::join(patterns, ", "));
 }

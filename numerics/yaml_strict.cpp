@@ -70,6 +70,11 @@ void check_structure(const StrictYamlRules& rules, const YAML::Node& n, int dept
       if (!fresh)
         strict_yaml_fail(rules, kv.first.Mark(),
                          fmt::format("duplicate key '{}' (first at line {})", kv.first.Scalar(), at->second));
+      // `key:` with nothing after it: yaml-cpp marks the null at the next token (the next
+      // line), so the value's own message would name the wrong line; say it at the key's.
+      if (kv.second.IsNull())
+        strict_yaml_fail(rules, kv.first.Mark(),
+                         fmt::format("'{}' has no value (write one after the colon, or leave the key out)", printable(kv.first.Scalar())));
       check_structure(rules, kv.second, depth + 1, nodes);
     }
   } else if (n.IsSequence()) {
@@ -145,6 +150,21 @@ void check_one_document(const std::string& yaml, const StrictYamlRules& rules) {
 }  // namespace
 
 YAML::Node load_strict_yaml(const std::string& yaml, const StrictYamlRules& rules) {
+  // A binary file (a .npy named by mistake) is refused at its first byte that is no text: NUL
+  // or no well-formed UTF-8 (yaml-cpp would report a token of its bytes, e.g. "unknown escape
+  // character").
+  YAML::Mark at;
+  at.line = 0;
+  for (std::size_t i = 0, column = 0; i < yaml.size(); ++column) {
+    const std::size_t n = yaml[i] == '\0' ? 0 : utf8_sequence_length(yaml, i);
+    if (n == 0)
+      strict_yaml_fail(rules, at,
+                       fmt::format("not text: byte 0x{:02x} at column {} is {}; a {} is UTF-8 YAML text (a binary file?)",
+                                   static_cast<unsigned char>(yaml[i]), column + 1,
+                                   yaml[i] == '\0' ? "NUL" : "not part of a UTF-8 character", rules.document));
+    if (yaml[i] == '\n') ++at.line, column = static_cast<std::size_t>(-1);
+    i += n;
+  }
   std::vector<YAML::Node> docs;
   try {
     check_one_document(yaml, rules);

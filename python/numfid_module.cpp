@@ -99,6 +99,20 @@ std::optional<Operand> operand(const py::object& o) {
 
 ShapeRef shape_ref(const Operand& o) { return {o.tensor.shape, o.tensor.source}; }
 
+/// The operand's values under `f`; an unsigned array read as integer values under a float format
+/// of another width (docs/io.md: a uint16 array under fp32) adds io's container_note to `notes`,
+/// which warn() issues as the CLI prints it on stderr (the verdict alone would not say why).
+TensorData values_of(const Operand& o, const FormatSpec& f, std::vector<std::string>& notes) {
+  if (std::string n = container_note(o.tensor, f); !n.empty()) notes.push_back(std::move(n));
+  return tensor_data(o.tensor, f);
+}
+
+/// Each note as a UserWarning (with the GIL held); a warnings filter that makes it an error raises.
+void warn(const std::vector<std::string>& notes) {
+  for (const std::string& n : notes)
+    if (PyErr_WarnEx(PyExc_UserWarning, fmt::format("numfid: note: {}", n).c_str(), 1) != 0) throw py::error_already_set();
+}
+
 // ------------------------------------------------------------------- GIL and Ctrl-C
 
 /// Runs `f` without the GIL, polling Python's signal handlers (Ctrl-C) every 20 ms from the
@@ -168,7 +182,8 @@ CheckResult check(const CheckArgs& args) {
   } else {
     require(X, op, "x");
   }
-  return without_gil([&]() -> CheckResult {
+  std::vector<std::string> notes;
+  CheckResult result = without_gil([&]() -> CheckResult {
     const ClaimSpec claim = reduction ? claim_with_files(args.claim) : parse_claim(args.claim);
     if (reduction) {
       const FormatSpec& fa = *claim.in;
@@ -177,32 +192,34 @@ CheckResult check(const CheckArgs& args) {
       const ShapeRef sc = shape_ref(*C);
       if (op == "dot") rowwise_dot_dims(shape_ref(*A), shape_ref(*B), &sc);
       else matmul_dims(shape_ref(*A), shape_ref(*B), &sc);
-      const TensorData a = tensor_data(A->tensor, fa), b = tensor_data(B->tensor, fb), c = tensor_data(C->tensor, *claim.out);
+      const TensorData a = values_of(*A, fa, notes), b = values_of(*B, fb, notes), c = values_of(*C, *claim.out, notes);
       MatmulCheckOptions o;
       o.worst = args.worst;
       const FormatSpec& fd = addend_format(claim, addend.has_value(), args.addend_format, "addend_format=", "addend=");
-      if (addend) o.addend = tensor_data(addend->tensor, fd);
+      if (addend) o.addend = values_of(*addend, fd, notes);
       if (ref) {
         // The library's message names the CLI's flags (--ref, --ref-profile); here the keywords.
         if (!args.ref_profile && !is_quantised_claim(claim))
           throw InputError("ref= needs ref_profile= (the platform that produced the reference)");
-        o.ref = tensor_data(ref->tensor, *claim.out);
+        o.ref = values_of(*ref, *claim.out, notes);
         if (args.ref_profile) o.ref_claim = claim_with_profile(claim, *args.ref_profile);
       } else if (args.ref_profile) {
         throw InputError("ref_profile= names the platform of a reference output: give that output with ref=");
       }
       return op == "dot" ? check_dot(a, b, c, claim, o) : check_matmul(a, b, c, claim, o);
     }
-    const TensorData x = tensor_data(X->tensor, *claim.in), c = tensor_data(C->tensor, *claim.out);
+    const TensorData x = values_of(*X, *claim.in, notes), c = values_of(*C, *claim.out, notes);
     if (op == "sum") return check_sum(x, c, args.row.axis.value_or(RowCheckOptions{}.axis), claim, args.worst);
     RowCheckOptions o;
     o.worst = args.worst;
     apply_row_options(o, *row_op, args.row, claim, gamma.has_value() || beta.has_value());
     const FormatSpec& fparam = o.param_format != nullptr ? *o.param_format : *claim.in;
-    if (gamma) o.gamma = tensor_data(gamma->tensor, fparam);
-    if (beta) o.beta = tensor_data(beta->tensor, fparam);
+    if (gamma) o.gamma = values_of(*gamma, fparam, notes);
+    if (beta) o.beta = values_of(*beta, fparam, notes);
     return check_rows(*row_op, x, c, claim, o);
   });
+  warn(notes);
+  return result;
 }
 
 // ------------------------------------------------------------------- results as arrays
@@ -272,6 +289,7 @@ py::tuple emulate(const std::string& op, const std::string& claim_text, const py
   const std::optional<Operand> A = operand(a), B = operand(b), C = operand(c);
   require(A, op, "a");
   require(B, op, "b");
+  std::vector<std::string> notes;
   const TensorData d = without_gil([&] {
     const ClaimSpec claim = claim_with_files(claim_text);
     const FormatSpec& fa = *claim.in;
@@ -279,13 +297,14 @@ py::tuple emulate(const std::string& op, const std::string& claim_text, const py
     const ShapeRef sc = C ? shape_ref(*C) : ShapeRef{};
     if (op == "dot") rowwise_dot_dims(shape_ref(*A), shape_ref(*B), C ? &sc : nullptr);
     else matmul_dims(shape_ref(*A), shape_ref(*B), C ? &sc : nullptr);
-    const TensorData ta = tensor_data(A->tensor, fa), tb = tensor_data(B->tensor, fb);
+    const TensorData ta = values_of(*A, fa, notes), tb = values_of(*B, fb, notes);
     std::optional<TensorData> tc;
     // C's values: c_format, else the accumulator's (fp32 under a profile), as the CLI.
     const FormatSpec& fc = addend_format(claim, C.has_value(), c_format, "c_format=", "c=");
-    if (C) tc = tensor_data(C->tensor, fc);
+    if (C) tc = values_of(*C, fc, notes);
     return op == "dot" ? emulate_dot(ta, tb, tc, claim) : emulate_matmul(ta, tb, tc, claim);
   });
+  warn(notes);
   return tensor_result(d, bits);
 }
 
@@ -293,13 +312,15 @@ py::tuple emulate_sum_array(const std::string& claim_text, const py::object& x, 
   const std::optional<Operand> X = operand(x);
   require(X, "sum", "x");
   std::string note;
+  std::vector<std::string> notes;
   const TensorData d = without_gil([&] {
     const ClaimSpec claim = claim_with_files(claim_text);
-    const TensorData xd = tensor_data(X->tensor, *claim.in);
+    const TensorData xd = values_of(*X, *claim.in, notes);
     TensorData r = emulate_sum(xd, axis, claim);
     note = numpy_strided_axis_note(xd, axis, claim);
     return r;
   });
+  warn(notes);
   py::tuple t = tensor_result(d, bits);
   return py::make_tuple(t[0], t[1], note);
 }

@@ -119,6 +119,13 @@ TEST_F(GateTest, AnAddendInItsOwnFormat) {
   EXPECT_EQ(r.cases[0].figures->counts[0], static_cast<std::int64_t>(d.size()));  // every element bit-exact
   EXPECT_NE(r.cases[0].repro.find("--addend-format bf16"), std::string::npos) << r.cases[0].repro;
   EXPECT_NE(r.cases[1].status(), "consistent");  // the patterns read as fp32 integers
+  // ... and the case's reason says so, as the CLI's note on stderr (io's container_note).
+  EXPECT_NE(r.cases[1].reason().find("; note: addend: " + (dir_ / "data" / "addend.npy").string() +
+                                     ": its uint16 elements are read as integer values (fp32 values); bit patterns are "
+                                     "read as such only under a format stored in 2 bytes (fp16, bf16)"),
+            std::string::npos)
+      << r.cases[1].reason();
+  EXPECT_EQ(r.cases[0].reason().find("note:"), std::string::npos) << r.cases[0].reason();
   EXPECT_NE(r.cases[1].repro.find("--addend-format fp32"), std::string::npos) << r.cases[1].repro;
   // A format without an addend names nothing: an error at its line, not ignored.
   EXPECT_EQ(load_error(gate_with(matmul_case("x", "d.npy") + "    addend_format: bf16\n")),
@@ -429,6 +436,11 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
        p + ":6: case 'g': unknown op 'gemm' (valid: matmul, dot, sum, softmax, log_softmax, layernorm, rmsnorm, exp, log, tanh, "
            "sigmoid, silu, gelu_erf, gelu_tanh, reciprocal, rsqrt)"},
       {"name is a list", gate_with("  - name: [a, b]\n    op: matmul\n"), p + ":5: name must be a single value"},
+      // yaml-cpp marks an empty value at the next line's token: the key's line is named.
+      {"name without a value", gate_with("  - name:\n    op: matmul\n"),
+       p + ":5: 'name' has no value (write one after the colon, or leave the key out)"},
+      {"a value written as null", gate_with(legal + "    eps: ~\n"),
+       p + ":10: 'eps' has no value (write one after the colon, or leave the key out)"},
       {"operand is a mapping", gate_with("  - name: m\n    op: matmul\n    a: {file: a.npy}\n    b: b.npy\n    c: c.npy\n"),
        p + ":7: case 'm': a must be a single value"},
       {"axis not an integer", gate_with("  - name: s\n    op: sum\n    x: x.npy\n    c: c.npy\n    axis: last\n"),
@@ -459,6 +471,13 @@ TEST_F(GateTest, StrictnessErrorsNameFileAndLine) {
       {"stray comma", ",\n'", p + ":1: cannot be parsed (a token that starts no value: a stray ',' or similar?)"},
       {"stray comma after a document", gate_with(legal) + ",\n", p + ":10: end of map not found"},
       {"not a mapping", "- 1\n", p + ":1: the gate file must be a mapping"},
+      // A binary file named by mistake, and a NUL in text: refused at the byte, not at a token
+      // yaml-cpp made of it ("unknown escape character").
+      {"a .npy file", std::string("\x93NUMPY\x01\x00v\x00{'descr': '<u2'", 25),
+       p + ":1: not text: byte 0x93 at column 1 is not part of a UTF-8 character; a gate file is UTF-8 YAML text (a binary file?)"},
+      {"a NUL byte", std::string("version: 1\ncases:\n  - na\0me: x\n", 31),
+       p + ":3: not text: byte 0x00 at column 7 is NUL; a gate file is UTF-8 YAML text (a binary file?)"},
+      {"UTF-8 text is text", "version: 1\ncases:\n  - name: caf\xc3\xa9\n", p + ":3: case 'caf\xc3\xa9': missing 'op'"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);

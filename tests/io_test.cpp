@@ -552,8 +552,8 @@ TEST(ReadInput, AZipArchiveIsNamedAsSuch) {
 TEST(ContainerNote, NamesAnUnsignedContainerReadAsValuesUnderAnotherWidth) {
   const auto t = [](ElementType type) { return make_tensor(type, {1}, Bytes(static_cast<std::size_t>(element_size(type))), "c.npy"); };
   EXPECT_EQ(container_note(t(ElementType::U16), fp32),
-            "c.npy: its uint16 elements are read as integer values (fp32 values); a file of bit patterns is read as "
-            "such under a format stored in 2 bytes (fp16, bf16)");
+            "c.npy: its uint16 elements are read as integer values (fp32 values); bit patterns are read as such only "
+            "under a format stored in 2 bytes (fp16, bf16)");
   EXPECT_THAT(container_note(t(ElementType::U8), fp16), HasSubstr("1 byte (fp8_e4m3"));
   EXPECT_EQ(container_note(t(ElementType::U16), bf16), "");  // patterns
   EXPECT_EQ(container_note(t(ElementType::U32), fp32), "");  // patterns

@@ -69,7 +69,7 @@ int run_check_matmul(const MatmulArgs& m) {
   if (tr) {
     o.ref = operand_values(*tr, *claim.out, "--ref");
     if (!integer) {
-      o.ref_claim = claim_with_profile(m.claim.parse(), m.ref_profile);
+      o.ref_claim = claim_with_profile(m.claim.parse(), m.ref_profile, "--ref-profile");
       read_claim_scale_files(*o.ref_claim);
     }
   }

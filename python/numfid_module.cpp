@@ -35,6 +35,7 @@
 #include "numerics/profile.h"
 #include "tolerances/cancel.h"
 #include "tolerances/check.h"
+#include "tolerances/check_detail.h"
 #include "tolerances/quant_check.h"
 #include "tolerances/row_bounds.h"
 #include "tolerances/scale_files.h"
@@ -193,6 +194,8 @@ CheckResult check(const CheckArgs& args) {
       if (op == "dot") rowwise_dot_dims(shape_ref(*A), shape_ref(*B), &sc);
       else matmul_dims(shape_ref(*A), shape_ref(*B), &sc);
       const TensorData a = values_of(*A, fa, notes), b = values_of(*B, fb, notes), c = values_of(*C, *claim.out, notes);
+      // The library names the CLI's --addend; here the keyword.
+      detail::refuse_addend_placement(claim, addend.has_value(), fmt::format("numfid.check('{}')", op), "addend=");
       MatmulCheckOptions o;
       o.worst = args.worst;
       const FormatSpec& fd = addend_format(claim, addend.has_value(), args.addend_format, "addend_format=", "addend=");
@@ -202,7 +205,7 @@ CheckResult check(const CheckArgs& args) {
         if (!args.ref_profile && !is_quantised_claim(claim))
           throw InputError("ref= needs ref_profile= (the platform that produced the reference)");
         o.ref = values_of(*ref, *claim.out, notes);
-        if (args.ref_profile) o.ref_claim = claim_with_profile(claim, *args.ref_profile);
+        if (args.ref_profile) o.ref_claim = claim_with_profile(claim, *args.ref_profile, "ref_profile=");
       } else if (args.ref_profile) {
         throw InputError("ref_profile= names the platform of a reference output: give that output with ref=");
       }
@@ -302,6 +305,7 @@ py::tuple emulate(const std::string& op, const std::string& claim_text, const py
     // C's values: c_format, else the accumulator's (fp32 under a profile), as the CLI.
     const FormatSpec& fc = addend_format(claim, C.has_value(), c_format, "c_format=", "c=");
     if (C) tc = values_of(*C, fc, notes);
+    detail::refuse_addend_placement(claim, C.has_value(), fmt::format("numfid.emulate('{}')", op), "c=");
     return op == "dot" ? emulate_dot(ta, tb, tc, claim) : emulate_matmul(ta, tb, tc, claim);
   });
   warn(notes);
@@ -549,6 +553,8 @@ PYBIND11_MODULE(_numfid, m) {
          std::optional<std::string> ref_profile, std::optional<std::string> target_profile, std::optional<double> eps,
          std::optional<std::string> variance, std::optional<std::string> softmax, std::optional<std::string> norm_form) {
         return without_gil([&] {
+          if (op == "matmul" || op == "dot")  // the library names the CLI's --addend; here the keyword
+            detail::refuse_addend_placement(parse_claim(claim_text), addend, fmt::format("numfid.tol('{}')", op), "addend=True");
           return tol(op, claim_text, k,
                      {.addend = addend,
                       .ref_profile = std::move(ref_profile),

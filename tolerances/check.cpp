@@ -150,11 +150,12 @@ void require_formats(const ClaimSpec& claim, std::string_view command) {
   if (claim.out == nullptr) throw InputError(fmt::format("{}: the claim states no output format (--out)", command));
 }
 
-void refuse_addend_placement(const ClaimSpec& claim, bool has_addend, std::string_view command) {
+void refuse_addend_placement(const ClaimSpec& claim, bool has_addend, std::string_view command,
+                             std::string_view addend_what) {
   if (claim.addend_at == AddendAt::start) return;
   if (!has_addend)
-    throw InputError(fmt::format("{}: --addend-at {} says where an addend enters the sum: give the addend (--addend)",
-                                 command, addend_at_name(claim.addend_at)));
+    throw InputError(fmt::format("{}: --addend-at {} says where an addend enters the sum: give the addend ({})",
+                                 command, addend_at_name(claim.addend_at), addend_what));
   if (is_integer_claim(claim))
     throw InputError(fmt::format("{}: --addend-at {}: an integer GEMM adds its int32 addend to the exact int32 sum "
                                  "(no rounding to place): --addend-at is for float and block-scaled GEMMs",

@@ -174,14 +174,16 @@ ClaimSpec parse_claim(std::string_view text);
 /// its accumulator options (--acc, --acc-rounding, --products-rounded, --ftz, --daz,
 /// --zero-start) dropped, since the profile states the accumulation; inputs, casts, output and
 /// scale settings kept. What `--ref-profile` (CLI, gate repro commands) and Python's
-/// ref_profile= do to a claim.
-ClaimSpec claim_with_profile(const ClaimSpec& c, std::string_view profile);
+/// ref_profile= do to a claim. A `profile` that is empty or claim options ('--in bf16') is an
+/// InputError naming it as `what` (the caller's spelling: "--ref-profile", "ref_profile=").
+ClaimSpec claim_with_profile(const ClaimSpec& c, std::string_view profile, std::string_view what = "the reference's profile");
 
 /// The target claim of a cross-platform tolerance: the claim text with `--profile profile`
 /// (replacing a --profile it names), parsed — so an accumulator option or a --plan beside it is
 /// refused as for `--profile` itself. What `tol --target-profile` (CLI) and Python's
-/// `tol(..., target_profile=)` do to a claim.
-ClaimSpec parse_claim_with_profile(std::string_view text, std::string_view profile);
+/// `tol(..., target_profile=)` do to a claim; `profile` checked as by claim_with_profile.
+ClaimSpec parse_claim_with_profile(std::string_view text, std::string_view profile,
+                                   std::string_view what = "the target's profile");
 
 /// The ops that `check_rows` judges row by row (rows = the last axis).
 enum class RowOp : std::uint8_t {

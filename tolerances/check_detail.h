@@ -142,7 +142,8 @@ void expect_whole(const TensorData& t, std::string_view what);
 void require_formats(const ClaimSpec& claim, std::string_view command);
 /// --addend-at end|output needs an addend, and a float or block-scaled GEMM: InputError naming
 /// `command` otherwise (an integer GEMM adds its addend to the exact int32 sum).
-void refuse_addend_placement(const ClaimSpec& claim, bool has_addend, std::string_view command);
+void refuse_addend_placement(const ClaimSpec& claim, bool has_addend, std::string_view command,
+                             std::string_view addend_what = "--addend");
 /// Where a GEMM with an addend is a defect under the claim's --addend-at, the placements under
 /// which the same output is not one (the kernel adds the addend elsewhere: torch.addmm with a bf16
 /// C adds it after the output cast, which a start claim calls a proven defect where C cancels

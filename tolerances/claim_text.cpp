@@ -13,6 +13,7 @@
 #include "formats/error.h"
 #include "formats/exact.h"
 #include "formats/platform.h"
+#include "io/error.h"
 #include "numerics/operand_cast.h"
 #include "numerics/profile.h"
 #include "tolerances/check.h"
@@ -340,7 +341,19 @@ ClaimSpec parse_claim(std::string_view text) {
   return c;
 }
 
-ClaimSpec claim_with_profile(const ClaimSpec& c, std::string_view profile) {
+namespace {
+/// A claim's options in place of a profile's name ('--in bf16 --profile trn2'): parse_claim
+/// would say "--profile needs a value", about a --profile nobody wrote.
+void require_profile_name(std::string_view profile, std::string_view what) {
+  if (profile.empty() || profile.front() == '-')
+    throw InputError(fmt::format("{} '{}' is not a profile: give a profile's name or file (`numfid profiles` lists them), "
+                                 "not claim options",
+                                 what, printable(profile)));
+}
+}  // namespace
+
+ClaimSpec claim_with_profile(const ClaimSpec& c, std::string_view profile, std::string_view what) {
+  require_profile_name(profile, what);
   ClaimSpec r = c;
   r.plan.reset();
   r.profile.reset();
@@ -467,7 +480,8 @@ void refuse_sum_model_options(const ClaimSpec& c, std::string_view command) {
 }
 }  // namespace detail
 
-ClaimSpec parse_claim_with_profile(std::string_view text, std::string_view profile) {
+ClaimSpec parse_claim_with_profile(std::string_view text, std::string_view profile, std::string_view what) {
+  require_profile_name(profile, what);
   const std::vector<std::string> tokens = tokenize(text);
   std::string kept;
   for (std::size_t i = 0; i < tokens.size(); ++i) {

@@ -374,3 +374,23 @@ def test_an_unsigned_array_read_as_values_under_a_wider_float_format_warns_as_th
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert numfid.check("matmul", "--in fp32 --out bf16", a=a, b=b, c=c).verdict == "consistent"
+
+
+def test_addend_placement_and_profile_messages_name_the_python_arguments():
+    # The library's messages name the CLI's --addend; Python's name its keywords. A claim's
+    # options given as a profile said "claim: --profile needs a value", about a --profile nobody wrote.
+    a = np.ones((2, 4), np.float32)
+    b = np.ones((4, 3), np.float32)
+    c = np.full((2, 3), 4, np.float32)
+    placed = "--in fp32 --out fp32 --addend-at end"
+    with pytest.raises(ValueError, match=r"^numfid.check\('matmul'\): --addend-at end says where an addend enters the sum: "
+                                         r"give the addend \(addend=\)$"):
+        numfid.check("matmul", placed, a=a, b=b, c=c)
+    with pytest.raises(ValueError, match=r"^numfid.tol\('matmul'\): .*give the addend \(addend=True\)$"):
+        numfid.tol("matmul", placed, k=4)
+    with pytest.raises(ValueError, match=r"^numfid.emulate\('matmul'\): .*give the addend \(c=\)$"):
+        numfid.emulate("matmul", placed + " --plan sequential", a=a, b=b)
+    with pytest.raises(ValueError, match=r"^ref_profile= '--in bf16' is not a profile: give a profile's name or file"):
+        numfid.check("matmul", "--in fp32 --out fp32", a=a, b=b, c=c, ref=c, ref_profile="--in bf16")
+    with pytest.raises(ValueError, match=r"^the target's profile '' is not a profile"):
+        numfid.tol("matmul", "--in bf16 --out bf16", k=4, target_profile="")

@@ -86,13 +86,8 @@ void decimal_integers(CLI::App& app) {
 void decimal_numbers(CLI::App& app) {
   const CLI::Validator number(
       [](std::string& text) -> std::string {
-        const char* first = text.c_str();
-        char* end = nullptr;
-        errno = 0;
-        const double v = std::strtod(first, &end);
-        if (text.empty() || end != first + text.size()) return fmt::format("'{}' is not a number", text);
-        if (errno == ERANGE && (std::isinf(v) || v == 0)) return fmt::format("'{}' is out of range", text);
-        return {};
+        double v = 0;
+        return numfid::read_decimal(text, v);
       },
       "", "number");
   for (CLI::Option* o : app.get_options()) {

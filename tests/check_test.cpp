@@ -1581,6 +1581,33 @@ TEST(CheckRows, FunctionAccuracySignatureNamesTheLeastCoveringFnUlps) {
   EXPECT_THAT(gr.text(), HasSubstr("lone-outlier"));
 }
 
+// Zeros where the exact result is subnormal (a flush to zero) read as "a race or a single
+// corrupted write" (lone-outlier): torch 1.13's bf16 GELU flushes a subnormal input. Now named.
+TEST(CheckRows, ZerosWhereTheExactResultIsSubnormalAreAFlush) {
+  std::vector<float> xv(64), cv(64);
+  for (std::size_t i = 0; i < xv.size(); ++i) {
+    xv[i] = -0.5f + static_cast<float>(i) / 64;
+    cv[i] = static_cast<float>(std::exp(static_cast<double>(xv[i])));  // exp correctly rounded to fp32 (< 1 ulp)
+  }
+  xv[3] = -100.0f;  // exp(-100) = 3.7e-44: subnormal in fp32
+  cv[3] = 0.0f;     // flushed
+  const TensorData x = view(std::span<const float>(xv), {64}, "fp32", "X");
+  const ClaimSpec claim = parse_claim("--in fp32 --out fp32 --compute fp32");
+  const CheckResult r = check_rows(RowOp::exp, x, view(std::span<const float>(cv), {64}, "fp32", "C"), claim);
+  ASSERT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
+  ASSERT_FALSE(r.verdict.signatures.empty()) << r.text();
+  EXPECT_EQ(r.verdict.signatures[0].name, "subnormal-flush");
+  EXPECT_THAT(r.verdict.signatures[0].evidence,
+              HasSubstr("1 element outside the probabilistic bound is 0 where the exact result is subnormal in fp32 (below "
+                        "1.17549e-38; element 3: exact 3.72008e-44): subnormal results or inputs flushed to zero"));
+  EXPECT_THAT(r.text(), Not(HasSubstr("lone-outlier")));
+  // A zero where the exact result is normal is no flush.
+  cv[3] = 1.0f;
+  cv[10] = 0.0f;
+  const CheckResult z = check_rows(RowOp::exp, x, view(std::span<const float>(cv), {64}, "fp32", "C"), claim);
+  EXPECT_THAT(z.text(), Not(HasSubstr("subnormal-flush")));
+}
+
 TEST(Tolerance, GammaOfTheAnyOrderBound) {
   const ToleranceResult t = tolerance("matmul", 512, parse_claim("--in bf16 --acc fp32 --out bf16"));
   // γ_511 = 511·2^-24 / (1 - 511·2^-24) (products of bf16 values are exact in fp32).

@@ -216,6 +216,10 @@ TEST(ParseClaim, ErrorsNameTheToken) {
       {"--in bf16 --out bf16 --profile trn9", "unknown profile 'trn9'"},
       {"--in bf16 --out bf16 --fn-ulps 2", "--fn-ulps needs --compute F"},
       {"--in bf16 --out bf16 --compute fp32 --fn-abs -1", "--fn-abs '-1' must be a finite number >= 0"},
+      // The claim's numbers read as the CLI's number options (read_decimal): a number beyond
+      // double's range is out of range, not "not a number".
+      {"--in bf16 --out bf16 --compute fp32 --fn-abs 1e400", "--fn-abs: '1e400' is out of range"},
+      {"--in bf16 --out bf16 --compute fp32 --fn-abs 1e-5x", "--fn-abs: '1e-5x' is not a number"},
       {"--in bf16 --out bf16 --compute fp32 --fn-ulps 1 --exp-ulps 1", "--exp-ulps is --fn-ulps's older name"},
       {"--in bf16 --out bf16 --products-rounded=1", "--products-rounded is a flag"},
       {"--in bf16 --out 'bf16", "unterminated quote"},
@@ -224,6 +228,22 @@ TEST(ParseClaim, ErrorsNameTheToken) {
     SCOPED_TRACE(text);
     EXPECT_THAT(error_of([&] { parse_claim(text); }), HasSubstr(message));
   }
+}
+
+TEST(ParseClaimWithProfile, ClaimOptionsInPlaceOfAProfileAreNamedAsSuch) {
+  // '--in bf16' as a profile made the claim text '... --profile --in bf16', and parse_claim said
+  // "--profile needs a value" about a --profile nobody wrote.
+  EXPECT_EQ(error_of([] { parse_claim_with_profile("--in bf16 --out bf16", "--in bf16"); }),
+            "the target's profile '--in bf16' is not a profile: give a profile's name or file (`numfid profiles` lists "
+            "them), not claim options");
+  EXPECT_EQ(error_of([] { claim_with_profile(parse_claim("--in bf16 --out bf16"), "", "ref_profile="); }),
+            "ref_profile= '' is not a profile: give a profile's name or file (`numfid profiles` lists them), not claim "
+            "options");
+  double v = 0;
+  EXPECT_EQ(read_decimal("0x1p-1074", v), "");  // the least subnormal: a number (strtod may set ERANGE)
+  EXPECT_EQ(v, 0x1p-1074);
+  EXPECT_EQ(read_decimal("1e-400", v), "'1e-400' is out of range");
+  EXPECT_EQ(read_decimal("", v), "'' is not a number");
 }
 
 TEST(ParseClaimWithProfile, ReplacesTheProfileAndRefusesAccumulatorOptions) {

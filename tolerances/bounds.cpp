@@ -43,14 +43,15 @@ std::string describe(const Claim& c) {
     return s + fmt::format(", tensor-core block FMA {} (n = {}), out {} {}{}", format_pair_name(*c.block_fma),
                            c.block_fma->block_size, c.output->name,
                            rounding_name(c.output_rounding), c.output_saturate ? " saturating" : "");
-  s += fmt::format(", acc {} {}{}{} (products {}), out {} {}{}{}", c.acc.format->name, rounding_name(c.acc.rounding),
-                   c.acc.ftz ? " ftz" : "", c.acc.daz ? " daz" : "",
-                   c.acc.products_rounded ? std::string("rounded")
-                   : !c.terms_are_products || term_fits_accumulator(c)
-                       ? std::string("exact")
-                       : fmt::format("fused, not exact in {}", c.acc.format->name),
-                   c.output->name, rounding_name(c.output_rounding), c.output_ftz ? " ftz" : "",
-                   c.output_saturate ? " saturating" : "");
+  // A sum's terms are its inputs: there are no products to describe.
+  const std::string products = c.acc.products_rounded ? " (products rounded)"
+                               : !c.terms_are_products  ? std::string()
+                               : term_fits_accumulator(c)
+                                   ? " (products exact)"
+                                   : fmt::format(" (products fused, not exact in {})", c.acc.format->name);
+  s += fmt::format(", acc {} {}{}{}{}, out {} {}{}{}", c.acc.format->name, rounding_name(c.acc.rounding),
+                   c.acc.ftz ? " ftz" : "", c.acc.daz ? " daz" : "", products, c.output->name,
+                   rounding_name(c.output_rounding), c.output_ftz ? " ftz" : "", c.output_saturate ? " saturating" : "");
   if (c.roundings_per_term) s += fmt::format(", {} roundings per term (plan)", *c.roundings_per_term);
   return s;
 }

@@ -170,6 +170,12 @@ std::uint64_t parse_seed(const std::string& text);
 /// Loads the profile (profile_directory()).
 ClaimSpec parse_claim(std::string_view text);
 
+/// A number as strtod reads the whole of `text` (decimal or hex float, inf, nan): "" and the value
+/// in `value`, or why not ("'1e-5x' is not a number", "'1e999' is out of range": beyond double's
+/// range or below its least subnormal, which strtod would give as inf or 0). The claim's numbers
+/// and the CLI's number options read alike.
+std::string read_decimal(const std::string& text, double& value);
+
 /// A cross-platform reference's claim: `c` with its plan and profile replaced by `profile`, and
 /// its accumulator options (--acc, --acc-rounding, --products-rounded, --ftz, --daz,
 /// --zero-start) dropped, since the profile states the accumulation; inputs, casts, output and

@@ -92,16 +92,24 @@ std::vector<std::string> tokenize(std::string_view text) {
 }
 
 double parse_number(const std::string& option, const std::string& s) {
-  const char* begin = s.c_str();
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(begin, &end);
-  if (s.empty() || end != begin + s.size() || errno == ERANGE)
-    throw InputError(fmt::format("{} '{}': not a number", option, s));
+  double v = 0;
+  if (const std::string why = read_decimal(s, v); !why.empty()) throw InputError(fmt::format("{}: {}", option, why));
   return v;
 }
 
 }  // namespace
+
+std::string read_decimal(const std::string& text, double& value) {
+  const char* first = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(first, &end);
+  if (text.empty() || end != first + text.size()) return fmt::format("'{}' is not a number", printable(text));
+  // ERANGE with a subnormal result is a number strtod could only round (glibc sets it there too).
+  if (errno == ERANGE && (std::isinf(v) || v == 0)) return fmt::format("'{}' is out of range", printable(text));
+  value = v;
+  return {};
+}
 
 std::uint64_t parse_seed(const std::string& s) {
   // Digits only, and at most 2^64 - 1: strtoull would accept a sign and wrap.

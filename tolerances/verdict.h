@@ -90,15 +90,16 @@ struct Signature {
 
 /// Every signature a verdict can carry (verdict.cpp, check.cpp's function accuracy, the
 /// integer and scaled GEMM checks); a cross-platform check also reports R's own as
-/// "reference-NAME". A signature added anywhere is added here (matchers refuse other names).
+/// "reference-NAME" and, where C is a defect under its own claim, C's as "target-NAME"
+/// (judge_port_sides). A signature added anywhere is added here (matchers refuse other names).
 inline constexpr std::string_view signature_names[] = {
     "bias",          "narrow-accumulator", "confined",         "lone-outlier",     "non-finite",
     "function-accuracy", "reference-defect", "requant-overflow", "requant-rounding", "zero-point-missing",
     "zero-point-sign",   "no-saturation",    "int32-overflow",   "scale-transposed", "scale-missing",
-    "missing-promotion", "masked-row-zero", "addend-placement"};
+    "missing-promotion", "masked-row-zero", "addend-placement", "subnormal-flush", "target-defect"};
 
 /// Whether `name` is a signature some verdict can carry (signature_names, or
-/// "reference-" + one of them).
+/// "reference-" / "target-" + one of them).
 bool is_signature_name(std::string_view name);
 
 /// The judgement of one tensor.

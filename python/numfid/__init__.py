@@ -284,7 +284,7 @@ def probe(fn, op, *, k, in_format="fp32", out_format="fp32", seed=1, budget=0, v
                              (("k", k), ("budget", budget), ("validation", validation)))
     seed = _int_arg("probe", "seed", seed, _UINT64)
     # A torch harness returns tensors (bf16, tracking gradients, on a device): read as numbers here.
-    return _numfid.probe(lambda a, b: _as_values(fn(a, b)), op, k, in_format, out_format, seed, budget,
+    return _numfid.probe(lambda a, b: _as_values(fn(a, b), "fn(a, b)"), op, k, in_format, out_format, seed, budget,
                          validation, name)
 
 

@@ -73,8 +73,15 @@ def _c_order(a):
     return a if a.flags.c_contiguous else np.array(a, order="C")
 
 
-def _on_cpu(t):
-    """A torch tensor detached, with its values materialised, on the CPU: what .numpy() takes."""
+def _on_cpu(t, name):
+    """A torch tensor detached, with its values materialised, on the CPU: what .numpy() takes.
+    A tensor with no values to read (the meta device) or not dense (sparse layouts) is refused
+    naming `name` (torch's own exception named neither the argument nor the way out)."""
+    if t.device.type == "meta":
+        raise ValueError(f"{name}: a torch tensor on the meta device holds no values to judge")
+    layout = str(getattr(t, "layout", "torch.strided")).replace("torch.", "")  # torch-like objects may have none
+    if layout != "strided":
+        raise TypeError(f"{name}: a torch tensor of layout {layout}: give a dense tensor (t.to_dense())")
     t = t.detach()
     # A lazily negated or conjugated view (torch's negative/conjugate bit) refuses .numpy():
     # materialised here (no copy for a tensor without the bit; older torch has neither method).
@@ -92,7 +99,7 @@ def _torch_array(t, name):
     if dtype not in _TORCH:
         raise TypeError(f"{name}: torch dtype {dtype} is not supported ({', '.join(_TORCH)})")
     fmt, container = _TORCH[dtype]
-    t = _on_cpu(t).contiguous()  # no copy when already contiguous
+    t = _on_cpu(t, name).contiguous()  # no copy when already contiguous
     if container in _UNSIGNED:
         import torch  # reached only with a torch tensor in hand, so torch is importable
 
@@ -103,13 +110,13 @@ def _torch_array(t, name):
     return t.numpy(), container, fmt
 
 
-def as_values(x):
+def as_values(x, name):
     """What a probed black box returned, as numbers the library reads (float64 where it can be
     widened exactly): a torch tensor of any float dtype — bf16, fp8, one that requires grad or
     lives on a device — or an ml_dtypes array; anything else unchanged (the library names what
     it cannot read)."""
     if is_torch_tensor(x):
-        t = _on_cpu(x)
+        t = _on_cpu(x, name)
         return (t.double() if t.is_floating_point() else t).numpy()  # every torch float widens exactly
     if isinstance(x, np.ndarray) and x.dtype.names is None and x.dtype.name in _ML_DTYPES:
         return x.astype(np.float64)
@@ -125,7 +132,17 @@ def as_operand(x, name):
     if is_torch_tensor(x):
         a, container, fmt = _torch_array(x, name)
     else:
-        a = np.asarray(x)
+        if isinstance(x, np.ma.MaskedArray):
+            # numfid judges every element: a mask would be silently ignored (its hidden values judged).
+            if np.ma.getmask(x) is not np.ma.nomask and np.ma.getmask(x).any():
+                raise ValueError(f"{name}: a masked array (numpy.ma) with {int(np.ma.getmask(x).sum())} masked "
+                                 f"element(s): numfid judges every element; give x.data to judge them all, or "
+                                 f"x.filled(value)")
+            x = np.ma.getdata(x)
+        try:
+            a = np.asarray(x)
+        except ValueError as e:  # a ragged list: NumPy's message names neither the argument nor the cause
+            raise ValueError(f"{name}: not an array of one shape (a ragged nested list?): {e}") from None
         dt = a.dtype
         if dt.names is None and dt.name in _ML_DTYPES:  # ml_dtypes' own dtypes (kind 'V')
             fmt, container = _ML_DTYPES[dt.name]

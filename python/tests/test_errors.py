@@ -394,3 +394,23 @@ def test_addend_placement_and_profile_messages_name_the_python_arguments():
         numfid.check("matmul", "--in fp32 --out fp32", a=a, b=b, c=c, ref=c, ref_profile="--in bf16")
     with pytest.raises(ValueError, match=r"^the target's profile '' is not a profile"):
         numfid.tol("matmul", "--in bf16 --out bf16", k=4, target_profile="")
+
+
+def test_operands_that_are_not_dense_arrays_of_one_shape_are_named():
+    # Each failed with NumPy's or torch's own exception, naming neither the argument nor the way
+    # out; a masked array's hidden values were judged silently.
+    x = np.zeros(4, np.float32)
+    c = np.ones(4, np.float32)
+    claim = "--in fp32 --compute fp32 --out fp32"
+    with pytest.raises(ValueError, match=r"^x: not an array of one shape \(a ragged nested list\?\)"):
+        numfid.check("exp", claim, x=[[0.0, 0.0], [0.0]], c=c)
+    with pytest.raises(ValueError, match=r"^c: a masked array \(numpy.ma\) with 1 masked element\(s\): numfid judges "
+                                         r"every element; give x.data"):
+        numfid.check("exp", claim, x=x, c=np.ma.masked_array(c, mask=[0, 1, 0, 0]))
+    # A mask that hides nothing is no mask.
+    assert numfid.check("exp", claim, x=x, c=np.ma.masked_array(c, mask=False)).verdict == "consistent"
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ValueError, match=r"^x: a torch tensor on the meta device holds no values"):
+        numfid.check("exp", claim, x=torch.zeros(4, device="meta"), c=c)
+    with pytest.raises(TypeError, match=r"^c: a torch tensor of layout sparse_coo: give a dense tensor \(t.to_dense\(\)\)"):
+        numfid.check("exp", claim, x=x, c=torch.ones(4).to_sparse())

@@ -50,6 +50,9 @@ class GateMigrationTest : public ::testing::Test {
     return r.cases.at(0);
   }
 
+  /// The port with one side's output moved at one element (defined below its search).
+  GateCaseResult port_with_one_side_off(bool reference_off) const;
+
   static const MigrationSection& section(const std::vector<MigrationSection>& s, const std::string& title) {
     for (const MigrationSection& x : s)
       if (x.title == title) return x;
@@ -156,19 +159,33 @@ std::optional<OneSideDefect> defect_hidden_by_the_other_side(const TensorData& a
   return std::nullopt;
 }
 
+/// The port with one side's output (the reference's, or the target's) moved at one element until
+/// it is a defect under its own claim while C against R alone is not one; the gate's case, with
+/// what holds for either side checked.
+GateCaseResult GateMigrationTest::port_with_one_side_off(bool reference_off) const {
+  const fs::path& dir = dir_;
+  const TensorData &a = a_, &b = b_;
+  const ClaimSpec t = parse_claim(trn2), h = parse_claim(h100);
+  const TensorData C = tensor_data(read_tensor(dir / "trn2.npy"), *t.out), R = tensor_data(read_tensor(dir / "h100.npy"), *h.out);
+  const std::optional<OneSideDefect> bad = reference_off ? defect_hidden_by_the_other_side(a, b, R, h, C, t)
+                                                         : defect_hidden_by_the_other_side(a, b, C, t, R, h);
+  EXPECT_TRUE(bad.has_value()) << "no element where a moved output hides behind the other side's bound";
+  if (!bad) return {};
+  write_tensor(dir / (reference_off ? "h100.npy" : "bad.npy"), make_tensor(*bad->moved.format, bad->moved.shape, bad->moved.values));
+  GateCaseResult c = run(reference_off ? "trn2.npy" : "bad.npy");
+  EXPECT_TRUE(c.figures && c.migration) << c.error;
+  if (!c.migration) return c;
+  EXPECT_NE(c.migration->cross, TensorKind::defect) << c.migration->cross_reason;
+  EXPECT_EQ((reference_off ? c.migration->reference : c.migration->target).verdict, TensorKind::defect);
+  EXPECT_EQ(c.status(), "defect");
+  return c;
+}
+
 TEST_F(GateMigrationTest, AReferenceThatIsItselfADefectFailsTheCase) {
   // C against R within both bounds says nothing when R is wrong: the case is a defect, and the
   // sections keep the cross-platform verdict apart.
-  const ClaimSpec t = parse_claim(trn2), h = parse_claim(h100);
-  const TensorData C = tensor_data(read_tensor(dir_ / "trn2.npy"), *t.out), R = tensor_data(read_tensor(dir_ / "h100.npy"), *h.out);
-  const std::optional<OneSideDefect> bad = defect_hidden_by_the_other_side(a_, b_, R, h, C, t);
-  ASSERT_TRUE(bad.has_value()) << "no element where a moved reference hides behind the target's bound";
-  write_tensor(dir_ / "h100.npy", make_tensor(*bad->moved.format, bad->moved.shape, bad->moved.values));
-  const GateCaseResult c = run("trn2.npy");
-  ASSERT_TRUE(c.figures && c.migration) << c.error;
-  EXPECT_NE(c.migration->cross, TensorKind::defect) << c.migration->cross_reason;
-  EXPECT_EQ(c.migration->reference.verdict, TensorKind::defect);
-  EXPECT_EQ(c.status(), "defect");
+  const GateCaseResult c = port_with_one_side_off(true);
+  ASSERT_TRUE(c.migration);
   EXPECT_NE(c.reason().find("R (the reference) is itself a proven defect under its own claim (" + c.migration->reference.claim + "): "),
             std::string::npos)
       << c.reason();
@@ -190,16 +207,8 @@ TEST_F(GateMigrationTest, AReferenceThatIsItselfADefectFailsTheCase) {
 }
 
 TEST_F(GateMigrationTest, ATargetThatIsItselfADefectFailsTheCase) {
-  const ClaimSpec t = parse_claim(trn2), h = parse_claim(h100);
-  const TensorData C = tensor_data(read_tensor(dir_ / "trn2.npy"), *t.out), R = tensor_data(read_tensor(dir_ / "h100.npy"), *h.out);
-  const std::optional<OneSideDefect> bad = defect_hidden_by_the_other_side(a_, b_, C, t, R, h);
-  ASSERT_TRUE(bad.has_value()) << "no element where a moved target hides behind the reference's bound";
-  write_tensor(dir_ / "bad.npy", make_tensor(*bad->moved.format, bad->moved.shape, bad->moved.values));
-  const GateCaseResult c = run("bad.npy");
-  ASSERT_TRUE(c.figures && c.migration) << c.error;
-  EXPECT_NE(c.migration->cross, TensorKind::defect) << c.migration->cross_reason;
-  EXPECT_EQ(c.migration->target.verdict, TensorKind::defect);
-  EXPECT_EQ(c.status(), "defect");
+  const GateCaseResult c = port_with_one_side_off(false);
+  ASSERT_TRUE(c.migration);
   // Proven or probable, as the target's own verdict says (the search stops at the first defect).
   const std::string kind = c.migration->target.reason.find("lie outside the deterministic bound") != std::string::npos ? "proven" : "probable";
   EXPECT_NE(c.reason().find("C (the target) is itself a " + kind + " defect under its own claim (" + c.migration->target.claim +

@@ -1608,6 +1608,26 @@ TEST(CheckRows, ZerosWhereTheExactResultIsSubnormalAreAFlush) {
   EXPECT_THAT(z.text(), Not(HasSubstr("subnormal-flush")));
 }
 
+// Cross-platform, the judge's centre is R: a flush is "0 where R is subnormal" there.
+TEST(CheckMatmul, ASubnormalFlushAgainstAReferenceNamesR) {
+  const std::vector<float> av(16, 0x1p-70f), bv(1, 0x1p-70f), rv(16, 0x1p-140f);  // 2^-140: subnormal in fp32, exact
+  std::vector<float> cv = rv;
+  cv[0] = 0.0f;
+  const ClaimSpec claim = parse_claim("--in fp32 --acc fp32 --out fp32");
+  MatmulCheckOptions o;
+  o.ref = view(std::span<const float>(rv), {16, 1}, "fp32", "R");
+  o.ref_claim = claim;
+  const CheckResult r = check_matmul(view(std::span<const float>(av), {16, 1}, "fp32", "A"),
+                                     view(std::span<const float>(bv), {1, 1}, "fp32", "B"),
+                                     view(std::span<const float>(cv), {16, 1}, "fp32", "C"), claim, o);
+  ASSERT_EQ(r.verdict.kind, TensorKind::defect) << r.text();
+  ASSERT_FALSE(r.verdict.signatures.empty()) << r.text();
+  EXPECT_EQ(r.verdict.signatures[0].name, "subnormal-flush") << r.text();
+  EXPECT_THAT(r.verdict.signatures[0].evidence,
+              HasSubstr("1 element outside the probabilistic bound is 0 where R (the reference) is subnormal in fp32 (below "
+                        "1.17549e-38; element 0: R 7.17465e-43)"));
+}
+
 TEST(Tolerance, GammaOfTheAnyOrderBound) {
   const ToleranceResult t = tolerance("matmul", 512, parse_claim("--in bf16 --acc fp32 --out bf16"));
   // γ_511 = 511·2^-24 / (1 - 511·2^-24) (products of bf16 values are exact in fp32).

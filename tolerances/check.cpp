@@ -868,6 +868,7 @@ CheckResult check_against(const MatmulReference& mr, const TensorData& A, const 
     mark_cast_overflow(std::span<ReferenceElement>(ref.data(), ref.size()),
                        cast_overflow_elements(s.claim, A, B, mr.dims, mr.rowwise_dot));
     JudgeOptions jr = jo;
+    jr.centre_is_reference = true;
     if (D != nullptr && s.claim.addend_at != AddendAt::start) {
       jr.addend = D->values;
       jr.addend_format = D->format;

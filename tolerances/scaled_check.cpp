@@ -1067,6 +1067,7 @@ CheckResult check_scaled_gemm(const TensorData& A, const TensorData& B, const Te
                                          promotion_inf, max_finite(fp32), claim.acc->name));
   }
   JudgeOptions jo = judge_options(claim, opt.worst, true);
+  jo.centre_is_reference = opt.ref.has_value();
   if (jc.addend_at != AddendAt::start) {
     jo.addend = opt.addend->values;
     jo.addend_format = &fp32;

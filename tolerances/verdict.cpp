@@ -108,7 +108,8 @@ std::vector<std::int64_t> per_matrix(const detail::JudgedElements& all, const St
 
 template <class Reference>
 void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, const detail::JudgedElements& all,
-                    const Reference& ref, Grid grid, std::span<const std::int64_t> shape, const Stack& st) {
+                    const Reference& ref, Grid grid, std::span<const std::int64_t> shape, const Stack& st,
+                    bool centre_is_reference) {
   const FormatSpec& out = *claim.output;
   // An addend at the end or after the output cast rounds once more before the output: its
   // rounding error (at the element's own values) is no error of the output's rounding or of the
@@ -331,11 +332,12 @@ void add_signatures(Verdict& v, const Claim& claim, const ReductionBound& b, con
       const ElementReport e = all.report(bad.first);
       v.signatures.insert(v.signatures.begin(),
                           {"subnormal-flush",
-                           fmt::format("{} element{} outside the probabilistic bound {} 0 where the exact result is "
-                                       "subnormal in {} (below {:g}; element {}: exact {:.6g}): subnormal results or "
+                           fmt::format("{} element{} outside the probabilistic bound {} 0 where {} is "
+                                       "subnormal in {} (below {:g}; element {}: {} {:.6g}): subnormal results or "
                                        "inputs flushed to zero (FTZ/DAZ), which the claim does not allow",
-                                       flushes, flushes == 1 ? "" : "s", flushes == 1 ? "is" : "are", out.name,
-                                       least_normal, e.index, e.exact)});
+                                       flushes, flushes == 1 ? "" : "s", flushes == 1 ? "is" : "are",
+                                       centre_is_reference ? "R (the reference)" : "the exact result", out.name,
+                                       least_normal, e.index, centre_is_reference ? "R" : "exact", e.exact)});
     }
   }
   if (bad.count == 1 && all.size() >= kLoneOutlierMinElements && !flushed) {
@@ -863,7 +865,7 @@ Verdict judge_with(const Claim& claim, const ReductionBound& b, std::span<const 
     }
   }
   add_signatures(v, claim, b, all, ref, grid, is_shape_of(opt.shape, n_all) ? opt.shape : std::span<const std::int64_t>{},
-                 stack);
+                 stack, opt.centre_is_reference);
   v.field = detail::error_field(all, grid, opt.false_alarm);
   // The worst elements, made whole from their records.
   for (const std::size_t i : all.size() <= std::numeric_limits<std::uint32_t>::max() ? worst_positions<std::uint32_t>(all, opt.worst)

@@ -159,6 +159,9 @@ struct JudgeOptions {
   /// matrices (its last two axes), and the verdict says which matrices hold the defects
   /// (Verdict::outside_by_matrix, the confined and lone-outlier signatures).
   std::span<const std::int64_t> shape = {};
+  /// Cross-platform: `ref`'s values are the reference platform's output R, not the exact result
+  /// (the signatures say "R" where they read them).
+  bool centre_is_reference = false;
 };
 
 /// Judges `out` (patterns of claim.output) against the oracle under bound `b`; `ref` holds one

@@ -134,10 +134,10 @@ def as_operand(x, name):
     else:
         if isinstance(x, np.ma.MaskedArray):
             # numfid judges every element: a mask would be silently ignored (its hidden values judged).
-            if np.ma.getmask(x) is not np.ma.nomask and np.ma.getmask(x).any():
-                raise ValueError(f"{name}: a masked array (numpy.ma) with {int(np.ma.getmask(x).sum())} masked "
-                                 f"element(s): numfid judges every element; give x.data to judge them all, or "
-                                 f"x.filled(value)")
+            masked = int(np.ma.count_masked(x))
+            if masked:
+                raise ValueError(f"{name}: a masked array (numpy.ma) with {masked} masked element(s): numfid judges "
+                                 f"every element; give {name}.data to judge them all, or {name}.filled(value)")
             x = np.ma.getdata(x)
         try:
             a = np.asarray(x)

@@ -405,7 +405,7 @@ def test_operands_that_are_not_dense_arrays_of_one_shape_are_named():
     with pytest.raises(ValueError, match=r"^x: not an array of one shape \(a ragged nested list\?\)"):
         numfid.check("exp", claim, x=[[0.0, 0.0], [0.0]], c=c)
     with pytest.raises(ValueError, match=r"^c: a masked array \(numpy.ma\) with 1 masked element\(s\): numfid judges "
-                                         r"every element; give x.data"):
+                                         r"every element; give c.data to judge them all, or c.filled\(value\)$"):
         numfid.check("exp", claim, x=x, c=np.ma.masked_array(c, mask=[0, 1, 0, 0]))
     # A mask that hides nothing is no mask.
     assert numfid.check("exp", claim, x=x, c=np.ma.masked_array(c, mask=False)).verdict == "consistent"
